@@ -1,0 +1,319 @@
+// Copyright 2026 The BPS Authors. All rights reserved.
+// Use of this source code is governed by a BSD-style
+// license that can be found in the LICENSE file.
+
+// Package bps implements Broadcast Pub/Sub for Swarm: the SWIP-74 broker, its
+// publisher and subscriber, as a bee p2p protocol
+// (/swarm/pubsub/1.0.0/stream).
+//
+// One Service is both sides. As a broker it answers Joins: it creates or
+// attaches cohorts keyed by the canonical serialisation of their spec, derives
+// each publisher's challenge from a boot secret without storing it, verifies
+// claims and publications with bee's crypto and soc packages, and fans accepted
+// frames out — encoded once — to every subscriber stream through one bounded
+// queue and one writer per stream. As a client it joins other brokers as a
+// subscriber (Subscribe) or as a publisher (Publish).
+//
+// Every stream handler is resident: it blocks for the stream's lifetime and
+// returns p2p.NewBlockPeerError when the peer provably misbehaved. Every
+// goroutine the Service starts is owned by it and waited for by Close.
+package bps
+
+import (
+	"context"
+	"crypto/rand"
+	"errors"
+	"fmt"
+	"sync"
+	"time"
+
+	"github.com/ethersphere/bee/v2/pkg/log"
+	"github.com/ethersphere/bee/v2/pkg/p2p"
+	"github.com/ethersphere/bee/v2/pkg/swarm"
+)
+
+// loggerName is the tree path name of the logger for this package.
+const loggerName = "bps"
+
+const (
+	protocolName    = "pubsub"
+	protocolVersion = "1.0.0"
+	streamName      = "stream"
+)
+
+// ProtocolID is the full libp2p protocol id BPS streams are opened on.
+var ProtocolID = p2p.NewSwarmStreamName(protocolName, protocolVersion, streamName)
+
+// Errors the client side reports.
+var (
+	// ErrFull is returned when a broker answered FULL: back off and rejoin.
+	ErrFull = errors.New("bps: broker is full")
+	// ErrRejected is returned when a broker answered REJECTED: the spec is
+	// refused there and rejoining unchanged is pointless.
+	ErrRejected = errors.New("bps: spec rejected by broker")
+	// ErrClosed is returned after the Service or a handle was closed.
+	ErrClosed = errors.New("bps: closed")
+	// ErrClaimNotTaken is returned when the broker reset a publisher stream,
+	// which is how it answers a claim that did not upgrade the stream.
+	ErrClaimNotTaken = errors.New("bps: publisher stream reset by broker")
+)
+
+// Options configure a Service. Zero values take the defaults below; every
+// bound is node policy and nothing of it is on the wire.
+type Options struct {
+	// MaxStreamsPerCohort bounds the fan-out set (subscriber streams) of a
+	// cohort; one extra seat is admitted for an absent admin. Default 64.
+	MaxStreamsPerCohort int
+	// MaxPublisherStreams bounds the claimed publisher streams of a cohort.
+	// Default 8.
+	MaxPublisherStreams int
+	// MaxCohorts bounds the live cohorts of this broker. Default 1024.
+	MaxCohorts int
+	// MaxCohortsPerPeer bounds the cohorts one peer connection may hold
+	// streams in. Default 16.
+	MaxCohortsPerPeer int
+	// QueueLen is the outbound queue per subscriber stream, in frames; a full
+	// queue resets that stream. Default 64.
+	QueueLen int
+	// Inactivity reclaims a cohort that accepted no message for this long.
+	// Default 10 minutes.
+	Inactivity time.Duration
+	// ClaimDeadline disconnects the extra admin seat if it has not claimed by
+	// then. Default 30 seconds.
+	ClaimDeadline time.Duration
+	// MaxInvalidFrames is how many invalid publications (bad SOC, wrong owner,
+	// not a bare index) a publisher stream may send before it is reset and
+	// its peer blocklisted. Default 8.
+	MaxInvalidFrames int
+	// BlocklistDuration is how long a violating peer is blocklisted. Default
+	// p2p.DefaultBlocklistTime.
+	BlocklistDuration time.Duration
+	// BackoffMin and BackoffMax bound the client's randomised exponential
+	// backoff after FULL, REJECTED or a reset. Defaults 1 s and 30 s.
+	BackoffMin, BackoffMax time.Duration
+	// HandshakeTimeout bounds the wait for a Join or an Ack. Default 30 s.
+	HandshakeTimeout time.Duration
+	// WriteTimeout bounds one frame write on a stream. Default 30 s.
+	WriteTimeout time.Duration
+	// ClientCursors bounds the subscriber cursors kept per (topic, admin).
+	// Default 4096; the least recently used is forgotten first.
+	ClientCursors int
+	// Logger is the node logger; default a no-op logger.
+	Logger log.Logger
+	// Tracer observes protocol events (tests, simulator); may be nil.
+	Tracer Tracer
+}
+
+// Default values of Options.
+const (
+	DefaultMaxStreamsPerCohort = 64
+	DefaultMaxPublisherStreams = 8
+	DefaultMaxCohorts          = 1024
+	DefaultMaxCohortsPerPeer   = 16
+	DefaultQueueLen            = 64
+	DefaultInactivity          = 10 * time.Minute
+	DefaultClaimDeadline       = 30 * time.Second
+	DefaultMaxInvalidFrames    = 8
+	DefaultBackoffMin          = time.Second
+	DefaultBackoffMax          = 30 * time.Second
+	DefaultHandshakeTimeout    = 30 * time.Second
+	DefaultWriteTimeout        = 30 * time.Second
+	DefaultClientCursors       = 4096
+)
+
+func (o *Options) setDefaults() {
+	def := func(v *int, d int) {
+		if *v == 0 {
+			*v = d
+		}
+	}
+	defd := func(v *time.Duration, d time.Duration) {
+		if *v == 0 {
+			*v = d
+		}
+	}
+	def(&o.MaxStreamsPerCohort, DefaultMaxStreamsPerCohort)
+	def(&o.MaxPublisherStreams, DefaultMaxPublisherStreams)
+	def(&o.MaxCohorts, DefaultMaxCohorts)
+	def(&o.MaxCohortsPerPeer, DefaultMaxCohortsPerPeer)
+	def(&o.QueueLen, DefaultQueueLen)
+	def(&o.MaxInvalidFrames, DefaultMaxInvalidFrames)
+	def(&o.ClientCursors, DefaultClientCursors)
+	defd(&o.Inactivity, DefaultInactivity)
+	defd(&o.ClaimDeadline, DefaultClaimDeadline)
+	defd(&o.BlocklistDuration, p2p.DefaultBlocklistTime)
+	defd(&o.BackoffMin, DefaultBackoffMin)
+	defd(&o.BackoffMax, DefaultBackoffMax)
+	defd(&o.HandshakeTimeout, DefaultHandshakeTimeout)
+	defd(&o.WriteTimeout, DefaultWriteTimeout)
+	if o.Logger == nil {
+		o.Logger = log.Noop
+	}
+}
+
+func (o *Options) validate() error {
+	for name, v := range map[string]int{
+		"MaxStreamsPerCohort": o.MaxStreamsPerCohort,
+		"MaxPublisherStreams": o.MaxPublisherStreams,
+		"MaxCohorts":          o.MaxCohorts,
+		"MaxCohortsPerPeer":   o.MaxCohortsPerPeer,
+		"QueueLen":            o.QueueLen,
+		"MaxInvalidFrames":    o.MaxInvalidFrames,
+		"ClientCursors":       o.ClientCursors,
+	} {
+		if v < 0 {
+			return fmt.Errorf("bps: option %s must not be negative, got %d", name, v)
+		}
+	}
+	for name, v := range map[string]time.Duration{
+		"Inactivity":        o.Inactivity,
+		"ClaimDeadline":     o.ClaimDeadline,
+		"BlocklistDuration": o.BlocklistDuration,
+		"BackoffMin":        o.BackoffMin,
+		"BackoffMax":        o.BackoffMax,
+		"HandshakeTimeout":  o.HandshakeTimeout,
+		"WriteTimeout":      o.WriteTimeout,
+	} {
+		if v < 0 {
+			return fmt.Errorf("bps: option %s must not be negative, got %s", name, v)
+		}
+	}
+	if o.BackoffMin > o.BackoffMax {
+		return fmt.Errorf("bps: BackoffMin %s exceeds BackoffMax %s", o.BackoffMin, o.BackoffMax)
+	}
+	return nil
+}
+
+// Service is a BPS node: broker for the cohorts others join here, and client
+// of the brokers it joins.
+type Service struct {
+	streamer p2p.Streamer
+	overlay  swarm.Address
+	opts     Options
+	logger   log.Logger
+	metrics  metrics
+	tracer   Tracer
+
+	secret [32]byte // S_C: drawn at boot, never persisted
+
+	reg        *registry    // broker side
+	backoff    *backoffs    // client side: per (broker, cohort)
+	cursors    *cursorCache // client side: per (topic, admin)
+	challenges *lru[[]byte] // client side: S held per (broker, cohort, address)
+	handles    *handleSet   // client side: open subscriptions and publishers
+	ctx        context.Context
+	cancel     context.CancelFunc
+	wg         sync.WaitGroup // every goroutine the service owns
+	closeMu    sync.Mutex
+	isClosed   bool
+}
+
+// New builds a Service that opens streams through streamer and is known to
+// its peers by overlay.
+func New(streamer p2p.Streamer, overlay swarm.Address, o Options) (*Service, error) {
+	o.setDefaults()
+	if err := o.validate(); err != nil {
+		return nil, err
+	}
+	s := &Service{
+		streamer: streamer,
+		overlay:  overlay,
+		opts:     o,
+		logger:   o.Logger.WithName(loggerName).Register(),
+		metrics:  newMetrics(),
+		tracer:   o.Tracer,
+	}
+	if _, err := rand.Read(s.secret[:]); err != nil {
+		return nil, fmt.Errorf("bps: boot secret: %w", err)
+	}
+	s.ctx, s.cancel = context.WithCancel(context.Background())
+	s.reg = newRegistry(s)
+	s.backoff = newBackoffs(o.BackoffMin, o.BackoffMax)
+	s.cursors = newCursorCache(o.ClientCursors)
+	s.challenges = newLRU[[]byte](o.ClientCursors)
+	s.handles = newHandleSet()
+	return s, nil
+}
+
+// Protocol is the bee p2p protocol spec to register with AddProtocol.
+func (s *Service) Protocol() p2p.ProtocolSpec {
+	return p2p.ProtocolSpec{
+		Name:    protocolName,
+		Version: protocolVersion,
+		StreamSpecs: []p2p.StreamSpec{
+			{
+				Name:    streamName,
+				Handler: s.handler,
+			},
+		},
+	}
+}
+
+// Overlay is the overlay address this node signs claims against as a broker.
+func (s *Service) Overlay() swarm.Address { return s.overlay }
+
+// Close ends every stream and cohort, broker and client side, and waits for
+// every goroutine the Service started, at most timeout (default 5 s).
+func (s *Service) Close() error {
+	s.closeMu.Lock()
+	if s.isClosed {
+		s.closeMu.Unlock()
+		return nil
+	}
+	s.isClosed = true
+	s.closeMu.Unlock()
+
+	s.cancel()
+	s.reg.closeAll()
+	s.handles.closeAll()
+
+	done := make(chan struct{})
+	go func() {
+		s.wg.Wait()
+		close(done)
+	}()
+	select {
+	case <-done:
+		return nil
+	case <-time.After(closeTimeout):
+		return errors.New("bps: close timed out waiting for streams")
+	}
+}
+
+const closeTimeout = 5 * time.Second
+
+// closed reports whether Close was called.
+func (s *Service) closed() bool {
+	s.closeMu.Lock()
+	defer s.closeMu.Unlock()
+	return s.isClosed
+}
+
+// goOwned runs f on a goroutine owned by the service; it returns false without
+// running f once the service is closed.
+func (s *Service) goOwned(f func()) bool {
+	s.closeMu.Lock()
+	defer s.closeMu.Unlock()
+	if s.isClosed {
+		return false
+	}
+	s.wg.Add(1)
+	go func() {
+		defer s.wg.Done()
+		f()
+	}()
+	return true
+}
+
+// track registers the calling goroutine (a stream handler run by the p2p
+// layer) with the service so Close waits for it; it returns false once the
+// service is closed.
+func (s *Service) track() bool {
+	s.closeMu.Lock()
+	defer s.closeMu.Unlock()
+	if s.isClosed {
+		return false
+	}
+	s.wg.Add(1)
+	return true
+}

@@ -1,0 +1,108 @@
+// Copyright 2026 The BPS Authors. All rights reserved.
+// Use of this source code is governed by a BSD-style
+// license that can be found in the LICENSE file.
+
+package bps
+
+import (
+	"bytes"
+	"encoding/binary"
+	"errors"
+	"fmt"
+
+	"github.com/ethersphere/bee/v2/pkg/crypto"
+	"github.com/ethersphere/bee/v2/pkg/swarm"
+	"github.com/ethersphere/bps/pkg/bps/pb"
+)
+
+// claimDomain separates claim signatures from SOC signatures and any other
+// protocol's.
+const claimDomain = "bps-claim:v1"
+
+// Signer signs data in bee's SOC convention (EIP-191 prefixed keccak256,
+// r ‖ s ‖ v with v 27 or 28). bee's crypto.Signer satisfies it; the HTTP
+// bridge implements it by asking the dApp, so the node holds no keys.
+type Signer interface {
+	Sign(data []byte) ([]byte, error)
+}
+
+var (
+	errClaimShape     = errors.New("claim is malformed")
+	errClaimSignature = errors.New("claim signature does not recover to its address")
+	errClaimNotAdmin  = errors.New("claimed address may not publish in this cohort")
+	errClaimAddr      = errors.New("claimed address differs from the declared one")
+)
+
+// ClaimDigest is what a claim signs: keccak256("bps-claim:v1" ‖ S ‖ O_B ‖
+// uint64BE(index)). The signer then applies the EIP-191 prefix, exactly as for
+// a SOC.
+func ClaimDigest(challenge []byte, broker swarm.Address, index uint64) []byte {
+	var idx [8]byte
+	binary.BigEndian.PutUint64(idx[:], index)
+	return keccak([]byte(claimDomain), challenge, broker.Bytes(), idx[:])
+}
+
+// SignClaim makes the claim for addr on the challenge S issued by broker.
+func SignClaim(signer Signer, addr, challenge []byte, broker swarm.Address, index uint64) (*pb.Claim, error) {
+	sig, err := signer.Sign(ClaimDigest(challenge, broker, index))
+	if err != nil {
+		return nil, fmt.Errorf("sign claim: %w", err)
+	}
+	return ClaimFromSignature(addr, index, sig)
+}
+
+// ClaimFromSignature assembles a claim from a 65-byte r ‖ s ‖ v signature made
+// elsewhere (by a dApp, through the bridge).
+func ClaimFromSignature(addr []byte, index uint64, sig []byte) (*pb.Claim, error) {
+	if len(sig) != swarm.SocSignatureSize {
+		return nil, fmt.Errorf("claim signature is %d bytes, want %d", len(sig), swarm.SocSignatureSize)
+	}
+	return &pb.Claim{
+		Addr:  bytes.Clone(addr),
+		Index: index,
+		Auth:  &pb.Auth{R: bytes.Clone(sig[:32]), S: bytes.Clone(sig[32:64]), V: uint32(sig[64])},
+	}, nil
+}
+
+// claimWellFormed reports whether c has the shape of a claim: a 20-byte
+// address and a complete signature. A frame that does not is not a claim at
+// all (wrong_stream), one that is but fails is an invalid claim.
+func claimWellFormed(c *pb.Claim) bool {
+	if c == nil || len(c.Addr) != AddressSize || c.Auth == nil {
+		return false
+	}
+	a := c.Auth
+	return len(a.R) == 32 && len(a.S) == 32 && (a.V == 27 || a.V == 28) &&
+		len(c.ProtoReflect().GetUnknown()) == 0 && len(a.ProtoReflect().GetUnknown()) == 0
+}
+
+// verifyClaim checks that c was signed by c.Addr over the challenge this
+// broker derives for c.Addr on sp. It does not check who may publish.
+func (s *Service) verifyClaim(sp *Spec, c *pb.Claim) error {
+	if !claimWellFormed(c) {
+		return errClaimShape
+	}
+	sig := make([]byte, 0, swarm.SocSignatureSize)
+	sig = append(sig, c.Auth.R...)
+	sig = append(sig, c.Auth.S...)
+	sig = append(sig, byte(c.Auth.V))
+	digest := ClaimDigest(s.challenge(sp, c.Addr), s.overlay, c.Index)
+	pub, err := crypto.Recover(sig, digest)
+	if err != nil {
+		return fmt.Errorf("%w: %w", errClaimSignature, err)
+	}
+	signer, err := crypto.NewEthereumAddress(*pub)
+	if err != nil {
+		return fmt.Errorf("%w: %w", errClaimSignature, err)
+	}
+	if !bytes.Equal(signer, c.Addr) {
+		return errClaimSignature
+	}
+	return nil
+}
+
+// mayPublish reports whether addr may claim a publisher stream in sp: under
+// SWIP-74 the admin and nobody else.
+func (sp *Spec) mayPublish(addr []byte) bool {
+	return bytes.Equal(addr, sp.Admin)
+}

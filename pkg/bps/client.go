@@ -1,0 +1,467 @@
+// Copyright 2026 The BPS Authors. All rights reserved.
+// Use of this source code is governed by a BSD-style
+// license that can be found in the LICENSE file.
+
+package bps
+
+import (
+	"bytes"
+	"context"
+	"encoding/binary"
+	"errors"
+	"fmt"
+	"io"
+	"sync"
+	"sync/atomic"
+	"time"
+
+	"github.com/ethersphere/bee/v2/pkg/cac"
+	"github.com/ethersphere/bee/v2/pkg/crypto"
+	"github.com/ethersphere/bee/v2/pkg/p2p"
+	"github.com/ethersphere/bee/v2/pkg/soc"
+	"github.com/ethersphere/bee/v2/pkg/swarm"
+	"github.com/ethersphere/bps/pkg/bps/pb"
+)
+
+// Delivery is a feed update received on a subscription, verified end to end.
+type Delivery struct {
+	Index   uint64
+	Address swarm.Address
+	Data    []byte // as on the wire: bare index ‖ signature ‖ span ‖ payload
+}
+
+// Signature is the SOC signature of the update.
+func (d Delivery) Signature() []byte { return d.Data[idSize : idSize+swarm.SocSignatureSize] }
+
+// Span is the wrapped chunk's span (8 bytes, little-endian).
+func (d Delivery) Span() []byte {
+	return d.Data[idSize+swarm.SocSignatureSize : socHeaderSize]
+}
+
+// Payload is the wrapped chunk's payload.
+func (d Delivery) Payload() []byte { return d.Data[socHeaderSize:] }
+
+// FeedUpdate builds update index of signer's feed on topic as a frame ready
+// to publish: the SOC is made and signed by bee's soc package under the feed
+// id, and its id slot then carries the bare index (SWIP-74, SWIP-65).
+func FeedUpdate(signer crypto.Signer, topic []byte, index uint64, payload []byte) (*pb.Message, error) {
+	wrapped, err := cac.New(payload)
+	if err != nil {
+		return nil, fmt.Errorf("wrap payload: %w", err)
+	}
+	ch, err := soc.New(FeedID(topic, index), wrapped).Sign(signer)
+	if err != nil {
+		return nil, fmt.Errorf("sign update: %w", err)
+	}
+	data := bytes.Clone(ch.Data())
+	clear(data[:bareIndexZeros])
+	binary.BigEndian.PutUint64(data[bareIndexZeros:idSize], index)
+	return &pb.Message{Address: ch.Address().Bytes(), Data: data}, nil
+}
+
+// handle is a client-side stream the Service closes on shutdown.
+type handle interface{ abort() }
+
+// handleSet tracks the open client handles; guarded by its mutex.
+type handleSet struct {
+	mu sync.Mutex
+	m  map[handle]struct{}
+}
+
+func newHandleSet() *handleSet { return &handleSet{m: make(map[handle]struct{})} }
+
+func (h *handleSet) add(x handle) {
+	h.mu.Lock()
+	h.m[x] = struct{}{}
+	h.mu.Unlock()
+}
+
+func (h *handleSet) remove(x handle) {
+	h.mu.Lock()
+	delete(h.m, x)
+	h.mu.Unlock()
+}
+
+func (h *handleSet) closeAll() {
+	h.mu.Lock()
+	all := make([]handle, 0, len(h.m))
+	for x := range h.m {
+		all = append(all, x)
+	}
+	h.mu.Unlock()
+	for _, x := range all {
+		x.abort()
+	}
+}
+
+// join opens a stream to broker, sends join and reads the Ack, honouring the
+// mandatory backoff for (broker, cohort). On OK it returns the open stream.
+func (s *Service) join(ctx context.Context, broker swarm.Address, sp *Spec, join *pb.Join) (_ p2p.Stream, _ *frameReader, _ *pb.Ack, err error) {
+	if s.closed() {
+		return nil, nil, nil, ErrClosed
+	}
+	key := broker.ByteString() + sp.key
+	if err := s.backoff.wait(ctx, key); err != nil {
+		return nil, nil, nil, fmt.Errorf("backoff: %w", err)
+	}
+	stream, err := s.streamer.NewStream(ctx, broker, nil, protocolName, protocolVersion, streamName)
+	if err != nil {
+		s.backoff.fail(key)
+		return nil, nil, nil, fmt.Errorf("open stream: %w", err)
+	}
+	defer func() {
+		if err != nil {
+			_ = stream.Reset()
+		}
+	}()
+
+	fr := newFrameReader(stream)
+	ack := new(pb.Ack)
+	err = s.withDeadline(ctx, stream, s.opts.HandshakeTimeout, func() error {
+		if _, err := stream.Write(encodeFrame(join)); err != nil {
+			return fmt.Errorf("write join: %w", err)
+		}
+		if err := fr.read(ack); err != nil {
+			return fmt.Errorf("read ack: %w", err)
+		}
+		return nil
+	})
+	if err != nil {
+		s.backoff.fail(key)
+		return nil, nil, nil, err
+	}
+	switch ack.Status {
+	case pb.Status_OK:
+		return stream, fr, ack, nil
+	case pb.Status_FULL:
+		s.backoff.fail(key)
+		return nil, nil, nil, ErrFull
+	case pb.Status_REJECTED:
+		s.backoff.fail(key)
+		return nil, nil, nil, ErrRejected
+	default:
+		s.backoff.fail(key)
+		return nil, nil, nil, fmt.Errorf("bps: broker answered with status %d", ack.Status)
+	}
+}
+
+// streamEnded applies the backoff rule when an established stream ends: a
+// reset imposes a backoff; one that had lived past the longest backoff
+// starts over from the shortest.
+func (s *Service) streamEnded(broker swarm.Address, sp *Spec, started time.Time, err error) {
+	if err == nil {
+		return
+	}
+	key := broker.ByteString() + sp.key
+	if time.Since(started) >= s.opts.BackoffMax {
+		s.backoff.succeed(key)
+	}
+	s.backoff.fail(key)
+}
+
+// BackoffUntil reports when this node may next join spec at broker (zero:
+// now).
+func (s *Service) BackoffUntil(broker swarm.Address, sp *Spec) time.Time {
+	return s.backoff.until(broker.ByteString() + sp.key)
+}
+
+// clientStream is what subscriptions and publishers share: the stream, its
+// reader goroutine, and the end-of-life signalling.
+type clientStream struct {
+	s       *Service
+	broker  swarm.Address
+	spec    *Spec
+	stream  p2p.Stream
+	started time.Time
+
+	quit     chan struct{} // closed by Close or abort
+	quitOnce sync.Once
+	done     chan struct{} // closed when the reader has ended
+	err      error         // why it ended; read after done
+}
+
+func (cs *clientStream) abort() {
+	cs.quitOnce.Do(func() {
+		close(cs.quit)
+		_ = cs.stream.Reset()
+	})
+}
+
+// closeClean ends the stream cleanly: our side closes, the broker sees EOF
+// and closes its own. It waits for the reader to end.
+func (cs *clientStream) closeClean() error {
+	cs.quitOnce.Do(func() {
+		close(cs.quit)
+		_ = cs.stream.Close()
+	})
+	<-cs.done
+	return nil
+}
+
+// Done is closed when the stream has ended.
+func (cs *clientStream) Done() <-chan struct{} { return cs.done }
+
+// Err is why the stream ended: nil if it was closed by us or ended cleanly by
+// the broker. Valid after Done is closed.
+func (cs *clientStream) Err() error {
+	select {
+	case <-cs.done:
+		return cs.err
+	default:
+		return nil
+	}
+}
+
+// Broker is the overlay of the broker this stream is attached to.
+func (cs *clientStream) Broker() swarm.Address { return cs.broker }
+
+// Spec is the cohort this stream joined.
+func (cs *clientStream) Spec() *Spec { return cs.spec }
+
+// run starts the reader on a goroutine owned by the Service; read handles one
+// frame and returns false to stop.
+func (cs *clientStream) run(h handle, read func(fr *frameReader) error, fr *frameReader, onEnd func()) error {
+	s := cs.s
+	s.handles.add(h)
+	ok := s.goOwned(func() {
+		defer close(cs.done)
+		defer s.handles.remove(h)
+		defer onEnd()
+		var err error
+		for err == nil {
+			err = read(fr)
+		}
+		select {
+		case <-cs.quit:
+			cs.err = nil // we ended it
+		default:
+			if errors.Is(err, io.EOF) {
+				cs.err = nil
+				_ = cs.stream.FullClose()
+			} else {
+				cs.err = err
+				_ = cs.stream.Reset()
+			}
+		}
+		s.streamEnded(cs.broker, cs.spec, cs.started, cs.err)
+	})
+	if !ok {
+		s.handles.remove(h)
+		_ = cs.stream.Reset()
+		close(cs.done)
+		return ErrClosed
+	}
+	return nil
+}
+
+// Subscription is a subscriber stream to a broker.
+type Subscription struct {
+	clientStream
+	c        chan Delivery
+	received atomic.Uint64
+	dropped  atomic.Uint64
+}
+
+// Subscribe joins the cohort sp at broker as a subscriber. Deliveries that
+// pass re-verification against sp and this node's cursor for (topic, admin)
+// arrive on C, which is closed when the subscription ends. ctx bounds the
+// join only; the subscription lives until Close, the broker ends it, or the
+// Service closes.
+func (s *Service) Subscribe(ctx context.Context, broker swarm.Address, sp *Spec) (*Subscription, error) {
+	stream, fr, _, err := s.join(ctx, broker, sp, &pb.Join{Cohort: sp.PB()})
+	if err != nil {
+		return nil, err
+	}
+	sub := &Subscription{
+		clientStream: clientStream{s: s, broker: broker, spec: sp, stream: stream, started: time.Now(),
+			quit: make(chan struct{}), done: make(chan struct{})},
+		c: make(chan Delivery, s.opts.QueueLen),
+	}
+	if err := sub.run(sub, sub.readOne, fr, func() { close(sub.c) }); err != nil {
+		return nil, err
+	}
+	return sub, nil
+}
+
+// C delivers verified feed updates in the order the broker sent them; it is
+// closed when the subscription ends.
+func (sub *Subscription) C() <-chan Delivery { return sub.c }
+
+// Close ends the subscription cleanly and waits for it.
+func (sub *Subscription) Close() error { return sub.closeClean() }
+
+// Received and Dropped count deliveries accepted and dropped (stale, or
+// failing verification) by this subscription.
+func (sub *Subscription) Received() uint64 { return sub.received.Load() }
+
+// Dropped counts deliveries this subscription dropped.
+func (sub *Subscription) Dropped() uint64 { return sub.dropped.Load() }
+
+// cursorKey names the subscriber cursor of a feed: (topic, admin).
+func (sp *Spec) cursorKey() string { return string(sp.Topic) + string(sp.Admin) }
+
+// readOne reads and re-verifies one delivery (SWIP-74 item 10): a bare index
+// at or past this node's cursor, a valid SOC under the feed id, the admin's.
+func (sub *Subscription) readOne(fr *frameReader) error {
+	s := sub.s
+	msg := new(pb.Message)
+	if err := fr.read(msg); err != nil {
+		return err
+	}
+	key := sub.spec.cursorKey()
+	n, v := validate(sub.spec, msg, s.cursors.get(key))
+	if v == accepted && !s.cursors.advance(key, n) {
+		v = retransmit
+	}
+	if v != accepted {
+		sub.dropped.Add(1)
+		s.metrics.ClientDropped.Inc()
+		s.trace(Event{Kind: EventClientDrop, Cohort: sub.spec.String(), Peer: sub.broker, Counter: v.counter(), Index: n})
+		return nil
+	}
+	sub.received.Add(1)
+	s.metrics.ClientReceived.Inc()
+	s.trace(Event{Kind: EventDeliver, Cohort: sub.spec.String(), Peer: sub.broker, Index: n})
+	select {
+	case sub.c <- Delivery{Index: n, Address: swarm.NewAddress(msg.Address), Data: msg.Data}:
+		return nil
+	case <-sub.quit:
+		return ErrClosed
+	}
+}
+
+// ClaimSigner signs a claim: the bytes ClaimDigest(challenge, broker, index)
+// with the publisher's key in the SOC convention. It returns r ‖ s ‖ v.
+type ClaimSigner func(ctx context.Context, challenge []byte, broker swarm.Address, index uint64) ([]byte, error)
+
+// KeyClaimSigner signs claims with a local key.
+func KeyClaimSigner(signer Signer) ClaimSigner {
+	return func(_ context.Context, challenge []byte, broker swarm.Address, index uint64) ([]byte, error) {
+		return signer.Sign(ClaimDigest(challenge, broker, index))
+	}
+}
+
+// PublishOptions describe a publisher stream.
+type PublishOptions struct {
+	// Addr is the 20-byte address the stream publishes as.
+	Addr []byte
+	// Sign signs the claim; the node never needs the key itself.
+	Sign ClaimSigner
+	// Index is the publisher's cursor: its next update has at least this
+	// index. It is signed into the claim and moves the broker's cursor.
+	Index uint64
+}
+
+// Publisher is a claimed publisher stream to a broker.
+type Publisher struct {
+	clientStream
+	addr    []byte
+	writeMu sync.Mutex
+}
+
+// Publish joins sp at broker declaring o.Addr and claims the stream: in the
+// Join with the challenge this node already holds for (broker, cohort,
+// address), else right after the Ack. There is no reply to a claim: a claim
+// that was not taken shows as the stream being reset.
+func (s *Service) Publish(ctx context.Context, broker swarm.Address, sp *Spec, o PublishOptions) (*Publisher, error) {
+	if len(o.Addr) != AddressSize || o.Sign == nil {
+		return nil, errors.New("bps: publish needs a 20-byte address and a claim signer")
+	}
+	sign := func(challenge []byte) (*pb.Claim, error) {
+		sig, err := o.Sign(ctx, challenge, broker, o.Index)
+		if err != nil {
+			return nil, fmt.Errorf("sign claim: %w", err)
+		}
+		return ClaimFromSignature(o.Addr, o.Index, sig)
+	}
+
+	ckey := broker.ByteString() + sp.key + string(o.Addr)
+	join := &pb.Join{Cohort: sp.PB(), Addr: bytes.Clone(o.Addr)}
+	held := s.challenges.get(ckey)
+	if held != nil {
+		claim, err := sign(held)
+		if err != nil {
+			return nil, err
+		}
+		join.Claim = claim
+	}
+	stream, fr, ack, err := s.join(ctx, broker, sp, join)
+	if err != nil {
+		return nil, err
+	}
+	if len(ack.Challenge) != 32 {
+		_ = stream.Reset()
+		return nil, fmt.Errorf("bps: broker issued a %d-byte challenge", len(ack.Challenge))
+	}
+	s.challenges.put(ckey, ack.Challenge)
+	if held == nil || !bytes.Equal(held, ack.Challenge) {
+		claim, err := sign(ack.Challenge)
+		if err == nil {
+			err = s.withDeadline(ctx, stream, s.opts.WriteTimeout, func() error {
+				_, err := stream.Write(encodeFrame(claim))
+				return err
+			})
+		}
+		if err != nil {
+			_ = stream.Reset()
+			return nil, fmt.Errorf("claim: %w", err)
+		}
+	}
+
+	p := &Publisher{
+		clientStream: clientStream{s: s, broker: broker, spec: sp, stream: stream, started: time.Now(),
+			quit: make(chan struct{}), done: make(chan struct{})},
+		addr: bytes.Clone(o.Addr),
+	}
+	// A publisher stream receives nothing once claimed; frames fanned out to
+	// it before the broker read the claim are discarded.
+	discard := func(fr *frameReader) error { return fr.read(new(pb.Message)) }
+	if err := p.run(p, discard, fr, func() {}); err != nil {
+		return nil, err
+	}
+	return p, nil
+}
+
+// Send publishes one whole SOC frame. It returns once the frame is written;
+// a rejected frame produces no answer (SWIP-74: no loopback, no reply).
+func (p *Publisher) Send(ctx context.Context, msg *pb.Message) error {
+	frame := encodeFrame(msg)
+	if len(frame) > MaxFrameSize {
+		return fmt.Errorf("bps: frame of %d bytes exceeds %d", len(frame), MaxFrameSize)
+	}
+	p.writeMu.Lock()
+	defer p.writeMu.Unlock()
+	select {
+	case <-p.done:
+		if err := p.Err(); err != nil {
+			return fmt.Errorf("%w: %w", ErrClaimNotTaken, err)
+		}
+		return ErrClosed
+	case <-p.quit:
+		return ErrClosed
+	default:
+	}
+	return p.s.withDeadline(ctx, p.stream, p.s.opts.WriteTimeout, func() error {
+		_, err := p.stream.Write(frame)
+		return err
+	})
+}
+
+// PublishUpdate signs update index of the feed with signer and sends it.
+func (p *Publisher) PublishUpdate(ctx context.Context, signer crypto.Signer, index uint64, payload []byte) error {
+	msg, err := FeedUpdate(signer, p.spec.Topic, index, payload)
+	if err != nil {
+		return err
+	}
+	return p.Send(ctx, msg)
+}
+
+// Close ends the publisher stream cleanly, after the frames already written.
+func (p *Publisher) Close() error {
+	p.writeMu.Lock()
+	defer p.writeMu.Unlock()
+	return p.closeClean()
+}
+
+// Addr is the address this stream publishes as.
+func (p *Publisher) Addr() []byte { return bytes.Clone(p.addr) }

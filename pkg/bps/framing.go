@@ -1,0 +1,91 @@
+// Copyright 2026 The BPS Authors. All rights reserved.
+// Use of this source code is governed by a BSD-style
+// license that can be found in the LICENSE file.
+
+package bps
+
+import (
+	"bufio"
+	"errors"
+	"fmt"
+	"io"
+
+	"google.golang.org/protobuf/encoding/protodelim"
+	"google.golang.org/protobuf/encoding/protowire"
+	"google.golang.org/protobuf/proto"
+)
+
+// MaxFrameSize bounds one frame on the wire (the uvarint length prefix not
+// counted); a larger frame is a violation. A whole chunk with its address and
+// framing fits well inside.
+const MaxFrameSize = 8 << 10
+
+// readBufferSize is the read buffer per stream: small, since most frames on a
+// subscriber stream are read by the other side.
+const readBufferSize = 512
+
+// errMalformed marks a frame that was read whole but is not what the stream
+// may carry — a protocol violation, unlike an I/O error or a clean EOF.
+var errMalformed = errors.New("malformed frame")
+
+// frameReader reads uvarint-delimited protobuf frames from a stream with
+// protodelim, and tells transport failures apart from malformed frames.
+type frameReader struct {
+	src ioErrRecorder
+	r   *bufio.Reader
+}
+
+// ioErrRecorder remembers the first error of the underlying stream, so that a
+// decode failure can be told apart from the stream failing under it.
+type ioErrRecorder struct {
+	r   io.Reader
+	err error
+}
+
+func (e *ioErrRecorder) Read(p []byte) (int, error) {
+	n, err := e.r.Read(p)
+	if err != nil && e.err == nil {
+		e.err = err
+	}
+	return n, err
+}
+
+func newFrameReader(r io.Reader) *frameReader {
+	fr := &frameReader{src: ioErrRecorder{r: r}}
+	fr.r = bufio.NewReaderSize(&fr.src, readBufferSize)
+	return fr
+}
+
+// read decodes the next frame into m. It returns io.EOF at a clean end
+// between frames, the stream's error if the transport failed, and an error
+// wrapping errMalformed if the bytes are not a frame of m's type (too large,
+// truncated by the sender's own close, or not decodable).
+func (fr *frameReader) read(m proto.Message) error {
+	err := protodelim.UnmarshalOptions{MaxSize: MaxFrameSize}.UnmarshalFrom(fr.r, m)
+	if err == nil {
+		return nil
+	}
+	if fr.src.err != nil {
+		if errors.Is(fr.src.err, io.EOF) {
+			if errors.Is(err, io.EOF) {
+				return io.EOF // clean end between frames
+			}
+			return fmt.Errorf("%w: truncated: %w", errMalformed, err)
+		}
+		return fr.src.err
+	}
+	return fmt.Errorf("%w: %w", errMalformed, err)
+}
+
+// encodeFrame encodes m once, with its length prefix, ready to be written to
+// any number of streams.
+func encodeFrame(m proto.Message) []byte {
+	size := proto.Size(m)
+	b := make([]byte, 0, protowire.SizeVarint(uint64(size))+size)
+	b = protowire.AppendVarint(b, uint64(size))
+	b, err := proto.MarshalOptions{}.MarshalAppend(b, m)
+	if err != nil {
+		panic(fmt.Sprintf("bps: marshal %T: %v", m, err))
+	}
+	return b
+}

@@ -1,0 +1,126 @@
+// Copyright 2026 The BPS Authors. All rights reserved.
+// Use of this source code is governed by a BSD-style
+// license that can be found in the LICENSE file.
+
+package bps
+
+import (
+	"sync/atomic"
+
+	m "github.com/ethersphere/bee/v2/pkg/metrics"
+	"github.com/prometheus/client_golang/prometheus"
+)
+
+// Counter names one of SWIP-74's eight per-cohort counters of silent outcomes.
+type Counter int
+
+// The SWIP-74 counters.
+const (
+	CounterInvalidIndex Counter = iota // id slot not a bare index
+	CounterInvalidSOC                  // not a SOC under the feed id
+	CounterWrongOwner                  // a SOC, but not the admin's
+	CounterWrongStream                 // a subscriber-stream frame that is not a Claim
+	CounterInvalidClaim                // a Claim that fails
+	CounterClaimTimeout                // the extra seat disconnected at the claim deadline
+	CounterRetransmit                  // n < cursor
+	CounterQueueReset                  // a subscriber stream reset for a full queue
+	numCounters
+)
+
+var counterNames = [numCounters]string{
+	"invalid_index", "invalid_soc", "wrong_owner", "wrong_stream",
+	"invalid_claim", "claim_timeout", "retransmit", "queue_reset",
+}
+
+// String is the counter's SWIP-74 name.
+func (c Counter) String() string {
+	if c < 0 || c >= numCounters {
+		return "unknown"
+	}
+	return counterNames[c]
+}
+
+// Counters is a snapshot of a cohort's counters, keyed by SWIP-74 name.
+type Counters map[string]uint64
+
+// counters holds a cohort's live counters.
+type counters [numCounters]atomic.Uint64
+
+func (c *counters) snapshot() Counters {
+	out := make(Counters, numCounters)
+	for i := range c {
+		out[Counter(i).String()] = c[i].Load()
+	}
+	return out
+}
+
+type metrics struct {
+	// all fields exported: Metrics() collects them by reflection.
+	InvalidIndex prometheus.Counter
+	InvalidSOC   prometheus.Counter
+	WrongOwner   prometheus.Counter
+	WrongStream  prometheus.Counter
+	InvalidClaim prometheus.Counter
+	ClaimTimeout prometheus.Counter
+	Retransmit   prometheus.Counter
+	QueueReset   prometheus.Counter
+
+	Accepted    prometheus.Counter
+	Delivered   prometheus.Counter
+	Joins       *prometheus.CounterVec
+	Violations  prometheus.Counter
+	Reclaimed   prometheus.Counter
+	Cohorts     prometheus.Gauge
+	Subscribers prometheus.Gauge
+	Publishers  prometheus.Gauge
+
+	ClientReceived prometheus.Counter
+	ClientDropped  prometheus.Counter
+}
+
+func newMetrics() metrics {
+	const subsystem = "bps"
+	counter := func(name, help string) prometheus.Counter {
+		return prometheus.NewCounter(prometheus.CounterOpts{Namespace: m.Namespace, Subsystem: subsystem, Name: name, Help: help})
+	}
+	gauge := func(name, help string) prometheus.Gauge {
+		return prometheus.NewGauge(prometheus.GaugeOpts{Namespace: m.Namespace, Subsystem: subsystem, Name: name, Help: help})
+	}
+	return metrics{
+		InvalidIndex: counter("invalid_index", "Publications whose id slot is not a bare index."),
+		InvalidSOC:   counter("invalid_soc", "Publications that are not a single-owner chunk under the feed id."),
+		WrongOwner:   counter("wrong_owner", "Publications by an owner that may not publish."),
+		WrongStream:  counter("wrong_stream", "Subscriber-stream frames that are not a claim."),
+		InvalidClaim: counter("invalid_claim", "Claims that failed verification."),
+		ClaimTimeout: counter("claim_timeout", "Extra admin seats disconnected at the claim deadline."),
+		Retransmit:   counter("retransmit", "Publications below the cohort cursor."),
+		QueueReset:   counter("queue_reset", "Subscriber streams reset for a full outbound queue."),
+
+		Accepted:  counter("accepted", "Publications accepted by this broker."),
+		Delivered: counter("delivered", "Frames queued to subscriber streams by this broker."),
+		Joins: prometheus.NewCounterVec(prometheus.CounterOpts{
+			Namespace: m.Namespace, Subsystem: subsystem, Name: "joins", Help: "Joins answered, by status.",
+		}, []string{"status"}),
+		Violations:  counter("violations", "Streams reset and peers blocklisted for protocol violations."),
+		Reclaimed:   counter("reclaimed", "Cohorts reclaimed for inactivity."),
+		Cohorts:     gauge("cohorts", "Live cohorts brokered here."),
+		Subscribers: gauge("subscriber_streams", "Subscriber streams attached here."),
+		Publishers:  gauge("publisher_streams", "Publisher streams attached here."),
+
+		ClientReceived: counter("client_received", "Deliveries accepted by this node's subscriptions."),
+		ClientDropped:  counter("client_dropped", "Deliveries dropped by this node's subscriptions (stale or invalid)."),
+	}
+}
+
+// byCounter is the node-wide Prometheus counter for c.
+func (mt *metrics) byCounter(c Counter) prometheus.Counter {
+	return [numCounters]prometheus.Counter{
+		mt.InvalidIndex, mt.InvalidSOC, mt.WrongOwner, mt.WrongStream,
+		mt.InvalidClaim, mt.ClaimTimeout, mt.Retransmit, mt.QueueReset,
+	}[c]
+}
+
+// Metrics returns the Service's Prometheus collectors.
+func (s *Service) Metrics() []prometheus.Collector {
+	return m.PrometheusCollectorsFromFields(s.metrics)
+}

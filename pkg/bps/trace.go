@@ -1,0 +1,64 @@
+// Copyright 2026 The BPS Authors. All rights reserved.
+// Use of this source code is governed by a BSD-style
+// license that can be found in the LICENSE file.
+
+package bps
+
+import (
+	"github.com/ethersphere/bee/v2/pkg/swarm"
+)
+
+// EventKind names a protocol event a Tracer observes.
+type EventKind int
+
+// Events.
+const (
+	EventJoin       EventKind = iota // broker answered a Join (Status set)
+	EventClaim                       // broker upgraded a stream to a publisher stream
+	EventAccept                      // broker accepted a publication (Index set)
+	EventDrop                        // broker dropped a frame silently (Counter set)
+	EventViolation                   // broker reset a stream and blocklisted its peer (Err set)
+	EventQueueReset                  // broker reset a subscriber stream for a full queue
+	EventLeave                       // a stream left a cohort at the broker (Err set if it failed)
+	EventReclaim                     // broker reclaimed a cohort
+	EventDeliver                     // a subscription accepted a delivery (Index set)
+	EventClientDrop                  // a subscription dropped a delivery
+)
+
+var eventNames = [...]string{"join", "claim", "accept", "drop", "violation", "queue_reset", "leave", "reclaim", "deliver", "client_drop"}
+
+func (k EventKind) String() string {
+	if k < 0 || int(k) >= len(eventNames) {
+		return "unknown"
+	}
+	return eventNames[k]
+}
+
+// Event is one observed protocol event.
+type Event struct {
+	Kind    EventKind
+	Cohort  string        // Spec.String()
+	Peer    swarm.Address // the remote peer, where there is one
+	Status  string        // EventJoin: OK, FULL, REJECTED
+	Counter Counter       // EventDrop
+	Index   uint64        // EventAccept, EventDeliver
+	Err     error
+}
+
+// Tracer observes protocol events; it must not block. Tests and the
+// simulator use it to synchronise on events instead of sleeping.
+type Tracer interface {
+	Trace(Event)
+}
+
+// TracerFunc adapts a function to a Tracer.
+type TracerFunc func(Event)
+
+// Trace calls f.
+func (f TracerFunc) Trace(e Event) { f(e) }
+
+func (s *Service) trace(e Event) {
+	if s.tracer != nil {
+		s.tracer.Trace(e)
+	}
+}
