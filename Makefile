@@ -1,0 +1,48 @@
+GO ?= go
+GOBIN ?= $(shell $(GO) env GOPATH)/bin
+PROTOC_GEN_GO_VERSION ?= v1.36.11
+GOLANGCI_LINT_VERSION ?= v2.6.2
+BEE_VERSION ?= 2.8.1
+LDFLAGS ?= -s -w -X github.com/ethersphere/bee/v2.version=$(BEE_VERSION)-bps
+TEST_TIMEOUT ?= 15m
+
+.PHONY: all
+all: build lint test
+
+.PHONY: build
+build:
+	$(GO) build -trimpath -ldflags "$(LDFLAGS)" -o bin/ ./cmd/...
+
+.PHONY: run
+run:
+	$(GO) run -ldflags "$(LDFLAGS)" ./cmd/bee-bps dev
+
+.PHONY: test
+test:
+	$(GO) test -race -count=1 -timeout $(TEST_TIMEOUT) ./...
+
+.PHONY: test-race
+test-race: test
+
+.PHONY: test-short
+test-short:
+	$(GO) test -short -count=1 ./...
+
+.PHONY: bench
+bench:
+	$(GO) test -run '^$$' -bench . -benchmem ./pkg/...
+
+.PHONY: lint
+lint:
+	@if command -v golangci-lint >/dev/null 2>&1; then golangci-lint run ./...; \
+	else echo "golangci-lint not installed (make tools); running go vet"; $(GO) vet ./...; fi
+
+.PHONY: tools
+tools:
+	GOBIN=$(GOBIN) $(GO) install google.golang.org/protobuf/cmd/protoc-gen-go@$(PROTOC_GEN_GO_VERSION)
+
+.PHONY: protobuf
+protobuf:
+	@command -v protoc >/dev/null || { echo "protoc missing: apt-get install protobuf-compiler"; exit 1; }
+	@test -x $(GOBIN)/protoc-gen-go || $(MAKE) tools
+	PATH=$(GOBIN):$$PATH $(GO) generate ./pkg/bps/pb/...

@@ -1,0 +1,30 @@
+// Copyright 2026 The BPS Authors. All rights reserved.
+// Use of this source code is governed by a BSD-style
+// license that can be found in the LICENSE file.
+
+package bps
+
+import (
+	"time"
+
+	"github.com/ethersphere/bee/v2/pkg/swarm"
+)
+
+var (
+	ProtocolName    = protocolName
+	ProtocolVersion = protocolVersion
+	StreamName      = streamName
+	EncodeFrame     = encodeFrame
+)
+
+// BootSecret exposes S_C so tests can check the challenge derivation.
+func (s *Service) BootSecret() []byte { return s.secret[:] }
+
+// HoldChallenge plants a challenge as if this node had received it earlier
+// from broker for (spec, addr): the next Publish claims in its Join with it.
+func (s *Service) HoldChallenge(broker swarm.Address, sp *Spec, addr, challenge []byte) {
+	s.challenges.put(broker.ByteString()+sp.key+string(addr), challenge)
+}
+
+// BackoffDelay is the backoff delay drawn after n consecutive failures.
+func (s *Service) BackoffDelay(n int) time.Duration { return s.backoff.delay(n) }

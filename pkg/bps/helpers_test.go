@@ -1,0 +1,357 @@
+// Copyright 2026 The BPS Authors. All rights reserved.
+// Use of this source code is governed by a BSD-style
+// license that can be found in the LICENSE file.
+
+package bps_test
+
+import (
+	"bufio"
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/ethersphere/bee/v2/pkg/crypto"
+	"github.com/ethersphere/bee/v2/pkg/p2p"
+	"github.com/ethersphere/bee/v2/pkg/swarm"
+	"github.com/ethersphere/bps/pkg/bps"
+	"github.com/ethersphere/bps/pkg/bps/pb"
+	"github.com/ethersphere/bps/pkg/bps/streamtest"
+	"google.golang.org/protobuf/encoding/protodelim"
+	"google.golang.org/protobuf/proto"
+)
+
+// waitTimeout bounds every wait for an event; it is a deadline for a test
+// that has already failed, never a synchronisation.
+const waitTimeout = 20 * time.Second
+
+// recorder is a bps.Tracer that keeps every event and lets a test wait for
+// one.
+type recorder struct {
+	mu     sync.Mutex
+	events []bps.Event
+	notify chan struct{}
+}
+
+func newRecorder() *recorder { return &recorder{notify: make(chan struct{})} }
+
+func (r *recorder) Trace(e bps.Event) {
+	r.mu.Lock()
+	r.events = append(r.events, e)
+	close(r.notify)
+	r.notify = make(chan struct{})
+	r.mu.Unlock()
+}
+
+// count returns how many events so far match.
+func (r *recorder) count(match func(bps.Event) bool) int {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	n := 0
+	for _, e := range r.events {
+		if match(e) {
+			n++
+		}
+	}
+	return n
+}
+
+// waitN blocks until n events match, and returns the n-th.
+func (r *recorder) waitN(t *testing.T, n int, what string, match func(bps.Event) bool) bps.Event {
+	t.Helper()
+	deadline := time.NewTimer(waitTimeout)
+	defer deadline.Stop()
+	for {
+		r.mu.Lock()
+		seen := 0
+		for _, e := range r.events {
+			if match(e) {
+				if seen++; seen == n {
+					r.mu.Unlock()
+					return e
+				}
+			}
+		}
+		notify := r.notify
+		r.mu.Unlock()
+		select {
+		case <-notify:
+		case <-deadline.C:
+			t.Fatalf("timed out waiting for %d× %s", n, what)
+		}
+	}
+}
+
+func (r *recorder) wait(t *testing.T, what string, match func(bps.Event) bool) bps.Event {
+	t.Helper()
+	return r.waitN(t, 1, what, match)
+}
+
+func kind(k bps.EventKind) func(bps.Event) bool {
+	return func(e bps.Event) bool { return e.Kind == k }
+}
+
+func dropped(c bps.Counter) func(bps.Event) bool {
+	return func(e bps.Event) bool { return e.Kind == bps.EventDrop && e.Counter == c }
+}
+
+func acceptedIndex(n uint64) func(bps.Event) bool {
+	return func(e bps.Event) bool { return e.Kind == bps.EventAccept && e.Index == n }
+}
+
+// tnode is a streamtest node running a BPS service.
+type tnode struct {
+	*streamtest.Node
+	svc *bps.Service
+	rec *recorder
+}
+
+func newNetwork(t *testing.T, opts ...streamtest.Option) *streamtest.Network {
+	t.Helper()
+	n := streamtest.New(opts...)
+	t.Cleanup(func() {
+		if err := n.Close(); err != nil {
+			t.Errorf("close network: %v", err)
+		}
+	})
+	return n
+}
+
+func newNode(t *testing.T, net *streamtest.Network, o bps.Options) *tnode {
+	t.Helper()
+	nd := net.NewNode()
+	rec := newRecorder()
+	o.Tracer = rec
+	svc, err := bps.New(nd, nd.Overlay(), o)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := nd.AddProtocol(svc.Protocol()); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() {
+		if err := svc.Close(); err != nil {
+			t.Errorf("close service: %v", err)
+		}
+	})
+	return &tnode{Node: nd, svc: svc, rec: rec}
+}
+
+// cluster is a broker and n client nodes connected to it.
+func cluster(t *testing.T, o bps.Options, n int, nopts ...streamtest.Option) (*streamtest.Network, *tnode, []*tnode) {
+	t.Helper()
+	net := newNetwork(t, nopts...)
+	broker := newNode(t, net, o)
+	clients := make([]*tnode, n)
+	for i := range clients {
+		clients[i] = newNode(t, net, bps.Options{BackoffMin: time.Millisecond, BackoffMax: 2 * time.Millisecond})
+		if err := net.Connect(clients[i].Node, broker.Node); err != nil {
+			t.Fatal(err)
+		}
+	}
+	return net, broker, clients
+}
+
+// key is a publisher identity.
+type key struct {
+	signer crypto.Signer
+	addr   []byte
+}
+
+func newKey(t testing.TB) key {
+	t.Helper()
+	pk, err := crypto.GenerateSecp256k1Key()
+	if err != nil {
+		t.Fatal(err)
+	}
+	signer := crypto.NewDefaultSigner(pk)
+	addr, err := signer.EthereumAddress()
+	if err != nil {
+		t.Fatal(err)
+	}
+	return key{signer: signer, addr: addr.Bytes()}
+}
+
+func topicOf(name string) []byte {
+	h, _ := crypto.LegacyKeccak256([]byte(name))
+	return h
+}
+
+func feedSpec(t testing.TB, topic string, admin key) *bps.Spec {
+	t.Helper()
+	sp, err := bps.NewFeedSpec(topicOf(topic), admin.addr)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return sp
+}
+
+func update(t testing.TB, k key, sp *bps.Spec, index uint64, payload string) *pb.Message {
+	t.Helper()
+	m, err := bps.FeedUpdate(k.signer, sp.Topic, index, []byte(payload))
+	if err != nil {
+		t.Fatal(err)
+	}
+	return m
+}
+
+func ctxT(t *testing.T) context.Context {
+	t.Helper()
+	ctx, cancel := context.WithTimeout(context.Background(), waitTimeout)
+	t.Cleanup(cancel)
+	return ctx
+}
+
+func subscribe(t *testing.T, c *tnode, broker *tnode, sp *bps.Spec) *bps.Subscription {
+	t.Helper()
+	sub, err := c.svc.Subscribe(ctxT(t), broker.Overlay(), sp)
+	if err != nil {
+		t.Fatalf("subscribe: %v", err)
+	}
+	t.Cleanup(func() { _ = sub.Close() })
+	return sub
+}
+
+func publish(t *testing.T, c *tnode, broker *tnode, sp *bps.Spec, k key, index uint64) *bps.Publisher {
+	t.Helper()
+	p, err := c.svc.Publish(ctxT(t), broker.Overlay(), sp, bps.PublishOptions{Addr: k.addr, Sign: bps.KeyClaimSigner(k.signer), Index: index})
+	if err != nil {
+		t.Fatalf("publish: %v", err)
+	}
+	t.Cleanup(func() { _ = p.Close() })
+	return p
+}
+
+// recv waits for the next delivery on sub.
+func recv(t *testing.T, sub *bps.Subscription) bps.Delivery {
+	t.Helper()
+	select {
+	case d, ok := <-sub.C():
+		if !ok {
+			t.Fatalf("subscription ended: %v", sub.Err())
+		}
+		return d
+	case <-time.After(waitTimeout):
+		t.Fatal("timed out waiting for a delivery")
+	}
+	return bps.Delivery{}
+}
+
+// raw is a hand-driven stream to a broker, for sending exactly the frames a
+// test needs.
+type raw struct {
+	t *testing.T
+	s p2p.Stream
+	r *bufio.Reader
+}
+
+func openRaw(t *testing.T, from, to *tnode) *raw {
+	t.Helper()
+	s, err := from.NewStream(ctxT(t), to.Overlay(), nil, bps.ProtocolName, bps.ProtocolVersion, bps.StreamName)
+	if err != nil {
+		t.Fatalf("open stream: %v", err)
+	}
+	t.Cleanup(func() { _ = s.Reset() })
+	return &raw{t: t, s: s, r: bufio.NewReader(s)}
+}
+
+func (r *raw) send(m proto.Message) {
+	r.t.Helper()
+	if _, err := r.s.Write(bps.EncodeFrame(m)); err != nil {
+		r.t.Fatalf("write %T: %v", m, err)
+	}
+}
+
+func (r *raw) sendBytes(b []byte) {
+	r.t.Helper()
+	if _, err := r.s.Write(b); err != nil {
+		r.t.Fatalf("write: %v", err)
+	}
+}
+
+func (r *raw) read(m proto.Message) error {
+	return protodelim.UnmarshalOptions{MaxSize: bps.MaxFrameSize}.UnmarshalFrom(r.r, m)
+}
+
+func (r *raw) join(j *pb.Join) *pb.Ack {
+	r.t.Helper()
+	r.send(j)
+	ack := new(pb.Ack)
+	if err := r.read(ack); err != nil {
+		r.t.Fatalf("read ack: %v", err)
+	}
+	return ack
+}
+
+func (r *raw) recvMessage() *pb.Message {
+	r.t.Helper()
+	m := new(pb.Message)
+	if err := r.read(m); err != nil {
+		r.t.Fatalf("read message: %v", err)
+	}
+	return m
+}
+
+// expectEnd reads until the stream fails and returns why (io.EOF for a clean
+// end).
+func (r *raw) expectEnd() error {
+	r.t.Helper()
+	for {
+		m := new(pb.Message)
+		if err := r.read(m); err != nil {
+			return err
+		}
+	}
+}
+
+func expectReset(t *testing.T, r *raw) {
+	t.Helper()
+	if err := r.expectEnd(); err == nil || errors.Is(err, io.EOF) {
+		t.Fatalf("stream ended with %v, want a reset", err)
+	}
+}
+
+func waitBlocklisted(t *testing.T, broker, peer *tnode) {
+	t.Helper()
+	if err := broker.WaitBlocklisted(ctxT(t), peer.Overlay()); err != nil {
+		t.Fatalf("peer %s not blocklisted: %v", peer.Overlay(), err)
+	}
+}
+
+func cohortInfo(t *testing.T, broker *tnode, sp *bps.Spec) bps.CohortInfo {
+	t.Helper()
+	for _, c := range broker.svc.Cohorts() {
+		if string(c.Spec.Canonical()) == string(sp.Canonical()) {
+			return c
+		}
+	}
+	t.Fatalf("no cohort %s at broker", sp)
+	return bps.CohortInfo{}
+}
+
+func claimFor(t *testing.T, k key, challenge []byte, broker swarm.Address, index uint64) *pb.Claim {
+	t.Helper()
+	c, err := bps.SignClaim(k.signer, k.addr, challenge, broker, index)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return c
+}
+
+func statusIs(s pb.Status) func(bps.Event) bool {
+	return func(e bps.Event) bool { return e.Kind == bps.EventJoin && e.Status == s.String() }
+}
+
+var _ = fmt.Sprintf
+
+func keccak(parts ...[]byte) []byte {
+	var b []byte
+	for _, p := range parts {
+		b = append(b, p...)
+	}
+	h, _ := crypto.LegacyKeccak256(b)
+	return h
+}
