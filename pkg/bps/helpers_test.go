@@ -355,3 +355,6 @@ func keccak(parts ...[]byte) []byte {
 	h, _ := crypto.LegacyKeccak256(b)
 	return h
 }
+
+// newByteReader wraps r for protodelim.
+func newByteReader(r io.Reader) *bufio.Reader { return bufio.NewReader(r) }
