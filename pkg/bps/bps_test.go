@@ -110,8 +110,8 @@ func TestConformance74_01_Spec(t *testing.T) {
 	}
 
 	// An undefined field (99) is ignored: the spec is the same cohort.
-	withUnknown := bps.EncodeFrame(good)[1:] // drop the length prefix
-	withUnknown = append(withUnknown, 0xa2, 0x06, 0x01, 0x7a)  // field 99, bytes, "z"
+	withUnknown := bps.EncodeFrame(good)[1:]                  // drop the length prefix
+	withUnknown = append(withUnknown, 0xa2, 0x06, 0x01, 0x7a) // field 99, bytes, "z"
 	join := append([]byte{0x0a, byte(len(withUnknown))}, withUnknown...)
 	r := openRaw(t, cl[0], broker)
 	r.sendBytes(append([]byte{byte(len(join))}, join...))

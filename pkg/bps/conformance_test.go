@@ -7,6 +7,7 @@ package bps_test
 import (
 	"bytes"
 	"testing"
+	"testing/synctest"
 	"time"
 
 	"github.com/ethersphere/bee/v2/pkg/swarm"
@@ -287,40 +288,48 @@ func TestConformance74_08_PublisherLeaving(t *testing.T) {
 }
 
 // TestConformance74_08_Inactivity: a cohort with no accepted message for the
-// inactivity deadline is reclaimed and every stream in it reset; accepted
-// messages keep it alive.
+// inactivity deadline is reclaimed, every stream in it reset; each accepted
+// message restarts the deadline. Runs on synctest's fake clock.
 func TestConformance74_08_Inactivity(t *testing.T) {
 	t.Parallel()
-	const deadline = 200 * time.Millisecond
-	_, broker, cl := cluster(t, bps.Options{Inactivity: deadline}, 2)
-	admin := newKey(t)
-	sp := feedSpec(t, "idle", admin)
-	sub := subscribe(t, cl[0], broker, sp)
-	p := publish(t, cl[1], broker, sp, admin, 0)
-	if err := p.PublishUpdate(ctxT(t), admin.signer, 0, []byte("a")); err != nil {
-		t.Fatal(err)
-	}
-	recv(t, sub)
-	broker.rec.wait(t, "reclaim", kind(bps.EventReclaim))
-	select {
-	case _, ok := <-sub.C():
-		if ok {
+	synctest.Test(t, func(t *testing.T) {
+		const deadline = 10 * time.Minute
+		_, broker, cl := cluster(t, bps.Options{}, 2)
+		admin := newKey(t)
+		sp := feedSpec(t, "idle", admin)
+		sub := subscribe(t, cl[0], broker, sp)
+		p := publish(t, cl[1], broker, sp, admin, 0)
+
+		time.Sleep(deadline / 2)
+		if err := p.PublishUpdate(t.Context(), admin.signer, 0, []byte("a")); err != nil {
+			t.Fatal(err)
+		}
+		recv(t, sub)
+		time.Sleep(deadline - time.Second) // deadline/2 + deadline - 1s since creation
+		synctest.Wait()
+		if n := broker.rec.count(kind(bps.EventReclaim)); n != 0 {
+			t.Fatal("reclaimed before the deadline counted from the last accepted message")
+		}
+		time.Sleep(time.Second)
+		synctest.Wait()
+		if n := broker.rec.count(kind(bps.EventReclaim)); n != 1 {
+			t.Fatalf("%d reclaims at the deadline, want 1", n)
+		}
+		if _, ok := <-sub.C(); ok {
 			t.Fatal("delivery after reclaim")
 		}
-	case <-time.After(waitTimeout):
-		t.Fatal("subscription not ended by the reclaim")
-	}
-	if sub.Err() == nil {
-		t.Fatal("a reclaim must reset the stream, not close it cleanly")
-	}
-	<-p.Done()
-	if p.Err() == nil {
-		t.Fatal("the publisher stream was not reset by the reclaim")
-	}
-	if n := len(broker.svc.Cohorts()); n != 0 {
-		t.Fatalf("%d cohorts after reclaim", n)
-	}
-	if bl := broker.Blocklists(); len(bl) != 0 {
-		t.Fatalf("a reclaim blocklisted %v", bl)
-	}
+		if sub.Err() == nil {
+			t.Fatal("a reclaim must reset the stream, not close it cleanly")
+		}
+		<-p.Done()
+		if p.Err() == nil {
+			t.Fatal("the publisher stream was not reset by the reclaim")
+		}
+		if n := len(broker.svc.Cohorts()); n != 0 {
+			t.Fatalf("%d cohorts after reclaim", n)
+		}
+		if bl := broker.Blocklists(); len(bl) != 0 {
+			t.Fatalf("a reclaim blocklisted %v", bl)
+		}
+	})
 }

@@ -8,7 +8,6 @@ import (
 	"bufio"
 	"context"
 	"errors"
-	"fmt"
 	"io"
 	"sync"
 	"testing"
@@ -344,8 +343,6 @@ func claimFor(t *testing.T, k key, challenge []byte, broker swarm.Address, index
 func statusIs(s pb.Status) func(bps.Event) bool {
 	return func(e bps.Event) bool { return e.Kind == bps.EventJoin && e.Status == s.String() }
 }
-
-var _ = fmt.Sprintf
 
 func keccak(parts ...[]byte) []byte {
 	var b []byte

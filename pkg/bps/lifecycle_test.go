@@ -1,0 +1,111 @@
+// Copyright 2026 The BPS Authors. All rights reserved.
+// Use of this source code is governed by a BSD-style
+// license that can be found in the LICENSE file.
+
+package bps_test
+
+import (
+	"errors"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/ethersphere/bps/pkg/bps"
+	"github.com/ethersphere/bps/pkg/bps/pb"
+)
+
+// TestConcurrentAdminStreams: the admin publishing the same feed from two
+// nodes at once; the cursor arbitrates, each index is delivered exactly once
+// and in order, the losers count as retransmits.
+func TestConcurrentAdminStreams(t *testing.T) {
+	t.Parallel()
+	const n = 100
+	_, broker, cl := cluster(t, bps.Options{}, 3)
+	admin := newKey(t)
+	sp := feedSpec(t, "two-admins", admin)
+	sub := subscribe(t, cl[0], broker, sp)
+	msgs := make([]*pb.Message, n)
+	for i := range msgs {
+		msgs[i] = update(t, admin, sp, uint64(i), "x")
+	}
+	pubs := []*bps.Publisher{publish(t, cl[1], broker, sp, admin, 0), publish(t, cl[2], broker, sp, admin, 0)}
+	broker.rec.waitN(t, 2, "two claims", kind(bps.EventClaim))
+
+	var wg sync.WaitGroup
+	errs := make(chan error, 2)
+	for _, p := range pubs {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			for _, m := range msgs {
+				if err := p.Send(t.Context(), m); err != nil {
+					errs <- err
+					return
+				}
+			}
+		}()
+	}
+	wg.Wait()
+	close(errs)
+	for err := range errs {
+		t.Fatal(err)
+	}
+	var last int64 = -1
+	for last < n-1 {
+		d := recv(t, sub)
+		if int64(d.Index) <= last {
+			t.Fatalf("delivered %d after %d", d.Index, last)
+		}
+		last = int64(d.Index)
+	}
+	broker.rec.waitN(t, 2*n, "every publication handled", func(e bps.Event) bool {
+		return e.Kind == bps.EventAccept || (e.Kind == bps.EventDrop && e.Counter == bps.CounterRetransmit)
+	})
+	c := cohortInfo(t, broker, sp)
+	if c.Accepted+c.Counters["retransmit"] != 2*n || c.Cursor != n {
+		t.Fatalf("accepted %d retransmit %d cursor %d", c.Accepted, c.Counters["retransmit"], c.Cursor)
+	}
+	if sub.Received() != c.Accepted {
+		t.Fatalf("subscriber received %d, broker accepted %d", sub.Received(), c.Accepted)
+	}
+}
+
+// TestServiceClose: Close ends every stream on both sides within its bound,
+// handles report it, and later calls are refused.
+func TestServiceClose(t *testing.T) {
+	t.Parallel()
+	net, broker, cl := cluster(t, bps.Options{}, 2)
+	admin := newKey(t)
+	sp := feedSpec(t, "close", admin)
+	sub := subscribe(t, cl[0], broker, sp)
+	p := publish(t, cl[1], broker, sp, admin, 0)
+
+	start := time.Now()
+	if err := broker.svc.Close(); err != nil {
+		t.Fatal(err)
+	}
+	if d := time.Since(start); d > 5*time.Second {
+		t.Fatalf("close took %s", d)
+	}
+	<-sub.Done()
+	<-p.Done()
+	if sub.Err() == nil || p.Err() == nil {
+		t.Fatalf("streams ended without error: sub %v pub %v", sub.Err(), p.Err())
+	}
+	if _, err := cl[0].svc.Subscribe(ctxT(t), broker.Overlay(), sp); err == nil {
+		t.Fatal("a closed broker accepted a subscriber")
+	}
+
+	// Closing a client ends its handles.
+	if err := net.Connect(cl[1].Node, cl[0].Node); err != nil {
+		t.Fatal(err)
+	}
+	sub2 := subscribe(t, cl[1], cl[0], sp) // cl[0] brokers now
+	if err := cl[1].svc.Close(); err != nil {
+		t.Fatal(err)
+	}
+	<-sub2.Done()
+	if _, err := cl[1].svc.Subscribe(ctxT(t), cl[0].Overlay(), sp); !errors.Is(err, bps.ErrClosed) {
+		t.Fatalf("subscribe after close: %v", err)
+	}
+}
