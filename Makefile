@@ -15,7 +15,7 @@ build:
 
 .PHONY: run
 run:
-	$(GO) run -ldflags "$(LDFLAGS)" ./cmd/bee-bps dev
+	$(GO) run ./cmd/bps-demo
 
 .PHONY: test
 test:
