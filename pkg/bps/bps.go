@@ -95,6 +95,10 @@ type Options struct {
 	HandshakeTimeout time.Duration
 	// WriteTimeout bounds one frame write on a stream. Default 30 s.
 	WriteTimeout time.Duration
+	// DedupWindow is the number of recent chunk identifiers a cohort (and a
+	// subscription) remembers under a binding that dedups on chunk address
+	// (SWIP-60's bounded horizon). Default 256.
+	DedupWindow int
 	// ClientCursors bounds the subscriber cursors kept per (topic, admin).
 	// Default 4096; the least recently used is forgotten first.
 	ClientCursors int
@@ -119,6 +123,7 @@ const (
 	DefaultHandshakeTimeout    = 30 * time.Second
 	DefaultWriteTimeout        = 30 * time.Second
 	DefaultClientCursors       = 4096
+	DefaultDedupWindow         = 256
 )
 
 func (o *Options) setDefaults() {
@@ -139,6 +144,7 @@ func (o *Options) setDefaults() {
 	def(&o.QueueLen, DefaultQueueLen)
 	def(&o.MaxInvalidFrames, DefaultMaxInvalidFrames)
 	def(&o.ClientCursors, DefaultClientCursors)
+	def(&o.DedupWindow, DefaultDedupWindow)
 	defd(&o.Inactivity, DefaultInactivity)
 	defd(&o.ClaimDeadline, DefaultClaimDeadline)
 	defd(&o.BlocklistDuration, p2p.DefaultBlocklistTime)
@@ -160,6 +166,7 @@ func (o *Options) validate() error {
 		"QueueLen":            o.QueueLen,
 		"MaxInvalidFrames":    o.MaxInvalidFrames,
 		"ClientCursors":       o.ClientCursors,
+		"DedupWindow":         o.DedupWindow,
 	} {
 		if v < 0 {
 			return fmt.Errorf("bps: option %s must not be negative, got %d", name, v)

@@ -67,12 +67,20 @@ func (s *Service) handler(ctx context.Context, peer p2p.Peer, stream p2p.Stream)
 		return s.refuse(ctx, peer, stream, status, join)
 	}
 
-	// A claim in the Join is verified before any bound, and treated as absent
-	// if it does not verify or does not name the declared address.
+	// Under explicit authorship a claim in the Join is verified before any
+	// bound, and treated as absent if it does not verify or does not name
+	// the declared address. Under implicit authorship there is no claim: a
+	// stream that declares an address is a publisher stream at once, and
+	// every message it sends is checked against that address.
 	ro := roleSubscriber
 	var claimIndex uint64
-	if join.Claim != nil && join.Addr != nil && bytes.Equal(join.Claim.Addr, join.Addr) &&
-		sp.mayPublish(join.Addr) && s.verifyClaim(sp, join.Claim) == nil {
+	switch {
+	case !sp.explicit():
+		if join.Addr != nil {
+			ro = rolePublisher
+		}
+	case join.Claim != nil && join.Addr != nil && bytes.Equal(join.Claim.Addr, join.Addr) &&
+		sp.mayPublish(join.Addr) && s.verifyClaim(sp, join.Claim) == nil:
 		ro, claimIndex = rolePublisher, join.Claim.Index
 	}
 
@@ -91,7 +99,7 @@ func (s *Service) handler(ctx context.Context, peer p2p.Peer, stream p2p.Stream)
 	}
 	s.metrics.Joins.WithLabelValues("OK").Inc()
 	s.trace(Event{Kind: EventJoin, Cohort: sp.String(), Peer: peer.Address, Status: pb.Status_OK.String()})
-	if ro == rolePublisher {
+	if ro == rolePublisher && sp.explicit() {
 		s.trace(Event{Kind: EventClaim, Cohort: sp.String(), Peer: peer.Address, Index: claimIndex})
 	}
 
@@ -121,23 +129,13 @@ func (s *Service) refuse(ctx context.Context, peer p2p.Peer, stream p2p.Stream, 
 // its role. Both are owned here; serve returns after both have stopped.
 func (s *Service) serve(ctx context.Context, m *member, fr *frameReader, ack []byte) error {
 	writerDone := make(chan error, 1)
-	if m.queue != nil {
-		if !s.goOwned(func() { writerDone <- s.writeLoop(m, ack) }) {
-			m.kill(errServiceClosed)
-			return errServiceClosed
-		}
-	} else {
-		err := s.withDeadline(ctx, m.stream, s.opts.WriteTimeout, func() error {
-			_, err := m.stream.Write(ack)
-			return err
-		})
-		if err != nil {
-			return fmt.Errorf("write ack: %w", err)
-		}
-		writerDone <- nil
+	if !s.goOwned(func() { writerDone <- s.writeLoop(m, ack) }) {
+		m.kill(errServiceClosed)
+		return errServiceClosed
 	}
 
-	// Unblock the reader when the handler context or the service ends.
+	// Unblock the reader when the handler context ends (the peer
+	// disconnected); the service's own Close kills every member.
 	stop := context.AfterFunc(ctx, func() { m.kill(context.Cause(ctx)) })
 	defer stop()
 
@@ -158,10 +156,7 @@ func (s *Service) serve(ctx context.Context, m *member, fr *frameReader, ack []b
 	if rerr != nil {
 		return rerr
 	}
-	if werr != nil {
-		return werr
-	}
-	return nil
+	return werr
 }
 
 // writeLoop writes the Ack and then every queued frame to a subscriber stream.
@@ -200,6 +195,15 @@ func (s *Service) readLoop(m *member, fr *frameReader) error {
 	c := m.c
 	for {
 		if m.role == roleSubscriber {
+			if !c.spec.explicit() {
+				// No claims without explicit authorship: a subscriber
+				// stream sends nothing.
+				if err := fr.read(new(pb.Claim)); err != nil {
+					return s.readErr(c, err, CounterWrongStream)
+				}
+				s.count(c, CounterWrongStream)
+				return violationf("frame on a subscriber stream of a cohort without claims")
+			}
 			claim := new(pb.Claim)
 			if err := fr.read(claim); err != nil {
 				return s.readErr(c, err, CounterWrongStream)
@@ -223,13 +227,13 @@ func (s *Service) readLoop(m *member, fr *frameReader) error {
 		if err := fr.read(msg); err != nil {
 			return s.readErr(c, err, CounterInvalidSOC)
 		}
-		n, v := validate(c.spec, msg, s.reg.cursorOf(c))
-		if v == accepted && !s.reg.accept(m, n, encodeFrame(&pb.Message{Address: msg.Address, Data: msg.Data})) {
-			v = retransmit // another publisher stream got there first
+		pub, v := check(c.spec, msg, m.addr, s.reg.cursorOf(c))
+		if v == accepted && !s.reg.accept(c, pub, encodeFrame(&pb.Message{Address: msg.Address, Data: msg.Data})) {
+			v = retransmit // a duplicate, or another publisher stream got there first
 		}
 		if v == accepted {
 			s.metrics.Accepted.Inc()
-			s.trace(Event{Kind: EventAccept, Cohort: c.spec.String(), Peer: m.peer, Index: n})
+			s.trace(Event{Kind: EventAccept, Cohort: c.spec.String(), Peer: m.peer, Index: pub.index})
 			continue
 		}
 		s.count(c, v.counter())

@@ -258,6 +258,7 @@ func (cs *clientStream) run(h handle, read func(fr *frameReader) error, fr *fram
 type Subscription struct {
 	clientStream
 	c        chan Delivery
+	seen     *window // dedup bindings; reader goroutine only
 	received atomic.Uint64
 	dropped  atomic.Uint64
 }
@@ -276,6 +277,9 @@ func (s *Service) Subscribe(ctx context.Context, broker swarm.Address, sp *Spec)
 		clientStream: clientStream{s: s, broker: broker, spec: sp, stream: stream, started: time.Now(),
 			quit: make(chan struct{}), done: make(chan struct{})},
 		c: make(chan Delivery, s.opts.QueueLen),
+	}
+	if sp.Binding != pb.TopicBinding_FEED_TOPIC {
+		sub.seen = newWindow(s.opts.DedupWindow)
 	}
 	if err := sub.run(sub, sub.readOne, fr, func() { close(sub.c) }); err != nil {
 		return nil, err
@@ -300,8 +304,10 @@ func (sub *Subscription) Dropped() uint64 { return sub.dropped.Load() }
 // cursorKey names the subscriber cursor of a feed: (topic, admin).
 func (sp *Spec) cursorKey() string { return string(sp.Topic) + string(sp.Admin) }
 
-// readOne reads and re-verifies one delivery (SWIP-74 item 10): a bare index
-// at or past this node's cursor, a valid SOC under the feed id, the admin's.
+// readOne reads and re-verifies one delivery (SWIP-74 item 10): under
+// FEED_TOPIC a bare index at or past this node's cursor, a valid SOC under the
+// feed id, the admin's; under a dedup binding the binding's SOC shape and a
+// chunk not seen within the window.
 func (sub *Subscription) readOne(fr *frameReader) error {
 	s := sub.s
 	msg := new(pb.Message)
@@ -309,10 +315,17 @@ func (sub *Subscription) readOne(fr *frameReader) error {
 		return err
 	}
 	key := sub.spec.cursorKey()
-	n, v := validate(sub.spec, msg, s.cursors.get(key))
-	if v == accepted && !s.cursors.advance(key, n) {
-		v = retransmit
+	pub, v := check(sub.spec, msg, nil, s.cursors.get(key))
+	if v == accepted {
+		if sub.seen != nil {
+			if !sub.seen.add(pub.dedup) {
+				v = retransmit
+			}
+		} else if !s.cursors.advance(key, pub.index) {
+			v = retransmit
+		}
 	}
+	n := pub.index
 	if v != accepted {
 		sub.dropped.Add(1)
 		s.metrics.ClientDropped.Inc()
@@ -364,8 +377,11 @@ type Publisher struct {
 // address), else right after the Ack. There is no reply to a claim: a claim
 // that was not taken shows as the stream being reset.
 func (s *Service) Publish(ctx context.Context, broker swarm.Address, sp *Spec, o PublishOptions) (*Publisher, error) {
-	if len(o.Addr) != AddressSize || o.Sign == nil {
-		return nil, errors.New("bps: publish needs a 20-byte address and a claim signer")
+	if len(o.Addr) != AddressSize {
+		return nil, errors.New("bps: publish needs a 20-byte address")
+	}
+	if sp.explicit() && o.Sign == nil {
+		return nil, errors.New("bps: publishing in this cohort takes a claim: no claim signer given")
 	}
 	sign := func(challenge []byte) (*pb.Claim, error) {
 		sig, err := o.Sign(ctx, challenge, broker, o.Index)
@@ -377,7 +393,10 @@ func (s *Service) Publish(ctx context.Context, broker swarm.Address, sp *Spec, o
 
 	ckey := broker.ByteString() + sp.key + string(o.Addr)
 	join := &pb.Join{Cohort: sp.PB(), Addr: bytes.Clone(o.Addr)}
-	held := s.challenges.get(ckey)
+	var held []byte
+	if sp.explicit() {
+		held = s.challenges.get(ckey)
+	}
 	if held != nil {
 		claim, err := sign(held)
 		if err != nil {
@@ -393,8 +412,8 @@ func (s *Service) Publish(ctx context.Context, broker swarm.Address, sp *Spec, o
 		_ = stream.Reset()
 		return nil, fmt.Errorf("bps: broker issued a %d-byte challenge", len(ack.Challenge))
 	}
-	s.challenges.put(ckey, ack.Challenge)
-	if held == nil || !bytes.Equal(held, ack.Challenge) {
+	if sp.explicit() && (held == nil || !bytes.Equal(held, ack.Challenge)) {
+		s.challenges.put(ckey, ack.Challenge)
 		claim, err := sign(ack.Challenge)
 		if err == nil {
 			err = s.withDeadline(ctx, stream, s.opts.WriteTimeout, func() error {
@@ -465,3 +484,18 @@ func (p *Publisher) Close() error {
 
 // Addr is the address this stream publishes as.
 func (p *Publisher) Addr() []byte { return bytes.Clone(p.addr) }
+
+// SOCUpdate builds a single-owner chunk with the given id wrapping payload,
+// signed by signer with bee's soc package, as a frame ready to publish on a
+// cohort whose binding carries full ids (ANCHOR: a GSOC update).
+func SOCUpdate(signer crypto.Signer, id, payload []byte) (*pb.Message, error) {
+	wrapped, err := cac.New(payload)
+	if err != nil {
+		return nil, fmt.Errorf("wrap payload: %w", err)
+	}
+	ch, err := soc.New(id, wrapped).Sign(signer)
+	if err != nil {
+		return nil, fmt.Errorf("sign soc: %w", err)
+	}
+	return &pb.Message{Address: ch.Address().Bytes(), Data: ch.Data()}, nil
+}

@@ -47,10 +47,12 @@ type registry struct {
 // cohort is one live cohort at this broker.
 type cohort struct {
 	spec       *Spec
-	cursor     uint64 // lowest index accepted next
-	subs       map[*member]struct{}
-	pubs       map[*member]struct{}
-	extra      *member // the extra admin seat, nil while free
+	members    map[*member]struct{} // every attached stream
+	fanout     int                  // members counted against MaxStreamsPerCohort (extra seat excluded)
+	claimed    int                  // claimed publisher streams (explicit authorship)
+	extra      *member              // the extra admin seat, nil while free
+	cursor     uint64               // FEED_TOPIC, explicit: lowest index accepted next
+	seen       *window              // dedup bindings: recent chunk identifiers
 	lastAccept time.Time
 	created    time.Time
 	accepted   uint64
@@ -59,17 +61,22 @@ type cohort struct {
 	counters   counters
 }
 
-// member is one stream attached to a cohort at this broker.
+// member is one stream attached to a cohort at this broker. Every member
+// receives the cohort's deliveries except those bound to its own identity:
+// a publisher never gets its own messages back (SWIP-74, SWIP-60). Under
+// SWIP-74 every publisher stream is the admin's, so publisher streams
+// receive nothing there.
 type member struct {
-	c      *cohort
-	peer   swarm.Address
-	stream p2p.Stream
-	addr   []byte // declared address, nil for a plain subscriber
-	role   role
-	queue  chan []byte   // encoded frames for the writer; nil for a publisher-at-join
-	quit   chan struct{} // closed by kill
-	once   sync.Once
-	reason error // why kill was called; read after quit is closed
+	c       *cohort
+	peer    swarm.Address
+	stream  p2p.Stream
+	addr    []byte // declared (or claimed) address, nil for a plain subscriber
+	role    role
+	counted bool          // counts against the fan-out bound
+	queue   chan []byte   // encoded frames for the writer
+	quit    chan struct{} // closed by kill
+	once    sync.Once
+	reason  error // why kill was called; read after quit is closed
 
 	claimTimer *time.Timer // the extra seat's deadline
 	invalid    int         // invalid publications so far (reader goroutine only)
@@ -105,7 +112,7 @@ func newRegistry(s *Service) *registry {
 
 // attach creates or attaches the cohort for sp and adds a member for the
 // stream in the given role, enforcing every bound. claimIndex is the index of
-// a verified claim in the Join (publisher role only).
+// a verified claim in the Join (a claimed publisher only).
 func (r *registry) attach(peer swarm.Address, stream p2p.Stream, sp *Spec, addr []byte, ro role, claimIndex uint64) (*member, pb.Status) {
 	o := &r.s.opts
 	r.mu.Lock()
@@ -122,32 +129,31 @@ func (r *registry) attach(peer swarm.Address, stream p2p.Stream, sp *Spec, addr 
 		return nil, pb.Status_FULL
 	}
 
-	m := &member{peer: peer, stream: stream, addr: addr, role: ro, quit: make(chan struct{})}
+	claimed := ro == rolePublisher && sp.explicit()
+	m := &member{peer: peer, stream: stream, addr: addr, role: ro, counted: !claimed,
+		quit: make(chan struct{}), queue: make(chan []byte, o.QueueLen)}
 	extra := false
 	if c != nil {
-		switch ro {
-		case rolePublisher:
-			if len(c.pubs) >= o.MaxPublisherStreams {
+		switch {
+		case claimed:
+			if c.claimed >= o.MaxPublisherStreams {
 				return nil, pb.Status_FULL
 			}
-		case roleSubscriber:
-			if c.fanout() >= o.MaxStreamsPerCohort {
-				if addr == nil || !sp.mayPublish(addr) || len(c.pubs) > 0 || c.extra != nil {
-					return nil, pb.Status_FULL
-				}
-				extra = true
+		case c.fanout >= o.MaxStreamsPerCohort:
+			// One extra seat for a Join declaring the admin while no
+			// publisher stream exists.
+			if !sp.explicit() || addr == nil || !sp.mayPublish(addr) || c.claimed > 0 || c.extra != nil {
+				return nil, pb.Status_FULL
 			}
+			extra = true
 		}
 	}
 
 	if c == nil {
 		now := time.Now()
-		c = &cohort{
-			spec:       sp,
-			subs:       make(map[*member]struct{}),
-			pubs:       make(map[*member]struct{}),
-			created:    now,
-			lastAccept: now,
+		c = &cohort{spec: sp, members: make(map[*member]struct{}), created: now, lastAccept: now}
+		if sp.Binding != pb.TopicBinding_FEED_TOPIC {
+			c.seen = newWindow(o.DedupWindow)
 		}
 		r.cohorts[sp.key] = c
 		r.armInactivity(c, o.Inactivity)
@@ -160,55 +166,54 @@ func (r *registry) attach(peer swarm.Address, stream p2p.Stream, sp *Spec, addr 
 	}
 	pc[sp.key]++
 
-	switch ro {
-	case rolePublisher:
-		c.pubs[m] = struct{}{}
+	c.members[m] = struct{}{}
+	r.gauge(m, 1)
+	switch {
+	case claimed:
+		c.claimed++
 		c.cursor = max(c.cursor, claimIndex)
-		r.s.metrics.Publishers.Inc()
-	case roleSubscriber:
-		m.queue = make(chan []byte, o.QueueLen)
-		c.subs[m] = struct{}{}
-		r.s.metrics.Subscribers.Inc()
-		if extra {
-			c.extra = m
-			m.claimTimer = time.AfterFunc(o.ClaimDeadline, func() { r.claimDeadline(m) })
-		}
+	case extra:
+		m.counted = false
+		c.extra = m
+		m.claimTimer = time.AfterFunc(o.ClaimDeadline, func() { r.claimDeadline(m) })
+	default:
+		c.fanout++
 	}
 	return m, pb.Status_OK
 }
 
-// fanout is the number of subscriber streams counted against the bound: the
-// extra admin seat is over it.
-func (c *cohort) fanout() int {
-	n := len(c.subs)
-	if c.extra != nil {
-		n--
+// gauge moves the stream gauges for m by d.
+func (r *registry) gauge(m *member, d float64) {
+	if m.role == rolePublisher {
+		r.s.metrics.Publishers.Add(d)
+	} else {
+		r.s.metrics.Subscribers.Add(d)
 	}
-	return n
 }
 
-// upgrade turns a subscriber member into a publisher stream after a verified
-// claim: it leaves the fan-out set and moves the cursor forward. It reports
-// false if the cohort already holds its maximum of publisher streams.
+// upgrade turns a subscriber member into a claimed publisher stream after a
+// verified claim: it leaves the fan-out count and moves the cursor forward.
+// It reports false if the cohort is gone or holds its maximum of publisher
+// streams.
 func (r *registry) upgrade(m *member, index uint64) bool {
 	r.mu.Lock()
 	defer r.mu.Unlock()
 	c := m.c
-	if c.dead || m.role != roleSubscriber {
+	if c.dead || m.role != roleSubscriber || c.claimed >= r.s.opts.MaxPublisherStreams {
 		return false
 	}
-	if len(c.pubs) >= r.s.opts.MaxPublisherStreams {
-		return false
+	r.gauge(m, -1)
+	if m.counted {
+		c.fanout--
+		m.counted = false
 	}
-	delete(c.subs, m)
-	r.s.metrics.Subscribers.Dec()
 	if c.extra == m {
 		c.extra = nil
 		m.claimTimer.Stop()
 	}
 	m.role = rolePublisher
-	c.pubs[m] = struct{}{}
-	r.s.metrics.Publishers.Inc()
+	r.gauge(m, 1)
+	c.claimed++
 	c.cursor = max(c.cursor, index)
 	return true
 }
@@ -219,16 +224,14 @@ func (r *registry) detach(m *member) {
 	r.mu.Lock()
 	defer r.mu.Unlock()
 	c := m.c
-	switch m.role {
-	case roleSubscriber:
-		if _, ok := c.subs[m]; ok {
-			delete(c.subs, m)
-			r.s.metrics.Subscribers.Dec()
-		}
-	case rolePublisher:
-		if _, ok := c.pubs[m]; ok {
-			delete(c.pubs, m)
-			r.s.metrics.Publishers.Dec()
+	if _, ok := c.members[m]; ok {
+		delete(c.members, m)
+		r.gauge(m, -1)
+		switch {
+		case m.counted:
+			c.fanout--
+		case m.role == rolePublisher && c.spec.explicit():
+			c.claimed--
 		}
 	}
 	if c.extra == m {
@@ -246,7 +249,7 @@ func (r *registry) detach(m *member) {
 			delete(r.peers, pk)
 		}
 	}
-	if !c.dead && len(c.subs) == 0 && len(c.pubs) == 0 {
+	if !c.dead && len(c.members) == 0 {
 		r.forget(c)
 	}
 }
@@ -267,10 +270,7 @@ func (r *registry) forget(c *cohort) {
 // r.mu. Members detach themselves as their handlers return.
 func (r *registry) reclaim(c *cohort, reason error) {
 	r.forget(c)
-	for m := range c.subs {
-		m.kill(reason)
-	}
-	for m := range c.pubs {
+	for m := range c.members {
 		m.kill(reason)
 	}
 }
@@ -313,29 +313,43 @@ func (r *registry) claimDeadline(m *member) {
 	}
 }
 
-// accept re-checks the cursor under the lock (concurrent publisher streams
-// are arbitrated here), moves it past n, and queues frame on every subscriber
-// stream. A full queue resets that stream; nobody blocks.
-func (r *registry) accept(m *member, n uint64, frame []byte) bool {
+// accept admits a validated publication under the lock — the cursor or the
+// dedup window arbitrates concurrent publisher streams here — and queues frame
+// on every member not bound to the publication's owner. A full queue resets
+// that stream; nobody blocks.
+func (r *registry) accept(c *cohort, pub publication, frame []byte) bool {
 	r.mu.Lock()
 	defer r.mu.Unlock()
-	c := m.c
-	if c.dead || n < c.cursor {
+	if c.dead {
 		return false
 	}
-	c.cursor = n + 1
+	if c.seen != nil {
+		if !c.seen.add(pub.dedup) {
+			return false
+		}
+	} else {
+		if pub.index < c.cursor {
+			return false
+		}
+		c.cursor = pub.index + 1
+	}
 	c.accepted++
 	c.lastAccept = time.Now()
-	for sub := range c.subs {
+	delivered := 0
+	for m := range c.members {
+		if m.role == rolePublisher && pub.owner != nil && bytes.Equal(m.addr, pub.owner) {
+			continue
+		}
 		select {
-		case sub.queue <- frame:
+		case m.queue <- frame:
+			delivered++
 		default:
 			r.s.count(c, CounterQueueReset)
-			r.s.trace(Event{Kind: EventQueueReset, Cohort: c.spec.String(), Peer: sub.peer})
-			sub.kill(errQueueFull)
+			r.s.trace(Event{Kind: EventQueueReset, Cohort: c.spec.String(), Peer: m.peer})
+			m.kill(errQueueFull)
 		}
 	}
-	r.s.metrics.Delivered.Add(float64(len(c.subs)))
+	r.s.metrics.Delivered.Add(float64(delivered))
 	return true
 }
 
@@ -382,10 +396,16 @@ func (s *Service) Cohorts() []CohortInfo {
 	defer r.mu.Unlock()
 	out := make([]CohortInfo, 0, len(r.cohorts))
 	for _, c := range r.cohorts {
+		pubs := 0
+		for m := range c.members {
+			if m.role == rolePublisher {
+				pubs++
+			}
+		}
 		out = append(out, CohortInfo{
 			Spec:        c.spec,
-			Subscribers: len(c.subs),
-			Publishers:  len(c.pubs),
+			Subscribers: len(c.members) - pubs,
+			Publishers:  pubs,
 			Cursor:      c.cursor,
 			Accepted:    c.accepted,
 			Created:     c.created,

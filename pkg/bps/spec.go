@@ -23,9 +23,12 @@ const (
 // Spec is a validated cohort spec together with its canonical serialisation,
 // which is the cohort's identity at a broker.
 type Spec struct {
-	Topic   []byte // 32 bytes
-	Binding pb.TopicBinding
-	Admin   []byte // 20 bytes
+	Topic      []byte // 32 bytes, meaning per binding
+	Binding    pb.TopicBinding
+	Admin      []byte // 20 bytes; absent: implicit authorship
+	Publishers pb.PublisherRegime
+	History    bool
+	Closed     bool
 
 	canonical []byte // Marshal(spec): known fields in number order, unset not emitted
 	key       string // string(canonical), the registry key
@@ -33,40 +36,83 @@ type Spec struct {
 
 // NewFeedSpec is the SWIP-74 live-stream spec {topic, FEED_TOPIC, admin}.
 func NewFeedSpec(topic, admin []byte) (*Spec, error) {
-	sp, status := specFromPB(&pb.CohortSpec{Topic: topic, Binding: pb.TopicBinding_FEED_TOPIC, Admin: admin})
+	return NewSpec(&pb.CohortSpec{Topic: topic, Binding: pb.TopicBinding_FEED_TOPIC, Admin: admin})
+}
+
+// NewAnchorSpec is the implicit ANCHOR spec of a GSOC: every message is a
+// single-owner chunk at socAddress, signed by whoever holds its key.
+func NewAnchorSpec(socAddress []byte) (*Spec, error) {
+	return NewSpec(&pb.CohortSpec{Topic: socAddress, Binding: pb.TopicBinding_ANCHOR})
+}
+
+// NewSpec validates a spec as this node serves it.
+func NewSpec(c *pb.CohortSpec) (*Spec, error) {
+	sp, status := specFromPB(c)
 	if status != pb.Status_OK {
-		return nil, fmt.Errorf("bps: invalid feed spec (topic %d bytes, admin %d bytes)", len(topic), len(admin))
+		return nil, fmt.Errorf("bps: spec not served: %s", describeSpec(c))
 	}
 	return sp, nil
 }
 
-// specFromPB validates a wire spec and canonicalises it. It answers REJECTED
-// for any value outside what this broker serves (SWIP-74: FEED_TOPIC with a
-// 20-byte admin; the SWIP-60 parameters are not served yet) and drops fields
-// it does not define.
-func specFromPB(c *pb.CohortSpec) (*Spec, pb.Status) {
-	if c == nil || len(c.Topic) != TopicSize || len(c.Admin) != AddressSize {
-		return nil, pb.Status_REJECTED
+func describeSpec(c *pb.CohortSpec) string {
+	if c == nil {
+		return "no spec"
 	}
-	if c.Binding != pb.TopicBinding_FEED_TOPIC {
+	return fmt.Sprintf("binding %s, topic %d bytes, admin %d bytes, publishers %s, history %t, closed %t",
+		c.Binding, len(c.Topic), len(c.Admin), c.Publishers, c.History, c.Closed)
+}
+
+// specFromPB validates a wire spec and canonicalises it, dropping fields the
+// wire does not define. It answers REJECTED for any value outside what this
+// node serves: FEED_TOPIC with a 20-byte admin (SWIP-74's live stream), and
+// the implicit ANCHOR cohort of a GSOC (SWIP-60, no admin). The other
+// SWIP-60 bindings and parameters are not served yet.
+func specFromPB(c *pb.CohortSpec) (*Spec, pb.Status) {
+	if c == nil || len(c.Topic) != TopicSize || (len(c.Admin) != 0 && len(c.Admin) != AddressSize) {
 		return nil, pb.Status_REJECTED
 	}
 	if c.Publishers != pb.PublisherRegime_PUBLISHER_REGIME_UNSPECIFIED || c.History || c.Closed {
 		return nil, pb.Status_REJECTED
 	}
+	switch {
+	case c.Binding == pb.TopicBinding_FEED_TOPIC && len(c.Admin) == AddressSize:
+	case c.Binding == pb.TopicBinding_ANCHOR && len(c.Admin) == 0:
+	default:
+		return nil, pb.Status_REJECTED
+	}
 	sp := &Spec{
-		Topic:   bytes.Clone(c.Topic),
-		Binding: c.Binding,
-		Admin:   bytes.Clone(c.Admin),
+		Topic:      bytes.Clone(c.Topic),
+		Binding:    c.Binding,
+		Admin:      bytes.Clone(c.Admin),
+		Publishers: c.Publishers,
+		History:    c.History,
+		Closed:     c.Closed,
 	}
 	sp.canonical = mustMarshal(sp.PB())
 	sp.key = string(sp.canonical)
 	return sp, pb.Status_OK
 }
 
+// Implicit reports implicit authorship: no admin, the binding's SOC shape
+// decides who may publish, and there is no claim.
+func (sp *Spec) Implicit() bool { return len(sp.Admin) == 0 }
+
+// explicit reports whether publishing takes a claim: an admin is set and the
+// regime is not ALL.
+func (sp *Spec) explicit() bool {
+	return !sp.Implicit() && sp.Publishers != pb.PublisherRegime_ALL
+}
+
 // PB is the wire form of the spec, with only the fields it defines.
 func (sp *Spec) PB() *pb.CohortSpec {
-	return &pb.CohortSpec{Topic: sp.Topic, Binding: sp.Binding, Admin: sp.Admin}
+	return &pb.CohortSpec{
+		Topic:      sp.Topic,
+		Binding:    sp.Binding,
+		Admin:      sp.Admin,
+		Publishers: sp.Publishers,
+		History:    sp.History,
+		Closed:     sp.Closed,
+	}
 }
 
 // Canonical is the spec's canonical serialisation.

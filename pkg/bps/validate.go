@@ -106,6 +106,29 @@ func verifyFeedUpdate(sp *Spec, m *pb.Message, n uint64) verdict {
 	return accepted
 }
 
+// publication is what validation learned of a message that passed it.
+type publication struct {
+	index uint64   // FEED_TOPIC: the bare index
+	dedup [32]byte // dedup bindings: the chunk identifier of the binding's rule
+	owner []byte   // the identity it is bound to, where known (no-loopback rule)
+}
+
+// check validates m under sp's binding. At the broker addr is the address the
+// stream declared or claimed; at a subscriber it is nil. cursor is the
+// receiver's cursor for FEED_TOPIC (checked before the signature, since it
+// is cheap); the dedup window is the caller's, applied after.
+func check(sp *Spec, m *pb.Message, addr []byte, cursor uint64) (publication, verdict) {
+	switch sp.Binding {
+	case pb.TopicBinding_FEED_TOPIC:
+		n, v := validate(sp, m, cursor)
+		return publication{index: n, owner: sp.Admin}, v
+	case pb.TopicBinding_ANCHOR:
+		return checkAnchor(sp, m, addr)
+	default:
+		return publication{}, invalidSOC // not served: specFromPB refuses it
+	}
+}
+
 // validate runs SWIP-74 validation steps 2–4 against cursor and returns the
 // update's index with the verdict.
 func validate(sp *Spec, m *pb.Message, cursor uint64) (uint64, verdict) {
@@ -117,4 +140,65 @@ func validate(sp *Spec, m *pb.Message, cursor uint64) (uint64, verdict) {
 		return n, retransmit
 	}
 	return n, verifyFeedUpdate(sp, m, n)
+}
+
+// checkAnchor validates a message of an implicit ANCHOR cohort (SWIP-60): a
+// SOC at the topic address itself, by the declared owner where one is known;
+// dedup is on the wrapped chunk, so the same SOC address carries many
+// messages.
+func checkAnchor(sp *Spec, m *pb.Message, addr []byte) (publication, verdict) {
+	if len(m.Address) != swarm.HashSize || len(m.Data) < socHeaderSize || len(m.Data) > maxSOCDataSize {
+		return publication{}, invalidSOC
+	}
+	if !bytes.Equal(m.Address, sp.Topic) {
+		return publication{}, wrongOwner
+	}
+	if addr != nil {
+		if want, err := soc.CreateAddress(m.Data[:idSize], addr); err != nil || !bytes.Equal(want.Bytes(), m.Address) {
+			return publication{}, wrongOwner
+		}
+	}
+	// soc.Valid's check, done with the parsed SOC kept for its wrapped
+	// chunk: one signature recovery, not two.
+	s, err := soc.FromChunk(swarm.NewChunk(swarm.NewAddress(m.Address), m.Data))
+	if err != nil {
+		return publication{}, invalidSOC
+	}
+	if a, err := s.Address(); err != nil || !bytes.Equal(a.Bytes(), m.Address) {
+		return publication{}, invalidSOC
+	}
+	pub := publication{owner: addr}
+	copy(pub.dedup[:], s.WrappedChunk().Address().Bytes())
+	return pub, accepted
+}
+
+// window is a bounded dedup set over recent chunk identifiers, evicting the
+// oldest (SWIP-60: the horizon is implementation-defined and bounded). Its
+// memory is at most size × (32 bytes + map overhead). Not safe for
+// concurrent use; the owner guards it.
+type window struct {
+	size int
+	ring [][32]byte
+	next int
+	set  map[[32]byte]struct{}
+}
+
+func newWindow(size int) *window {
+	return &window{size: size, set: make(map[[32]byte]struct{})}
+}
+
+// add records k and reports whether it was new.
+func (w *window) add(k [32]byte) bool {
+	if _, seen := w.set[k]; seen {
+		return false
+	}
+	if len(w.ring) < w.size {
+		w.ring = append(w.ring, k)
+	} else {
+		delete(w.set, w.ring[w.next])
+		w.ring[w.next] = k
+		w.next = (w.next + 1) % w.size
+	}
+	w.set[k] = struct{}{}
+	return true
 }

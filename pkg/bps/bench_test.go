@@ -1,0 +1,620 @@
+// Copyright 2026 The BPS Authors. All rights reserved.
+// Use of this source code is governed by a BSD-style
+// license that can be found in the LICENSE file.
+
+//go:build unix
+
+package bps_test
+
+import (
+	"bytes"
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"runtime"
+	"sync"
+	"sync/atomic"
+	"syscall"
+	"testing"
+	"time"
+
+	"github.com/ethersphere/bee/v2/pkg/crypto"
+	"github.com/ethersphere/bee/v2/pkg/p2p"
+	"github.com/ethersphere/bee/v2/pkg/soc"
+	"github.com/ethersphere/bee/v2/pkg/swarm"
+	"github.com/ethersphere/bps/pkg/bps"
+	"github.com/ethersphere/bps/pkg/bps/pb"
+	"github.com/ethersphere/bps/pkg/bps/streamtest"
+	"google.golang.org/protobuf/encoding/protodelim"
+	"google.golang.org/protobuf/proto"
+)
+
+// Every benchmark here comes with a floor measured in the same run: the
+// ratio BPS ÷ floor is what docs/benchmarks.md reports, since absolute
+// numbers say more about the machine than about the broker.
+//
+//   - BenchmarkFanout: one publisher stream, n raw subscriber streams that
+//     drain into a buffer and discard; the broker's cost per delivery.
+//   - BenchmarkFanoutSubscription: the same with bps.Subscriptions, one per
+//     node, which re-verify every delivery.
+//   - BenchmarkFanoutFloor: the same frames written to n streamtest streams
+//     by one writer goroutine per stream draining a bounded channel.
+//   - BenchmarkValidate vs BenchmarkValidateFloor (soc.Valid) and
+//     BenchmarkVerifyClaim vs BenchmarkVerifyClaimFloor (crypto.Recover).
+//
+// The fan-out benchmarks report, besides ns/op (per published message),
+// ns/delivery, cpu-ns/delivery (user+system time of the process, all
+// threads) and allocs/delivery over the timed section only.
+
+var (
+	fanoutSubs       = []int{1, 10, 100, 1000}
+	subscriptionSubs = []int{1, 10, 100}
+	benchPayloads    = []struct {
+		name string
+		size int
+	}{{"1KB", 1 << 10}, {"4KB", 4 << 10}}
+)
+
+// floorFrames is how many distinct frames the floor cycles through: it does
+// not validate, so it need not publish b.N distinct updates.
+const floorFrames = 64
+
+// benchDeadline bounds every wait in a benchmark; reaching it is a failure.
+const benchDeadline = 2 * time.Minute
+
+func BenchmarkFanout(b *testing.B) {
+	for _, n := range fanoutSubs {
+		for _, p := range benchPayloads {
+			b.Run(fmt.Sprintf("subs=%d/payload=%s", n, p.name), func(b *testing.B) {
+				benchFanout(b, n, p.size, false)
+			})
+		}
+	}
+}
+
+func BenchmarkFanoutSubscription(b *testing.B) {
+	for _, n := range subscriptionSubs {
+		for _, p := range benchPayloads {
+			b.Run(fmt.Sprintf("subs=%d/payload=%s", n, p.name), func(b *testing.B) {
+				benchFanout(b, n, p.size, true)
+			})
+		}
+	}
+}
+
+func BenchmarkFanoutFloor(b *testing.B) {
+	for _, n := range fanoutSubs {
+		for _, p := range benchPayloads {
+			b.Run(fmt.Sprintf("subs=%d/payload=%s", n, p.name), func(b *testing.B) {
+				benchFanoutFloor(b, n, p.size)
+			})
+		}
+	}
+}
+
+// benchFanout publishes b.N pre-signed updates of size bytes on one claimed
+// publisher stream and waits until each of n subscribers received all of
+// them: raw streams drained into a buffer (the broker's cost alone), or
+// bps.Subscriptions on n nodes (adding each subscriber's re-verification).
+//
+// The broker's QueueLen is raised to b.N+1: the publisher is not paced, so
+// with the default of 64 a subscriber queue would overflow and be reset.
+// The benchmark fails if any queue_reset happens.
+func benchFanout(b *testing.B, n, size int, subscriptions bool) {
+	admin, sp, frames := benchFeed.updates(b, size, b.N)
+	want := 0
+	for _, f := range frames {
+		want += len(f)
+	}
+
+	var resets atomic.Int64
+	claimed := make(chan struct{})
+	var claimOnce sync.Once
+	tracer := bps.TracerFunc(func(e bps.Event) {
+		switch e.Kind {
+		case bps.EventClaim:
+			claimOnce.Do(func() { close(claimed) })
+		case bps.EventQueueReset:
+			resets.Add(1)
+		}
+	})
+
+	var readers sync.WaitGroup
+	b.Cleanup(readers.Wait) // runs last: the streams are down by then
+	net := benchNetwork(b)
+	bnode, broker := benchNode(b, net, bps.Options{
+		MaxStreamsPerCohort: n + 1, // the publisher joins as a subscriber first
+		QueueLen:            b.N + 1,
+		Tracer:              tracer,
+	})
+
+	var arrived *arrivals
+	var subs []*bps.Subscription
+	if subscriptions {
+		arrived = newArrivals(n)
+		for range n {
+			nd, svc := benchNode(b, net, bps.Options{})
+			benchConnect(b, net, nd, bnode)
+			sub, err := svc.Subscribe(context.Background(), bnode.Overlay(), sp)
+			if err != nil {
+				b.Fatalf("subscribe: %v", err)
+			}
+			subs = append(subs, sub)
+			readers.Go(func() {
+				got := 0
+				for range sub.C() { // until the service closes it
+					if got++; got == b.N {
+						arrived.done(nil)
+					}
+				}
+				if got < b.N {
+					arrived.done(fmt.Errorf("subscription ended after %d of %d deliveries: %w", got, b.N, sub.Err()))
+				}
+			})
+		}
+	} else {
+		snode := net.NewNode()
+		benchConnect(b, net, snode, bnode)
+		streams := make([]p2p.Stream, n)
+		for i := range streams {
+			streams[i], _ = joinRaw(b, snode, bnode.Overlay(), &pb.Join{Cohort: sp.PB()})
+		}
+		arrived = drainAll(&readers, streams, want)
+	}
+
+	pnode := net.NewNode()
+	benchConnect(b, net, pnode, bnode)
+	pub, ack := joinRaw(b, pnode, bnode.Overlay(), &pb.Join{Cohort: sp.PB(), Addr: admin.addr})
+	claim, err := bps.SignClaim(admin.signer, admin.addr, ack.Challenge, bnode.Overlay(), 0)
+	if err != nil {
+		b.Fatal(err)
+	}
+	if _, err := pub.Write(bps.EncodeFrame(claim)); err != nil {
+		b.Fatalf("write claim: %v", err)
+	}
+	select {
+	case <-claimed:
+	case <-time.After(benchDeadline):
+		b.Fatal("claim not taken")
+	}
+
+	m := startMeasure(b)
+	for _, f := range frames {
+		if _, err := pub.Write(f); err != nil {
+			b.Fatalf("publish: %v", err)
+		}
+	}
+	arrived.wait(b)
+	m.stop(b, n)
+
+	if r := resets.Load(); r != 0 {
+		b.Fatalf("%d subscriber queues reset", r)
+	}
+	info := broker.Cohorts()
+	if len(info) != 1 {
+		b.Fatalf("%d cohorts at the broker, want 1", len(info))
+	}
+	if got := info[0].Counters[bps.CounterQueueReset.String()]; got != 0 {
+		b.Fatalf("queue_reset = %d", got)
+	}
+	if got := info[0].Accepted; got != uint64(b.N) {
+		b.Fatalf("accepted %d of %d", got, b.N)
+	}
+	for _, sub := range subs {
+		if sub.Dropped() != 0 || sub.Received() != uint64(b.N) {
+			b.Fatalf("subscription received %d, dropped %d of %d", sub.Received(), sub.Dropped(), b.N)
+		}
+	}
+}
+
+// benchFanoutFloor is BenchmarkFanout without BPS: the same encoded frames
+// go to n streamtest streams, each written by one goroutine draining a
+// bounded channel the producer never blocks on, and are drained by the same
+// readers. No decode, validation, re-encode, lock, timer or metric.
+func benchFanoutFloor(b *testing.B, n, size int) {
+	_, _, pool := benchFeed.updates(b, size, floorFrames)
+	want := 0
+	for i := range b.N {
+		want += len(pool[i%len(pool)])
+	}
+
+	var readers sync.WaitGroup
+	b.Cleanup(readers.Wait)
+	net := benchNetwork(b)
+	src, dst := net.NewNode(), net.NewNode()
+
+	queues := make(chan chan []byte, n)
+	quit := make(chan struct{})
+	b.Cleanup(func() { close(quit) }) // before the network waits for the writers
+	err := src.AddProtocol(p2p.ProtocolSpec{
+		Name:    "floor",
+		Version: "1.0.0",
+		StreamSpecs: []p2p.StreamSpec{{
+			Name: "stream",
+			Handler: func(_ context.Context, _ p2p.Peer, s p2p.Stream) error {
+				q := make(chan []byte, b.N+1)
+				queues <- q
+				for {
+					select {
+					case <-quit:
+						return nil
+					case f := <-q:
+						if _, err := s.Write(f); err != nil {
+							return err
+						}
+					}
+				}
+			},
+		}},
+	})
+	if err != nil {
+		b.Fatal(err)
+	}
+	benchConnect(b, net, dst, src)
+	streams := make([]p2p.Stream, n)
+	for i := range streams {
+		if streams[i], err = dst.NewStream(context.Background(), src.Overlay(), nil, "floor", "1.0.0", "stream"); err != nil {
+			b.Fatal(err)
+		}
+	}
+	qs := make([]chan []byte, n)
+	for i := range qs {
+		qs[i] = <-queues
+	}
+	arrived := drainAll(&readers, streams, want)
+
+	m := startMeasure(b)
+	overflow := 0
+	for i := range b.N {
+		f := pool[i%len(pool)]
+		for _, q := range qs {
+			select {
+			case q <- f:
+			default:
+				overflow++
+			}
+		}
+	}
+	if overflow > 0 {
+		b.Fatalf("%d floor queues overflowed", overflow)
+	}
+	arrived.wait(b)
+	m.stop(b, n)
+}
+
+func BenchmarkValidate(b *testing.B) {
+	for _, p := range benchPayloads {
+		b.Run("payload="+p.name, func(b *testing.B) {
+			sp, msg := validationFixture(b, p.size)
+			if _, ok := bps.Validate(sp, msg, 0); !ok {
+				b.Fatal("fixture not accepted")
+			}
+			b.ReportAllocs()
+			for b.Loop() {
+				bps.Validate(sp, msg, 0)
+			}
+		})
+	}
+}
+
+// BenchmarkValidateFloor is soc.Valid alone on the chunk the publication
+// carries, with the feed id in its id slot, as the broker checks it.
+func BenchmarkValidateFloor(b *testing.B) {
+	for _, p := range benchPayloads {
+		b.Run("payload="+p.name, func(b *testing.B) {
+			sp, msg := validationFixture(b, p.size)
+			n, _ := bps.Validate(sp, msg, 0)
+			data := bytes.Clone(msg.Data)
+			copy(data, bps.FeedID(sp.Topic, n))
+			ch := swarm.NewChunk(swarm.NewAddress(msg.Address), data)
+			if !soc.Valid(ch) {
+				b.Fatal("fixture not a valid SOC")
+			}
+			b.ReportAllocs()
+			for b.Loop() {
+				soc.Valid(ch)
+			}
+		})
+	}
+}
+
+func BenchmarkVerifyClaim(b *testing.B) {
+	svc, sp, claim := claimFixture(b)
+	if err := svc.VerifyClaim(sp, claim); err != nil {
+		b.Fatal(err)
+	}
+	b.ReportAllocs()
+	for b.Loop() {
+		_ = svc.VerifyClaim(sp, claim)
+	}
+}
+
+// BenchmarkVerifyClaimFloor is crypto.Recover alone on the same claim's
+// signature and digest.
+func BenchmarkVerifyClaimFloor(b *testing.B) {
+	svc, sp, claim := claimFixture(b)
+	sig := append(append(bytes.Clone(claim.Auth.R), claim.Auth.S...), byte(claim.Auth.V))
+	digest := bps.ClaimDigest(challengeOf(svc, sp, claim.Addr), svc.Overlay(), claim.Index)
+	if _, err := crypto.Recover(sig, digest); err != nil {
+		b.Fatal(err)
+	}
+	b.ReportAllocs()
+	for b.Loop() {
+		_, _ = crypto.Recover(sig, digest)
+	}
+}
+
+// feedCache holds the admin, spec and encoded updates every benchmark
+// publishes, so that updates are signed once per process and outside any
+// timed section.
+type feedCache struct {
+	mu     sync.Mutex
+	admin  key
+	spec   *bps.Spec
+	frames map[int][][]byte // payload size -> encoded updates 0, 1, …
+}
+
+var benchFeed feedCache
+
+// feed returns the admin and spec of the benchmark feed.
+func (f *feedCache) feed(tb testing.TB) (key, *bps.Spec) {
+	tb.Helper()
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	f.initLocked(tb)
+	return f.admin, f.spec
+}
+
+func (f *feedCache) initLocked(tb testing.TB) {
+	tb.Helper()
+	if f.spec == nil {
+		f.admin = newKey(tb)
+		f.spec = feedSpec(tb, "bench", f.admin)
+		f.frames = make(map[int][][]byte)
+	}
+}
+
+// updates returns the encoded updates 0 … count-1 with payloads of size
+// bytes, signing the ones not cached yet on every core.
+func (f *feedCache) updates(tb testing.TB, size, count int) (key, *bps.Spec, [][]byte) {
+	tb.Helper()
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	f.initLocked(tb)
+	have := f.frames[size]
+	if len(have) >= count {
+		return f.admin, f.spec, have[:count]
+	}
+	all := make([][]byte, count)
+	copy(all, have)
+	workers := runtime.GOMAXPROCS(0)
+	errs := make([]error, workers)
+	var wg sync.WaitGroup
+	for w := range workers {
+		wg.Go(func() {
+			for i := len(have) + w; i < count; i += workers {
+				m, err := bps.FeedUpdate(f.admin.signer, f.spec.Topic, uint64(i), benchPayload(i, size))
+				if err != nil {
+					errs[w] = err
+					return
+				}
+				all[i] = bps.EncodeFrame(m)
+			}
+		})
+	}
+	wg.Wait()
+	if err := errors.Join(errs...); err != nil {
+		tb.Fatal(err)
+	}
+	f.frames[size] = all
+	return f.admin, f.spec, all
+}
+
+func benchPayload(i, size int) []byte { return bytes.Repeat([]byte{byte(i)}, size) }
+
+// validationFixture is one accepted publication of size payload bytes.
+func validationFixture(tb testing.TB, size int) (*bps.Spec, *pb.Message) {
+	tb.Helper()
+	_, sp, frames := benchFeed.updates(tb, size, 1)
+	msg := new(pb.Message)
+	if err := readExact(bytes.NewReader(frames[0]), msg); err != nil {
+		tb.Fatal(err)
+	}
+	return sp, msg
+}
+
+// claimFixture is a broker service and a valid claim by the admin of sp on
+// the challenge that broker issues.
+func claimFixture(tb testing.TB) (*bps.Service, *bps.Spec, *pb.Claim) {
+	tb.Helper()
+	admin, sp := benchFeed.feed(tb)
+	_, svc := benchNode(tb, benchNetwork(tb), bps.Options{})
+	claim, err := bps.SignClaim(admin.signer, admin.addr, challengeOf(svc, sp, admin.addr), svc.Overlay(), 0)
+	if err != nil {
+		tb.Fatal(err)
+	}
+	return svc, sp, claim
+}
+
+// challengeOf derives the challenge svc issues to addr on sp.
+func challengeOf(svc *bps.Service, sp *bps.Spec, addr []byte) []byte {
+	sc := svc.BootSecret()
+	return keccak(sc, keccak(sc, keccak(sp.Canonical())), addr)
+}
+
+// benchNetwork, benchNode and benchConnect are newNetwork, newNode and
+// Network.Connect for testing.TB, without the event recorder.
+func benchNetwork(tb testing.TB) *streamtest.Network {
+	tb.Helper()
+	n := streamtest.New()
+	tb.Cleanup(func() {
+		if err := n.Close(); err != nil {
+			tb.Errorf("close network: %v", err)
+		}
+	})
+	return n
+}
+
+func benchNode(tb testing.TB, net *streamtest.Network, o bps.Options) (*streamtest.Node, *bps.Service) {
+	tb.Helper()
+	nd := net.NewNode()
+	svc, err := bps.New(nd, nd.Overlay(), o)
+	if err != nil {
+		tb.Fatal(err)
+	}
+	if err := nd.AddProtocol(svc.Protocol()); err != nil {
+		tb.Fatal(err)
+	}
+	tb.Cleanup(func() {
+		if err := svc.Close(); err != nil {
+			tb.Errorf("close service: %v", err)
+		}
+	})
+	return nd, svc
+}
+
+func benchConnect(tb testing.TB, net *streamtest.Network, a, b *streamtest.Node) {
+	tb.Helper()
+	if err := net.Connect(a, b); err != nil {
+		tb.Fatal(err)
+	}
+}
+
+// joinRaw opens a BPS stream from one node to a broker, sends j and reads an
+// OK Ack, consuming no byte past it.
+func joinRaw(tb testing.TB, from *streamtest.Node, broker swarm.Address, j *pb.Join) (p2p.Stream, *pb.Ack) {
+	tb.Helper()
+	s, err := from.NewStream(context.Background(), broker, nil, bps.ProtocolName, bps.ProtocolVersion, bps.StreamName)
+	if err != nil {
+		tb.Fatalf("open stream: %v", err)
+	}
+	if _, err := s.Write(bps.EncodeFrame(j)); err != nil {
+		tb.Fatalf("write join: %v", err)
+	}
+	ack := new(pb.Ack)
+	if err := readExact(s, ack); err != nil {
+		tb.Fatalf("read ack: %v", err)
+	}
+	if ack.Status != pb.Status_OK {
+		tb.Fatalf("ack %s", ack.Status)
+	}
+	return s, ack
+}
+
+// readExact reads one frame into m without reading ahead, so that what
+// follows on r is left for a drain.
+func readExact(r io.Reader, m proto.Message) error {
+	return protodelim.UnmarshalOptions{MaxSize: bps.MaxFrameSize}.UnmarshalFrom(byteReader{r}, m)
+}
+
+// byteReader reads one byte at a time where protodelim asks for one.
+type byteReader struct{ io.Reader }
+
+func (r byteReader) ReadByte() (byte, error) {
+	var b [1]byte
+	_, err := io.ReadFull(r.Reader, b[:])
+	return b[0], err
+}
+
+// arrivals counts readers that finished, with the first error among them.
+type arrivals struct {
+	left  atomic.Int64
+	once  sync.Once
+	err   error
+	ended chan struct{} // closed by the last reader
+}
+
+func newArrivals(n int) *arrivals {
+	a := &arrivals{ended: make(chan struct{})}
+	a.left.Store(int64(n))
+	return a
+}
+
+// done reports one reader finished, having received everything if err is
+// nil.
+func (a *arrivals) done(err error) {
+	if err != nil {
+		a.once.Do(func() { a.err = err })
+	}
+	if a.left.Add(-1) == 0 {
+		close(a.ended)
+	}
+}
+
+// wait blocks until every reader finished and fails tb if one did not get
+// everything or benchDeadline passed.
+func (a *arrivals) wait(tb testing.TB) {
+	tb.Helper()
+	t := time.NewTimer(benchDeadline)
+	defer t.Stop()
+	select {
+	case <-a.ended:
+	case <-t.C:
+		tb.Fatal("readers did not receive every frame in time")
+	}
+	if a.err != nil {
+		tb.Fatal(a.err)
+	}
+}
+
+// drainAll starts one reader per stream that reads want bytes into a buffer
+// and discards them: the cheapest subscriber there is. The same readers
+// serve BPS and the floor.
+func drainAll(wg *sync.WaitGroup, streams []p2p.Stream, want int) *arrivals {
+	a := newArrivals(len(streams))
+	for _, s := range streams {
+		wg.Go(func() {
+			buf := make([]byte, 16<<10)
+			for got := 0; got < want; {
+				n, err := s.Read(buf[:min(len(buf), want-got)])
+				got += n
+				if err != nil && got < want {
+					a.done(fmt.Errorf("drain after %d of %d bytes: %w", got, want, err))
+					return
+				}
+			}
+			a.done(nil)
+		})
+	}
+	return a
+}
+
+// measure is the timed section of a fan-out benchmark: wall time is the
+// benchmark timer's; CPU time and allocations are read around it.
+type measure struct {
+	cpu     time.Duration
+	mallocs uint64
+}
+
+func startMeasure(b *testing.B) *measure {
+	runtime.GC() // setup's garbage is not the timed section's
+	var ms runtime.MemStats
+	runtime.ReadMemStats(&ms)
+	m := &measure{cpu: cpuTime(b), mallocs: ms.Mallocs}
+	b.ReportAllocs()
+	b.ResetTimer()
+	return m
+}
+
+// stop ends the timed section and reports per-delivery metrics for b.N
+// messages to n subscribers.
+func (m *measure) stop(b *testing.B, n int) {
+	b.StopTimer()
+	cpu := cpuTime(b) - m.cpu
+	var ms runtime.MemStats
+	runtime.ReadMemStats(&ms)
+	d := float64(b.N) * float64(n)
+	b.ReportMetric(float64(b.Elapsed().Nanoseconds())/d, "ns/delivery")
+	b.ReportMetric(float64(cpu.Nanoseconds())/d, "cpu-ns/delivery")
+	b.ReportMetric(float64(ms.Mallocs-m.mallocs)/d, "allocs/delivery")
+}
+
+// cpuTime is the user and system CPU time of the process so far, all threads.
+func cpuTime(tb testing.TB) time.Duration {
+	var ru syscall.Rusage
+	if err := syscall.Getrusage(syscall.RUSAGE_SELF, &ru); err != nil {
+		tb.Fatal(err)
+	}
+	return time.Duration(ru.Utime.Nano() + ru.Stime.Nano())
+}
