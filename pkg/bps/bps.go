@@ -102,6 +102,11 @@ type Options struct {
 	// ClientCursors bounds the subscriber cursors kept per (topic, admin).
 	// Default 4096; the least recently used is forgotten first.
 	ClientCursors int
+	// PeerCheck, when set, runs before a Join is read on every incoming
+	// stream; an error resets the stream and blocklists the peer. The node
+	// uses it for SWIP-74 item 11: the peer's signed address record must
+	// name the connection's authenticated peer id.
+	PeerCheck func(ctx context.Context, peer p2p.Peer, stream p2p.Stream) error
 	// Logger is the node logger; default a no-op logger.
 	Logger log.Logger
 	// Tracer observes protocol events (tests, simulator); may be nil.

@@ -50,6 +50,12 @@ func (s *Service) handler(ctx context.Context, peer p2p.Peer, stream p2p.Stream)
 		_ = stream.FullClose()
 	}()
 
+	if s.opts.PeerCheck != nil {
+		if err := s.opts.PeerCheck(ctx, peer, stream); err != nil {
+			return violationf("peer check: %w", err)
+		}
+	}
+
 	fr := newFrameReader(stream)
 	join := new(pb.Join)
 	if err := s.withDeadline(ctx, stream, s.opts.HandshakeTimeout, func() error { return fr.read(join) }); err != nil {

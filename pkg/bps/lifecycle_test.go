@@ -5,7 +5,10 @@
 package bps_test
 
 import (
+	"context"
+
 	"errors"
+	"github.com/ethersphere/bee/v2/pkg/p2p"
 	"sync"
 	"testing"
 	"time"
@@ -108,4 +111,30 @@ func TestServiceClose(t *testing.T) {
 	if _, err := cl[1].svc.Subscribe(ctxT(t), cl[0].Overlay(), sp); !errors.Is(err, bps.ErrClosed) {
 		t.Fatalf("subscribe after close: %v", err)
 	}
+}
+
+// TestPeerCheck: a failing peer check (SWIP-74 item 11's transport binding)
+// refuses the stream before its Join is read and blocklists the peer.
+func TestPeerCheck(t *testing.T) {
+	t.Parallel()
+	net := newNetwork(t)
+	impostor := newNode(t, net, bps.Options{})
+	honest := newNode(t, net, bps.Options{})
+	broker := newNode(t, net, bps.Options{PeerCheck: func(_ context.Context, p p2p.Peer, _ p2p.Stream) error {
+		if p.Address.Equal(impostor.Overlay()) {
+			return errors.New("address record does not name the connection's peer id")
+		}
+		return nil
+	}})
+	for _, c := range []*tnode{impostor, honest} {
+		if err := net.Connect(c.Node, broker.Node); err != nil {
+			t.Fatal(err)
+		}
+	}
+	sp := feedSpec(t, "peer-check", newKey(t))
+	subscribe(t, honest, broker, sp)
+	if _, err := impostor.svc.Subscribe(ctxT(t), broker.Overlay(), sp); err == nil {
+		t.Fatal("the impostor joined")
+	}
+	waitBlocklisted(t, broker, impostor)
 }
