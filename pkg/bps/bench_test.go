@@ -97,16 +97,15 @@ func BenchmarkFanoutFloor(b *testing.B) {
 // publisher stream and waits until each of n subscribers received all of
 // them: raw streams drained into a buffer (the broker's cost alone), or
 // bps.Subscriptions on n nodes (adding each subscriber's re-verification).
+// A warm-up of the same updates runs first, untimed.
 //
-// The broker's QueueLen is raised to b.N+1: the publisher is not paced, so
-// with the default of 64 a subscriber queue would overflow and be reset.
-// The benchmark fails if any queue_reset happens.
+// The broker's QueueLen is raised above the number of updates: the
+// publisher is not paced, so with the default of 64 a subscriber queue
+// would overflow and be reset. The benchmark fails on any queue_reset.
 func benchFanout(b *testing.B, n, size int, subscriptions bool) {
-	admin, sp, frames := benchFeed.updates(b, size, b.N)
-	want := 0
-	for _, f := range frames {
-		want += len(f)
-	}
+	warm := warmup(b, size)
+	admin, sp, frames := benchFeed.updates(b, size, warm+b.N)
+	bytesAt := []int{sum(frames[:warm]), sum(frames)}
 
 	var resets atomic.Int64
 	claimed := make(chan struct{})
@@ -125,14 +124,14 @@ func benchFanout(b *testing.B, n, size int, subscriptions bool) {
 	net := benchNetwork(b)
 	bnode, broker := benchNode(b, net, bps.Options{
 		MaxStreamsPerCohort: n + 1, // the publisher joins as a subscriber first
-		QueueLen:            b.N + 1,
+		QueueLen:            len(frames) + 1,
 		Tracer:              tracer,
 	})
 
-	var arrived *arrivals
+	var ms *milestones
 	var subs []*bps.Subscription
 	if subscriptions {
-		arrived = newArrivals(n)
+		ms = newMilestones(n, warm, len(frames))
 		for range n {
 			nd, svc := benchNode(b, net, bps.Options{})
 			benchConnect(b, net, nd, bnode)
@@ -144,13 +143,10 @@ func benchFanout(b *testing.B, n, size int, subscriptions bool) {
 			readers.Go(func() {
 				got := 0
 				for range sub.C() { // until the service closes it
-					if got++; got == b.N {
-						arrived.done(nil)
-					}
+					got++
+					ms.advance(got-1, got)
 				}
-				if got < b.N {
-					arrived.done(fmt.Errorf("subscription ended after %d of %d deliveries: %w", got, b.N, sub.Err()))
-				}
+				ms.fail(got, fmt.Errorf("subscription ended after %d deliveries: %w", got, sub.Err()))
 			})
 		}
 	} else {
@@ -160,7 +156,7 @@ func benchFanout(b *testing.B, n, size int, subscriptions bool) {
 		for i := range streams {
 			streams[i], _ = joinRaw(b, snode, bnode.Overlay(), &pb.Join{Cohort: sp.PB()})
 		}
-		arrived = drainAll(&readers, streams, want)
+		ms = drainAll(&readers, streams, bytesAt...)
 	}
 
 	pnode := net.NewNode()
@@ -179,13 +175,18 @@ func benchFanout(b *testing.B, n, size int, subscriptions bool) {
 		b.Fatal("claim not taken")
 	}
 
-	m := startMeasure(b)
-	for _, f := range frames {
-		if _, err := pub.Write(f); err != nil {
-			b.Fatalf("publish: %v", err)
+	publish := func(frames [][]byte) {
+		for _, f := range frames {
+			if _, err := pub.Write(f); err != nil {
+				b.Fatalf("publish: %v", err)
+			}
 		}
 	}
-	arrived.wait(b)
+	publish(frames[:warm])
+	ms.wait(b, 0)
+	m := startMeasure(b)
+	publish(frames[warm:])
+	ms.wait(b, 1)
 	m.stop(b, n)
 
 	if r := resets.Load(); r != 0 {
@@ -198,12 +199,12 @@ func benchFanout(b *testing.B, n, size int, subscriptions bool) {
 	if got := info[0].Counters[bps.CounterQueueReset.String()]; got != 0 {
 		b.Fatalf("queue_reset = %d", got)
 	}
-	if got := info[0].Accepted; got != uint64(b.N) {
-		b.Fatalf("accepted %d of %d", got, b.N)
+	if got := info[0].Accepted; got != uint64(len(frames)) {
+		b.Fatalf("accepted %d of %d", got, len(frames))
 	}
 	for _, sub := range subs {
-		if sub.Dropped() != 0 || sub.Received() != uint64(b.N) {
-			b.Fatalf("subscription received %d, dropped %d of %d", sub.Received(), sub.Dropped(), b.N)
+		if sub.Dropped() != 0 || sub.Received() != uint64(len(frames)) {
+			b.Fatalf("subscription received %d, dropped %d of %d", sub.Received(), sub.Dropped(), len(frames))
 		}
 	}
 }
@@ -211,12 +212,18 @@ func benchFanout(b *testing.B, n, size int, subscriptions bool) {
 // benchFanoutFloor is BenchmarkFanout without BPS: the same encoded frames
 // go to n streamtest streams, each written by one goroutine draining a
 // bounded channel the producer never blocks on, and are drained by the same
-// readers. No decode, validation, re-encode, lock, timer or metric.
+// readers, after the same warm-up. No decode, validation, re-encode, lock,
+// timer or metric.
 func benchFanoutFloor(b *testing.B, n, size int) {
+	warm := warmup(b, size)
 	_, _, pool := benchFeed.updates(b, size, floorFrames)
-	want := 0
-	for i := range b.N {
-		want += len(pool[i%len(pool)])
+	frame := func(i int) []byte { return pool[i%len(pool)] }
+	bytesAt := []int{0, 0}
+	for i := range warm + b.N {
+		if i < warm {
+			bytesAt[0] += len(frame(i))
+		}
+		bytesAt[1] += len(frame(i))
 	}
 
 	var readers sync.WaitGroup
@@ -233,7 +240,7 @@ func benchFanoutFloor(b *testing.B, n, size int) {
 		StreamSpecs: []p2p.StreamSpec{{
 			Name: "stream",
 			Handler: func(_ context.Context, _ p2p.Peer, s p2p.Stream) error {
-				q := make(chan []byte, b.N+1)
+				q := make(chan []byte, warm+b.N+1)
 				queues <- q
 				for {
 					select {
@@ -262,25 +269,44 @@ func benchFanoutFloor(b *testing.B, n, size int) {
 	for i := range qs {
 		qs[i] = <-queues
 	}
-	arrived := drainAll(&readers, streams, want)
+	ms := drainAll(&readers, streams, bytesAt...)
 
-	m := startMeasure(b)
-	overflow := 0
-	for i := range b.N {
-		f := pool[i%len(pool)]
-		for _, q := range qs {
-			select {
-			case q <- f:
-			default:
-				overflow++
+	publish := func(from, to int) {
+		for i := from; i < to; i++ {
+			f := frame(i)
+			for _, q := range qs {
+				select {
+				case q <- f:
+				default:
+					b.Fatal("floor queue overflowed")
+				}
 			}
 		}
 	}
-	if overflow > 0 {
-		b.Fatalf("%d floor queues overflowed", overflow)
-	}
-	arrived.wait(b)
+	publish(0, warm)
+	ms.wait(b, 0)
+	m := startMeasure(b)
+	publish(warm, warm+b.N)
+	ms.wait(b, 1)
 	m.stop(b, n)
+}
+
+// warmup is how many messages go through before the timed section: enough
+// to fill a stream buffer once, so that streamtest's buffers and the
+// goroutines' stacks have grown (a one-off cost that would otherwise weigh
+// on small b.N).
+func warmup(tb testing.TB, size int) int {
+	tb.Helper()
+	_, _, frames := benchFeed.updates(tb, size, 1)
+	return streamtest.DefaultBufferSize/len(frames[0]) + 1
+}
+
+func sum(frames [][]byte) int {
+	n := 0
+	for _, f := range frames {
+		n += len(f)
+	}
+	return n
 }
 
 func BenchmarkValidate(b *testing.B) {
@@ -517,7 +543,8 @@ func (r byteReader) ReadByte() (byte, error) {
 	return b[0], err
 }
 
-// arrivals counts readers that finished, with the first error among them.
+// arrivals counts readers that reached a milestone, with the first error
+// among those that cannot.
 type arrivals struct {
 	left  atomic.Int64
 	once  sync.Once
@@ -525,14 +552,6 @@ type arrivals struct {
 	ended chan struct{} // closed by the last reader
 }
 
-func newArrivals(n int) *arrivals {
-	a := &arrivals{ended: make(chan struct{})}
-	a.left.Store(int64(n))
-	return a
-}
-
-// done reports one reader finished, having received everything if err is
-// nil.
 func (a *arrivals) done(err error) {
 	if err != nil {
 		a.once.Do(func() { a.err = err })
@@ -542,42 +561,81 @@ func (a *arrivals) done(err error) {
 	}
 }
 
-// wait blocks until every reader finished and fails tb if one did not get
-// everything or benchDeadline passed.
-func (a *arrivals) wait(tb testing.TB) {
+// milestones are cumulative targets (bytes or deliveries) that each of a
+// set of readers reports reaching.
+type milestones struct {
+	at  []int
+	arr []*arrivals
+}
+
+func newMilestones(readers int, at ...int) *milestones {
+	m := &milestones{at: at}
+	for range at {
+		a := &arrivals{ended: make(chan struct{})}
+		a.left.Store(int64(readers))
+		m.arr = append(m.arr, a)
+	}
+	return m
+}
+
+// advance reports one reader's progress from prev to now.
+func (m *milestones) advance(prev, now int) {
+	for i, at := range m.at {
+		if prev < at && now >= at {
+			m.arr[i].done(nil)
+		}
+	}
+}
+
+// fail reports one reader ended after got: the milestones it did not reach
+// fail.
+func (m *milestones) fail(got int, err error) {
+	for i, at := range m.at {
+		if got < at {
+			m.arr[i].done(err)
+		}
+	}
+}
+
+// wait blocks until every reader reached milestone i and fails tb if one
+// cannot or benchDeadline passed.
+func (m *milestones) wait(tb testing.TB, i int) {
 	tb.Helper()
+	a := m.arr[i]
 	t := time.NewTimer(benchDeadline)
 	defer t.Stop()
 	select {
 	case <-a.ended:
 	case <-t.C:
-		tb.Fatal("readers did not receive every frame in time")
+		tb.Fatalf("readers did not reach %d in time", m.at[i])
 	}
 	if a.err != nil {
 		tb.Fatal(a.err)
 	}
 }
 
-// drainAll starts one reader per stream that reads want bytes into a buffer
-// and discards them: the cheapest subscriber there is. The same readers
-// serve BPS and the floor.
-func drainAll(wg *sync.WaitGroup, streams []p2p.Stream, want int) *arrivals {
-	a := newArrivals(len(streams))
+// drainAll starts one reader per stream that reads into a buffer and
+// discards, the cheapest subscriber there is, until the last of the byte
+// milestones at. The same readers serve BPS and the floor; their buffers
+// are allocated here, before any timed section.
+func drainAll(wg *sync.WaitGroup, streams []p2p.Stream, at ...int) *milestones {
+	m := newMilestones(len(streams), at...)
+	want := at[len(at)-1]
 	for _, s := range streams {
+		buf := make([]byte, 16<<10)
 		wg.Go(func() {
-			buf := make([]byte, 16<<10)
 			for got := 0; got < want; {
 				n, err := s.Read(buf[:min(len(buf), want-got)])
+				m.advance(got, got+n)
 				got += n
 				if err != nil && got < want {
-					a.done(fmt.Errorf("drain after %d of %d bytes: %w", got, want, err))
+					m.fail(got, fmt.Errorf("drain after %d of %d bytes: %w", got, want, err))
 					return
 				}
 			}
-			a.done(nil)
 		})
 	}
-	return a
+	return m
 }
 
 // measure is the timed section of a fan-out benchmark: wall time is the

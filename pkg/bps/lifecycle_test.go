@@ -6,13 +6,12 @@ package bps_test
 
 import (
 	"context"
-
 	"errors"
-	"github.com/ethersphere/bee/v2/pkg/p2p"
 	"sync"
 	"testing"
 	"time"
 
+	"github.com/ethersphere/bee/v2/pkg/p2p"
 	"github.com/ethersphere/bps/pkg/bps"
 	"github.com/ethersphere/bps/pkg/bps/pb"
 )
