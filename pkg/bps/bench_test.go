@@ -87,7 +87,17 @@ func BenchmarkFanoutFloor(b *testing.B) {
 	for _, n := range fanoutSubs {
 		for _, p := range benchPayloads {
 			b.Run(fmt.Sprintf("subs=%d/payload=%s", n, p.name), func(b *testing.B) {
-				benchFanoutFloor(b, n, p.size)
+				benchFanoutFloor(b, n, p.size, false)
+			})
+		}
+	}
+}
+
+func BenchmarkFanoutFloorPaced(b *testing.B) {
+	for _, n := range fanoutSubs {
+		for _, p := range benchPayloads {
+			b.Run(fmt.Sprintf("subs=%d/payload=%s", n, p.name), func(b *testing.B) {
+				benchFanoutFloor(b, n, p.size, true)
 			})
 		}
 	}
@@ -104,16 +114,24 @@ func BenchmarkFanoutFloor(b *testing.B) {
 // would overflow and be reset. The benchmark fails on any queue_reset.
 func benchFanout(b *testing.B, n, size int, subscriptions bool) {
 	warm := warmup(b, size)
+	if subscriptions {
+		// Re-verification (~100 µs per delivery) dwarfs the buffers'
+		// growth; a few messages grow the stacks.
+		warm = 4
+	}
 	admin, sp, frames := benchFeed.updates(b, size, warm+b.N)
 	bytesAt := []int{sum(frames[:warm]), sum(frames)}
 
-	var resets atomic.Int64
-	claimed := make(chan struct{})
-	var claimOnce sync.Once
+	var resets, accepts atomic.Int64
+	claimed, warmed := make(chan struct{}), make(chan struct{})
 	tracer := bps.TracerFunc(func(e bps.Event) {
 		switch e.Kind {
 		case bps.EventClaim:
-			claimOnce.Do(func() { close(claimed) })
+			close(claimed) // once: one publisher stream claims once
+		case bps.EventAccept:
+			if accepts.Add(1) == int64(warm) {
+				close(warmed)
+			}
 		case bps.EventQueueReset:
 			resets.Add(1)
 		}
@@ -156,7 +174,7 @@ func benchFanout(b *testing.B, n, size int, subscriptions bool) {
 		for i := range streams {
 			streams[i], _ = joinRaw(b, snode, bnode.Overlay(), &pb.Join{Cohort: sp.PB()})
 		}
-		ms = drainAll(&readers, streams, bytesAt...)
+		ms = drainAll(b, &readers, streams, warmed, bytesAt...)
 	}
 
 	pnode := net.NewNode()
@@ -214,7 +232,14 @@ func benchFanout(b *testing.B, n, size int, subscriptions bool) {
 // bounded channel the producer never blocks on, and are drained by the same
 // readers, after the same warm-up. No decode, validation, re-encode, lock,
 // timer or metric.
-func benchFanoutFloor(b *testing.B, n, size int) {
+//
+// Unpaced, the producer queues every frame at once, so a writer finds many
+// frames waiting and writes them back to back: the cheapest possible
+// fan-out. Paced, the producer queues a frame only once every writer wrote
+// the previous one, as messages of a live stream arrive: every delivery
+// then costs a writer's wake-up, as it does at the broker, where frames
+// arrive one validation at a time.
+func benchFanoutFloor(b *testing.B, n, size int, paced bool) {
 	warm := warmup(b, size)
 	_, _, pool := benchFeed.updates(b, size, floorFrames)
 	frame := func(i int) []byte { return pool[i%len(pool)] }
@@ -232,7 +257,10 @@ func benchFanoutFloor(b *testing.B, n, size int) {
 	src, dst := net.NewNode(), net.NewNode()
 
 	queues := make(chan chan []byte, n)
-	quit := make(chan struct{})
+	quit, failed := make(chan struct{}), make(chan struct{})
+	var failOnce sync.Once
+	var left atomic.Int64             // paced: writers yet to write the current frame
+	written := make(chan struct{}, 1) // paced: the last of them did
 	b.Cleanup(func() { close(quit) }) // before the network waits for the writers
 	err := src.AddProtocol(p2p.ProtocolSpec{
 		Name:    "floor",
@@ -248,7 +276,11 @@ func benchFanoutFloor(b *testing.B, n, size int) {
 						return nil
 					case f := <-q:
 						if _, err := s.Write(f); err != nil {
+							failOnce.Do(func() { close(failed) })
 							return err
+						}
+						if paced && left.Add(-1) == 0 {
+							written <- struct{}{}
 						}
 					}
 				}
@@ -269,11 +301,16 @@ func benchFanoutFloor(b *testing.B, n, size int) {
 	for i := range qs {
 		qs[i] = <-queues
 	}
-	ms := drainAll(&readers, streams, bytesAt...)
+	start := make(chan struct{})
+	if paced {
+		close(start) // writers must not block on a full buffer
+	}
+	ms := drainAll(b, &readers, streams, start, bytesAt...)
 
 	publish := func(from, to int) {
 		for i := from; i < to; i++ {
 			f := frame(i)
+			left.Store(int64(n))
 			for _, q := range qs {
 				select {
 				case q <- f:
@@ -281,9 +318,19 @@ func benchFanoutFloor(b *testing.B, n, size int) {
 					b.Fatal("floor queue overflowed")
 				}
 			}
+			if paced {
+				select {
+				case <-written:
+				case <-failed:
+					b.Fatal("floor stream failed")
+				}
+			}
 		}
 	}
 	publish(0, warm)
+	if !paced {
+		close(start)
+	}
 	ms.wait(b, 0)
 	m := startMeasure(b)
 	publish(warm, warm+b.N)
@@ -291,14 +338,15 @@ func benchFanoutFloor(b *testing.B, n, size int) {
 	m.stop(b, n)
 }
 
-// warmup is how many messages go through before the timed section: enough
-// to fill a stream buffer once, so that streamtest's buffers and the
-// goroutines' stacks have grown (a one-off cost that would otherwise weigh
-// on small b.N).
+// warmup is how many messages go through before the timed section. The raw
+// readers start only once all of them are queued, so every stream's buffer
+// fills once: streamtest grows a buffer by appending up to its capacity, and
+// the goroutines grow their stacks, both one-off costs that would otherwise
+// weigh on small b.N, and more on BPS than on the floor.
 func warmup(tb testing.TB, size int) int {
 	tb.Helper()
 	_, _, frames := benchFeed.updates(tb, size, 1)
-	return streamtest.DefaultBufferSize/len(frames[0]) + 1
+	return 2*streamtest.DefaultBufferSize/len(frames[0]) + 1
 }
 
 func sum(frames [][]byte) int {
@@ -614,16 +662,24 @@ func (m *milestones) wait(tb testing.TB, i int) {
 	}
 }
 
-// drainAll starts one reader per stream that reads into a buffer and
-// discards, the cheapest subscriber there is, until the last of the byte
-// milestones at. The same readers serve BPS and the floor; their buffers
-// are allocated here, before any timed section.
-func drainAll(wg *sync.WaitGroup, streams []p2p.Stream, at ...int) *milestones {
+// drainAll starts one reader per stream that, once start is closed, reads
+// into a buffer and discards, the cheapest subscriber there is, until the
+// last of the byte milestones at. The same readers serve BPS and the floor;
+// their buffers are allocated here, before any timed section.
+func drainAll(tb testing.TB, wg *sync.WaitGroup, streams []p2p.Stream, start <-chan struct{}, at ...int) *milestones {
 	m := newMilestones(len(streams), at...)
 	want := at[len(at)-1]
+	abort := make(chan struct{})
+	tb.Cleanup(func() { close(abort) }) // before wg is waited for
 	for _, s := range streams {
 		buf := make([]byte, 16<<10)
 		wg.Go(func() {
+			select {
+			case <-start:
+			case <-abort: // the benchmark failed before starting us
+				m.fail(0, errors.New("aborted"))
+				return
+			}
 			for got := 0; got < want; {
 				n, err := s.Read(buf[:min(len(buf), want-got)])
 				m.advance(got, got+n)

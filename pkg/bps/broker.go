@@ -86,7 +86,8 @@ func (s *Service) handler(ctx context.Context, peer p2p.Peer, stream p2p.Stream)
 			ro = rolePublisher
 		}
 	case join.Claim != nil && join.Addr != nil && bytes.Equal(join.Claim.Addr, join.Addr) &&
-		sp.mayPublish(join.Addr) && s.verifyClaim(sp, join.Claim) == nil:
+		s.verifyClaim(sp, join.Claim) == nil:
+		// attach takes it iff the address is a publisher of the cohort.
 		ro, claimIndex = rolePublisher, join.Claim.Index
 	}
 
@@ -105,7 +106,7 @@ func (s *Service) handler(ctx context.Context, peer p2p.Peer, stream p2p.Stream)
 	}
 	s.metrics.Joins.WithLabelValues("OK").Inc()
 	s.trace(Event{Kind: EventJoin, Cohort: sp.String(), Peer: peer.Address, Status: pb.Status_OK.String()})
-	if ro == rolePublisher && sp.explicit() {
+	if m.role == rolePublisher && sp.explicit() {
 		s.trace(Event{Kind: EventClaim, Cohort: sp.String(), Peer: peer.Address, Index: claimIndex})
 	}
 
@@ -185,47 +186,36 @@ func (s *Service) writeLoop(m *member, ack []byte) error {
 		select {
 		case <-m.quit:
 			return nil
-		case frame := <-m.queue:
-			if err := write(frame); err != nil {
+		case f := <-m.queue:
+			if err := write(f.b); err != nil {
 				m.kill(err)
 				return fmt.Errorf("write delivery: %w", err)
+			}
+			if f.svc > 0 {
+				m.told.Store(f.svc)
 			}
 		}
 	}
 }
+
+// maxPendingClaims bounds the verified claims a stream may send for an
+// address that is not (yet) a publisher: each costs a signature recovery.
+const maxPendingClaims = 4
 
 // readLoop reads the peer's frames for as long as the stream lives. It
 // returns nil on the peer's clean close, a *violation for misbehaviour, and
 // the transport error otherwise.
 func (s *Service) readLoop(m *member, fr *frameReader) error {
 	c := m.c
+	auth := cohortAuthority{r: s.reg, c: c}
 	for {
-		if m.role == roleSubscriber {
-			if !c.spec.explicit() {
-				// No claims without explicit authorship: a subscriber
-				// stream sends nothing.
-				if err := fr.read(new(pb.Claim)); err != nil {
-					return s.readErr(c, err, CounterWrongStream)
+		if s.reg.roleOf(m) == roleSubscriber {
+			if err := s.readClaim(m, fr); err != nil {
+				if errors.Is(err, io.EOF) {
+					return nil
 				}
-				s.count(c, CounterWrongStream)
-				return violationf("frame on a subscriber stream of a cohort without claims")
+				return err
 			}
-			claim := new(pb.Claim)
-			if err := fr.read(claim); err != nil {
-				return s.readErr(c, err, CounterWrongStream)
-			}
-			if !claimWellFormed(claim) {
-				s.count(c, CounterWrongStream)
-				return violationf("subscriber stream sent a frame that is not a claim")
-			}
-			if err := s.checkClaim(m, claim); err != nil {
-				s.count(c, CounterInvalidClaim)
-				return &violation{err: err}
-			}
-			if !s.reg.upgrade(m, claim.Index) {
-				return fmt.Errorf("claim not taken: cohort gone or publisher streams at bound")
-			}
-			s.trace(Event{Kind: EventClaim, Cohort: c.spec.String(), Peer: m.peer, Index: claim.Index})
 			continue
 		}
 
@@ -233,22 +223,70 @@ func (s *Service) readLoop(m *member, fr *frameReader) error {
 		if err := fr.read(msg); err != nil {
 			return s.readErr(c, err, CounterInvalidSOC)
 		}
-		pub, v := check(c.spec, msg, m.addr, s.reg.cursorOf(c))
+		addr := s.reg.addrOf(m)
+		pub, v := check(c.spec, msg, addr, auth)
 		if v == accepted && !s.reg.accept(c, pub, encodeFrame(&pb.Message{Address: msg.Address, Data: msg.Data})) {
 			v = retransmit // a duplicate, or another publisher stream got there first
 		}
-		if v == accepted {
+		switch v {
+		case accepted:
 			s.metrics.Accepted.Inc()
 			s.trace(Event{Kind: EventAccept, Cohort: c.spec.String(), Peer: m.peer, Index: pub.index})
 			continue
+		case retransmit:
+			s.count(c, CounterRetransmit)
+			continue
 		}
 		s.count(c, v.counter())
-		if v == retransmit {
-			continue
+		if v == wrongOwner {
+			// A revoked publisher is tolerated until the roster revoking it
+			// has been written to its stream; after that it is a violation.
+			if revoked, told := s.reg.revoked(m); told {
+				return violationf("publication after the roster revoking %x", addr)
+			} else if revoked {
+				continue
+			}
 		}
 		if m.invalid++; m.invalid >= s.opts.MaxInvalidFrames {
 			return violationf("%d invalid publications", m.invalid)
 		}
+	}
+}
+
+// readClaim reads the one kind of frame a subscriber stream may send: a
+// Claim, under explicit authorship only.
+func (s *Service) readClaim(m *member, fr *frameReader) error {
+	c := m.c
+	claim := new(pb.Claim)
+	if err := fr.read(claim); err != nil {
+		if errors.Is(err, io.EOF) {
+			return err
+		}
+		return s.readErr(c, err, CounterWrongStream)
+	}
+	if !c.spec.explicit() || !claimWellFormed(claim) {
+		s.count(c, CounterWrongStream)
+		return violationf("subscriber stream sent a frame that is not a claim")
+	}
+	if err := s.checkClaim(m, claim); err != nil {
+		s.count(c, CounterInvalidClaim)
+		return &violation{err: err}
+	}
+	switch s.reg.upgrade(m, claim.Addr, claim.Index) {
+	case upgraded:
+		s.trace(Event{Kind: EventClaim, Cohort: c.spec.String(), Peer: m.peer, Index: claim.Index})
+		return nil
+	case notPublisher:
+		// SWIP-60: a verified claim by an address the roster does not
+		// (yet) name leaves the stream a spectator; it claims again when
+		// a roster names it. More than maxPendingClaims of them is abuse.
+		s.count(c, CounterInvalidClaim)
+		if m.pending++; m.pending > maxPendingClaims {
+			return &violation{err: errClaimNotAdmin}
+		}
+		return nil
+	default:
+		return fmt.Errorf("claim not taken: cohort gone or publisher streams at bound")
 	}
 }
 
@@ -267,18 +305,14 @@ func (s *Service) readErr(c *cohort, err error, k Counter) error {
 	}
 }
 
-// checkClaim verifies a Claim sent after the Ack.
+// checkClaim verifies a Claim sent after the Ack: it names the declared
+// address, if any, and its signature recovers to it over this broker's
+// challenge and overlay.
 func (s *Service) checkClaim(m *member, claim *pb.Claim) error {
-	if m.addr != nil && !bytes.Equal(claim.Addr, m.addr) {
+	if addr := s.reg.addrOf(m); addr != nil && !bytes.Equal(claim.Addr, addr) {
 		return errClaimAddr
 	}
-	if err := s.verifyClaim(m.c.spec, claim); err != nil {
-		return err
-	}
-	if !m.c.spec.mayPublish(claim.Addr) {
-		return errClaimNotAdmin
-	}
-	return nil
+	return s.verifyClaim(m.c.spec, claim)
 }
 
 // withDeadline runs f, resetting stream if f has not returned within d or

@@ -11,6 +11,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"slices"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -23,12 +24,22 @@ import (
 	"github.com/ethersphere/bps/pkg/bps/pb"
 )
 
-// Delivery is a feed update received on a subscription, verified end to end.
+// Delivery is a message received on a subscription, verified end to end.
 type Delivery struct {
-	Index   uint64
-	Address swarm.Address
-	Data    []byte // as on the wire: bare index ‖ signature ‖ span ‖ payload
+	Index   uint64        // FEED_TOPIC update or service SOC: its index
+	Address swarm.Address // the SOC address
+	Owner   []byte        // the SOC owner (the signer)
+	Data    []byte        // as on the wire: id slot ‖ signature ‖ span ‖ payload
+	// Service is set for a service SOC of the admin's service feed (roster,
+	// end of stream); the subscription has already applied it.
+	Service *pb.ServiceMessage
+	// Gap reports service updates missed before this one: a liveness fault
+	// (withholding), never a silent skip.
+	Gap bool
 }
+
+// ID is the id slot of the SOC as carried (a bare index under FEED_TOPIC).
+func (d Delivery) ID() []byte { return d.Data[:idSize] }
 
 // Signature is the SOC signature of the update.
 func (d Delivery) Signature() []byte { return d.Data[idSize : idSize+swarm.SocSignatureSize] }
@@ -235,6 +246,11 @@ func (cs *clientStream) run(h handle, read func(fr *frameReader) error, fr *fram
 		case <-cs.quit:
 			cs.err = nil // we ended it
 		default:
+			if errors.Is(err, ErrEndOfStream) {
+				cs.err = err
+				_ = cs.stream.Close()
+				return
+			}
 			if errors.Is(err, io.EOF) {
 				cs.err = nil
 				_ = cs.stream.FullClose()
@@ -254,14 +270,56 @@ func (cs *clientStream) run(h handle, read func(fr *frameReader) error, fr *fram
 	return nil
 }
 
+// ErrEndOfStream ends a subscription whose admin published END_OF_STREAM.
+var ErrEndOfStream = errors.New("bps: the admin ended the cohort")
+
 // Subscription is a subscriber stream to a broker.
 type Subscription struct {
 	clientStream
 	c        chan Delivery
-	seen     *window // dedup bindings; reader goroutine only
 	received atomic.Uint64
 	dropped  atomic.Uint64
+	faults   atomic.Uint64
+
+	// reader goroutine only, except roster (mu)
+	seen    *window // dedup bindings
+	svcNext uint64
+	svcSeen bool
+	mu      sync.Mutex
+	roster  map[string]struct{}
 }
+
+// authority of a subscription: the admin and the roster it has received.
+func (sub *Subscription) isPublisher(owner []byte) bool {
+	if bytes.Equal(owner, sub.spec.Admin) {
+		return true
+	}
+	sub.mu.Lock()
+	defer sub.mu.Unlock()
+	_, ok := sub.roster[string(owner)]
+	return ok
+}
+
+func (sub *Subscription) feedCursor(owner []byte) uint64 {
+	return sub.s.cursors.get(sub.spec.feedKey(owner))
+}
+
+func (sub *Subscription) serviceNext() uint64 { return sub.svcNext }
+
+// Roster is the publisher set the subscription holds (admin excluded).
+func (sub *Subscription) Roster() [][]byte {
+	sub.mu.Lock()
+	defer sub.mu.Unlock()
+	out := make([][]byte, 0, len(sub.roster))
+	for p := range sub.roster {
+		out = append(out, []byte(p))
+	}
+	slices.SortFunc(out, bytes.Compare)
+	return out
+}
+
+// LivenessFaults counts gaps seen in the service feed.
+func (sub *Subscription) LivenessFaults() uint64 { return sub.faults.Load() }
 
 // Subscribe joins the cohort sp at broker as a subscriber. Deliveries that
 // pass re-verification against sp and this node's cursor for (topic, admin)
@@ -278,7 +336,7 @@ func (s *Service) Subscribe(ctx context.Context, broker swarm.Address, sp *Spec)
 			quit: make(chan struct{}), done: make(chan struct{})},
 		c: make(chan Delivery, s.opts.QueueLen),
 	}
-	if sp.Binding != pb.TopicBinding_FEED_TOPIC {
+	if !(sp.Binding == pb.TopicBinding_FEED_TOPIC && sp.explicit()) {
 		sub.seen = newWindow(s.opts.DedupWindow)
 	}
 	if err := sub.run(sub, sub.readOne, fr, func() { close(sub.c) }); err != nil {
@@ -301,46 +359,76 @@ func (sub *Subscription) Received() uint64 { return sub.received.Load() }
 // Dropped counts deliveries this subscription dropped.
 func (sub *Subscription) Dropped() uint64 { return sub.dropped.Load() }
 
-// cursorKey names the subscriber cursor of a feed: (topic, admin).
-func (sp *Spec) cursorKey() string { return string(sp.Topic) + string(sp.Admin) }
+// feedKey names the subscriber cursor of a publisher feed: (topic, owner).
+func (sp *Spec) feedKey(owner []byte) string { return string(sp.Topic) + string(owner) }
 
-// readOne reads and re-verifies one delivery (SWIP-74 item 10): under
-// FEED_TOPIC a bare index at or past this node's cursor, a valid SOC under the
-// feed id, the admin's; under a dedup binding the binding's SOC shape and a
-// chunk not seen within the window.
+// readOne reads and re-verifies one delivery (SWIP-74 item 10, SWIP-60): the
+// binding's SOC shape, an owner the subscription admits (the admin and the
+// roster it holds under explicit authorship), and under FEED_TOPIC an index at
+// or past this node's cursor for that publisher's feed, else a chunk not seen
+// within the dedup window. Service SOCs update the roster; a gap in the
+// service feed is reported; END_OF_STREAM ends the subscription after it is
+// delivered.
 func (sub *Subscription) readOne(fr *frameReader) error {
 	s := sub.s
 	msg := new(pb.Message)
 	if err := fr.read(msg); err != nil {
 		return err
 	}
-	key := sub.spec.cursorKey()
-	pub, v := check(sub.spec, msg, nil, s.cursors.get(key))
+	pub, v := check(sub.spec, msg, nil, sub)
+	d := Delivery{Index: pub.index, Address: swarm.NewAddress(msg.Address), Owner: pub.owner, Data: msg.Data, Service: pub.service}
 	if v == accepted {
-		if sub.seen != nil {
+		switch {
+		case pub.service != nil:
+			d.Gap = sub.svcSeen && pub.index > sub.svcNext
+			sub.applyService(pub.service)
+		case sub.seen != nil:
 			if !sub.seen.add(pub.dedup) {
 				v = retransmit
 			}
-		} else if !s.cursors.advance(key, pub.index) {
-			v = retransmit
+		default:
+			if !s.cursors.advance(sub.spec.feedKey(pub.owner), pub.index) {
+				v = retransmit
+			}
 		}
 	}
-	n := pub.index
 	if v != accepted {
 		sub.dropped.Add(1)
 		s.metrics.ClientDropped.Inc()
-		s.trace(Event{Kind: EventClientDrop, Cohort: sub.spec.String(), Peer: sub.broker, Counter: v.counter(), Index: n})
+		s.trace(Event{Kind: EventClientDrop, Cohort: sub.spec.String(), Peer: sub.broker, Counter: v.counter(), Index: pub.index})
 		return nil
+	}
+	if d.Gap {
+		sub.faults.Add(1)
 	}
 	sub.received.Add(1)
 	s.metrics.ClientReceived.Inc()
-	s.trace(Event{Kind: EventDeliver, Cohort: sub.spec.String(), Peer: sub.broker, Index: n})
+	s.trace(Event{Kind: EventDeliver, Cohort: sub.spec.String(), Peer: sub.broker, Index: pub.index})
 	select {
-	case sub.c <- Delivery{Index: n, Address: swarm.NewAddress(msg.Address), Data: msg.Data}:
-		return nil
+	case sub.c <- d:
 	case <-sub.quit:
 		return ErrClosed
 	}
+	if pub.service != nil && pub.service.Kind == pb.ServiceKind_END_OF_STREAM {
+		return ErrEndOfStream
+	}
+	return nil
+}
+
+// applyService moves the service cursor and takes a roster.
+func (sub *Subscription) applyService(svc *pb.ServiceMessage) {
+	sub.svcSeen = true
+	sub.svcNext = svc.Index + 1
+	if svc.Kind != pb.ServiceKind_ROSTER {
+		return
+	}
+	roster := make(map[string]struct{}, len(svc.Publishers))
+	for _, p := range svc.Publishers {
+		roster[string(p)] = struct{}{}
+	}
+	sub.mu.Lock()
+	sub.roster = roster
+	sub.mu.Unlock()
 }
 
 // ClaimSigner signs a claim: the bytes ClaimDigest(challenge, broker, index)

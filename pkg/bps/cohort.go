@@ -9,6 +9,7 @@ import (
 	"errors"
 	"slices"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/ethersphere/bee/v2/pkg/p2p"
@@ -20,7 +21,7 @@ import (
 var (
 	errReclaimed     = errors.New("cohort reclaimed for inactivity")
 	errQueueFull     = errors.New("outbound queue full")
-	errClaimTimeout  = errors.New("extra admin seat did not claim within the claim deadline")
+	errClaimTimeout  = errors.New("stream did not claim within the claim deadline")
 	errServiceClosed = errors.New("service closed")
 	errWriteTimeout  = errors.New("write timed out")
 )
@@ -29,13 +30,13 @@ var (
 type role int
 
 const (
-	roleSubscriber role = iota // in the fan-out set; may send one Claim
-	rolePublisher              // claimed: sends Messages, receives nothing
+	roleSubscriber role = iota // may send a Claim (explicit authorship)
+	rolePublisher              // claimed, or declared under ALL or implicit authorship
 )
 
 // registry holds the broker's cohorts. One mutex guards the registry and
-// everything in every cohort (membership, cursor, timers): the critical
-// sections are map updates and non-blocking queue sends, never I/O.
+// everything in every cohort (membership, roster, cursors, timers): the
+// critical sections are map updates and non-blocking queue sends, never I/O.
 type registry struct {
 	s       *Service
 	mu      sync.Mutex
@@ -46,13 +47,20 @@ type registry struct {
 
 // cohort is one live cohort at this broker.
 type cohort struct {
-	spec       *Spec
-	members    map[*member]struct{} // every attached stream
-	fanout     int                  // members counted against MaxStreamsPerCohort (extra seat excluded)
-	claimed    int                  // claimed publisher streams (explicit authorship)
-	extra      *member              // the extra admin seat, nil while free
-	cursor     uint64               // FEED_TOPIC, explicit: lowest index accepted next
-	seen       *window              // dedup bindings: recent chunk identifiers
+	spec    *Spec
+	members map[*member]struct{} // every attached stream
+	fanout  int                  // members counted against MaxStreamsPerCohort (extra seats excluded)
+	claimed map[string]int       // claimed publisher streams per address (explicit authorship)
+	nclaim  int                  // sum of claimed
+	extras  map[string]*member   // extra seats, one per absent legitimate publisher
+	cursors map[string]uint64    // FEED_TOPIC, explicit: lowest index accepted next, per publisher feed
+	seen    *window              // dedup bindings: recent chunk identifiers
+
+	roster  map[string]struct{} // the publishers the latest ROSTER names (admin excluded)
+	svcNext uint64              // lowest service index accepted next
+	latest  []byte              // the latest service SOC, encoded: every new stream's first delivery
+	ended   bool                // END_OF_STREAM accepted
+
 	lastAccept time.Time
 	created    time.Time
 	accepted   uint64
@@ -65,21 +73,36 @@ type cohort struct {
 // receives the cohort's deliveries except those bound to its own identity:
 // a publisher never gets its own messages back (SWIP-74, SWIP-60). Under
 // SWIP-74 every publisher stream is the admin's, so publisher streams
-// receive nothing there.
+// receive nothing there. A silent member (closed cohort, not yet claimed)
+// receives nothing at all.
 type member struct {
-	c       *cohort
-	peer    swarm.Address
-	stream  p2p.Stream
-	addr    []byte // declared (or claimed) address, nil for a plain subscriber
-	role    role
-	counted bool          // counts against the fan-out bound
-	queue   chan []byte   // encoded frames for the writer
-	quit    chan struct{} // closed by kill
-	once    sync.Once
-	reason  error // why kill was called; read after quit is closed
+	c      *cohort
+	peer   swarm.Address
+	stream p2p.Stream
+	// guarded by registry.mu
+	addr      []byte // declared or claimed address, nil for a plain subscriber
+	role      role
+	counted   bool   // counts against the fan-out bound
+	silent    bool   // closed cohort: receives nothing until it claims
+	revokedAt uint64 // service index + 1 of the roster that revoked addr, 0 if none
 
-	claimTimer *time.Timer // the extra seat's deadline
-	invalid    int         // invalid publications so far (reader goroutine only)
+	queue  chan outFrame // encoded frames for the writer
+	told   atomic.Uint64 // service index + 1 of the latest service SOC written to the stream
+	quit   chan struct{} // closed by kill
+	once   sync.Once
+	reason error // why kill was called; read after quit is closed
+
+	claimTimer *time.Timer // the deadline of an extra seat or a silent stream
+	// reader goroutine only
+	invalid int // invalid publications so far
+	pending int // verified claims by addresses not (yet) publishers
+}
+
+// outFrame is one encoded frame queued to a member; svc is the service index
+// + 1 of a service SOC, 0 for a message.
+type outFrame struct {
+	b   []byte
+	svc uint64
 }
 
 // kill ends the member's stream from outside its handler: the reset unblocks
@@ -92,16 +115,6 @@ func (m *member) kill(reason error) {
 	})
 }
 
-// killed returns the reason the member was killed, or nil.
-func (m *member) killed() error {
-	select {
-	case <-m.quit:
-		return m.reason
-	default:
-		return nil
-	}
-}
-
 func newRegistry(s *Service) *registry {
 	return &registry{
 		s:       s,
@@ -110,9 +123,45 @@ func newRegistry(s *Service) *registry {
 	}
 }
 
+// isPublisherLocked reports whether owner may publish under explicit
+// authorship: the admin, or named by the roster in force.
+func (c *cohort) isPublisherLocked(owner []byte) bool {
+	if bytes.Equal(owner, c.spec.Admin) {
+		return true
+	}
+	_, ok := c.roster[string(owner)]
+	return ok
+}
+
+// cohortAuthority is the broker's authority view of a cohort, read under the
+// registry lock.
+type cohortAuthority struct {
+	r *registry
+	c *cohort
+}
+
+func (a cohortAuthority) isPublisher(owner []byte) bool {
+	a.r.mu.Lock()
+	defer a.r.mu.Unlock()
+	return a.c.isPublisherLocked(owner)
+}
+
+func (a cohortAuthority) feedCursor(owner []byte) uint64 {
+	a.r.mu.Lock()
+	defer a.r.mu.Unlock()
+	return a.c.cursors[string(owner)]
+}
+
+func (a cohortAuthority) serviceNext() uint64 {
+	a.r.mu.Lock()
+	defer a.r.mu.Unlock()
+	return a.c.svcNext
+}
+
 // attach creates or attaches the cohort for sp and adds a member for the
 // stream in the given role, enforcing every bound. claimIndex is the index of
-// a verified claim in the Join (a claimed publisher only).
+// a verified claim in the Join (a claimed publisher only); such a claim is
+// taken only if addr may publish, else the stream joins as if unclaimed.
 func (r *registry) attach(peer swarm.Address, stream p2p.Stream, sp *Spec, addr []byte, ro role, claimIndex uint64) (*member, pb.Status) {
 	o := &r.s.opts
 	r.mu.Lock()
@@ -130,19 +179,26 @@ func (r *registry) attach(peer swarm.Address, stream p2p.Stream, sp *Spec, addr 
 	}
 
 	claimed := ro == rolePublisher && sp.explicit()
+	if claimed && c != nil && !c.isPublisherLocked(addr) {
+		claimed, ro = false, roleSubscriber // verified, but not (or no longer) a publisher
+	}
+	if claimed && c == nil && !bytes.Equal(addr, sp.Admin) {
+		claimed, ro = false, roleSubscriber // a fresh cohort has no roster
+	}
 	m := &member{peer: peer, stream: stream, addr: addr, role: ro, counted: !claimed,
-		quit: make(chan struct{}), queue: make(chan []byte, o.QueueLen)}
+		silent: sp.Closed && !claimed,
+		quit:   make(chan struct{}), queue: make(chan outFrame, o.QueueLen)}
 	extra := false
 	if c != nil {
 		switch {
 		case claimed:
-			if c.claimed >= o.MaxPublisherStreams {
+			if c.nclaim >= o.MaxPublisherStreams {
 				return nil, pb.Status_FULL
 			}
 		case c.fanout >= o.MaxStreamsPerCohort:
-			// One extra seat for a Join declaring the admin while no
-			// publisher stream exists.
-			if !sp.explicit() || addr == nil || !sp.mayPublish(addr) || c.claimed > 0 || c.extra != nil {
+			// One extra seat per legitimate publisher that is absent.
+			a := string(addr)
+			if !sp.explicit() || addr == nil || !c.isPublisherLocked(addr) || c.claimed[a] > 0 || c.extras[a] != nil {
 				return nil, pb.Status_FULL
 			}
 			extra = true
@@ -151,8 +207,16 @@ func (r *registry) attach(peer swarm.Address, stream p2p.Stream, sp *Spec, addr 
 
 	if c == nil {
 		now := time.Now()
-		c = &cohort{spec: sp, members: make(map[*member]struct{}), created: now, lastAccept: now}
-		if sp.Binding != pb.TopicBinding_FEED_TOPIC {
+		c = &cohort{
+			spec:       sp,
+			members:    make(map[*member]struct{}),
+			claimed:    make(map[string]int),
+			extras:     make(map[string]*member),
+			cursors:    make(map[string]uint64),
+			created:    now,
+			lastAccept: now,
+		}
+		if !(sp.Binding == pb.TopicBinding_FEED_TOPIC && sp.explicit()) {
 			c.seen = newWindow(o.DedupWindow)
 		}
 		r.cohorts[sp.key] = c
@@ -170,16 +234,35 @@ func (r *registry) attach(peer swarm.Address, stream p2p.Stream, sp *Spec, addr 
 	r.gauge(m, 1)
 	switch {
 	case claimed:
-		c.claimed++
-		c.cursor = max(c.cursor, claimIndex)
+		c.claimed[string(addr)]++
+		c.nclaim++
+		if sp.Binding == pb.TopicBinding_FEED_TOPIC {
+			c.cursors[string(addr)] = max(c.cursors[string(addr)], claimIndex)
+		}
 	case extra:
 		m.counted = false
-		c.extra = m
-		m.claimTimer = time.AfterFunc(o.ClaimDeadline, func() { r.claimDeadline(m) })
+		c.extras[string(addr)] = m
 	default:
 		c.fanout++
 	}
+	if extra || m.silent {
+		m.claimTimer = time.AfterFunc(o.ClaimDeadline, func() { r.claimDeadline(m) })
+	}
+	r.firstDelivery(m)
 	return m, pb.Status_OK
+}
+
+// firstDelivery queues the latest service SOC on a stream that is not the
+// admin's and not silent; the caller holds r.mu.
+func (r *registry) firstDelivery(m *member) {
+	c := m.c
+	if c.latest == nil || m.silent || bytes.Equal(m.addr, c.spec.Admin) {
+		return
+	}
+	select {
+	case m.queue <- outFrame{b: c.latest, svc: c.svcNext}:
+	default: // a fresh queue has room
+	}
 }
 
 // gauge moves the stream gauges for m by d.
@@ -191,35 +274,58 @@ func (r *registry) gauge(m *member, d float64) {
 	}
 }
 
-// upgrade turns a subscriber member into a claimed publisher stream after a
-// verified claim: it leaves the fan-out count and moves the cursor forward.
-// It reports false if the cohort is gone or holds its maximum of publisher
-// streams.
-func (r *registry) upgrade(m *member, index uint64) bool {
+// upgrade outcomes.
+type upgradeResult int
+
+const (
+	upgraded     upgradeResult = iota
+	notPublisher               // a verified claim by an address not in the publisher set
+	upgradeFull                // publisher streams at their bound, or the cohort is gone
+)
+
+// upgrade turns a subscriber member into a claimed publisher stream for addr
+// after a verified claim: it leaves the fan-out count and moves addr's cursor
+// forward. An address that is not (yet) a publisher leaves the stream as it
+// is (SWIP-60: it claims again when a roster names it).
+func (r *registry) upgrade(m *member, addr []byte, index uint64) upgradeResult {
 	r.mu.Lock()
 	defer r.mu.Unlock()
 	c := m.c
-	if c.dead || m.role != roleSubscriber || c.claimed >= r.s.opts.MaxPublisherStreams {
-		return false
+	if c.dead || m.role != roleSubscriber || c.nclaim >= r.s.opts.MaxPublisherStreams {
+		return upgradeFull
+	}
+	if !c.isPublisherLocked(addr) {
+		return notPublisher
 	}
 	r.gauge(m, -1)
 	if m.counted {
 		c.fanout--
 		m.counted = false
 	}
-	if c.extra == m {
-		c.extra = nil
+	if c.extras[string(addr)] == m {
+		delete(c.extras, string(addr))
+	}
+	if m.claimTimer != nil {
 		m.claimTimer.Stop()
 	}
+	m.addr = bytes.Clone(addr)
 	m.role = rolePublisher
+	wasSilent := m.silent
+	m.silent = false
 	r.gauge(m, 1)
-	c.claimed++
-	c.cursor = max(c.cursor, index)
-	return true
+	c.claimed[string(addr)]++
+	c.nclaim++
+	if c.spec.Binding == pb.TopicBinding_FEED_TOPIC {
+		c.cursors[string(addr)] = max(c.cursors[string(addr)], index)
+	}
+	if wasSilent {
+		r.firstDelivery(m)
+	}
+	return upgraded
 }
 
 // detach removes a member whose handler is returning. A cohort left with no
-// stream is reclaimed at once (SWIP-74 allows it): its cursor is forgotten.
+// stream is reclaimed at once (SWIP-74 allows it): its state is forgotten.
 func (r *registry) detach(m *member) {
 	r.mu.Lock()
 	defer r.mu.Unlock()
@@ -231,11 +337,14 @@ func (r *registry) detach(m *member) {
 		case m.counted:
 			c.fanout--
 		case m.role == rolePublisher && c.spec.explicit():
-			c.claimed--
+			if c.claimed[string(m.addr)]--; c.claimed[string(m.addr)] <= 0 {
+				delete(c.claimed, string(m.addr))
+			}
+			c.nclaim--
 		}
 	}
-	if c.extra == m {
-		c.extra = nil
+	if c.extras[string(m.addr)] == m {
+		delete(c.extras, string(m.addr))
 	}
 	if m.claimTimer != nil {
 		m.claimTimer.Stop()
@@ -298,14 +407,15 @@ func (r *registry) armInactivity(c *cohort, d time.Duration) {
 	})
 }
 
-// claimDeadline disconnects the extra admin seat if it is still unclaimed.
+// claimDeadline disconnects an extra seat or a silent stream that has not
+// claimed.
 func (r *registry) claimDeadline(m *member) {
 	if !r.s.track() {
 		return
 	}
 	defer r.s.wg.Done()
 	r.mu.Lock()
-	unclaimed := m.c.extra == m && m.role == roleSubscriber
+	unclaimed := m.role == roleSubscriber
 	r.mu.Unlock()
 	if unclaimed {
 		r.s.count(m.c, CounterClaimTimeout)
@@ -313,35 +423,49 @@ func (r *registry) claimDeadline(m *member) {
 	}
 }
 
-// accept admits a validated publication under the lock — the cursor or the
-// dedup window arbitrates concurrent publisher streams here — and queues frame
-// on every member not bound to the publication's owner. A full queue resets
-// that stream; nobody blocks.
+// accept admits a validated publication under the lock — the per-feed cursor
+// or the dedup window arbitrates concurrent publisher streams here; a service
+// SOC moves the service cursor and the roster — and queues frame on every
+// member that is neither silent nor bound to the publication's owner. A full
+// queue resets that stream; nobody blocks.
 func (r *registry) accept(c *cohort, pub publication, frame []byte) bool {
 	r.mu.Lock()
 	defer r.mu.Unlock()
 	if c.dead {
 		return false
 	}
-	if c.seen != nil {
+	var svc uint64
+	switch {
+	case pub.service != nil:
+		if pub.index < c.svcNext {
+			return false
+		}
+		c.svcNext = pub.index + 1
+		svc = c.svcNext
+		c.latest = frame
+		r.applyService(c, pub.service, svc)
+	case c.ended:
+		return false
+	case c.seen != nil:
 		if !c.seen.add(pub.dedup) {
 			return false
 		}
-	} else {
-		if pub.index < c.cursor {
+	default:
+		o := string(pub.owner)
+		if pub.index < c.cursors[o] {
 			return false
 		}
-		c.cursor = pub.index + 1
+		c.cursors[o] = pub.index + 1
 	}
 	c.accepted++
 	c.lastAccept = time.Now()
 	delivered := 0
 	for m := range c.members {
-		if m.role == rolePublisher && pub.owner != nil && bytes.Equal(m.addr, pub.owner) {
+		if m.silent || (m.role == rolePublisher && bytes.Equal(m.addr, pub.owner)) {
 			continue
 		}
 		select {
-		case m.queue <- frame:
+		case m.queue <- outFrame{b: frame, svc: svc}:
 			delivered++
 		default:
 			r.s.count(c, CounterQueueReset)
@@ -353,11 +477,57 @@ func (r *registry) accept(c *cohort, pub publication, frame []byte) bool {
 	return true
 }
 
-// cursorOf returns the cohort's cursor.
-func (r *registry) cursorOf(c *cohort) uint64 {
+// applyService applies an accepted service message: a ROSTER replaces the
+// publisher set, marking the streams of revoked publishers; END_OF_STREAM
+// ends the cohort's publications. The caller holds r.mu.
+func (r *registry) applyService(c *cohort, svc *pb.ServiceMessage, told uint64) {
+	if svc.Kind == pb.ServiceKind_END_OF_STREAM {
+		c.ended = true
+		return
+	}
+	if !c.spec.explicit() {
+		return // under ALL a roster decides nothing
+	}
+	roster := make(map[string]struct{}, len(svc.Publishers))
+	for _, p := range svc.Publishers {
+		roster[string(p)] = struct{}{}
+	}
+	c.roster = roster
+	for m := range c.members {
+		if m.role == rolePublisher && !c.isPublisherLocked(m.addr) && m.revokedAt == 0 {
+			m.revokedAt = told
+		} else if c.isPublisherLocked(m.addr) {
+			m.revokedAt = 0
+		}
+	}
+	for o := range c.cursors {
+		if !c.isPublisherLocked([]byte(o)) {
+			delete(c.cursors, o)
+		}
+	}
+}
+
+// revoked reports whether m's address was revoked, and whether the roster
+// revoking it has been written to m's stream (after which a publication is a
+// violation, before it is tolerated).
+func (r *registry) revoked(m *member) (revoked, told bool) {
+	r.mu.Lock()
+	at := m.revokedAt
+	r.mu.Unlock()
+	return at > 0, at > 0 && m.told.Load() >= at
+}
+
+// roleOf and addrOf read a member's role and address under the lock.
+func (r *registry) roleOf(m *member) role {
 	r.mu.Lock()
 	defer r.mu.Unlock()
-	return c.cursor
+	return m.role
+}
+
+func (r *registry) addrOf(m *member) []byte {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	return m.addr
 }
 
 // closeAll reclaims every cohort; later Joins are refused.
@@ -382,7 +552,11 @@ type CohortInfo struct {
 	Spec        *Spec
 	Subscribers int
 	Publishers  int
-	Cursor      uint64
+	Cursor      uint64            // FEED_TOPIC: the admin's feed cursor
+	Cursors     map[string]uint64 // FEED_TOPIC: per publisher feed, keyed by hex address
+	Roster      [][]byte          // the publishers the roster in force names (admin excluded)
+	ServiceNext uint64            // lowest service index accepted next
+	Ended       bool              // END_OF_STREAM accepted
 	Accepted    uint64
 	Created     time.Time
 	LastAccept  time.Time
@@ -402,16 +576,27 @@ func (s *Service) Cohorts() []CohortInfo {
 				pubs++
 			}
 		}
-		out = append(out, CohortInfo{
+		info := CohortInfo{
 			Spec:        c.spec,
 			Subscribers: len(c.members) - pubs,
 			Publishers:  pubs,
-			Cursor:      c.cursor,
+			Cursor:      c.cursors[string(c.spec.Admin)],
+			Cursors:     make(map[string]uint64, len(c.cursors)),
+			ServiceNext: c.svcNext,
+			Ended:       c.ended,
 			Accepted:    c.accepted,
 			Created:     c.created,
 			LastAccept:  c.lastAccept,
 			Counters:    c.counters.snapshot(),
-		})
+		}
+		for o, n := range c.cursors {
+			info.Cursors[swarm.NewAddress([]byte(o)).String()] = n
+		}
+		for p := range c.roster {
+			info.Roster = append(info.Roster, []byte(p))
+		}
+		slices.SortFunc(info.Roster, bytes.Compare)
+		out = append(out, info)
 	}
 	slices.SortFunc(out, func(a, b CohortInfo) int { return bytes.Compare(a.Spec.canonical, b.Spec.canonical) })
 	return out

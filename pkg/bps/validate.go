@@ -10,11 +10,21 @@ import (
 	"fmt"
 	"strconv"
 
+	"github.com/ethersphere/bee/v2/pkg/crypto"
 	"github.com/ethersphere/bee/v2/pkg/feeds"
 	"github.com/ethersphere/bee/v2/pkg/soc"
 	"github.com/ethersphere/bee/v2/pkg/swarm"
 	"github.com/ethersphere/bps/pkg/bps/pb"
+	"google.golang.org/protobuf/proto"
 )
+
+// PoMin is SWIP-60's proximity constant for the implicit SOC_ID and OWNER
+// bindings: a message's address must share at least this many leading bits
+// with the topic.
+const PoMin = 16
+
+// serviceDomain separates service-feed ids from feed updates and claims.
+const serviceDomain = "bps-service:v1"
 
 // Chunk layout of a SOC's data: id ‖ signature ‖ span ‖ payload.
 const (
@@ -29,10 +39,10 @@ type verdict int
 
 const (
 	accepted     verdict = iota
-	retransmit           // n < cursor: benign, counted
-	invalidIndex         // the id slot is not a bare index
-	invalidSOC           // not a single-owner chunk under the feed id
-	wrongOwner           // a valid SOC, but not the admin's
+	retransmit           // at or below the cursor, or seen within the dedup window
+	invalidIndex         // the id slot is not what the binding carries
+	invalidSOC           // not a single-owner chunk as the binding shapes it
+	wrongOwner           // a valid SOC, but its owner may not publish here
 )
 
 // counter maps a rejecting verdict to the counter it increments.
@@ -73,102 +83,196 @@ func FeedID(topic []byte, index uint64) []byte {
 	return id
 }
 
-// bareIndex reads the index carried in the id slot of a message, and checks
-// the message has the shape of a whole SOC.
-func bareIndex(m *pb.Message) (uint64, verdict) {
-	if len(m.Address) != swarm.HashSize || len(m.Data) < socHeaderSize || len(m.Data) > maxSOCDataSize {
-		return 0, invalidSOC
-	}
-	for _, b := range m.Data[:bareIndexZeros] {
-		if b != 0 {
-			return 0, invalidIndex
-		}
-	}
-	return binary.BigEndian.Uint64(m.Data[bareIndexZeros:idSize]), accepted
-}
-
-// verifyFeedUpdate checks steps 3 and 4 of SWIP-74's validation for update n:
-// with the id slot rewritten to the feed id, the chunk validates as a SOC
-// (bee's soc.Valid: wrapped chunk, signature, owner hashing to the address),
-// and the address is the one the admin's update n has.
-func verifyFeedUpdate(sp *Spec, m *pb.Message, n uint64) verdict {
-	id := FeedID(sp.Topic, n)
-	data := make([]byte, len(m.Data))
-	copy(data, id)
-	copy(data[idSize:], m.Data[idSize:])
-	if !soc.Valid(swarm.NewChunk(swarm.NewAddress(m.Address), data)) {
-		return invalidSOC
-	}
-	want, err := soc.CreateAddress(id, sp.Admin)
-	if err != nil || !bytes.Equal(want.Bytes(), m.Address) {
-		return wrongOwner
-	}
-	return accepted
+// ServiceID is the id of update index of a cohort's service feed:
+// keccak256("bps-service:v1" ‖ topic ‖ uint64BE(index)).
+func ServiceID(topic []byte, index uint64) []byte {
+	return keccak([]byte(serviceDomain), topic, binary.BigEndian.AppendUint64(nil, index))
 }
 
 // publication is what validation learned of a message that passed it.
 type publication struct {
-	index uint64   // FEED_TOPIC: the bare index
-	dedup [32]byte // dedup bindings: the chunk identifier of the binding's rule
-	owner []byte   // the identity it is bound to, where known (no-loopback rule)
+	index   uint64             // FEED_TOPIC update: the bare index; service: its index
+	feed    bool               // a bare-index feed update (cursor per owner)
+	dedup   [32]byte           // dedup bindings: the chunk identifier of the binding's rule
+	owner   []byte             // the SOC's owner
+	service *pb.ServiceMessage // a service SOC of the admin's service feed
 }
 
-// check validates m under sp's binding. At the broker addr is the address the
-// stream declared or claimed; at a subscriber it is nil. cursor is the
-// receiver's cursor for FEED_TOPIC (checked before the signature, since it
-// is cheap); the dedup window is the caller's, applied after.
-func check(sp *Spec, m *pb.Message, addr []byte, cursor uint64) (publication, verdict) {
-	switch sp.Binding {
-	case pb.TopicBinding_FEED_TOPIC:
-		n, v := validate(sp, m, cursor)
-		return publication{index: n, owner: sp.Admin}, v
-	case pb.TopicBinding_ANCHOR:
-		return checkAnchor(sp, m, addr)
-	default:
-		return publication{}, invalidSOC // not served: specFromPB refuses it
-	}
+// authority is who may publish as the receiver knows it: the admin and the
+// roster it holds (explicit authorship). The broker's cohort and a
+// subscription implement it.
+type authority interface {
+	isPublisher(owner []byte) bool
+	feedCursor(owner []byte) uint64
+	serviceNext() uint64
 }
 
-// validate runs SWIP-74 validation steps 2–4 against cursor and returns the
-// update's index with the verdict.
-func validate(sp *Spec, m *pb.Message, cursor uint64) (uint64, verdict) {
-	n, v := bareIndex(m)
-	if v != accepted {
-		return 0, v
-	}
-	if n < cursor {
-		return n, retransmit
-	}
-	return n, verifyFeedUpdate(sp, m, n)
-}
-
-// checkAnchor validates a message of an implicit ANCHOR cohort (SWIP-60): a
-// SOC at the topic address itself, by the declared owner where one is known;
-// dedup is on the wrapped chunk, so the same SOC address carries many
-// messages.
-func checkAnchor(sp *Spec, m *pb.Message, addr []byte) (publication, verdict) {
+// check validates m in cohort sp. At the broker stream is the address the
+// stream declared or claimed (every message must be that owner's); at a
+// subscriber it is nil. auth answers who may publish and where the cursors
+// stand; the dedup window and the cursor moves are the caller's, under its
+// own lock, after check.
+func check(sp *Spec, m *pb.Message, stream []byte, auth authority) (publication, verdict) {
+	var pub publication
 	if len(m.Address) != swarm.HashSize || len(m.Data) < socHeaderSize || len(m.Data) > maxSOCDataSize {
-		return publication{}, invalidSOC
+		return pub, invalidSOC
 	}
-	if !bytes.Equal(m.Address, sp.Topic) {
-		return publication{}, wrongOwner
-	}
-	if addr != nil {
-		if want, err := soc.CreateAddress(m.Data[:idSize], addr); err != nil || !bytes.Equal(want.Bytes(), m.Address) {
-			return publication{}, wrongOwner
+	slot := m.Data[:idSize]
+	bare := isBareIndex(slot)
+	id := slot
+
+	switch {
+	case !sp.Implicit() && !(sp.Binding == pb.TopicBinding_FEED_TOPIC && bare):
+		// With an admin there is a service feed: its SOCs carry their full
+		// id, recognised before the content path.
+		if svc := asService(sp, m); svc != nil {
+			return checkService(sp, m, stream, auth, svc)
+		}
+		if sp.Binding == pb.TopicBinding_FEED_TOPIC {
+			return pub, invalidIndex
+		}
+	case sp.Binding == pb.TopicBinding_FEED_TOPIC:
+		if !bare {
+			return pub, invalidIndex
 		}
 	}
-	// soc.Valid's check, done with the parsed SOC kept for its wrapped
-	// chunk: one signature recovery, not two.
-	s, err := soc.FromChunk(swarm.NewChunk(swarm.NewAddress(m.Address), m.Data))
+
+	data := m.Data
+	if sp.Binding == pb.TopicBinding_FEED_TOPIC {
+		pub.index, pub.feed = binary.BigEndian.Uint64(slot[bareIndexZeros:]), true
+		// The cursor is checked before the signature: it is cheap.
+		if sp.explicit() && stream != nil && pub.index < auth.feedCursor(stream) {
+			return pub, retransmit
+		}
+		id = FeedID(sp.Topic, pub.index)
+		data = make([]byte, len(m.Data))
+		copy(data, id)
+		copy(data[idSize:], m.Data[idSize:])
+	}
+
+	s, v := parseSOC(m.Address, data)
+	if v != accepted {
+		return pub, v
+	}
+	pub.owner = s.OwnerAddress()
+	if stream != nil && !bytes.Equal(pub.owner, stream) {
+		return pub, wrongOwner
+	}
+	if v := shape(sp, m.Address, id, pub.owner); v != accepted {
+		return pub, v
+	}
+	if sp.explicit() && !auth.isPublisher(pub.owner) {
+		return pub, wrongOwner
+	}
+	switch {
+	case pub.feed && sp.explicit():
+		if pub.index < auth.feedCursor(pub.owner) {
+			return pub, retransmit
+		}
+	case sp.Binding == pb.TopicBinding_ANCHOR:
+		copy(pub.dedup[:], s.WrappedChunk().Address().Bytes())
+	default:
+		copy(pub.dedup[:], m.Address)
+	}
+	return pub, accepted
+}
+
+// parseSOC is soc.Valid's check — the signature recovers an owner that
+// hashes, with the id, to the address — keeping the parsed SOC for its owner
+// and wrapped chunk: one signature recovery, not two.
+func parseSOC(address, data []byte) (*soc.SOC, verdict) {
+	s, err := soc.FromChunk(swarm.NewChunk(swarm.NewAddress(address), data))
 	if err != nil {
-		return publication{}, invalidSOC
+		return nil, invalidSOC
 	}
-	if a, err := s.Address(); err != nil || !bytes.Equal(a.Bytes(), m.Address) {
-		return publication{}, invalidSOC
+	if a, err := s.Address(); err != nil || !bytes.Equal(a.Bytes(), address) {
+		return nil, invalidSOC
 	}
-	pub := publication{owner: addr}
-	copy(pub.dedup[:], s.WrappedChunk().Address().Bytes())
+	return s, accepted
+}
+
+// shape checks what the binding fixes of a valid SOC (SWIP-60's table).
+// Under explicit authorship the roster decides and only the id rules of the
+// binding remain; under implicit authorship the shape decides who may write.
+func shape(sp *Spec, address, id, owner []byte) verdict {
+	implicit := sp.Implicit()
+	switch sp.Binding {
+	case pb.TopicBinding_ANCHOR:
+		if implicit && !bytes.Equal(address, sp.Topic) {
+			return wrongOwner
+		}
+	case pb.TopicBinding_SOC_ID:
+		if !bytes.Equal(id, sp.Topic) {
+			return invalidIndex
+		}
+		if implicit && swarm.Proximity(address, sp.Topic) < PoMin {
+			return wrongOwner
+		}
+	case pb.TopicBinding_OWNER:
+		if implicit {
+			h, err := crypto.LegacyKeccak256(owner)
+			if err != nil || !bytes.Equal(h, sp.Topic) || swarm.Proximity(address, sp.Topic) < PoMin {
+				return wrongOwner
+			}
+		}
+	}
+	return accepted
+}
+
+// isBareIndex reports whether an id slot carries a bare feed index.
+func isBareIndex(slot []byte) bool {
+	for _, b := range slot[:bareIndexZeros] {
+		if b != 0 {
+			return false
+		}
+	}
+	return true
+}
+
+// asService decodes m as a service SOC of sp's service feed if its payload
+// is a ServiceMessage whose index names the id in the id slot. It checks no
+// signature.
+func asService(sp *Spec, m *pb.Message) *pb.ServiceMessage {
+	svc := new(pb.ServiceMessage)
+	if err := proto.Unmarshal(m.Data[socHeaderSize:], svc); err != nil {
+		return nil
+	}
+	if !bytes.Equal(m.Data[:idSize], ServiceID(sp.Topic, svc.Index)) {
+		return nil
+	}
+	return svc
+}
+
+// checkService validates a service SOC: a valid SOC under its full id, the
+// admin's, a known kind with well-formed addresses, at or past the service
+// cursor.
+func checkService(sp *Spec, m *pb.Message, stream []byte, auth authority, svc *pb.ServiceMessage) (publication, verdict) {
+	pub := publication{index: svc.Index, service: svc}
+	if svc.Index < auth.serviceNext() {
+		return pub, retransmit
+	}
+	switch svc.Kind {
+	case pb.ServiceKind_ROSTER:
+		for _, p := range svc.Publishers {
+			if len(p) != AddressSize {
+				return pub, invalidSOC
+			}
+		}
+	case pb.ServiceKind_END_OF_STREAM:
+		if len(svc.Publishers) != 0 {
+			return pub, invalidSOC
+		}
+	default:
+		return pub, invalidSOC
+	}
+	s, v := parseSOC(m.Address, m.Data)
+	if v != accepted {
+		return pub, v
+	}
+	pub.owner = s.OwnerAddress()
+	if !bytes.Equal(pub.owner, sp.Admin) || (stream != nil && !bytes.Equal(stream, sp.Admin)) {
+		return pub, wrongOwner
+	}
 	return pub, accepted
 }
 
@@ -201,4 +305,21 @@ func (w *window) add(k [32]byte) bool {
 	}
 	w.set[k] = struct{}{}
 	return true
+}
+
+// staticAuthority is SWIP-74's view of a cohort: the admin alone, one cursor.
+type staticAuthority struct {
+	sp     *Spec
+	cursor uint64
+}
+
+func (a staticAuthority) isPublisher(owner []byte) bool { return bytes.Equal(owner, a.sp.Admin) }
+func (a staticAuthority) feedCursor([]byte) uint64      { return a.cursor }
+func (a staticAuthority) serviceNext() uint64           { return 0 }
+
+// validate runs SWIP-74's validation steps 2–4 of a publication on the
+// admin's stream against cursor, and returns the update's index.
+func validate(sp *Spec, m *pb.Message, cursor uint64) (uint64, verdict) {
+	pub, v := check(sp, m, sp.Admin, staticAuthority{sp: sp, cursor: cursor})
+	return pub.index, v
 }
