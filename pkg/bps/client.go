@@ -22,6 +22,7 @@ import (
 	"github.com/ethersphere/bee/v2/pkg/soc"
 	"github.com/ethersphere/bee/v2/pkg/swarm"
 	"github.com/ethersphere/bps/pkg/bps/pb"
+	"google.golang.org/protobuf/proto"
 )
 
 // Delivery is a message received on a subscription, verified end to end.
@@ -586,4 +587,15 @@ func SOCUpdate(signer crypto.Signer, id, payload []byte) (*pb.Message, error) {
 		return nil, fmt.Errorf("sign soc: %w", err)
 	}
 	return &pb.Message{Address: ch.Address().Bytes(), Data: ch.Data()}, nil
+}
+
+// ServiceUpdate builds update svc.Index of the admin's service feed of the
+// cohort on topic, signed by the admin's signer: a SOC under
+// ServiceID(topic, index) wrapping the ServiceMessage.
+func ServiceUpdate(signer crypto.Signer, topic []byte, svc *pb.ServiceMessage) (*pb.Message, error) {
+	payload, err := proto.Marshal(svc)
+	if err != nil {
+		return nil, fmt.Errorf("marshal service message: %w", err)
+	}
+	return SOCUpdate(signer, ServiceID(topic, svc.Index), payload)
 }

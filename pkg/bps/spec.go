@@ -63,21 +63,34 @@ func describeSpec(c *pb.CohortSpec) string {
 }
 
 // specFromPB validates a wire spec and canonicalises it, dropping fields the
-// wire does not define. It answers REJECTED for any value outside what this
-// node serves: FEED_TOPIC with a 20-byte admin (SWIP-74's live stream), and
-// the implicit ANCHOR cohort of a GSOC (SWIP-60, no admin). The other
-// SWIP-60 bindings and parameters are not served yet.
+// wire does not define. It serves SWIP-60's five configurations — jam
+// (closed), spectator-jam and live-stream (an admin), group chat (ALL with
+// MNEMONIC) and implicit (no admin) — over all five bindings, and answers
+// REJECTED for any other value: an unset or unknown binding, a wrong-length
+// topic or admin, ALL without an admin or with another binding, closed under
+// ALL or implicit authorship, and history, which this broker does not
+// deliver (SWIP-60 lets a singlehop broker refuse it).
 func specFromPB(c *pb.CohortSpec) (*Spec, pb.Status) {
 	if c == nil || len(c.Topic) != TopicSize || (len(c.Admin) != 0 && len(c.Admin) != AddressSize) {
 		return nil, pb.Status_REJECTED
 	}
-	if c.Publishers != pb.PublisherRegime_PUBLISHER_REGIME_UNSPECIFIED || c.History || c.Closed {
+	if c.Binding < pb.TopicBinding_ANCHOR || c.Binding > pb.TopicBinding_MNEMONIC {
 		return nil, pb.Status_REJECTED
 	}
-	switch {
-	case c.Binding == pb.TopicBinding_FEED_TOPIC && len(c.Admin) == AddressSize:
-	case c.Binding == pb.TopicBinding_ANCHOR && len(c.Admin) == 0:
+	implicit := len(c.Admin) == 0
+	switch c.Publishers {
+	case pb.PublisherRegime_PUBLISHER_REGIME_UNSPECIFIED:
+	case pb.PublisherRegime_ALL:
+		if implicit || c.Binding != pb.TopicBinding_MNEMONIC {
+			return nil, pb.Status_REJECTED
+		}
 	default:
+		return nil, pb.Status_REJECTED
+	}
+	if c.Closed && (implicit || c.Publishers == pb.PublisherRegime_ALL) {
+		return nil, pb.Status_REJECTED
+	}
+	if c.History {
 		return nil, pb.Status_REJECTED
 	}
 	sp := &Spec{
