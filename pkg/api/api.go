@@ -1,0 +1,364 @@
+// Copyright 2026 The BPS Authors. All rights reserved.
+// Use of this source code is governed by a BSD-style
+// license that can be found in the LICENSE file.
+
+// Package api is the WebSocket bridge between dApps and BPS (SWIP-60 "API"):
+// an http.Handler for /pubsub and the paths below it, mounted by the node on
+// its one API port next to bee's own API.
+//
+//   - GET /pubsub/{topic} upgrades to a WebSocket session on a cohort: a
+//     subscriber session receives the cohort's messages, a publishing session
+//     sends SOCs signed by the dApp. The node holds no publisher keys: where
+//     the broker asks for a claim, the session hands the dApp the challenge
+//     and relays the signature it gets back (docs/api.md, "The claim").
+//   - GET /pubsub/ (and /pubsub) lists the node's topics: the cohorts it
+//     brokers and the streams its sessions share.
+//
+// The mux: every session on this node that subscribes to a cohort at a broker
+// shares one p2p subscriber stream (a hub), and every session that publishes
+// as one address shares one publisher stream. Each session has one bounded
+// queue and one writer goroutine; a session whose queue is full is closed,
+// never waited for, so a slow dApp stalls neither the stream nor the other
+// sessions.
+//
+// The original GSOC pubsub client (bee-js) keeps working unchanged: a
+// session without a binding is the implicit ANCHOR cohort of the SOC address
+// in the path, with its binary frames and no text frames at all.
+//
+// Ownership: the Server's mutex guards the session set and the hub and
+// publisher maps with their reference counts; a hub's own mutex guards its
+// session set. Every goroutine the Server starts is counted in its WaitGroup
+// and waited for by Close.
+package api
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"net/http"
+	"strings"
+	"sync"
+	"time"
+
+	"github.com/ethersphere/bee/v2/pkg/jsonhttp"
+	"github.com/ethersphere/bee/v2/pkg/log"
+	m "github.com/ethersphere/bee/v2/pkg/metrics"
+	"github.com/ethersphere/bps/pkg/bps"
+	"github.com/go-playground/validator/v10"
+	"github.com/gorilla/mux"
+	"github.com/gorilla/websocket"
+	"github.com/prometheus/client_golang/prometheus"
+)
+
+// loggerName is the tree path name of the logger for this package.
+const loggerName = "bps_api"
+
+// Options configure a Server. Zero values take the defaults below.
+type Options struct {
+	// MaxSessions bounds the WebSocket sessions of the node, including those
+	// being set up; past it an upgrade is answered 503. Default 1024.
+	MaxSessions int
+	// ReadLimit is the largest message a dApp may send, in bytes; a larger
+	// one closes the session with 1009. Default DefaultReadLimit.
+	ReadLimit int64
+	// PingPeriod is the keep-alive of a session that does not send the
+	// swarm-keep-alive header. Default 60 s.
+	PingPeriod time.Duration
+	// WriteTimeout bounds one frame written to a dApp. Default 10 s.
+	WriteTimeout time.Duration
+	// ClaimTimeout bounds the wait for a dApp's claim signature. Default
+	// bps.DefaultClaimDeadline (30 s).
+	ClaimTimeout time.Duration
+	// JoinTimeout bounds reaching the broker and joining it before a
+	// session is upgraded. Default bps.DefaultHandshakeTimeout (30 s).
+	JoinTimeout time.Duration
+	// SessionQueue is the outbound queue of one session, in frames; a full
+	// queue closes the session with 1008. Default 64.
+	SessionQueue int
+	// CORSAllowedOrigins are the origins besides the node's own that may
+	// open a session, as bee's cors-allowed-origins option ("*": any).
+	// Requests without an Origin header are always allowed.
+	CORSAllowedOrigins []string
+}
+
+// Default values of Options.
+const (
+	DefaultMaxSessions  = 1024
+	DefaultPingPeriod   = 60 * time.Second
+	DefaultWriteTimeout = 10 * time.Second
+	DefaultSessionQueue = 64
+	// DefaultReadLimit fits the largest frame a dApp sends — index (8),
+	// signature (65), span (8) and a 4096-byte payload — with room to spare
+	// for a 32-byte id prefix and the text frames.
+	DefaultReadLimit = 4096 + 256
+)
+
+// closeGrace bounds the closing handshake of a session: after its close
+// frame is sent the dApp has this long to answer before the connection is
+// dropped.
+const closeGrace = 2 * time.Second
+
+// closeTimeout bounds how long Close waits for the sessions and streams.
+const closeTimeout = 10 * time.Second
+
+func (o *Options) setDefaults() {
+	if o.MaxSessions == 0 {
+		o.MaxSessions = DefaultMaxSessions
+	}
+	if o.ReadLimit == 0 {
+		o.ReadLimit = DefaultReadLimit
+	}
+	if o.PingPeriod == 0 {
+		o.PingPeriod = DefaultPingPeriod
+	}
+	if o.WriteTimeout == 0 {
+		o.WriteTimeout = DefaultWriteTimeout
+	}
+	if o.ClaimTimeout == 0 {
+		o.ClaimTimeout = bps.DefaultClaimDeadline
+	}
+	if o.JoinTimeout == 0 {
+		o.JoinTimeout = bps.DefaultHandshakeTimeout
+	}
+	if o.SessionQueue == 0 {
+		o.SessionQueue = DefaultSessionQueue
+	}
+}
+
+func (o *Options) validate() error {
+	if o.MaxSessions < 0 || o.SessionQueue < 0 {
+		return fmt.Errorf("api: MaxSessions and SessionQueue must not be negative")
+	}
+	if o.ReadLimit < 0 {
+		return fmt.Errorf("api: ReadLimit must not be negative")
+	}
+	for name, d := range map[string]time.Duration{
+		"PingPeriod": o.PingPeriod, "WriteTimeout": o.WriteTimeout,
+		"ClaimTimeout": o.ClaimTimeout, "JoinTimeout": o.JoinTimeout,
+	} {
+		if d < 0 {
+			return fmt.Errorf("api: option %s must not be negative, got %s", name, d)
+		}
+	}
+	return nil
+}
+
+// ErrServerClosed is returned for requests that arrive after Close.
+var ErrServerClosed = errors.New("api: server closed")
+
+// Server serves the /pubsub API of one node.
+type Server struct {
+	svc      *bps.Service
+	peers    *peerResolver
+	logger   log.Logger
+	opts     Options
+	metrics  metrics
+	router   *mux.Router
+	validate *validator.Validate
+	upgrader websocket.Upgrader
+
+	ctx    context.Context // ended by Close: bounds every join
+	cancel context.CancelFunc
+	wg     sync.WaitGroup // sessions, hubs and publisher watchers
+
+	mu       sync.Mutex // guards everything below
+	closed   bool
+	sessions map[*session]struct{} // upgraded sessions
+	pending  int                   // sessions being set up
+	hubs     map[string]*hub       // by broker ‖ canonical spec
+	pubs     map[string]*pubStream // by broker ‖ canonical spec ‖ addr
+}
+
+// New builds the /pubsub handler for the node running svc. conn reaches
+// brokers given as multiaddrs (bee's p2p service satisfies Connector); with a
+// nil conn only broker overlays are accepted as peer.
+func New(svc *bps.Service, conn Connector, logger log.Logger, o Options) (*Server, error) {
+	o.setDefaults()
+	if err := o.validate(); err != nil {
+		return nil, err
+	}
+	if logger == nil {
+		logger = log.Noop
+	}
+	s := &Server{
+		svc:      svc,
+		peers:    newPeerResolver(conn),
+		logger:   logger.WithName(loggerName).Register(),
+		opts:     o,
+		metrics:  newMetrics(),
+		validate: newValidator(),
+		sessions: make(map[*session]struct{}),
+		hubs:     make(map[string]*hub),
+		pubs:     make(map[string]*pubStream),
+	}
+	s.ctx, s.cancel = context.WithCancel(context.Background())
+	s.upgrader = websocket.Upgrader{
+		ReadBufferSize:  4096,
+		WriteBufferSize: 4096,
+		CheckOrigin:     s.checkOrigin,
+	}
+	s.router = s.newRouter()
+	return s, nil
+}
+
+// route is one entry of the route table: the router is built from it, and
+// the OpenAPI test enumerates it.
+type route struct {
+	method  string
+	path    string
+	handler func(*Server, http.ResponseWriter, *http.Request)
+}
+
+// routes is every route the handler serves.
+var routes = []route{
+	{http.MethodGet, "/pubsub", (*Server).topicsHandler},
+	{http.MethodGet, "/pubsub/", (*Server).topicsHandler},
+	{http.MethodGet, "/pubsub/{topic}", (*Server).pubsubWsHandler},
+}
+
+func (s *Server) newRouter() *mux.Router {
+	r := mux.NewRouter()
+	r.NotFoundHandler = http.HandlerFunc(jsonhttp.NotFoundHandler)
+	byPath := make(map[string]jsonhttp.MethodHandler)
+	var order []string
+	for _, rt := range routes {
+		if byPath[rt.path] == nil {
+			byPath[rt.path] = jsonhttp.MethodHandler{}
+			order = append(order, rt.path)
+		}
+		h := rt.handler
+		byPath[rt.path][rt.method] = http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) { h(s, w, r) })
+	}
+	for _, p := range order {
+		r.Handle(p, byPath[p])
+	}
+	return r
+}
+
+// ServeHTTP serves /pubsub and the paths below it.
+func (s *Server) ServeHTTP(w http.ResponseWriter, r *http.Request) {
+	s.router.ServeHTTP(w, r)
+}
+
+// Metrics returns the Server's Prometheus collectors.
+func (s *Server) Metrics() []prometheus.Collector {
+	return m.PrometheusCollectorsFromFields(s.metrics)
+}
+
+// Close closes every session with 1001 (going away) and a reason, ends the
+// shared streams, and waits for every goroutine the Server started, at most
+// closeTimeout. Requests arriving later are answered 503.
+func (s *Server) Close() error {
+	s.mu.Lock()
+	if s.closed {
+		s.mu.Unlock()
+		return nil
+	}
+	s.closed = true
+	all := make([]*session, 0, len(s.sessions))
+	for ss := range s.sessions {
+		all = append(all, ss)
+	}
+	s.mu.Unlock()
+
+	s.cancel()
+	for _, ss := range all {
+		ss.close(websocket.CloseGoingAway, "node shutting down", nil)
+	}
+
+	done := make(chan struct{})
+	go func() {
+		s.wg.Wait()
+		close(done)
+	}()
+	select {
+	case <-done:
+		return nil
+	case <-time.After(closeTimeout):
+		return errors.New("api: close timed out waiting for sessions")
+	}
+}
+
+// reserve counts a session being set up against MaxSessions and registers its
+// goroutine with the Server; it fails once the Server is closed or full.
+func (s *Server) reserve() error {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if s.closed {
+		return ErrServerClosed
+	}
+	if len(s.sessions)+s.pending >= s.opts.MaxSessions {
+		return errTooManySessions
+	}
+	s.pending++
+	s.wg.Add(1)
+	return nil
+}
+
+var errTooManySessions = errors.New("too many sessions")
+
+// unreserve undoes reserve for a session that was never upgraded.
+func (s *Server) unreserve() {
+	s.mu.Lock()
+	s.pending--
+	s.mu.Unlock()
+	s.wg.Done()
+}
+
+// register turns a reservation into a live session; it reports false if the
+// Server closed meanwhile (Close did not see the session, so the caller
+// closes it).
+func (s *Server) register(ss *session) bool {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	s.pending--
+	s.sessions[ss] = struct{}{}
+	s.metrics.Sessions.Inc()
+	return !s.closed
+}
+
+// unregister removes an ended session and releases its reservation.
+func (s *Server) unregister(ss *session) {
+	s.mu.Lock()
+	delete(s.sessions, ss)
+	s.metrics.Sessions.Dec()
+	s.mu.Unlock()
+	s.wg.Done()
+}
+
+// goOwned runs f on a goroutine the Server waits for; false once closed.
+func (s *Server) goOwned(f func()) bool {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if s.closed {
+		return false
+	}
+	s.wg.Add(1)
+	go func() {
+		defer s.wg.Done()
+		f()
+	}()
+	return true
+}
+
+// checkOrigin allows requests without an Origin, from the node's own origin,
+// and from the configured origins ("*": any), as bee's API does.
+func (s *Server) checkOrigin(r *http.Request) bool {
+	origin := r.Header.Get("Origin")
+	if origin == "" {
+		return true
+	}
+	scheme := "http"
+	if r.TLS != nil {
+		scheme = "https"
+	}
+	if strings.EqualFold(origin, scheme+"://"+r.Host) {
+		return true
+	}
+	for _, o := range s.opts.CORSAllowedOrigins {
+		if o == "*" || strings.EqualFold(origin, o) {
+			return true
+		}
+	}
+	return false
+}

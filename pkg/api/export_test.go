@@ -1,0 +1,49 @@
+// Copyright 2026 The BPS Authors. All rights reserved.
+// Use of this source code is governed by a BSD-style
+// license that can be found in the LICENSE file.
+
+package api
+
+import (
+	"reflect"
+	"strings"
+)
+
+// Route is a served route, for the OpenAPI test.
+type Route struct{ Method, Path string }
+
+// Routes is the route table.
+func Routes() []Route {
+	out := make([]Route, len(routes))
+	for i, r := range routes {
+		out[i] = Route{Method: r.method, Path: r.path}
+	}
+	return out
+}
+
+// SessionParams are the query parameters and headers GET /pubsub/{topic}
+// reads, by their map tags.
+func SessionParams() (query, headers []string) {
+	return mapNames(sessionQuery{}), mapNames(sessionHeaders{})
+}
+
+func mapNames(v any) []string {
+	t := reflect.TypeOf(v)
+	var out []string
+	for i := range t.NumField() {
+		if tag, ok := t.Field(i).Tag.Lookup(mapTag); ok {
+			name, _, _ := strings.Cut(tag, ",")
+			out = append(out, name)
+		}
+	}
+	return out
+}
+
+// ParseSOCFields exposes the swarm-soc-fields parser.
+func ParseSOCFields(s string, feed bool) ([]string, error) {
+	fs, err := parseSOCFields(s, feed)
+	if err != nil {
+		return nil, err
+	}
+	return strings.Split(fieldNames(fs), ","), nil
+}

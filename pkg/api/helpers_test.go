@@ -1,0 +1,453 @@
+// Copyright 2026 The BPS Authors. All rights reserved.
+// Use of this source code is governed by a BSD-style
+// license that can be found in the LICENSE file.
+
+package api_test
+
+import (
+	"context"
+	"crypto/rand"
+	"encoding/hex"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"net"
+	"net/http"
+	"net/http/httptest"
+	"net/url"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/ethersphere/bee/v2/pkg/bzz"
+	"github.com/ethersphere/bee/v2/pkg/cac"
+	"github.com/ethersphere/bee/v2/pkg/crypto"
+	"github.com/ethersphere/bee/v2/pkg/p2p"
+	"github.com/ethersphere/bee/v2/pkg/soc"
+	"github.com/ethersphere/bee/v2/pkg/swarm"
+	"github.com/ethersphere/bps/pkg/api"
+	"github.com/ethersphere/bps/pkg/bps"
+	"github.com/ethersphere/bps/pkg/bps/streamtest"
+	"github.com/gorilla/websocket"
+	lcrypto "github.com/libp2p/go-libp2p/core/crypto"
+	"github.com/libp2p/go-libp2p/core/peer"
+	ma "github.com/multiformats/go-multiaddr"
+)
+
+// waitTimeout bounds every wait; it is a deadline for a test that has
+// already failed, never a synchronisation.
+const waitTimeout = 20 * time.Second
+
+// tnode is a streamtest node with a BPS service and, for client nodes, the
+// bridge served over HTTP.
+type tnode struct {
+	*streamtest.Node
+	svc  *bps.Service
+	api  *api.Server
+	srv  *httptest.Server
+	ln   *gateListener
+	addr string // the multiaddr the fake connector maps to this node
+}
+
+// fakeConnector is one node's dialler: it maps a broker's multiaddr to its
+// overlay. Like bee before v2.8.1 it answers a second Connect to the same
+// peer with p2p.ErrAlreadyConnected and no address, so the bridge must
+// remember the overlay.
+type fakeConnector struct {
+	peers map[string]swarm.Address // shared by the cluster, written before use
+	mu    sync.Mutex
+	seen  map[string]bool
+}
+
+func newFakeConnector(peers map[string]swarm.Address) *fakeConnector {
+	return &fakeConnector{peers: peers, seen: make(map[string]bool)}
+}
+
+func (f *fakeConnector) Connect(_ context.Context, addrs []ma.Multiaddr) (*bzz.Address, error) {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	a := addrs[0].String()
+	o, ok := f.peers[a]
+	if !ok {
+		return nil, fmt.Errorf("no route to %s", a)
+	}
+	if f.seen[a] {
+		return nil, p2p.ErrAlreadyConnected
+	}
+	f.seen[a] = true
+	return &bzz.Address{Overlay: o, Underlays: addrs}, nil
+}
+
+// peerMultiaddr is a loopback multiaddr with a fresh peer id.
+func peerMultiaddr(t *testing.T) string {
+	t.Helper()
+	_, pub, err := lcrypto.GenerateEd25519Key(rand.Reader)
+	if err != nil {
+		t.Fatal(err)
+	}
+	id, err := peer.IDFromPublicKey(pub)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return "/ip4/127.0.0.1/tcp/1634/p2p/" + id.String()
+}
+
+// cluster is a broker and client nodes connected to it, each with a bridge.
+type cluster struct {
+	net     *streamtest.Network
+	broker  *tnode
+	clients []*tnode
+}
+
+func newCluster(t *testing.T, n int, o api.Options) *cluster {
+	t.Helper()
+	net := streamtest.New()
+	t.Cleanup(func() {
+		if err := net.Close(); err != nil {
+			t.Errorf("close network: %v", err)
+		}
+	})
+	c := &cluster{net: net}
+	c.broker = newNode(t, net, nil, api.Options{})
+	c.broker.addr = peerMultiaddr(t)
+	peers := map[string]swarm.Address{c.broker.addr: c.broker.Overlay()}
+	for range n {
+		nd := newNode(t, net, newFakeConnector(peers), o)
+		if err := net.Connect(nd.Node, c.broker.Node); err != nil {
+			t.Fatal(err)
+		}
+		c.clients = append(c.clients, nd)
+	}
+	return c
+}
+
+// newNode adds a node; conn nil: its bridge takes overlays only.
+func newNode(t *testing.T, net *streamtest.Network, conn *fakeConnector, o api.Options) *tnode {
+	t.Helper()
+	nd := net.NewNode()
+	svc, err := bps.New(nd, nd.Overlay(), bps.Options{BackoffMin: time.Millisecond, BackoffMax: 2 * time.Millisecond})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := nd.AddProtocol(svc.Protocol()); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() {
+		if err := svc.Close(); err != nil {
+			t.Errorf("close service: %v", err)
+		}
+	})
+	var c api.Connector
+	if conn != nil {
+		c = conn
+	}
+	srv, err := api.New(svc, c, nil, o)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() {
+		if err := srv.Close(); err != nil {
+			t.Errorf("close api: %v", err)
+		}
+	})
+	hs := httptest.NewUnstartedServer(srv)
+	ln := &gateListener{Listener: hs.Listener, conns: make(map[string]*gateConn)}
+	hs.Listener = ln
+	hs.Start()
+	t.Cleanup(hs.Close)
+	return &tnode{Node: nd, svc: svc, api: srv, srv: hs, ln: ln}
+}
+
+// gateListener records the connections it accepts, by remote address, so a
+// test can hold one's writes: a dApp that stops reading, deterministically.
+type gateListener struct {
+	net.Listener
+	mu    sync.Mutex
+	conns map[string]*gateConn
+}
+
+func (l *gateListener) Accept() (net.Conn, error) {
+	c, err := l.Listener.Accept()
+	if err != nil {
+		return nil, err
+	}
+	gc := &gateConn{Conn: c, closed: make(chan struct{})}
+	l.mu.Lock()
+	l.conns[c.RemoteAddr().String()] = gc
+	l.mu.Unlock()
+	return gc, nil
+}
+
+// conn is the server side of the client connection ws.
+func (l *gateListener) conn(t *testing.T, ws *websocket.Conn) *gateConn {
+	t.Helper()
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	gc := l.conns[ws.UnderlyingConn().LocalAddr().String()]
+	if gc == nil {
+		t.Fatal("server side of the connection not found")
+	}
+	return gc
+}
+
+type gateConn struct {
+	net.Conn
+	mu     sync.Mutex
+	gate   chan struct{} // non-nil: writes wait
+	once   sync.Once
+	closed chan struct{}
+}
+
+func (c *gateConn) Write(p []byte) (int, error) {
+	c.mu.Lock()
+	g := c.gate
+	c.mu.Unlock()
+	if g != nil {
+		select {
+		case <-g:
+		case <-c.closed:
+			return 0, net.ErrClosed
+		}
+	}
+	return c.Conn.Write(p)
+}
+
+func (c *gateConn) Close() error {
+	c.once.Do(func() { close(c.closed) })
+	return c.Conn.Close()
+}
+
+// hold makes writes wait until release.
+func (c *gateConn) hold() {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	c.gate = make(chan struct{})
+}
+
+func (c *gateConn) release() {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	close(c.gate)
+	c.gate = nil
+}
+
+// client is a dApp's WebSocket session.
+type client struct {
+	t  *testing.T
+	ws *websocket.Conn
+}
+
+func wsURL(n *tnode, topic string, q url.Values) string {
+	return "ws" + strings.TrimPrefix(n.srv.URL, "http") + "/pubsub/" + topic + "?" + q.Encode()
+}
+
+// dial opens a session and fails the test if the upgrade is refused.
+func dial(t *testing.T, n *tnode, topic string, q url.Values, h http.Header) *client {
+	t.Helper()
+	ws, resp, err := websocket.DefaultDialer.Dial(wsURL(n, topic, q), h)
+	if err != nil {
+		status := 0
+		if resp != nil {
+			status = resp.StatusCode
+		}
+		t.Fatalf("dial %s: %v (status %d)", topic, err, status)
+	}
+	if resp != nil && resp.Body != nil {
+		_ = resp.Body.Close()
+	}
+	t.Cleanup(func() { _ = ws.Close() })
+	return &client{t: t, ws: ws}
+}
+
+// next reads the next frame.
+func (c *client) next() (int, []byte, error) {
+	_ = c.ws.SetReadDeadline(time.Now().Add(waitTimeout))
+	return c.ws.ReadMessage()
+}
+
+// binary reads the next frame and fails unless it is binary.
+func (c *client) binary() []byte {
+	c.t.Helper()
+	typ, b, err := c.next()
+	if err != nil {
+		c.t.Fatalf("read: %v", err)
+	}
+	if typ != websocket.BinaryMessage {
+		c.t.Fatalf("got a %d frame %q, want binary", typ, b)
+	}
+	return b
+}
+
+// control reads the next frame and fails unless it is a text frame of type
+// want; it returns its fields.
+func (c *client) control(want string) map[string]any {
+	c.t.Helper()
+	typ, b, err := c.next()
+	if err != nil {
+		c.t.Fatalf("read %s: %v", want, err)
+	}
+	if typ != websocket.TextMessage {
+		c.t.Fatalf("got a binary frame, want %s", want)
+	}
+	m := make(map[string]any)
+	if err := json.Unmarshal(b, &m); err != nil {
+		c.t.Fatalf("control frame %q: %v", b, err)
+	}
+	if m["type"] != want {
+		c.t.Fatalf("got %s, want %s", b, want)
+	}
+	return m
+}
+
+func (c *client) send(typ int, b []byte) {
+	c.t.Helper()
+	if err := c.ws.WriteMessage(typ, b); err != nil {
+		c.t.Fatalf("write: %v", err)
+	}
+}
+
+// closed reads until the session ends and returns the close frame, skipping
+// what was queued before it; it then closes the client's side.
+func (c *client) closed() *websocket.CloseError {
+	c.t.Helper()
+	defer c.ws.Close()
+	for {
+		_, _, err := c.next()
+		if err == nil {
+			continue
+		}
+		var ce *websocket.CloseError
+		if !errors.As(err, &ce) {
+			c.t.Fatalf("session ended without a close frame: %v", err)
+		}
+		return ce
+	}
+}
+
+func (c *client) expectClose(code int, reason string) {
+	c.t.Helper()
+	ce := c.closed()
+	if ce.Code != code || !strings.Contains(ce.Text, reason) {
+		c.t.Fatalf("closed with %d %q, want %d containing %q", ce.Code, ce.Text, code, reason)
+	}
+}
+
+// key is a publisher identity.
+type key struct {
+	signer crypto.Signer
+	addr   []byte
+}
+
+func newKey(t *testing.T) key {
+	t.Helper()
+	pk, err := crypto.GenerateSecp256k1Key()
+	if err != nil {
+		t.Fatal(err)
+	}
+	signer := crypto.NewDefaultSigner(pk)
+	a, err := signer.EthereumAddress()
+	if err != nil {
+		t.Fatal(err)
+	}
+	return key{signer: signer, addr: a.Bytes()}
+}
+
+func keccak(b []byte) []byte {
+	h, _ := crypto.LegacyKeccak256(b)
+	return h
+}
+
+// feedFrame is update index of k's feed on topic as a dApp sends it:
+// index(8, BE) ‖ signature ‖ span ‖ payload.
+func feedFrame(t *testing.T, k key, topic []byte, index uint64, payload string) []byte {
+	t.Helper()
+	m, err := bps.FeedUpdate(k.signer, topic, index, []byte(payload))
+	if err != nil {
+		t.Fatal(err)
+	}
+	return m.Data[swarm.HashSize-8:] // the id slot carries the bare index
+}
+
+// gsoc is a GSOC: a shared key and an id; its SOC address is the topic.
+type gsoc struct {
+	key  key
+	id   []byte
+	addr swarm.Address
+}
+
+func newGSOC(t *testing.T, name string) gsoc {
+	t.Helper()
+	k := newKey(t)
+	id := keccak([]byte(name))
+	a, err := soc.CreateAddress(id, k.addr)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return gsoc{key: k, id: id, addr: a}
+}
+
+// frame is a GSOC message as bee-js sends and receives it: signature ‖
+// span ‖ payload.
+func (g gsoc) frame(t *testing.T, payload string) []byte {
+	t.Helper()
+	w, err := cac.New([]byte(payload))
+	if err != nil {
+		t.Fatal(err)
+	}
+	ch, err := soc.New(g.id, w).Sign(g.key.signer)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return ch.Data()[swarm.HashSize:]
+}
+
+func (g gsoc) topic() string { return g.addr.String() }
+
+// publishQuery is the GSOC client's publishing query.
+func (g gsoc) publishQuery(peer string) url.Values {
+	return url.Values{"peer": {peer}, "gsoc-eth-address": {hex.EncodeToString(g.key.addr)}, "gsoc-topic": {hex.EncodeToString(g.id)}}
+}
+
+// topics fetches GET /pubsub/.
+func topics(t *testing.T, n *tnode) []map[string]any {
+	t.Helper()
+	resp, err := http.Get(n.srv.URL + "/pubsub/")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer resp.Body.Close()
+	if resp.StatusCode != http.StatusOK {
+		t.Fatalf("GET /pubsub/: %s", resp.Status)
+	}
+	var body struct {
+		Topics []map[string]any `json:"topics"`
+	}
+	if err := json.NewDecoder(resp.Body).Decode(&body); err != nil {
+		t.Fatal(err)
+	}
+	return body.Topics
+}
+
+// topicEntry finds the entry of role for topic.
+func topicEntry(t *testing.T, n *tnode, topic []byte, role string) map[string]any {
+	t.Helper()
+	for _, e := range topics(t, n) {
+		if e["topicAddress"] == hex.EncodeToString(topic) && e["role"] == role {
+			return e
+		}
+	}
+	t.Fatalf("no %s entry for topic %x", role, topic)
+	return nil
+}
+
+func cohortOf(t *testing.T, broker *tnode, topic []byte) bps.CohortInfo {
+	t.Helper()
+	for _, c := range broker.svc.Cohorts() {
+		if string(c.Spec.Topic) == string(topic) {
+			return c
+		}
+	}
+	t.Fatalf("no cohort for topic %x", topic)
+	return bps.CohortInfo{}
+}

@@ -1,0 +1,42 @@
+// Copyright 2026 The BPS Authors. All rights reserved.
+// Use of this source code is governed by a BSD-style
+// license that can be found in the LICENSE file.
+
+package api
+
+import (
+	m "github.com/ethersphere/bee/v2/pkg/metrics"
+	"github.com/prometheus/client_golang/prometheus"
+)
+
+type metrics struct {
+	// all fields exported: Metrics() collects them by reflection.
+	Sessions         prometheus.Gauge
+	Hubs             prometheus.Gauge
+	PublisherStreams prometheus.Gauge
+	Delivered        prometheus.Counter
+	Published        prometheus.Counter
+	InvalidFrames    prometheus.Counter
+	SlowSessions     prometheus.Counter
+	ClaimsFailed     prometheus.Counter
+}
+
+func newMetrics() metrics {
+	const subsystem = "bps_api"
+	counter := func(name, help string) prometheus.Counter {
+		return prometheus.NewCounter(prometheus.CounterOpts{Namespace: m.Namespace, Subsystem: subsystem, Name: name, Help: help})
+	}
+	gauge := func(name, help string) prometheus.Gauge {
+		return prometheus.NewGauge(prometheus.GaugeOpts{Namespace: m.Namespace, Subsystem: subsystem, Name: name, Help: help})
+	}
+	return metrics{
+		Sessions:         gauge("sessions", "Open WebSocket sessions."),
+		Hubs:             gauge("hubs", "Subscriber streams shared by the sessions."),
+		PublisherStreams: gauge("publisher_streams", "Publisher streams shared by the sessions."),
+		Delivered:        counter("delivered", "Frames queued to sessions."),
+		Published:        counter("published", "Frames published by sessions."),
+		InvalidFrames:    counter("invalid_frames", "Session frames refused before publishing."),
+		SlowSessions:     counter("slow_sessions", "Sessions closed for a full queue."),
+		ClaimsFailed:     counter("claims_failed", "Claims a dApp did not sign, or signed wrongly, in time."),
+	}
+}

@@ -1,0 +1,382 @@
+// Copyright 2026 The BPS Authors. All rights reserved.
+// Use of this source code is governed by a BSD-style
+// license that can be found in the LICENSE file.
+
+package api
+
+import (
+	"bytes"
+	"context"
+	"encoding/hex"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"net"
+	"sync"
+	"sync/atomic"
+	"time"
+	"unicode/utf8"
+
+	"github.com/ethersphere/bee/v2/pkg/crypto"
+	"github.com/ethersphere/bee/v2/pkg/log"
+	"github.com/ethersphere/bee/v2/pkg/swarm"
+	"github.com/ethersphere/bps/pkg/bps"
+	"github.com/gorilla/websocket"
+)
+
+// outFrame is one frame queued for a session's writer.
+type outFrame struct {
+	typ  int
+	data []byte
+}
+
+// session is one WebSocket connection. Its reader goroutine reads the dApp's
+// frames (and publishes them), its one writer goroutine writes everything
+// the node sends — gorilla allows one concurrent writer — and the handler's
+// goroutine sets it up and waits for both.
+type session struct {
+	s       *Server
+	ws      atomic.Pointer[websocket.Conn] // set once upgraded
+	plan    *plan
+	broker  swarm.Address
+	logger  log.Logger
+	hub     *hub                      // nil for a publish-only session
+	pub     atomic.Pointer[pubStream] // set once the session may publish
+	echo    *echoFilter               // publishing sessions that also receive
+	queue   chan outFrame
+	claims  chan []byte // claim signatures read from the dApp
+	claimOK atomic.Bool // a claim-request is outstanding
+
+	quit   chan struct{} // closed by close
+	once   sync.Once
+	code   int    // close code; read after quit
+	reason string // close reason; read after quit
+	final  []byte // text frame sent before the close frame; read after quit
+	hard   *time.Timer
+
+	readerDone chan struct{}
+	writerDone chan struct{}
+}
+
+// newSession builds a session before its upgrade: it queues frames from
+// the start, and its reader and writer start once run is called.
+func newSession(s *Server, p *plan, broker swarm.Address, h *hub, logger log.Logger) *session {
+	ss := &session{
+		s: s, plan: p, broker: broker, hub: h, logger: logger,
+		queue:      make(chan outFrame, s.opts.SessionQueue),
+		claims:     make(chan []byte, 1),
+		quit:       make(chan struct{}),
+		readerDone: make(chan struct{}),
+		writerDone: make(chan struct{}),
+	}
+	if p.publish && h != nil {
+		ss.echo = newEchoFilter(max(s.opts.SessionQueue, 64))
+	}
+	return ss
+}
+
+// maxReason is the longest close reason a close frame carries (125 bytes of
+// control payload less the 2-byte code).
+const maxReason = 123
+
+// close ends the session with code and reason, once; final is a text frame
+// the writer sends just before the close frame. It never blocks: the writer
+// does the closing handshake, and a timer drops the connection if a write
+// is stuck.
+func (ss *session) close(code int, reason string, final []byte) {
+	ss.once.Do(func() {
+		if len(reason) > maxReason {
+			reason = reason[:maxReason]
+			for !utf8.ValidString(reason) {
+				reason = reason[:len(reason)-1]
+			}
+		}
+		ss.code, ss.reason, ss.final = code, reason, final
+		ss.hard = time.AfterFunc(ss.s.opts.WriteTimeout+closeGrace, func() {
+			if ws := ss.ws.Load(); ws != nil {
+				_ = ws.Close()
+			}
+		})
+		close(ss.quit)
+	})
+}
+
+// fail closes the session, telling a dApp that speaks the session protocol
+// the whole reason in an error frame first.
+func (ss *session) fail(code int, reason string) {
+	var final []byte
+	if ss.plan.control() {
+		final, _ = json.Marshal(errorFrame{Type: typeError, Reason: reason})
+	}
+	ss.logger.Debug("pubsub session closed", "code", code, "reason", reason)
+	ss.close(code, reason, final)
+}
+
+func (ss *session) closed() bool {
+	select {
+	case <-ss.quit:
+		return true
+	default:
+		return false
+	}
+}
+
+// enqueue queues a frame for the writer; false if the queue is full.
+func (ss *session) enqueue(typ int, data []byte) bool {
+	select {
+	case ss.queue <- outFrame{typ: typ, data: data}:
+		return true
+	default:
+		return false
+	}
+}
+
+// sendControl queues a text frame of the session protocol.
+func (ss *session) sendControl(v any) bool {
+	b, err := json.Marshal(v)
+	if err != nil {
+		return false
+	}
+	return ss.enqueue(websocket.TextMessage, b)
+}
+
+// writeLoop is the session's only writer: queued frames and pings until the
+// session is closed, then the closing handshake.
+func (ss *session) writeLoop() {
+	defer close(ss.writerDone)
+	ws := ss.ws.Load()
+	ping := time.NewTicker(ss.plan.keepAlive)
+	defer ping.Stop()
+	for {
+		select {
+		case <-ss.quit:
+			ss.finish(false)
+			return
+		default:
+		}
+		var err error
+		select {
+		case <-ss.quit:
+			ss.finish(false)
+			return
+		case f := <-ss.queue:
+			err = ss.write(f.typ, f.data)
+		case <-ping.C:
+			err = ws.WriteControl(websocket.PingMessage, nil, time.Now().Add(ss.s.opts.WriteTimeout))
+		}
+		if err != nil {
+			ss.close(websocket.CloseAbnormalClosure, "write: "+err.Error(), nil)
+			ss.finish(true)
+			return
+		}
+	}
+}
+
+func (ss *session) write(typ int, data []byte) error {
+	ws := ss.ws.Load()
+	if err := ws.SetWriteDeadline(time.Now().Add(ss.s.opts.WriteTimeout)); err != nil {
+		return err
+	}
+	return ws.WriteMessage(typ, data)
+}
+
+// finish sends the final text frame and the close frame (unless the
+// connection is broken), waits a bounded time for the dApp's close frame,
+// drains what the dApp still sends so the close is not turned into a reset,
+// and closes the connection.
+func (ss *session) finish(broken bool) {
+	ws := ss.ws.Load()
+	if !broken && ss.code != websocket.CloseAbnormalClosure { // 1006 is never sent
+		if ss.final != nil {
+			_ = ss.write(websocket.TextMessage, ss.final)
+		}
+		msg := websocket.FormatCloseMessage(ss.code, ss.reason)
+		_ = ws.WriteControl(websocket.CloseMessage, msg, time.Now().Add(ss.s.opts.WriteTimeout))
+	}
+	t := time.NewTimer(closeGrace)
+	defer t.Stop()
+	select {
+	case <-ss.readerDone:
+		nc := ws.UnderlyingConn()
+		if cw, ok := nc.(interface{ CloseWrite() error }); ok {
+			_ = cw.CloseWrite()
+		}
+		if nc.SetReadDeadline(time.Now().Add(closeGrace)) == nil {
+			_, _ = io.Copy(io.Discard, io.LimitReader(nc, 1<<16))
+		}
+	case <-t.C:
+	}
+	_ = ws.Close()
+}
+
+// readLoop reads the dApp's frames until the connection ends; every frame,
+// and every pong, extends the read deadline by twice the keep-alive.
+func (ss *session) readLoop() {
+	defer close(ss.readerDone)
+	ws := ss.ws.Load()
+	ws.SetReadLimit(ss.s.opts.ReadLimit)
+	alive := func() { _ = ws.SetReadDeadline(time.Now().Add(2 * ss.plan.keepAlive)) }
+	alive()
+	ws.SetPongHandler(func(string) error { alive(); return nil })
+	for {
+		typ, data, err := ws.ReadMessage()
+		if err != nil {
+			ss.readFailed(err)
+			return
+		}
+		if ss.closed() {
+			continue // draining until the dApp's close frame
+		}
+		switch typ {
+		case websocket.TextMessage:
+			ss.onText(data)
+		case websocket.BinaryMessage:
+			ss.onBinary(data) // may block on the stream: the deadline starts after
+		}
+		alive()
+	}
+}
+
+// readFailed closes the session for the reason the reader stopped.
+func (ss *session) readFailed(err error) {
+	var ce *websocket.CloseError
+	var ne net.Error
+	switch {
+	case errors.As(err, &ce):
+		ss.close(websocket.CloseNormalClosure, "", nil) // gorilla answered the dApp's close frame
+	case errors.Is(err, websocket.ErrReadLimit):
+		ss.close(websocket.CloseMessageTooBig, fmt.Sprintf("message exceeds %d bytes", ss.s.opts.ReadLimit), nil)
+	case errors.As(err, &ne) && ne.Timeout():
+		ss.close(websocket.CloseGoingAway, "keep-alive: no pong in time", nil)
+	default:
+		ss.close(websocket.CloseAbnormalClosure, "read: "+err.Error(), nil)
+	}
+}
+
+// onText handles a text frame: the session protocol's claim.
+func (ss *session) onText(data []byte) {
+	if !ss.plan.control() {
+		ss.fail(websocket.CloseUnsupportedData, "a GSOC session takes binary frames only")
+		return
+	}
+	var in controlIn
+	if err := json.Unmarshal(data, &in); err != nil {
+		ss.fail(websocket.CloseInvalidFramePayloadData, "invalid control frame: "+err.Error())
+		return
+	}
+	switch in.Type {
+	case typeClaim:
+		if !ss.claimOK.Load() {
+			ss.fail(websocket.ClosePolicyViolation, "claim without a claim-request")
+			return
+		}
+		sig, err := decodeHex(in.Signature)
+		if err != nil {
+			ss.fail(websocket.CloseInvalidFramePayloadData, "claim signature: "+err.Error())
+			return
+		}
+		select {
+		case ss.claims <- sig:
+		default:
+			ss.fail(websocket.ClosePolicyViolation, "claim already given")
+		}
+	default:
+		ss.fail(websocket.ClosePolicyViolation, fmt.Sprintf("unknown control frame type %q", in.Type))
+	}
+}
+
+// onBinary publishes a dApp's frame, validated first.
+func (ss *session) onBinary(data []byte) {
+	e := ss.pub.Load()
+	if e == nil {
+		if ss.plan.publish {
+			ss.fail(websocket.ClosePolicyViolation, "publishing before ready")
+		} else {
+			ss.fail(websocket.ClosePolicyViolation, "this session does not publish: give addr (or gsoc-eth-address and gsoc-topic)")
+		}
+		return
+	}
+	msg, err := ss.plan.assemble(data)
+	if err != nil {
+		ss.s.metrics.InvalidFrames.Inc()
+		ss.fail(websocket.CloseInvalidFramePayloadData, err.Error())
+		return
+	}
+	if ss.echo != nil {
+		ss.echo.add(echoKey(msg.Address, msg.Data))
+	}
+	if err := e.p.Send(ss.s.ctx, msg); err != nil {
+		ss.fail(websocket.CloseInternalServerErr, "publish: "+err.Error())
+		return
+	}
+	e.sent.Add(1)
+	ss.s.metrics.Published.Inc()
+}
+
+// errClaim marks a claim the dApp did not sign, or signed wrongly, in time.
+var errClaim = errors.New("claim")
+
+// claimSigner asks the dApp to sign a claim: a claim-request text frame out,
+// a claim text frame back within ClaimTimeout. The signature is checked here
+// — 65 bytes, v 27 or 28, recovering to the session's addr over the digest —
+// because the broker answers a bad claim by blocklisting this node.
+func (ss *session) claimSigner() bps.ClaimSigner {
+	return func(ctx context.Context, challenge []byte, broker swarm.Address, index uint64) ([]byte, error) {
+		digest := bps.ClaimDigest(challenge, broker, index)
+		select {
+		case <-ss.claims: // a late answer to an earlier request
+		default:
+		}
+		ss.claimOK.Store(true)
+		defer ss.claimOK.Store(false)
+		if !ss.sendControl(claimRequest{
+			Type:      typeClaimRequest,
+			Topic:     hex.EncodeToString(ss.plan.spec.Topic),
+			Addr:      hex.EncodeToString(ss.plan.addr),
+			Broker:    broker.String(),
+			Challenge: hex.EncodeToString(challenge),
+			Index:     index,
+			Digest:    hex.EncodeToString(digest),
+		}) {
+			return nil, fmt.Errorf("%w: session queue full", errClaim)
+		}
+		t := time.NewTimer(ss.s.opts.ClaimTimeout)
+		defer t.Stop()
+		select {
+		case sig := <-ss.claims:
+			if err := verifyClaim(sig, digest, ss.plan.addr); err != nil {
+				return nil, err
+			}
+			return sig, nil
+		case <-t.C:
+			return nil, fmt.Errorf("%w: no claim within %s", errClaim, ss.s.opts.ClaimTimeout)
+		case <-ss.quit:
+			return nil, fmt.Errorf("%w: session closed", errClaim)
+		case <-ctx.Done():
+			return nil, ctx.Err()
+		}
+	}
+}
+
+// verifyClaim checks a claim signature as the broker will.
+func verifyClaim(sig, digest, addr []byte) error {
+	if len(sig) != swarm.SocSignatureSize {
+		return fmt.Errorf("%w: signature is %d bytes, want 65 (r ‖ s ‖ v)", errClaim, len(sig))
+	}
+	if v := sig[64]; v != 27 && v != 28 {
+		return fmt.Errorf("%w: signature v is %d, want 27 or 28", errClaim, v)
+	}
+	pub, err := crypto.Recover(sig, digest)
+	if err != nil {
+		return fmt.Errorf("%w: signature does not recover: %w", errClaim, err)
+	}
+	signer, err := crypto.NewEthereumAddress(*pub)
+	if err != nil {
+		return fmt.Errorf("%w: %w", errClaim, err)
+	}
+	if !bytes.Equal(signer, addr) {
+		return fmt.Errorf("%w: signed by %x, not by addr %x", errClaim, signer, addr)
+	}
+	return nil
+}

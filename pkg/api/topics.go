@@ -1,0 +1,140 @@
+// Copyright 2026 The BPS Authors. All rights reserved.
+// Use of this source code is governed by a BSD-style
+// license that can be found in the LICENSE file.
+
+package api
+
+import (
+	"encoding/hex"
+	"net/http"
+	"slices"
+	"strings"
+	"time"
+
+	"github.com/ethersphere/bee/v2/pkg/jsonhttp"
+	"github.com/ethersphere/bps/pkg/bps"
+)
+
+// topicInfo is one entry of GET /pubsub/. topicAddress, mode, role and
+// connections are the fields the GSOC client reads (bee-js); the rest is
+// this node's.
+type topicInfo struct {
+	TopicAddress string `json:"topicAddress"`
+	// Mode is the cohort's binding number (SWIP-60 TopicBinding): ANCHOR = 1
+	// is the GSOC client's mode 1, FEED_TOPIC = 4.
+	Mode int `json:"mode"`
+	// Role is this node's: broker (it brokers the cohort), subscriber (a
+	// subscriber stream its sessions share) or publisher (a publisher stream
+	// its sessions share).
+	Role string `json:"role"`
+	// Connections: broker — the streams attached; subscriber and publisher —
+	// the WebSocket sessions sharing the stream.
+	Connections int    `json:"connections"`
+	Binding     string `json:"binding"`
+	Admin       string `json:"admin,omitempty"`
+	Cohort      string `json:"cohort"`           // short name of the canonical spec
+	Broker      string `json:"broker,omitempty"` // subscriber, publisher: the broker's overlay
+	Addr        string `json:"addr,omitempty"`   // publisher: the address it publishes as
+	Streams     int    `json:"streams"`          // p2p streams behind the entry
+
+	// broker
+	Subscribers *int         `json:"subscribers,omitempty"`
+	Publishers  *int         `json:"publishers,omitempty"`
+	Cursor      *uint64      `json:"cursor,omitempty"`
+	Accepted    *uint64      `json:"accepted,omitempty"`
+	Counters    bps.Counters `json:"counters,omitempty"`
+	Created     *time.Time   `json:"created,omitempty"`
+	LastAccept  *time.Time   `json:"lastAccept,omitempty"`
+
+	// subscriber, publisher
+	Received *uint64 `json:"received,omitempty"` // deliveries handed to the sessions
+	Dropped  *uint64 `json:"dropped,omitempty"`  // deliveries the subscription dropped (stale, invalid)
+	Sent     *uint64 `json:"sent,omitempty"`     // frames published
+}
+
+type topicsResponse struct {
+	Topics []topicInfo `json:"topics"`
+}
+
+func ptr[T any](v T) *T { return &v }
+
+// topicsHandler serves GET /pubsub/: the cohorts this node brokers, then the
+// subscriber and publisher streams its sessions share.
+func (s *Server) topicsHandler(w http.ResponseWriter, _ *http.Request) {
+	out := topicsResponse{Topics: []topicInfo{}}
+	for _, c := range s.svc.Cohorts() {
+		t := specInfo(c.Spec)
+		t.Role = "broker"
+		t.Connections = c.Subscribers + c.Publishers
+		t.Streams = t.Connections
+		t.Subscribers, t.Publishers = ptr(c.Subscribers), ptr(c.Publishers)
+		t.Accepted, t.Counters = ptr(c.Accepted), c.Counters
+		t.Created, t.LastAccept = ptr(c.Created.UTC()), ptr(c.LastAccept.UTC())
+		if !c.Spec.Implicit() {
+			t.Cursor = ptr(c.Cursor)
+		}
+		out.Topics = append(out.Topics, t)
+	}
+
+	s.mu.Lock()
+	hubs := make([]*hub, 0, len(s.hubs))
+	for _, h := range s.hubs {
+		hubs = append(hubs, h)
+	}
+	pubs := make([]*pubStream, 0, len(s.pubs))
+	for _, e := range s.pubs {
+		pubs = append(pubs, e)
+	}
+	s.mu.Unlock()
+	slices.SortFunc(hubs, func(a, b *hub) int { return strings.Compare(a.key, b.key) })
+	slices.SortFunc(pubs, func(a, b *pubStream) int { return strings.Compare(a.key, b.key) })
+
+	for _, h := range hubs {
+		if !isClosed(h.ready) || h.err != nil {
+			continue // still joining
+		}
+		t := specInfo(h.spec)
+		t.Role = "subscriber"
+		t.Connections = h.count()
+		t.Streams = 1
+		t.Broker = h.broker.String()
+		t.Received, t.Dropped = ptr(h.delivered.Load()), ptr(h.sub.Dropped())
+		out.Topics = append(out.Topics, t)
+	}
+	for _, e := range pubs {
+		if !isClosed(e.ready) || e.err != nil {
+			continue
+		}
+		t := specInfo(e.spec)
+		t.Role = "publisher"
+		t.Connections = e.count()
+		t.Streams = 1
+		t.Broker = e.broker.String()
+		t.Addr = hex.EncodeToString(e.addr)
+		t.Sent = ptr(e.sent.Load())
+		out.Topics = append(out.Topics, t)
+	}
+	jsonhttp.OK(w, out)
+}
+
+func specInfo(sp *bps.Spec) topicInfo {
+	t := topicInfo{
+		TopicAddress: hex.EncodeToString(sp.Topic),
+		Mode:         int(sp.Binding),
+		Binding:      bindingName(sp.Binding),
+		Cohort:       sp.String(),
+	}
+	if !sp.Implicit() {
+		t.Admin = hex.EncodeToString(sp.Admin)
+	}
+	return t
+}
+
+func isClosed(c <-chan struct{}) bool {
+	select {
+	case <-c:
+		return true
+	default:
+		return false
+	}
+}
