@@ -199,15 +199,27 @@ func (cs *clientStream) abort() {
 	})
 }
 
+// closeWait bounds how long a clean close waits for the broker's side.
+const closeWait = 5 * time.Second
+
 // closeClean ends the stream cleanly: our side closes, the broker sees EOF
-// and closes its own. It waits for the reader to end.
+// and closes its own. It waits for the reader to end, at most closeWait,
+// then resets.
 func (cs *clientStream) closeClean() error {
 	cs.quitOnce.Do(func() {
 		close(cs.quit)
 		_ = cs.stream.Close()
 	})
-	<-cs.done
-	return nil
+	t := time.NewTimer(closeWait)
+	defer t.Stop()
+	select {
+	case <-cs.done:
+		return nil
+	case <-t.C:
+		_ = cs.stream.Reset()
+		<-cs.done
+		return fmt.Errorf("bps: close: broker did not end the stream within %s", closeWait)
+	}
 }
 
 // Done is closed when the stream has ended.

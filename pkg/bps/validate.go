@@ -323,3 +323,23 @@ func validate(sp *Spec, m *pb.Message, cursor uint64) (uint64, verdict) {
 	pub, v := check(sp, m, sp.Admin, staticAuthority{sp: sp, cursor: cursor})
 	return pub.index, v
 }
+
+// anyPublisher admits every owner: what a node can check of a publication
+// without the cohort's roster.
+type anyPublisher struct{}
+
+func (anyPublisher) isPublisher([]byte) bool  { return true }
+func (anyPublisher) feedCursor([]byte) uint64 { return 0 }
+func (anyPublisher) serviceNext() uint64      { return 0 }
+
+// Verify checks a publication as a broker would before it is sent on a
+// stream publishing as addr: the binding's SOC shape, a valid signature, and
+// addr as its owner. Cursors, dedup and the roster are the broker's. A
+// bridge uses it to refuse a dApp's bad frame locally rather than let the
+// broker count it against the node.
+func (sp *Spec) Verify(m *pb.Message, addr []byte) error {
+	if _, v := check(sp, m, addr, anyPublisher{}); v != accepted {
+		return fmt.Errorf("bps: publication refused: %s", v.counter())
+	}
+	return nil
+}
