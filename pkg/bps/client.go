@@ -286,10 +286,13 @@ func (cs *clientStream) run(h handle, read func(fr *frameReader) error, fr *fram
 // ErrEndOfStream ends a subscription whose admin published END_OF_STREAM.
 var ErrEndOfStream = errors.New("bps: the admin ended the cohort")
 
-// Subscription is a subscriber stream to a broker.
-type Subscription struct {
-	clientStream
+// receiver verifies what a broker delivers on a client stream and hands it
+// to the stream's owner: a subscription's every delivery, a publisher's
+// deliveries from other publishers (SWIP-60: publishers receive).
+type receiver struct {
+	*clientStream
 	c        chan Delivery
+	keep     bool // deliver on c; false: verify and discard
 	received atomic.Uint64
 	dropped  atomic.Uint64
 	faults   atomic.Uint64
@@ -302,8 +305,21 @@ type Subscription struct {
 	roster  map[string]struct{}
 }
 
+func (rc *receiver) init(cs *clientStream, keep bool) {
+	rc.clientStream, rc.keep, rc.c = cs, keep, make(chan Delivery, cs.s.opts.QueueLen)
+	if !(cs.spec.Binding == pb.TopicBinding_FEED_TOPIC && cs.spec.explicit()) {
+		rc.seen = newWindow(cs.s.opts.DedupWindow)
+	}
+}
+
+// Subscription is a subscriber stream to a broker.
+type Subscription struct {
+	clientStream
+	receiver
+}
+
 // authority of a subscription: the admin and the roster it has received.
-func (sub *Subscription) isPublisher(owner []byte) bool {
+func (sub *receiver) isPublisher(owner []byte) bool {
 	if bytes.Equal(owner, sub.spec.Admin) {
 		return true
 	}
@@ -313,14 +329,14 @@ func (sub *Subscription) isPublisher(owner []byte) bool {
 	return ok
 }
 
-func (sub *Subscription) feedCursor(owner []byte) uint64 {
+func (sub *receiver) feedCursor(owner []byte) uint64 {
 	return sub.s.cursors.get(sub.spec.feedKey(owner))
 }
 
-func (sub *Subscription) serviceNext() uint64 { return sub.svcNext }
+func (sub *receiver) serviceNext() uint64 { return sub.svcNext }
 
 // Roster is the publisher set the subscription holds (admin excluded).
-func (sub *Subscription) Roster() [][]byte {
+func (sub *receiver) Roster() [][]byte {
 	sub.mu.Lock()
 	defer sub.mu.Unlock()
 	out := make([][]byte, 0, len(sub.roster))
@@ -332,7 +348,7 @@ func (sub *Subscription) Roster() [][]byte {
 }
 
 // LivenessFaults counts gaps seen in the service feed.
-func (sub *Subscription) LivenessFaults() uint64 { return sub.faults.Load() }
+func (sub *receiver) LivenessFaults() uint64 { return sub.faults.Load() }
 
 // Subscribe joins the cohort sp at broker as a subscriber. Deliveries that
 // pass re-verification against sp and this node's cursor for (topic, admin)
@@ -344,14 +360,9 @@ func (s *Service) Subscribe(ctx context.Context, broker swarm.Address, sp *Spec)
 	if err != nil {
 		return nil, err
 	}
-	sub := &Subscription{
-		clientStream: clientStream{s: s, broker: broker, spec: sp, stream: stream, started: time.Now(),
-			quit: make(chan struct{}), done: make(chan struct{})},
-		c: make(chan Delivery, s.opts.QueueLen),
-	}
-	if !(sp.Binding == pb.TopicBinding_FEED_TOPIC && sp.explicit()) {
-		sub.seen = newWindow(s.opts.DedupWindow)
-	}
+	sub := &Subscription{clientStream: clientStream{s: s, broker: broker, spec: sp, stream: stream, started: time.Now(),
+		quit: make(chan struct{}), done: make(chan struct{})}}
+	sub.receiver.init(&sub.clientStream, true)
 	if err := sub.run(sub, sub.readOne, fr, func() { close(sub.c) }); err != nil {
 		return nil, err
 	}
@@ -360,17 +371,17 @@ func (s *Service) Subscribe(ctx context.Context, broker swarm.Address, sp *Spec)
 
 // C delivers verified feed updates in the order the broker sent them; it is
 // closed when the subscription ends.
-func (sub *Subscription) C() <-chan Delivery { return sub.c }
+func (sub *receiver) C() <-chan Delivery { return sub.c }
 
 // Close ends the subscription cleanly and waits for it.
 func (sub *Subscription) Close() error { return sub.closeClean() }
 
 // Received and Dropped count deliveries accepted and dropped (stale, or
 // failing verification) by this subscription.
-func (sub *Subscription) Received() uint64 { return sub.received.Load() }
+func (sub *receiver) Received() uint64 { return sub.received.Load() }
 
 // Dropped counts deliveries this subscription dropped.
-func (sub *Subscription) Dropped() uint64 { return sub.dropped.Load() }
+func (sub *receiver) Dropped() uint64 { return sub.dropped.Load() }
 
 // feedKey names the subscriber cursor of a publisher feed: (topic, owner).
 func (sp *Spec) feedKey(owner []byte) string { return string(sp.Topic) + string(owner) }
@@ -382,7 +393,7 @@ func (sp *Spec) feedKey(owner []byte) string { return string(sp.Topic) + string(
 // within the dedup window. Service SOCs update the roster; a gap in the
 // service feed is reported; END_OF_STREAM ends the subscription after it is
 // delivered.
-func (sub *Subscription) readOne(fr *frameReader) error {
+func (sub *receiver) readOne(fr *frameReader) error {
 	s := sub.s
 	msg := new(pb.Message)
 	if err := fr.read(msg); err != nil {
@@ -417,10 +428,12 @@ func (sub *Subscription) readOne(fr *frameReader) error {
 	sub.received.Add(1)
 	s.metrics.ClientReceived.Inc()
 	s.trace(Event{Kind: EventDeliver, Cohort: sub.spec.String(), Peer: sub.broker, Index: pub.index})
-	select {
-	case sub.c <- d:
-	case <-sub.quit:
-		return ErrClosed
+	if sub.keep {
+		select {
+		case sub.c <- d:
+		case <-sub.quit:
+			return ErrClosed
+		}
 	}
 	if pub.service != nil && pub.service.Kind == pb.ServiceKind_END_OF_STREAM {
 		return ErrEndOfStream
@@ -429,7 +442,7 @@ func (sub *Subscription) readOne(fr *frameReader) error {
 }
 
 // applyService moves the service cursor and takes a roster.
-func (sub *Subscription) applyService(svc *pb.ServiceMessage) {
+func (sub *receiver) applyService(svc *pb.ServiceMessage) {
 	sub.svcSeen = true
 	sub.svcNext = svc.Index + 1
 	if svc.Kind != pb.ServiceKind_ROSTER {
@@ -464,11 +477,18 @@ type PublishOptions struct {
 	// Index is the publisher's cursor: its next update has at least this
 	// index. It is signed into the claim and moves the broker's cursor.
 	Index uint64
+	// Receive delivers, on C, what the broker sends this stream: the
+	// messages of the cohort's other publishers (SWIP-60; under SWIP-74
+	// there are none). Without it they are verified and discarded; with it
+	// the caller must drain C, or the broker resets the stream when its
+	// queue fills.
+	Receive bool
 }
 
 // Publisher is a claimed publisher stream to a broker.
 type Publisher struct {
 	clientStream
+	receiver
 	addr    []byte
 	writeMu sync.Mutex
 }
@@ -533,10 +553,8 @@ func (s *Service) Publish(ctx context.Context, broker swarm.Address, sp *Spec, o
 			quit: make(chan struct{}), done: make(chan struct{})},
 		addr: bytes.Clone(o.Addr),
 	}
-	// A publisher stream receives nothing once claimed; frames fanned out to
-	// it before the broker read the claim are discarded.
-	discard := func(fr *frameReader) error { return fr.read(new(pb.Message)) }
-	if err := p.run(p, discard, fr, func() {}); err != nil {
+	p.receiver.init(&p.clientStream, o.Receive)
+	if err := p.run(p, p.readOne, fr, func() { close(p.c) }); err != nil {
 		return nil, err
 	}
 	return p, nil
