@@ -231,7 +231,7 @@ func (s *Service) readLoop(m *member, fr *frameReader) error {
 		switch v {
 		case accepted:
 			s.metrics.Accepted.Inc()
-			s.trace(Event{Kind: EventAccept, Cohort: c.spec.String(), Peer: m.peer, Index: pub.index})
+			s.trace(Event{Kind: EventAccept, Cohort: c.spec.String(), Peer: m.peer, Index: pub.index, Service: pub.service != nil})
 			continue
 		case retransmit:
 			s.count(c, CounterRetransmit)

@@ -297,11 +297,11 @@ type receiver struct {
 	dropped  atomic.Uint64
 	faults   atomic.Uint64
 
-	// reader goroutine only, except roster (mu)
-	seen    *window // dedup bindings
+	seen *window // dedup bindings; reader goroutine only
+
+	mu      sync.Mutex // the service feed as this stream knows it
 	svcNext uint64
 	svcSeen bool
-	mu      sync.Mutex
 	roster  map[string]struct{}
 }
 
@@ -333,7 +333,11 @@ func (sub *receiver) feedCursor(owner []byte) uint64 {
 	return sub.s.cursors.get(sub.spec.feedKey(owner))
 }
 
-func (sub *receiver) serviceNext() uint64 { return sub.svcNext }
+func (sub *receiver) serviceNext() uint64 {
+	sub.mu.Lock()
+	defer sub.mu.Unlock()
+	return sub.svcNext
+}
 
 // Roster is the publisher set the subscription holds (admin excluded).
 func (sub *receiver) Roster() [][]byte {
@@ -404,8 +408,7 @@ func (sub *receiver) readOne(fr *frameReader) error {
 	if v == accepted {
 		switch {
 		case pub.service != nil:
-			d.Gap = sub.svcSeen && pub.index > sub.svcNext
-			sub.applyService(pub.service)
+			d.Gap = !sub.applyService(pub.service)
 		case sub.seen != nil:
 			if !sub.seen.add(pub.dedup) {
 				v = retransmit
@@ -427,7 +430,7 @@ func (sub *receiver) readOne(fr *frameReader) error {
 	}
 	sub.received.Add(1)
 	s.metrics.ClientReceived.Inc()
-	s.trace(Event{Kind: EventDeliver, Cohort: sub.spec.String(), Peer: sub.broker, Index: pub.index})
+	s.trace(Event{Kind: EventDeliver, Cohort: sub.spec.String(), Peer: sub.broker, Index: pub.index, Service: pub.service != nil})
 	if sub.keep {
 		select {
 		case sub.c <- d:
@@ -441,20 +444,22 @@ func (sub *receiver) readOne(fr *frameReader) error {
 	return nil
 }
 
-// applyService moves the service cursor and takes a roster.
-func (sub *receiver) applyService(svc *pb.ServiceMessage) {
-	sub.svcSeen = true
-	sub.svcNext = svc.Index + 1
-	if svc.Kind != pb.ServiceKind_ROSTER {
-		return
-	}
-	roster := make(map[string]struct{}, len(svc.Publishers))
-	for _, p := range svc.Publishers {
-		roster[string(p)] = struct{}{}
-	}
+// applyService moves the service cursor and takes a roster. It reports
+// false if updates were missed before this one (a gap).
+func (sub *receiver) applyService(svc *pb.ServiceMessage) bool {
 	sub.mu.Lock()
-	sub.roster = roster
-	sub.mu.Unlock()
+	defer sub.mu.Unlock()
+	contiguous := !sub.svcSeen || svc.Index <= sub.svcNext
+	sub.svcSeen = true
+	sub.svcNext = max(sub.svcNext, svc.Index+1)
+	if svc.Kind == pb.ServiceKind_ROSTER {
+		roster := make(map[string]struct{}, len(svc.Publishers))
+		for _, p := range svc.Publishers {
+			roster[string(p)] = struct{}{}
+		}
+		sub.roster = roster
+	}
+	return contiguous
 }
 
 // ClaimSigner signs a claim: the bytes ClaimDigest(challenge, broker, index)
@@ -490,7 +495,36 @@ type Publisher struct {
 	clientStream
 	receiver
 	addr    []byte
+	sign    ClaimSigner
+	index   uint64
 	writeMu sync.Mutex
+}
+
+// Reclaim sends the claim again on this stream: under SWIP-60 a claim by an
+// address the roster does not yet name leaves the stream a spectator, and
+// the grantee claims again once it sees itself in a roster.
+func (p *Publisher) Reclaim(ctx context.Context) error {
+	if !p.spec.explicit() {
+		return nil
+	}
+	held := p.s.challenges.get(p.broker.ByteString() + p.spec.key + string(p.addr))
+	if held == nil {
+		return errors.New("bps: no challenge held for this stream")
+	}
+	sig, err := p.sign(ctx, held, p.broker, p.index)
+	if err != nil {
+		return fmt.Errorf("sign claim: %w", err)
+	}
+	claim, err := ClaimFromSignature(p.addr, p.index, sig)
+	if err != nil {
+		return err
+	}
+	p.writeMu.Lock()
+	defer p.writeMu.Unlock()
+	return p.s.withDeadline(ctx, p.stream, p.s.opts.WriteTimeout, func() error {
+		_, err := p.stream.Write(encodeFrame(claim))
+		return err
+	})
 }
 
 // Publish joins sp at broker declaring o.Addr and claims the stream: in the
@@ -551,7 +585,9 @@ func (s *Service) Publish(ctx context.Context, broker swarm.Address, sp *Spec, o
 	p := &Publisher{
 		clientStream: clientStream{s: s, broker: broker, spec: sp, stream: stream, started: time.Now(),
 			quit: make(chan struct{}), done: make(chan struct{})},
-		addr: bytes.Clone(o.Addr),
+		addr:  bytes.Clone(o.Addr),
+		sign:  o.Sign,
+		index: o.Index,
 	}
 	p.receiver.init(&p.clientStream, o.Receive)
 	if err := p.run(p, p.readOne, fr, func() { close(p.c) }); err != nil {
@@ -566,6 +602,15 @@ func (p *Publisher) Send(ctx context.Context, msg *pb.Message) error {
 	frame := encodeFrame(msg)
 	if len(frame) > MaxFrameSize {
 		return fmt.Errorf("bps: frame of %d bytes exceeds %d", len(frame), MaxFrameSize)
+	}
+	if p.spec.explicit() && bytes.Equal(p.addr, p.spec.Admin) {
+		// The admin's own stream never gets its service SOCs back: it
+		// takes its roster from what it sends.
+		if len(msg.Data) >= socHeaderSize {
+			if svc := asService(p.spec, msg); svc != nil {
+				defer p.applyService(svc)
+			}
+		}
 	}
 	p.writeMu.Lock()
 	defer p.writeMu.Unlock()

@@ -42,6 +42,7 @@ type Event struct {
 	Status  string        // EventJoin: OK, FULL, REJECTED
 	Counter Counter       // EventDrop
 	Index   uint64        // EventAccept, EventDeliver
+	Service bool          // EventAccept, EventDeliver: a service SOC
 	Err     error
 }
 
