@@ -1,0 +1,367 @@
+// Copyright 2026 The BPS Authors. All rights reserved.
+// Use of this source code is governed by a BSD-style
+// license that can be found in the LICENSE file.
+
+package main
+
+import (
+	"context"
+	"crypto/rand"
+	"encoding/hex"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"os"
+	"os/signal"
+	"path/filepath"
+	"sync"
+	"syscall"
+	"time"
+
+	"github.com/ethersphere/bee/v2/pkg/log"
+	"github.com/ethersphere/bee/v2/pkg/metrics"
+	"github.com/ethersphere/bee/v2/pkg/p2p"
+	"github.com/ethersphere/bee/v2/pkg/swarm"
+	"github.com/ethersphere/bps/pkg/devchain"
+	"github.com/ethersphere/bps/pkg/node"
+	"github.com/prometheus/client_golang/prometheus"
+	"github.com/spf13/cobra"
+)
+
+const (
+	optionNameDevNodes    = "nodes"
+	optionNameDevInfoFile = "info-file"
+
+	// devNetworkID is the dev cluster's private Swarm network id ("bp").
+	devNetworkID = 0x6270
+	// devConnectTimeout bounds the wait for every node to reach the broker.
+	devConnectTimeout = 30 * time.Second
+)
+
+// devCluster is what the dev command prints and writes to --info-file. The
+// first node is the broker.
+type devCluster struct {
+	Nodes []devNode `json:"nodes"`
+
+	dataDir string // removed at exit
+}
+
+type devNode struct {
+	Name      string   `json:"name"`
+	API       string   `json:"api"`
+	Overlay   string   `json:"overlay"`
+	Underlays []string `json:"underlays"`
+}
+
+func (c *command) initDevCmd() {
+	cmd := &cobra.Command{
+		Use:   "dev",
+		Short: "Run a local BPS cluster on loopback (development only)",
+		Long: `Run a local cluster in one process, for development: a development chain
+on loopback (not a blockchain: no state, no transactions), a full-node
+broker and --nodes minus one more nodes that bootstrap from it, all with BPS,
+on a private network, with data directories in a temporary directory that is
+removed at exit. Prints each node's API URL, overlay and underlays, and
+writes them as JSON to --info-file (removed at exit too). Interrupt (Ctrl-C)
+or SIGTERM stops everything.`,
+		Args: cobra.NoArgs,
+		PreRunE: func(cmd *cobra.Command, _ []string) error {
+			return c.bindFlags(cmd)
+		},
+		RunE: func(cmd *cobra.Command, _ []string) error { return c.runDev(cmd) },
+	}
+	f := cmd.Flags()
+	f.Int(optionNameDevNodes, 3, "number of nodes, the broker included")
+	f.String(optionNameDevInfoFile, "", "write the nodes' addresses as JSON to this file")
+	f.String(optionNameAPIAddr, "127.0.0.1:0", "the broker's HTTP API address (other nodes take random loopback ports)")
+	f.Uint64(optionNameNetworkID, devNetworkID, "ID of the private Swarm network")
+	f.Uint64(optionNameBlockTime, 1, "development chain block time in seconds")
+	f.Bool(optionNameFullNode, true, "run the nodes other than the broker in full mode (false: light)")
+	f.String(optionNameVerbosity, "warn", "log verbosity level 0=silent, 1=error, 2=warn, 3=info, 4=debug, 5=trace")
+	f.StringSlice(optionNameCORSAllowedOrigins, []string{}, "origins with CORS headers enabled")
+	setBPSFlags(f, false)
+	c.root.AddCommand(cmd)
+}
+
+func (c *command) runDev(cmd *cobra.Command) (err error) {
+	v := c.config
+	count := v.GetInt(optionNameDevNodes)
+	if count < 1 {
+		return fmt.Errorf("--%s must be at least 1", optionNameDevNodes)
+	}
+	blockTime := time.Duration(v.GetUint64(optionNameBlockTime)) * time.Second
+	if blockTime <= 0 {
+		return fmt.Errorf("--%s must be positive", optionNameBlockTime)
+	}
+	verbosity := v.GetString(optionNameVerbosity)
+	if _, err := node.ParseVerbosity(verbosity); err != nil {
+		return err
+	}
+	out := cmd.OutOrStdout()
+
+	ctx, stop := signal.NotifyContext(cmd.Context(), os.Interrupt, syscall.SIGTERM)
+	defer stop()
+
+	// Everything started is stopped in reverse order on the way out.
+	var cleanup []func() error
+	defer func() {
+		stop() // a second signal during cleanup ends the process
+		for i := len(cleanup) - 1; i >= 0; i-- {
+			err = errors.Join(err, cleanup[i]())
+		}
+	}()
+
+	logger, err := node.NewLogger(verbosity, out, "devchain")
+	if err != nil {
+		return err
+	}
+	chain, err := devchain.New(devchain.Options{BlockTime: blockTime, Logger: logger})
+	if err != nil {
+		return err
+	}
+	if err := chain.Start(ctx); err != nil {
+		return err
+	}
+	cleanup = append(cleanup, chain.Close)
+
+	dataDir, err := os.MkdirTemp("", "bee-bps-dev-")
+	if err != nil {
+		return err
+	}
+	cleanup = append(cleanup, func() error { return os.RemoveAll(dataDir) })
+	password, err := randomPassword()
+	if err != nil {
+		return err
+	}
+
+	cluster := devCluster{dataDir: dataDir}
+	watch := newPeerWatch()
+	plugin := bpsPlugin(bpsOptions(v))
+	var broker *node.Node
+	var bootnodes []string
+	for i := range count {
+		name := fmt.Sprintf("node-%d", i)
+		if i == 0 {
+			name = "broker"
+		}
+		cfg := node.DefaultConfig()
+		cfg.Name = name
+		cfg.DataDir = filepath.Join(dataDir, name)
+		cfg.Password = password
+		cfg.APIAddr = "127.0.0.1:0"
+		cfg.P2PAddr = "127.0.0.1:0"
+		cfg.NetworkID = v.GetUint64(optionNameNetworkID)
+		cfg.Bootnodes = bootnodes
+		cfg.FullNode = i == 0 || v.GetBool(optionNameFullNode)
+		cfg.AllowPrivateCIDRs = true
+		cfg.BlockchainRPCEndpoint = chain.URL()
+		cfg.BlockTime = chain.BlockTime()
+		cfg.SwapEnable = false
+		cfg.ChequebookEnable = false
+		cfg.StorageIncentivesEnable = false
+		cfg.WarmupTime = 0
+		cfg.CORSAllowedOrigins = v.GetStringSlice(optionNameCORSAllowedOrigins)
+		if cfg.Logger, err = node.NewLogger(verbosity, out, name); err != nil {
+			return err
+		}
+		cfg.Plugin = plugin
+		cfg.PubSubHandler = bpsPubSub(cfg.CORSAllowedOrigins)
+		if i == 0 {
+			cfg.APIAddr = v.GetString(optionNameAPIAddr)
+			cfg.Plugin = watch.wrap(plugin)
+		}
+
+		n, err := node.Start(ctx, cfg)
+		if err != nil {
+			if ctx.Err() != nil {
+				return nil // interrupted while starting
+			}
+			return fmt.Errorf("%s: %w", name, err)
+		}
+		cleanup = append(cleanup, n.Close)
+
+		info, err := describe(name, n)
+		if err != nil {
+			return err
+		}
+		cluster.Nodes = append(cluster.Nodes, info)
+		if i == 0 {
+			broker, bootnodes = n, info.Underlays
+		}
+	}
+
+	// Wait until every node is connected to the broker.
+	others := make([]swarm.Address, 0, count-1)
+	for _, info := range cluster.Nodes[1:] {
+		others = append(others, swarm.MustParseHexAddress(info.Overlay))
+	}
+	wctx, cancel := context.WithTimeout(ctx, devConnectTimeout)
+	err = watch.wait(wctx, others)
+	cancel()
+	if err != nil {
+		if ctx.Err() != nil {
+			return nil // interrupted while starting
+		}
+		fmt.Fprintf(out, "warning: not every node reached the broker: %v\n", err)
+	}
+
+	for _, info := range cluster.Nodes {
+		printDevNode(out, info)
+	}
+	if path := v.GetString(optionNameDevInfoFile); path != "" {
+		if err := writeJSON(path, cluster); err != nil {
+			return err
+		}
+		cleanup = append(cleanup, func() error { return os.Remove(path) })
+		fmt.Fprintf(out, "node addresses written to %s\n", path)
+	}
+	fmt.Fprintln(out, "dev cluster running; Ctrl-C to stop")
+	if c.devReady != nil {
+		c.devReady(cluster)
+	}
+
+	select {
+	case <-ctx.Done():
+	case <-broker.Done():
+		fmt.Fprintln(out, "the broker stopped syncing postage data")
+	}
+	fmt.Fprintln(out, "stopping the dev cluster")
+	return nil
+}
+
+// describe is a node's entry in the cluster info.
+func describe(name string, n *node.Node) (devNode, error) {
+	underlays, err := n.Underlays()
+	if err != nil {
+		return devNode{}, fmt.Errorf("%s: underlays: %w", name, err)
+	}
+	info := devNode{Name: name, API: n.APIURL(), Overlay: n.Overlay().String()}
+	for _, u := range underlays {
+		info.Underlays = append(info.Underlays, u.String())
+	}
+	return info, nil
+}
+
+func printDevNode(w io.Writer, n devNode) {
+	fmt.Fprintf(w, "%s\n  api      %s\n  overlay  %s\n", n.Name, n.API, n.Overlay)
+	for _, u := range n.Underlays {
+		fmt.Fprintf(w, "  underlay %s\n", u)
+	}
+}
+
+// writeJSON writes v to path through a temporary file in the same
+// directory, so a reader never sees half a file.
+func writeJSON(path string, v any) error {
+	b, err := json.MarshalIndent(v, "", "  ")
+	if err != nil {
+		return err
+	}
+	tmp, err := os.CreateTemp(filepath.Dir(path), filepath.Base(path)+".*")
+	if err != nil {
+		return err
+	}
+	_, err = tmp.Write(append(b, '\n'))
+	err = errors.Join(err, tmp.Close())
+	if err == nil {
+		err = os.Rename(tmp.Name(), path)
+	}
+	if err != nil {
+		_ = os.Remove(tmp.Name())
+		return fmt.Errorf("info file: %w", err)
+	}
+	return nil
+}
+
+func randomPassword() (string, error) {
+	b := make([]byte, 16)
+	if _, err := rand.Read(b); err != nil {
+		return "", err
+	}
+	return hex.EncodeToString(b), nil
+}
+
+// peerWatch learns, through a plugin's connect hooks, which peers a node is
+// connected to.
+type peerWatch struct {
+	mu      sync.Mutex // guards seen
+	seen    map[string]bool
+	changed chan struct{} // signalled after seen grows
+}
+
+func newPeerWatch() *peerWatch {
+	return &peerWatch{seen: make(map[string]bool), changed: make(chan struct{}, 1)}
+}
+
+// wrap makes the plugins f builds report their peers to w.
+func (w *peerWatch) wrap(f node.PluginFactory) node.PluginFactory {
+	return func(streamer p2p.Streamer, overlay swarm.Address, logger log.Logger) (node.Plugin, error) {
+		p, err := f(streamer, overlay, logger)
+		if err != nil {
+			return nil, err
+		}
+		return &watchedPlugin{Plugin: p, w: w}, nil
+	}
+}
+
+func (w *peerWatch) saw(p swarm.Address) {
+	w.mu.Lock()
+	w.seen[p.ByteString()] = true
+	w.mu.Unlock()
+	select {
+	case w.changed <- struct{}{}:
+	default:
+	}
+}
+
+// wait returns when every peer has been seen, or with ctx's error.
+func (w *peerWatch) wait(ctx context.Context, peers []swarm.Address) error {
+	for {
+		w.mu.Lock()
+		var missing []swarm.Address
+		for _, p := range peers {
+			if !w.seen[p.ByteString()] {
+				missing = append(missing, p)
+			}
+		}
+		w.mu.Unlock()
+		if len(missing) == 0 {
+			return nil
+		}
+		select {
+		case <-w.changed:
+		case <-ctx.Done():
+			return fmt.Errorf("%d peers missing (%v): %w", len(missing), missing, ctx.Err())
+		}
+	}
+}
+
+type watchedPlugin struct {
+	node.Plugin
+	w *peerWatch
+}
+
+// Metrics passes the wrapped plugin's metrics on.
+func (p *watchedPlugin) Metrics() []prometheus.Collector {
+	if mc, ok := p.Plugin.(metrics.Collector); ok {
+		return mc.Metrics()
+	}
+	return nil
+}
+
+func (p *watchedPlugin) Protocol() p2p.ProtocolSpec {
+	spec := p.Plugin.Protocol()
+	spec.ConnectIn = p.hook(spec.ConnectIn)
+	spec.ConnectOut = p.hook(spec.ConnectOut)
+	return spec
+}
+
+func (p *watchedPlugin) hook(next func(context.Context, p2p.Peer) error) func(context.Context, p2p.Peer) error {
+	return func(ctx context.Context, peer p2p.Peer) error {
+		p.w.saw(peer.Address)
+		if next == nil {
+			return nil
+		}
+		return next(ctx, peer)
+	}
+}

@@ -1,0 +1,217 @@
+// Copyright 2026 The BPS Authors. All rights reserved.
+// Use of this source code is governed by a BSD-style
+// license that can be found in the LICENSE file.
+
+package main
+
+import (
+	"os"
+	"path/filepath"
+	"slices"
+	"strings"
+	"testing"
+	"time"
+
+	chaincfg "github.com/ethersphere/bee/v2/pkg/config"
+	"github.com/ethersphere/bps/pkg/bps"
+	"github.com/ethersphere/bps/pkg/node"
+)
+
+// parseStart runs start's configuration layer on args (and the BEE_…
+// environment the test set) without starting a node.
+func parseStart(t *testing.T, args ...string) (node.Config, bps.Options, bool, error) {
+	t.Helper()
+
+	c, err := newCommand(func(c *command) { c.homeDir = t.TempDir() })
+	if err != nil {
+		t.Fatal(err)
+	}
+	cmd, rest, err := c.root.Find(append([]string{"start"}, args...))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := cmd.ParseFlags(rest); err != nil {
+		return node.Config{}, bps.Options{}, false, err
+	}
+	if err := c.initConfig(); err != nil {
+		return node.Config{}, bps.Options{}, false, err
+	}
+	if err := cmd.PreRunE(cmd, nil); err != nil {
+		return node.Config{}, bps.Options{}, false, err
+	}
+	cfg, err := nodeConfig(c.config)
+	return cfg, bpsOptions(c.config), c.config.GetBool(optionNameBPSEnable), err
+}
+
+func writeFile(t *testing.T, name, content string) string {
+	t.Helper()
+
+	path := filepath.Join(t.TempDir(), name)
+	if err := os.WriteFile(path, []byte(content), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	return path
+}
+
+// Not parallel: the tests set BEE_… environment variables.
+
+func TestStartDefaultsAreBees(t *testing.T) {
+	cfg, o, enabled, err := parseStart(t, "--password", "x")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if enabled {
+		t.Error("bps-enable is on by default")
+	}
+	if cfg.NetworkID != chaincfg.Mainnet.NetworkID || cfg.BlockTime != 5*time.Second ||
+		!slices.Equal(cfg.Bootnodes, []string{"/dnsaddr/mainnet.ethswarm.org"}) || cfg.NeighborhoodSuggester == "" {
+		t.Errorf("mainnet defaults: %+v", cfg)
+	}
+	if cfg.APIAddr != "127.0.0.1:1633" || cfg.P2PAddr != ":1634" || cfg.PaymentThreshold != "13500000" ||
+		cfg.FullNode || cfg.SwapEnable || !cfg.ChequebookEnable || cfg.Verbosity != "info" ||
+		!strings.HasSuffix(cfg.DataDir, ".bee") || cfg.BlockchainRPCDialTimeout != 30*time.Second {
+		t.Errorf("defaults: %+v", cfg)
+	}
+	if o.MaxStreamsPerCohort != bps.DefaultMaxStreamsPerCohort || o.MaxCohorts != bps.DefaultMaxCohorts ||
+		o.MaxCohortsPerPeer != bps.DefaultMaxCohortsPerPeer || o.QueueLen != bps.DefaultQueueLen ||
+		o.Inactivity != bps.DefaultInactivity || o.ClaimDeadline != bps.DefaultClaimDeadline {
+		t.Errorf("bps defaults: %+v", o)
+	}
+}
+
+func TestStartFlagsEnvAndYAML(t *testing.T) {
+	yaml := writeFile(t, "bee.yaml", `
+data-dir: /from/yaml
+api-addr: 127.0.0.1:2633
+p2p-addr: 127.0.0.1:2634
+network-id: 4242
+mainnet: false
+bootnode:
+  - /ip4/10.0.0.1/tcp/1634/p2p/QmYZwEN3pFhsHjewqHt2tEtyviCHRk4qCgc6GyFMNc1URb
+full-node: true
+blockchain-rpc:
+  endpoint: http://from.nested.yaml
+  dial-timeout: 7s
+swap-enable: true
+verbosity: debug
+cors-allowed-origins: [https://a.example, https://b.example]
+block-time: 2
+bps-enable: true
+bps-max-cohorts: 7
+bps-inactivity: 3m
+`)
+	pwFile := writeFile(t, "password", "secret\n")
+	t.Setenv("BEE_BPS_QUEUE_LEN", "9")
+	t.Setenv("BEE_P2P_ADDR", "127.0.0.1:3634") // environment over file
+	t.Setenv("BEE_BPS_CLAIM_DEADLINE", "5s")
+
+	cfg, o, enabled, err := parseStart(t, "--config", yaml, "--password-file", pwFile,
+		"--api-addr", "127.0.0.1:4633", // flag over file
+		"--bps-max-streams-per-cohort", "5")
+	if err != nil {
+		t.Fatal(err)
+	}
+	want := map[string][2]any{
+		"data-dir":                    {cfg.DataDir, "/from/yaml"},
+		"api-addr":                    {cfg.APIAddr, "127.0.0.1:4633"},
+		"p2p-addr":                    {cfg.P2PAddr, "127.0.0.1:3634"},
+		"network-id":                  {cfg.NetworkID, uint64(4242)},
+		"full-node":                   {cfg.FullNode, true},
+		"blockchain-rpc-endpoint":     {cfg.BlockchainRPCEndpoint, "http://from.nested.yaml"},
+		"blockchain-rpc-dial-timeout": {cfg.BlockchainRPCDialTimeout, 7 * time.Second},
+		"swap-enable":                 {cfg.SwapEnable, true},
+		"verbosity":                   {cfg.Verbosity, "debug"},
+		"block-time":                  {cfg.BlockTime, 2 * time.Second},
+		"password-file":               {cfg.Password, "secret"},
+		"bps-enable":                  {enabled, true},
+		"bps-max-cohorts":             {o.MaxCohorts, 7},
+		"bps-inactivity":              {o.Inactivity, 3 * time.Minute},
+		"bps-queue-len":               {o.QueueLen, 9},
+		"bps-claim-deadline":          {o.ClaimDeadline, 5 * time.Second},
+		"bps-max-streams-per-cohort":  {o.MaxStreamsPerCohort, 5},
+	}
+	for name, v := range want {
+		if v[0] != v[1] {
+			t.Errorf("%s = %v, want %v", name, v[0], v[1])
+		}
+	}
+	if len(cfg.Bootnodes) != 1 || !strings.HasPrefix(cfg.Bootnodes[0], "/ip4/10.0.0.1/") {
+		t.Errorf("bootnode = %v", cfg.Bootnodes)
+	}
+	if !slices.Equal(cfg.CORSAllowedOrigins, []string{"https://a.example", "https://b.example"}) {
+		t.Errorf("cors-allowed-origins = %v", cfg.CORSAllowedOrigins)
+	}
+	if cfg.NeighborhoodSuggester != "" {
+		t.Errorf("neighborhood suggester off mainnet: %q", cfg.NeighborhoodSuggester)
+	}
+}
+
+func TestStartRPCEndpointForms(t *testing.T) {
+	flat := writeFile(t, "flat.yaml", "blockchain-rpc-endpoint: http://flat\n")
+	both := writeFile(t, "both.yaml", "blockchain-rpc-endpoint: http://flat\nblockchain-rpc:\n  endpoint: http://nested\n")
+
+	for _, tc := range []struct {
+		name string
+		args []string
+		env  string
+		want string
+	}{
+		{"flat yaml", []string{"--config", flat}, "", "http://flat"},
+		{"nested wins in yaml", []string{"--config", both}, "", "http://nested"},
+		{"flag wins", []string{"--config", both, "--blockchain-rpc-endpoint", "http://flag"}, "", "http://flag"},
+		{"environment", nil, "http://env", "http://env"},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			if tc.env != "" {
+				t.Setenv("BEE_BLOCKCHAIN_RPC_ENDPOINT", tc.env)
+			}
+			cfg, _, _, err := parseStart(t, append(tc.args, "--password", "x")...)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if cfg.BlockchainRPCEndpoint != tc.want {
+				t.Fatalf("endpoint %q, want %q", cfg.BlockchainRPCEndpoint, tc.want)
+			}
+		})
+	}
+}
+
+func TestStartRefuses(t *testing.T) {
+	unknown := writeFile(t, "unknown.yaml", "p2p-wss-enable: true\nautotls-domain: x\n")
+	for _, tc := range []struct {
+		name string
+		args []string
+		want string
+	}{
+		{"unsupported option in file", []string{"--config", unknown, "--password", "x"}, "unknown or unsupported parameters:\n\tautotls-domain\n\tp2p-wss-enable"},
+		{"network id on mainnet", []string{"--network-id", "5", "--password", "x"}, "does not match mainnet"},
+		{"no password", nil, "password or password-file is required"},
+		{"missing password file", []string{"--password-file", "/nonexistent"}, "password-file"},
+		{"unknown flag", []string{"--p2p-wss-enable"}, "unknown flag"},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			_, _, _, err := parseStart(t, tc.args...)
+			if err == nil || !strings.Contains(err.Error(), tc.want) {
+				t.Fatalf("got %v, want %q", err, tc.want)
+			}
+		})
+	}
+}
+
+func TestStartTestnetAndPrivateNetworks(t *testing.T) {
+	cfg, _, _, err := parseStart(t, "--mainnet=false", "--password", "x")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if cfg.NetworkID != chaincfg.Testnet.NetworkID || cfg.BlockTime != 12*time.Second ||
+		!slices.Equal(cfg.Bootnodes, []string{"/dnsaddr/testnet.ethswarm.org"}) {
+		t.Errorf("testnet: %+v", cfg)
+	}
+	cfg, _, _, err = parseStart(t, "--mainnet=false", "--network-id", "4242", "--block-time", "3", "--data-dir", "", "--verbosity", "5")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if cfg.NetworkID != 4242 || cfg.BlockTime != 3*time.Second || len(cfg.Bootnodes) != 0 || cfg.Password != "" || cfg.DataDir != "" {
+		t.Errorf("private network: %+v", cfg)
+	}
+}

@@ -1,0 +1,243 @@
+// Copyright 2026 The BPS Authors. All rights reserved.
+// Use of this source code is governed by a BSD-style
+// license that can be found in the LICENSE file.
+
+package main
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"errors"
+	"io"
+	"net"
+	"net/http"
+	"os"
+	"strings"
+	"sync"
+	"syscall"
+	"testing"
+	"time"
+
+	"github.com/ethersphere/bps/pkg/bps"
+	"github.com/ethersphere/bps/pkg/devchain"
+	"github.com/ethersphere/bps/pkg/node"
+)
+
+// lockedBuffer is the commands' output, written by several nodes at once.
+type lockedBuffer struct {
+	mu sync.Mutex
+	b  bytes.Buffer
+}
+
+func (l *lockedBuffer) Write(p []byte) (int, error) {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	return l.b.Write(p)
+}
+
+func (l *lockedBuffer) String() string {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	return l.b.String()
+}
+
+// run executes args in the background and returns the command's result.
+func run(ctx context.Context, t *testing.T, c *command, args ...string) (<-chan error, *lockedBuffer) {
+	t.Helper()
+
+	out := new(lockedBuffer)
+	c.root.SetOut(out)
+	c.root.SetErr(out)
+	c.root.SetArgs(args)
+	done := make(chan error, 1)
+	go func() { done <- c.root.ExecuteContext(ctx) }()
+	return done, out
+}
+
+func status(t *testing.T, url string) int {
+	t.Helper()
+
+	resp, err := http.Get(url)
+	if err != nil {
+		t.Fatal(err)
+	}
+	_, _ = io.Copy(io.Discard, resp.Body)
+	resp.Body.Close()
+	return resp.StatusCode
+}
+
+// TestStartRunsANode runs start against a development chain, with and
+// without bps-enable, and stops it by cancelling its context.
+func TestStartRunsANode(t *testing.T) {
+	if testing.Short() {
+		t.Skip("starts bee nodes")
+	}
+
+	chain, err := devchain.New(devchain.Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := chain.Start(context.Background()); err != nil {
+		t.Fatal(err)
+	}
+	defer chain.Close()
+
+	for _, enable := range []bool{true, false} {
+		ready := make(chan *node.Node, 1)
+		c, err := newCommand(func(c *command) {
+			c.homeDir = t.TempDir()
+			c.startReady = func(n *node.Node) { ready <- n }
+		})
+		if err != nil {
+			t.Fatal(err)
+		}
+		ctx, cancel := context.WithCancel(context.Background())
+		args := []string{"start",
+			"--data-dir", "", // keys and state in memory
+			"--api-addr", "127.0.0.1:0", "--p2p-addr", "127.0.0.1:0",
+			"--mainnet=false", "--network-id", "4242",
+			"--full-node", "--blockchain-rpc-endpoint", chain.URL(), "--block-time", "1",
+			"--swap-enable=false", "--chequebook-enable=false", "--storage-incentives-enable=false",
+			"--verbosity", "0",
+		}
+		if enable {
+			args = append(args, "--bps-enable", "--bps-max-cohorts", "3")
+		}
+		done, out := run(ctx, t, c, args...)
+
+		select {
+		case n := <-ready:
+			if _, ok := n.Plugin().(*bps.Service); ok != enable {
+				t.Errorf("bps-enable %v: plugin %T", enable, n.Plugin())
+			}
+			t.Logf("bps %v: node %s at %s, plugin %T", enable, n.Overlay(), n.APIURL(), n.Plugin())
+			if s := status(t, n.APIURL()+"/health"); s != http.StatusOK {
+				t.Errorf("/health: %d", s)
+			}
+			resp, err := http.Get(n.APIURL() + "/metrics")
+			if err != nil {
+				t.Fatal(err)
+			}
+			body, _ := io.ReadAll(resp.Body)
+			resp.Body.Close()
+			if got := strings.Contains(string(body), "\nbee_bps_"); got != enable {
+				t.Errorf("bps-enable %v: bee_bps_ metrics on /metrics: %v", enable, got)
+			}
+		case err := <-done:
+			t.Fatalf("start returned %v:\n%s", err, out)
+		case <-time.After(2 * time.Minute):
+			t.Fatalf("no node after two minutes:\n%s", out)
+		}
+		cancel()
+		if err := <-done; err != nil {
+			t.Fatalf("start: %v\n%s", err, out)
+		}
+	}
+}
+
+// TestDevCluster runs the dev cluster twice on the same broker API port:
+// the first run is stopped by SIGTERM, the second starts clean.
+func TestDevCluster(t *testing.T) {
+	if testing.Short() {
+		t.Skip("starts bee nodes")
+	}
+
+	l, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	apiAddr := l.Addr().String()
+	l.Close()
+	infoFile := t.TempDir() + "/nodes.json"
+
+	var dataDirs []string
+	for i, nodes := range []string{"2", "1"} {
+		ready := make(chan devCluster, 1)
+		c, err := newCommand(func(c *command) {
+			c.homeDir = t.TempDir()
+			c.devReady = func(d devCluster) { ready <- d }
+		})
+		if err != nil {
+			t.Fatal(err)
+		}
+		ctx, cancel := context.WithCancel(context.Background())
+		defer cancel()
+		done, out := run(ctx, t, c, "dev", "--nodes", nodes, "--info-file", infoFile, "--api-addr", apiAddr, "--verbosity", "0")
+
+		var cluster devCluster
+		select {
+		case cluster = <-ready:
+		case err := <-done:
+			t.Fatalf("run %d: dev returned %v:\n%s", i, err, out)
+		case <-time.After(2 * time.Minute):
+			t.Fatalf("run %d: no cluster after two minutes:\n%s", i, out)
+		}
+		dataDirs = append(dataDirs, cluster.dataDir)
+
+		b, err := os.ReadFile(infoFile)
+		if err != nil {
+			t.Fatal(err)
+		}
+		var info struct {
+			Nodes []struct {
+				Name      string   `json:"name"`
+				API       string   `json:"api"`
+				Overlay   string   `json:"overlay"`
+				Underlays []string `json:"underlays"`
+			} `json:"nodes"`
+		}
+		if err := json.Unmarshal(b, &info); err != nil {
+			t.Fatal(err)
+		}
+		if len(info.Nodes) != len(cluster.Nodes) || info.Nodes[0].Name != "broker" || info.Nodes[0].API != "http://"+apiAddr {
+			t.Fatalf("run %d: info file %s", i, b)
+		}
+		for _, n := range info.Nodes {
+			if len(n.Overlay) != 64 || len(n.Underlays) == 0 || status(t, n.API+"/health") != http.StatusOK {
+				t.Errorf("run %d: node %+v", i, n)
+			}
+		}
+		if i == 0 {
+			var peers struct {
+				Peers []struct {
+					Address string `json:"address"`
+				} `json:"peers"`
+			}
+			resp, err := http.Get(info.Nodes[0].API + "/peers")
+			if err != nil {
+				t.Fatal(err)
+			}
+			err = json.NewDecoder(resp.Body).Decode(&peers)
+			resp.Body.Close()
+			if err != nil || len(peers.Peers) != 1 || peers.Peers[0].Address != info.Nodes[1].Overlay {
+				t.Errorf("broker peers %+v (%v), want %s", peers, err, info.Nodes[1].Overlay)
+			}
+			// The dev command has registered for SIGTERM before reporting
+			// ready, so this reaches it, not the default handler.
+			if err := syscall.Kill(os.Getpid(), syscall.SIGTERM); err != nil {
+				t.Fatal(err)
+			}
+		} else {
+			cancel()
+		}
+
+		select {
+		case err := <-done:
+			if err != nil {
+				t.Fatalf("run %d: %v\n%s", i, err, out)
+			}
+		case <-time.After(time.Minute):
+			t.Fatalf("run %d: not stopped after a minute:\n%s", i, out)
+		}
+		if _, err := os.Stat(cluster.dataDir); !errors.Is(err, os.ErrNotExist) {
+			t.Errorf("run %d: data dir %s left behind: %v", i, cluster.dataDir, err)
+		}
+		if _, err := os.Stat(infoFile); !errors.Is(err, os.ErrNotExist) {
+			t.Errorf("run %d: info file left behind: %v", i, err)
+		}
+	}
+	if dataDirs[0] == dataDirs[1] {
+		t.Errorf("both runs used %s", dataDirs[0])
+	}
+}

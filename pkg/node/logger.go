@@ -1,0 +1,82 @@
+// Copyright 2026 The BPS Authors. All rights reserved.
+// Use of this source code is governed by a BSD-style
+// license that can be found in the LICENSE file.
+
+package node
+
+import (
+	"errors"
+	"fmt"
+	"io"
+	"strings"
+
+	"github.com/ethersphere/bee/v2/pkg/log"
+	"github.com/ethersphere/bee/v2/pkg/metrics"
+	beenode "github.com/ethersphere/bee/v2/pkg/node"
+)
+
+// ParseVerbosity reads bee's verbosity option: 0 or silent, 1 or error, 2 or
+// warn, 3 or info, 4 or debug, 5 or trace. Silent is log.VerbosityNone, for
+// which NewLogger discards everything.
+func ParseVerbosity(v string) (level log.Level, err error) {
+	switch strings.ToLower(strings.TrimSpace(v)) {
+	case "0", "silent":
+		return log.VerbosityNone, nil
+	case "1", "error":
+		return log.VerbosityError, nil
+	case "2", "warn":
+		return log.VerbosityWarning, nil
+	case "3", "info":
+		return log.VerbosityInfo, nil
+	case "4", "debug":
+		return log.VerbosityDebug, nil
+	case "5", "trace":
+		// bee maps trace to the first V level above debug.
+		return log.VerbosityDebug + 1, nil
+	}
+	return 0, fmt.Errorf("unknown verbosity level %q", v)
+}
+
+// NewLogger builds a logger the way NewBee needs it: bee's log defaults are
+// pinned first with log metrics on (NewBee registers the logger's metrics and
+// panics without them) and timestamps. name, if not empty, is added to every
+// line as node_name.
+func NewLogger(verbosity string, sink io.Writer, name string) (log.Logger, error) {
+	level, err := ParseVerbosity(verbosity)
+	if err != nil {
+		return nil, err
+	}
+	// Pins bee's process-wide defaults on the first call in the process;
+	// later calls, from here or anywhere, change nothing.
+	log.ModifyDefaults(log.WithTimestamp(), log.WithLogMetrics())
+	if level == log.VerbosityNone {
+		sink = io.Discard
+	}
+	l := log.NewLogger(beenode.LoggerName, log.WithSink(sink), log.WithVerbosity(level))
+	if name != "" {
+		return l.WithValues("node_name", name).Register(), nil
+	}
+	return l.Register(), nil
+}
+
+// errNoLogMetrics explains the panic checkLogMetrics prevents.
+var errNoLogMetrics = errors.New("logger has no log metrics: bee's log defaults were pinned (by a log.NewLogger call) before log.ModifyDefaults(log.WithLogMetrics()); build loggers with node.NewLogger, before any other logger in the process")
+
+// checkLogMetrics reports whether NewBee can register l's metrics. NewBee
+// calls Metrics on any logger that has it, and that panics on a logger built
+// without log metrics.
+func checkLogMetrics(l log.Logger) (err error) {
+	c, ok := l.(metrics.Collector)
+	if !ok {
+		return nil
+	}
+	defer func() {
+		if recover() != nil {
+			err = errNoLogMetrics
+		}
+	}()
+	if len(c.Metrics()) == 0 {
+		return errNoLogMetrics
+	}
+	return nil
+}
