@@ -15,7 +15,7 @@ build:
 
 .PHONY: run
 run:
-	$(GO) run ./cmd/bps-demo
+	$(GO) run -ldflags "$(LDFLAGS)" ./cmd/bee-bps dev --info-file bps-dev.json
 
 .PHONY: test
 test:

@@ -67,6 +67,7 @@ func newCommand(opts ...option) (*command, error) {
 	c.initVersionCmd()
 	c.initPubCmd()
 	c.initSubCmd()
+	c.initKeygenCmd()
 	return c, nil
 }
 

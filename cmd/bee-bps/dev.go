@@ -12,9 +12,11 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"net"
 	"os"
 	"os/signal"
 	"path/filepath"
+	"strconv"
 	"sync"
 	"syscall"
 	"time"
@@ -74,7 +76,7 @@ or SIGTERM stops everything.`,
 	f := cmd.Flags()
 	f.Int(optionNameDevNodes, 3, "number of nodes, the broker included")
 	f.String(optionNameDevInfoFile, "", "write the nodes' addresses as JSON to this file")
-	f.String(optionNameAPIAddr, "127.0.0.1:0", "the broker's HTTP API address (other nodes take random loopback ports)")
+	f.String(optionNameAPIAddr, "127.0.0.1:1633", "the broker's HTTP API address; node-i listens on the next port up (port+i), or on a random loopback port if the port is 0")
 	f.Uint64(optionNameNetworkID, devNetworkID, "ID of the private Swarm network")
 	f.Uint64(optionNameBlockTime, 1, "development chain block time in seconds")
 	f.Bool(optionNameFullNode, true, "run the nodes other than the broker in full mode (false: light)")
@@ -167,8 +169,10 @@ func (c *command) runDev(cmd *cobra.Command) (err error) {
 		}
 		cfg.Plugin = plugin
 		cfg.PubSubHandler = bpsPubSub(cfg.CORSAllowedOrigins)
+		if cfg.APIAddr, err = devAPIAddr(v.GetString(optionNameAPIAddr), i); err != nil {
+			return err
+		}
 		if i == 0 {
-			cfg.APIAddr = v.GetString(optionNameAPIAddr)
 			cfg.Plugin = watch.wrap(plugin)
 		}
 
@@ -364,4 +368,21 @@ func (p *watchedPlugin) hook(next func(context.Context, p2p.Peer) error) func(co
 		}
 		return next(ctx, peer)
 	}
+}
+
+// devAPIAddr is node i's API address: the broker's (i = 0), then the ports
+// above it; a zero port stays zero (random) for every node.
+func devAPIAddr(broker string, i int) (string, error) {
+	host, port, err := net.SplitHostPort(broker)
+	if err != nil {
+		return "", fmt.Errorf("--%s: %w", optionNameAPIAddr, err)
+	}
+	p, err := strconv.Atoi(port)
+	if err != nil || p < 0 || p+i > 65535 {
+		return "", fmt.Errorf("--%s: bad port %q", optionNameAPIAddr, port)
+	}
+	if p == 0 {
+		return broker, nil
+	}
+	return net.JoinHostPort(host, strconv.Itoa(p+i)), nil
 }

@@ -25,17 +25,47 @@ import (
 
 type clientFlags struct {
 	api, peer, topic, admin, gsocID, gsocOwner, fields string
+	cluster                                            string
+	node                                               int
 }
 
 func (f *clientFlags) register(cmd *cobra.Command) {
 	fl := cmd.Flags()
 	fl.StringVar(&f.api, "api", "http://127.0.0.1:1633", "the node's API URL")
-	fl.StringVar(&f.peer, "peer", "", "the broker: its underlay multiaddr (with /p2p/) or overlay hex (required)")
+	fl.StringVar(&f.peer, "peer", "", "the broker: its underlay multiaddr (with /p2p/) or overlay hex")
+	fl.StringVar(&f.cluster, "cluster", "", "a `bee-bps dev --info-file` file: the broker is its first node, the API that of --node")
+	fl.IntVar(&f.node, "node", 1, "with --cluster: which node's API to use (0 is the broker, which cannot join its own cohorts)")
 	fl.StringVar(&f.topic, "topic", "", "feed mode: the feed topic (64 hex characters, or a name hashed with keccak256); GSOC mode: the SOC address, or leave empty with --gsoc-id and --gsoc-owner")
 	fl.StringVar(&f.admin, "admin", "", "feed mode (a live stream): the admin's address; absent: GSOC mode")
 	fl.StringVar(&f.gsocID, "gsoc-id", "", "GSOC mode: the SOC id (hex, or a name hashed with keccak256)")
 	fl.StringVar(&f.gsocOwner, "gsoc-owner", "", "GSOC mode: the SOC owner's address (sub; pub uses its key's)")
-	_ = cmd.MarkFlagRequired("peer")
+}
+
+// resolve fills api and peer from a dev cluster's info file.
+func (f *clientFlags) resolve(cmd *cobra.Command) error {
+	if f.cluster != "" {
+		b, err := os.ReadFile(f.cluster)
+		if err != nil {
+			return fmt.Errorf("--cluster: %w", err)
+		}
+		var c devCluster
+		if err := json.Unmarshal(b, &c); err != nil {
+			return fmt.Errorf("--cluster: %w", err)
+		}
+		if len(c.Nodes) == 0 || f.node < 0 || f.node >= len(c.Nodes) || len(c.Nodes[0].Underlays) == 0 {
+			return fmt.Errorf("--cluster: no node %d, or no broker underlay", f.node)
+		}
+		if !cmd.Flags().Changed("api") {
+			f.api = c.Nodes[f.node].API
+		}
+		if f.peer == "" {
+			f.peer = c.Nodes[0].Underlays[0]
+		}
+	}
+	if f.peer == "" {
+		return errors.New("--peer (or --cluster) is required")
+	}
+	return nil
 }
 
 // hash32 reads 64 hex characters, or hashes anything else.
@@ -93,6 +123,9 @@ func (c *command) initSubCmd() {
 		Use:   "sub",
 		Short: "Subscribe to a cohort through a node's API and print what arrives",
 		RunE: func(cmd *cobra.Command, _ []string) error {
+			if err := f.resolve(cmd); err != nil {
+				return err
+			}
 			var owner []byte
 			if f.gsocOwner != "" {
 				var err error
@@ -166,6 +199,9 @@ func (c *command) initPubCmd() {
 		Use:   "pub [message ...]",
 		Short: "Publish through a node's API, signing locally; messages from the arguments, else one per line of stdin",
 		RunE: func(cmd *cobra.Command, args []string) error {
+			if err := f.resolve(cmd); err != nil {
+				return err
+			}
 			signer, err := loadSigner(keyHex, keyFile)
 			if err != nil {
 				return err
@@ -245,4 +281,33 @@ func loadSigner(keyHex, keyFile string) (crypto.Signer, error) {
 		return nil, errors.New("the key must be 32 bytes of hex")
 	}
 	return crypto.NewDefaultSigner(crypto.Secp256k1PrivateKeyFromBytes(b)), nil
+}
+
+func (c *command) initKeygenCmd() {
+	var out string
+	cmd := &cobra.Command{
+		Use:   "keygen",
+		Short: "Make a publisher key: writes the private key (hex) to --out and prints its address",
+		RunE: func(cmd *cobra.Command, _ []string) error {
+			pk, err := crypto.GenerateSecp256k1Key()
+			if err != nil {
+				return err
+			}
+			b, err := crypto.EncodeSecp256k1PrivateKey(pk)
+			if err != nil {
+				return err
+			}
+			addr, err := crypto.NewDefaultSigner(pk).EthereumAddress()
+			if err != nil {
+				return err
+			}
+			if err := os.WriteFile(out, []byte(hex.EncodeToString(b)+"\n"), 0o600); err != nil {
+				return err
+			}
+			fmt.Fprintln(cmd.OutOrStdout(), hex.EncodeToString(addr.Bytes()))
+			return nil
+		},
+	}
+	cmd.Flags().StringVar(&out, "out", "publisher.key", "where to write the private key")
+	c.root.AddCommand(cmd)
 }

@@ -1,0 +1,255 @@
+// Copyright 2026 The BPS Authors. All rights reserved.
+// Use of this source code is governed by a BSD-style
+// license that can be found in the LICENSE file.
+
+package main
+
+import (
+	"context"
+	"encoding/hex"
+	"encoding/json"
+	"fmt"
+	"net/http"
+	"net/url"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/ethersphere/bee/v2/pkg/crypto"
+	"github.com/ethersphere/bps/pkg/wsclient"
+	"github.com/gorilla/websocket"
+)
+
+// TestDevClusterPubSub runs the README's flow on real bee nodes over libp2p
+// on loopback: a dev cluster of a broker and three nodes; a WebSocket
+// publisher on node-1 reaches WebSocket subscribers on node-2 and node-3, in
+// feed mode (the client-signed claim through the session protocol) and in
+// the bee-js GSOC mode; a bad claim ends its session with a reason; bee's
+// own endpoints answer on the same port; and the pub and sub commands
+// round-trip through the info file.
+func TestDevClusterPubSub(t *testing.T) {
+	if testing.Short() {
+		t.Skip("starts four bee nodes")
+	}
+	info := filepath.Join(t.TempDir(), "cluster.json")
+	ready := make(chan devCluster, 1)
+	c, err := newCommand(func(c *command) {
+		c.homeDir = t.TempDir()
+		c.devReady = func(d devCluster) { ready <- d }
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	ctx, cancel := context.WithCancel(context.Background())
+	done, out := run(ctx, t, c, "dev", "--nodes", "4", "--info-file", info, "--api-addr", "127.0.0.1:0", "--verbosity", "0")
+	defer func() {
+		cancel()
+		select {
+		case <-done:
+		case <-time.After(time.Minute):
+			t.Errorf("dev cluster not stopped:\n%s", out)
+		}
+	}()
+	var cl devCluster
+	select {
+	case cl = <-ready:
+	case err := <-done:
+		t.Fatalf("dev returned %v:\n%s", err, out)
+	case <-time.After(3 * time.Minute):
+		t.Fatalf("no cluster after three minutes:\n%s", out)
+	}
+	broker := cl.Nodes[0].Underlays[0]
+	tctx, tcancel := context.WithTimeout(context.Background(), 2*time.Minute)
+	defer tcancel()
+
+	pk, _ := crypto.GenerateSecp256k1Key()
+	signer := crypto.NewDefaultSigner(pk)
+	admin, _ := signer.EthereumAddress()
+
+	t.Run("feed", func(t *testing.T) {
+		topic, _ := crypto.LegacyKeccak256([]byte("e2e-feed"))
+		o := wsclient.Options{Peer: broker, Mode: wsclient.Feed, Topic: topic, Admin: admin.Bytes(), Fields: "index,payload"}
+		var subs []*wsclient.Session
+		for _, n := range cl.Nodes[2:] {
+			o.API = n.API
+			s, err := wsclient.Subscribe(tctx, o)
+			if err != nil {
+				t.Fatal(err)
+			}
+			defer s.Close()
+			subs = append(subs, s)
+		}
+		o.API, o.Fields = cl.Nodes[1].API, ""
+		pub, err := wsclient.PublishFeed(tctx, o, signer, 0)
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer pub.Close()
+		for i := range uint64(3) {
+			if err := pub.SendFeedUpdate(signer, i, []byte(fmt.Sprint("update ", i))); err != nil {
+				t.Fatal(err)
+			}
+		}
+		for j, s := range subs {
+			for i := range uint64(3) {
+				m := nextBinary(t, tctx, s)
+				if m.Index != i || string(m.Payload) != fmt.Sprint("update ", i) {
+					t.Fatalf("node %d: got %d %q", j+2, m.Index, m.Payload)
+				}
+			}
+		}
+	})
+
+	t.Run("gsoc", func(t *testing.T) {
+		id, _ := crypto.LegacyKeccak256([]byte("e2e-gsoc"))
+		addr, err := wsclient.GSOCAddress(id, admin.Bytes())
+		if err != nil {
+			t.Fatal(err)
+		}
+		o := wsclient.Options{Peer: broker, Mode: wsclient.GSOC, Topic: addr}
+		var subs []*wsclient.Session
+		for _, n := range cl.Nodes[2:] {
+			o.API = n.API
+			s, err := wsclient.Subscribe(tctx, o)
+			if err != nil {
+				t.Fatal(err)
+			}
+			defer s.Close()
+			subs = append(subs, s)
+		}
+		o.API = cl.Nodes[1].API
+		pub, err := wsclient.PublishGSOC(tctx, o, admin.Bytes(), id)
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer pub.Close()
+		if err := pub.SendGSOC(signer, id, []byte("gsoc hello")); err != nil {
+			t.Fatal(err)
+		}
+		for j, s := range subs {
+			if m := nextBinary(t, tctx, s); string(m.Payload) != "gsoc hello" || len(m.Raw) != 65+8+len("gsoc hello") {
+				t.Fatalf("node %d: got %q", j+2, m.Payload)
+			}
+		}
+	})
+
+	t.Run("bad claim", func(t *testing.T) {
+		topic, _ := crypto.LegacyKeccak256([]byte("e2e-bad-claim"))
+		q := url.Values{"peer": {broker}, "binding": {"feed"}, "admin": {hex.EncodeToString(admin.Bytes())}, "addr": {hex.EncodeToString(admin.Bytes())}}
+		u := strings.Replace(cl.Nodes[1].API, "http", "ws", 1) + "/pubsub/" + hex.EncodeToString(topic) + "?" + q.Encode()
+		ws, _, err := websocket.DefaultDialer.DialContext(tctx, u, nil)
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer ws.Close()
+		var req map[string]any
+		if err := ws.ReadJSON(&req); err != nil || req["type"] != "claim-request" {
+			t.Fatalf("first frame %v (%v)", req, err)
+		}
+		other, _ := crypto.GenerateSecp256k1Key()
+		sig, _ := crypto.NewDefaultSigner(other).Sign(make([]byte, 32))
+		if err := ws.WriteJSON(map[string]string{"type": "claim", "signature": hex.EncodeToString(sig)}); err != nil {
+			t.Fatal(err)
+		}
+		var reason string
+		for {
+			_, _, err := ws.ReadMessage()
+			if ce, ok := err.(*websocket.CloseError); ok {
+				if ce.Code != websocket.ClosePolicyViolation || ce.Text == "" {
+					t.Fatalf("closed %d %q, want 1008 with a reason", ce.Code, ce.Text)
+				}
+				reason = ce.Text
+				break
+			}
+			if err != nil {
+				t.Fatal(err)
+			}
+		}
+		t.Logf("bad claim closed with %q", reason)
+	})
+
+	t.Run("bee endpoints on the same port", func(t *testing.T) {
+		for _, p := range []string{"/health", "/addresses", "/balances", "/pubsub/"} {
+			if got := status(t, cl.Nodes[1].API+p); got != http.StatusOK {
+				t.Errorf("%s: %d", p, got)
+			}
+		}
+	})
+
+	t.Run("cli", func(t *testing.T) {
+		keyFile := filepath.Join(t.TempDir(), "publisher.key")
+		kc, _ := newCommand(func(c *command) { c.homeDir = t.TempDir() })
+		kdone, kout := run(tctx, t, kc, "keygen", "--out", keyFile)
+		if err := <-kdone; err != nil {
+			t.Fatal(err)
+		}
+		addr := strings.TrimSpace(kout.String())
+
+		sc, _ := newCommand(func(c *command) { c.homeDir = t.TempDir() })
+		sdone, sout := run(tctx, t, sc, "sub", "--cluster", info, "--node", "2", "--topic", "cli", "--admin", addr, "--json", "--count", "2")
+		waitHub(t, tctx, cl.Nodes[2].API)
+		pc, _ := newCommand(func(c *command) { c.homeDir = t.TempDir() })
+		pdone, pout := run(tctx, t, pc, "pub", "--cluster", info, "--node", "1", "--topic", "cli", "--admin", addr, "--key-file", keyFile, "first", "second")
+		if err := <-pdone; err != nil {
+			t.Fatalf("pub: %v\n%s", err, pout)
+		}
+		if err := <-sdone; err != nil {
+			t.Fatalf("sub: %v\n%s", err, sout)
+		}
+		lines := strings.Split(strings.TrimSpace(sout.String()), "\n")
+		var got []string
+		for _, l := range lines {
+			var rec map[string]any
+			if json.Unmarshal([]byte(l), &rec) == nil && rec["payload"] != nil {
+				got = append(got, fmt.Sprint(rec["index"], ":", rec["payload"], ":", rec["owner"]))
+			}
+		}
+		if want := []string{"0:first:" + addr, "1:second:" + addr}; strings.Join(got, ",") != strings.Join(want, ",") {
+			t.Fatalf("sub printed %v, want %v", got, want)
+		}
+	})
+	_ = os.Remove(info)
+}
+
+func nextBinary(t *testing.T, ctx context.Context, s *wsclient.Session) wsclient.Message {
+	t.Helper()
+	for {
+		m, text, err := s.Next(ctx)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if text == nil {
+			return m
+		}
+	}
+}
+
+// waitHub waits until the node's bridge lists a subscriber hub: the sub
+// command has joined. It polls the node's listing against a deadline.
+func waitHub(t *testing.T, ctx context.Context, api string) {
+	t.Helper()
+	tick := time.NewTicker(50 * time.Millisecond)
+	defer tick.Stop()
+	for {
+		resp, err := http.Get(api + "/pubsub/")
+		if err == nil {
+			var l struct {
+				Topics []struct{ Role string } `json:"topics"`
+			}
+			_ = json.NewDecoder(resp.Body).Decode(&l)
+			resp.Body.Close()
+			for _, tp := range l.Topics {
+				if tp.Role == "subscriber" {
+					return
+				}
+			}
+		}
+		select {
+		case <-ctx.Done():
+			t.Fatal("the sub command never joined")
+		case <-tick.C:
+		}
+	}
+}
