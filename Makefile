@@ -17,6 +17,10 @@ build:
 run:
 	$(GO) run -ldflags "$(LDFLAGS)" ./cmd/bee-bps dev --info-file bps-dev.json
 
+.PHONY: demo
+demo:
+	$(GO) run ./cmd/bps-demo
+
 .PHONY: test
 test:
 	$(GO) test -race -count=1 -timeout $(TEST_TIMEOUT) ./...
