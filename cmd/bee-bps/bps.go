@@ -31,7 +31,10 @@ const (
 	optionNameBPSClaimDeadline       = "bps-claim-deadline"
 )
 
-var _ node.Plugin = (*bps.Service)(nil)
+var (
+	_ node.Plugin      = (*bps.Service)(nil)
+	_ node.PeerChecker = bpsPeerCheck{}
+)
 
 // setBPSFlags defines the bps-* options; withEnable adds bps-enable (the dev
 // cluster always runs BPS).
@@ -66,7 +69,7 @@ func bpsPlugin(o bps.Options) node.PluginFactory {
 		if err != nil {
 			return nil, err
 		}
-		return s, nil
+		return bpsPeerCheck{s}, nil
 	}
 }
 
@@ -75,6 +78,8 @@ func serviceOf(pl node.Plugin) *bps.Service {
 	switch p := pl.(type) {
 	case *bps.Service:
 		return p
+	case bpsPeerCheck:
+		return p.Service
 	case *watchedPlugin:
 		return serviceOf(p.Plugin)
 	}
@@ -92,3 +97,8 @@ func bpsPubSub(cors []string) node.PubSubHandlerFactory {
 		return api.New(svc, conn, logger, api.Options{CORSAllowedOrigins: cors})
 	}
 }
+
+// bpsPeerCheck makes the BPS service take the node's transport binding check.
+type bpsPeerCheck struct{ *bps.Service }
+
+func (p bpsPeerCheck) SetPeerCheck(c node.PeerCheck) { p.Service.SetPeerCheck(c) }

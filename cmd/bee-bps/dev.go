@@ -345,6 +345,13 @@ type watchedPlugin struct {
 	w *peerWatch
 }
 
+// SetPeerCheck passes the node's peer check on.
+func (p *watchedPlugin) SetPeerCheck(c node.PeerCheck) {
+	if pc, ok := p.Plugin.(node.PeerChecker); ok {
+		pc.SetPeerCheck(c)
+	}
+}
+
 // Metrics passes the wrapped plugin's metrics on.
 func (p *watchedPlugin) Metrics() []prometheus.Collector {
 	if mc, ok := p.Plugin.(metrics.Collector); ok {

@@ -19,7 +19,6 @@ import (
 	"testing"
 	"time"
 
-	"github.com/ethersphere/bps/pkg/bps"
 	"github.com/ethersphere/bps/pkg/devchain"
 	"github.com/ethersphere/bps/pkg/node"
 )
@@ -108,7 +107,7 @@ func TestStartRunsANode(t *testing.T) {
 
 		select {
 		case n := <-ready:
-			if _, ok := n.Plugin().(*bps.Service); ok != enable {
+			if ok := serviceOf(n.Plugin()) != nil; ok != enable {
 				t.Errorf("bps-enable %v: plugin %T", enable, n.Plugin())
 			}
 			t.Logf("bps %v: node %s at %s, plugin %T", enable, n.Overlay(), n.APIURL(), n.Plugin())

@@ -329,3 +329,9 @@ func (s *Service) track() bool {
 	s.wg.Add(1)
 	return true
 }
+
+// SetPeerCheck sets Options.PeerCheck after construction, for a node that
+// builds the check once bee is up. Call it before registering Protocol.
+func (s *Service) SetPeerCheck(f func(ctx context.Context, peer p2p.Peer, stream p2p.Stream) error) {
+	s.opts.PeerCheck = f
+}

@@ -23,6 +23,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"github.com/ethersphere/bee/v2/pkg/addressbook"
 	"io"
 	"net"
 	"net/http"
@@ -150,7 +151,7 @@ func Start(ctx context.Context, c Config) (n *Node, err error) {
 		return nil, err
 	}
 	if c.Plugin != nil {
-		if n.plugin, err = attach(beeCtx, n.in.P2P, n.overlay, logger, c.Plugin); err != nil {
+		if n.plugin, err = attach(beeCtx, n.in.P2P, n.overlay, logger, c.Plugin, TransportBinding(addressbook.New(n.in.StateStore))); err != nil {
 			return nil, err
 		}
 		if err := registerMetrics(beeAPI, n.plugin); err != nil {

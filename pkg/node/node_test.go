@@ -190,7 +190,7 @@ func TestAttachCatchesUp(t *testing.T) {
 			}
 			return nil
 		}
-		got, err := node.Attach(context.Background(), h, overlay, log.Noop, factory(pl))
+		got, err := node.Attach(context.Background(), h, overlay, log.Noop, factory(pl), nil)
 		if err != nil || got != pl {
 			t.Fatalf("attach: %v, %v", got, err)
 		}
@@ -210,7 +210,7 @@ func TestAttachCatchesUp(t *testing.T) {
 
 		h := &host{peers: []p2p.Peer{{Address: a}}}
 		pl := &hookPlugin{spec: p2p.ProtocolSpec{Name: "test", Version: "1.0.0"}}
-		if _, err := node.Attach(context.Background(), h, overlay, log.Noop, factory(pl)); err != nil {
+		if _, err := node.Attach(context.Background(), h, overlay, log.Noop, factory(pl), nil); err != nil {
 			t.Fatal(err)
 		}
 		if len(h.protocols) != 1 || len(h.disconnected) != 0 {
@@ -223,7 +223,7 @@ func TestAttachCatchesUp(t *testing.T) {
 
 		h := &host{addErr: errors.New("duplicate")}
 		pl := &hookPlugin{spec: p2p.ProtocolSpec{Name: "test", Version: "1.0.0"}}
-		if _, err := node.Attach(context.Background(), h, overlay, log.Noop, factory(pl)); err == nil || !strings.Contains(err.Error(), "duplicate") {
+		if _, err := node.Attach(context.Background(), h, overlay, log.Noop, factory(pl), nil); err == nil || !strings.Contains(err.Error(), "duplicate") {
 			t.Fatalf("got %v", err)
 		}
 		if pl.closed != 1 {
@@ -237,7 +237,7 @@ func TestAttachCatchesUp(t *testing.T) {
 		failing := func(p2p.Streamer, swarm.Address, log.Logger) (node.Plugin, error) {
 			return nil, errors.New("no")
 		}
-		if _, err := node.Attach(context.Background(), &host{}, overlay, log.Noop, failing); err == nil {
+		if _, err := node.Attach(context.Background(), &host{}, overlay, log.Noop, failing, nil); err == nil {
 			t.Fatal("no error")
 		}
 	})

@@ -57,10 +57,13 @@ type protocolHost interface {
 // hook runs once for each of them. A peer that connects while this runs may
 // see the hook twice (once from libp2p, once from here): hooks must be
 // idempotent. Like libp2p, a failing hook disconnects the peer.
-func attach(ctx context.Context, host protocolHost, overlay swarm.Address, logger log.Logger, factory PluginFactory) (Plugin, error) {
+func attach(ctx context.Context, host protocolHost, overlay swarm.Address, logger log.Logger, factory PluginFactory, check PeerCheck) (Plugin, error) {
 	pl, err := factory(host, overlay, logger)
 	if err != nil {
 		return nil, fmt.Errorf("plugin: %w", err)
+	}
+	if pc, ok := pl.(PeerChecker); ok && check != nil {
+		pc.SetPeerCheck(check)
 	}
 	spec := pl.Protocol()
 	if err := host.AddProtocol(spec); err != nil {

@@ -8,8 +8,8 @@
 // accounting and the API server and keeps them in unexported fields of
 // node.Bee. A protocol added after NewBee needs the first (AddProtocol,
 // NewStream, Peers, Blocklist), the bandwidth incentives need the second,
-// and the single API port needs the third. This package reads exactly those
-// three fields with reflect and unsafe, read-only, and nothing else.
+// the single API port needs the third, and SWIP-74's transport binding needs the fourth (the state store, where bee's addressbook keeps the records peers signed). This package reads exactly those
+// four fields with reflect and unsafe, read-only, and nothing else.
 //
 // The reads are only sound while bee's struct has the shape this package was
 // written against (bee v2.4.0 to v2.8.1 and master agree). Check verifies
@@ -29,6 +29,7 @@ import (
 	"github.com/ethersphere/bee/v2/pkg/accounting"
 	"github.com/ethersphere/bee/v2/pkg/node"
 	"github.com/ethersphere/bee/v2/pkg/p2p/libp2p"
+	"github.com/ethersphere/bee/v2/pkg/storage"
 )
 
 // The private fields of node.Bee read here, with their declared type and the
@@ -37,12 +38,13 @@ var fields = []field{
 	{name: "p2pService", declared: reflect.TypeFor[io.Closer](), value: reflect.TypeFor[*libp2p.Service]()},
 	{name: "accountingCloser", declared: reflect.TypeFor[io.Closer](), value: reflect.TypeFor[*accounting.Accounting]()},
 	{name: "apiServer", declared: reflect.TypeFor[*http.Server](), value: reflect.TypeFor[*http.Server]()},
+	{name: "stateStoreCloser", declared: reflect.TypeFor[io.Closer](), value: reflect.TypeFor[storage.StateStorer]()},
 }
 
 type field struct {
 	name     string
 	declared reflect.Type // the field's type in the struct declaration
-	value    reflect.Type // the type of the value NewBee stores in it
+	value    reflect.Type // the type of the value NewBee stores in it (an interface: one it implements)
 }
 
 // ErrChanged is wrapped by every error that reports bee's internals are not
@@ -59,6 +61,9 @@ type Internals struct {
 	// APIServer is the http.Server bee serves its API with. Read its
 	// Handler, never assign it: bee's server goroutine reads it concurrently.
 	APIServer *http.Server
+	// StateStore is bee's state store, where its addressbook keeps the
+	// signed address record each peer presented in its handshake.
+	StateStore storage.StateStorer
 }
 
 // Check reports whether node.Bee still has the fields this package reads,
@@ -102,6 +107,7 @@ func Open(b *node.Bee) (*Internals, error) {
 		P2P:        values[0].(*libp2p.Service),
 		Accounting: values[1].(*accounting.Accounting),
 		APIServer:  values[2].(*http.Server),
+		StateStore: values[3].(storage.StateStorer),
 	}, nil
 }
 
@@ -123,7 +129,12 @@ func read(v reflect.Value) ([]any, error) {
 			return nil, fmt.Errorf("%w: field %s.%s is nil", ErrChanged, t, f.name)
 		}
 		val := fv.Interface()
-		if got := reflect.TypeOf(val); got != f.value {
+		got := reflect.TypeOf(val)
+		if f.value.Kind() == reflect.Interface && got.Implements(f.value) {
+			out[i] = val
+			continue
+		}
+		if got != f.value {
 			return nil, fmt.Errorf("%w: field %s.%s holds a %s, want %s", ErrChanged, t, f.name, got, f.value)
 		}
 		out[i] = val

@@ -6,6 +6,7 @@ package seam_test
 
 import (
 	"errors"
+	statestore "github.com/ethersphere/bee/v2/pkg/statestore/mock"
 	"io"
 	"net/http"
 	"reflect"
@@ -35,6 +36,7 @@ type beeLike struct {
 	p2pService       io.Closer
 	apiServer        *http.Server
 	accountingCloser io.Closer
+	stateStoreCloser io.Closer
 }
 
 type closer struct{}
@@ -115,16 +117,17 @@ func TestReadChecksValues(t *testing.T) {
 	t.Parallel()
 
 	p2ps, acc, srv := new(libp2p.Service), new(accounting.Accounting), new(http.Server)
+	store := statestore.NewStateStore()
 
 	t.Run("good", func(t *testing.T) {
 		t.Parallel()
 
-		b := &beeLike{p2pService: p2ps, accountingCloser: acc, apiServer: srv}
+		b := &beeLike{p2pService: p2ps, accountingCloser: acc, apiServer: srv, stateStoreCloser: store}
 		got, err := seam.ReadStruct(reflect.ValueOf(b).Elem())
 		if err != nil {
 			t.Fatal(err)
 		}
-		if got[0] != p2ps || got[1] != acc || got[2] != srv {
+		if got[0] != p2ps || got[1] != acc || got[2] != srv || got[3] != store {
 			t.Fatalf("read %v, want the stored pointers", got)
 		}
 	})
@@ -136,18 +139,23 @@ func TestReadChecksValues(t *testing.T) {
 	}{
 		{
 			name: "nil p2p",
-			bee:  &beeLike{accountingCloser: acc, apiServer: srv},
+			bee:  &beeLike{accountingCloser: acc, apiServer: srv, stateStoreCloser: store},
 			want: ".p2pService is nil",
 		},
 		{
 			name: "nil api server",
-			bee:  &beeLike{p2pService: p2ps, accountingCloser: acc},
+			bee:  &beeLike{p2pService: p2ps, accountingCloser: acc, stateStoreCloser: store},
 			want: ".apiServer is nil",
 		},
 		{
 			name: "other accounting",
-			bee:  &beeLike{p2pService: p2ps, accountingCloser: closer{}, apiServer: srv},
+			bee:  &beeLike{p2pService: p2ps, accountingCloser: closer{}, apiServer: srv, stateStoreCloser: store},
 			want: ".accountingCloser holds a seam_test.closer, want *accounting.Accounting",
+		},
+		{
+			name: "state store that is no state store",
+			bee:  &beeLike{p2pService: p2ps, accountingCloser: acc, apiServer: srv, stateStoreCloser: closer{}},
+			want: ".stateStoreCloser holds a seam_test.closer, want storage.StateStorer",
 		},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
