@@ -1,0 +1,17 @@
+// Copyright 2026 The BPS Authors. All rights reserved.
+// Use of this source code is governed by a BSD-style
+// license that can be found in the LICENSE file.
+
+package bps
+
+import "github.com/ethersphere/bps/pkg/bps/pb"
+
+// Validate runs the broker's validation of one publication against cursor
+// and reports the update's index and whether it was accepted.
+func Validate(sp *Spec, m *pb.Message, cursor uint64) (uint64, bool) {
+	n, v := validate(sp, m, cursor)
+	return n, v == accepted
+}
+
+// VerifyClaim runs the broker's verification of a claim on sp.
+func (s *Service) VerifyClaim(sp *Spec, c *pb.Claim) error { return s.verifyClaim(sp, c) }
