@@ -32,6 +32,7 @@ type Spec struct {
 
 	canonical []byte // Marshal(spec): known fields in number order, unset not emitted
 	key       string // string(canonical), the registry key
+	name      string // String(), computed once
 }
 
 // NewFeedSpec is the SWIP-74 live-stream spec {topic, FEED_TOPIC, admin}.
@@ -103,6 +104,7 @@ func specFromPB(c *pb.CohortSpec) (*Spec, pb.Status) {
 	}
 	sp.canonical = mustMarshal(sp.PB())
 	sp.key = string(sp.canonical)
+	sp.name = hex.EncodeToString(keccak(sp.canonical)[:8])
 	return sp, pb.Status_OK
 }
 
@@ -132,9 +134,7 @@ func (sp *Spec) PB() *pb.CohortSpec {
 func (sp *Spec) Canonical() []byte { return bytes.Clone(sp.canonical) }
 
 // String is a short printable name: the first bytes of keccak256(canonical).
-func (sp *Spec) String() string {
-	return hex.EncodeToString(keccak(sp.canonical)[:8])
-}
+func (sp *Spec) String() string { return sp.name }
 
 // mustMarshal marshals a message deterministically. proto-go emits known
 // fields in field-number order and skips unset scalars, which is the canonical
