@@ -33,6 +33,18 @@ func TestConcurrentAdminStreams(t *testing.T) {
 	pubs := []*bps.Publisher{publish(t, cl[1], broker, sp, admin, 0), publish(t, cl[2], broker, sp, admin, 0)}
 	broker.rec.waitN(t, 2, "two claims", kind(bps.EventClaim))
 
+	// The subscriber drains as the publishers send, so no queue fills.
+	got := make(chan []uint64, 1)
+	go func() {
+		var idx []uint64
+		for d := range sub.C() {
+			idx = append(idx, d.Index)
+			if d.Index == n-1 {
+				break
+			}
+		}
+		got <- idx
+	}()
 	var wg sync.WaitGroup
 	errs := make(chan error, 2)
 	for _, p := range pubs {
@@ -52,13 +64,16 @@ func TestConcurrentAdminStreams(t *testing.T) {
 	for err := range errs {
 		t.Fatal(err)
 	}
-	var last int64 = -1
-	for last < n-1 {
-		d := recv(t, sub)
-		if int64(d.Index) <= last {
-			t.Fatalf("delivered %d after %d", d.Index, last)
+	var idx []uint64
+	select {
+	case idx = <-got:
+	case <-time.After(waitTimeout):
+		t.Fatal("the subscriber did not receive the last index")
+	}
+	for i := 1; i < len(idx); i++ {
+		if idx[i] <= idx[i-1] {
+			t.Fatalf("delivered %d after %d", idx[i], idx[i-1])
 		}
-		last = int64(d.Index)
 	}
 	broker.rec.waitN(t, 2*n, "every publication handled", func(e bps.Event) bool {
 		return e.Kind == bps.EventAccept || (e.Kind == bps.EventDrop && e.Counter == bps.CounterRetransmit)
