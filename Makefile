@@ -45,6 +45,12 @@ lint:
 tools:
 	GOBIN=$(GOBIN) $(GO) install google.golang.org/protobuf/cmd/protoc-gen-go@$(PROTOC_GEN_GO_VERSION)
 
+.PHONY: openapi
+openapi:
+	@command -v npm >/dev/null || { echo "npm missing: apt-get install npm"; exit 1; }
+	@test -x .cache/openapi/node_modules/.bin/swagger-cli || npm install --prefix .cache/openapi --no-audit --no-fund --silent @apidevtools/swagger-cli@4.0.4
+	.cache/openapi/node_modules/.bin/swagger-cli validate openapi/bps.yaml
+
 .PHONY: protobuf
 protobuf:
 	@command -v protoc >/dev/null || { echo "protoc missing: apt-get install protobuf-compiler"; exit 1; }
