@@ -6,7 +6,6 @@ package seam_test
 
 import (
 	"errors"
-	statestore "github.com/ethersphere/bee/v2/pkg/statestore/mock"
 	"io"
 	"net/http"
 	"reflect"
