@@ -11,24 +11,31 @@
 //     sends SOCs signed by the dApp. The node holds no publisher keys: where
 //     the broker asks for a claim, the session hands the dApp the challenge
 //     and relays the signature it gets back (docs/api.md, "The claim").
+//   - POST /pubsub/{topic}/service relays a service SOC the admin's dApp
+//     signed (a roster, the end of the stream) on the admin's publisher
+//     stream of a session on this node.
 //   - GET /pubsub/ (and /pubsub) lists the node's topics: the cohorts it
 //     brokers and the streams its sessions share.
 //
-// The mux: every session on this node that subscribes to a cohort at a broker
-// shares one p2p subscriber stream (a hub), and every session that publishes
-// as one address shares one publisher stream. Each session has one bounded
-// queue and one writer goroutine; a session whose queue is full is closed,
-// never waited for, so a slow dApp stalls neither the stream nor the other
-// sessions.
+// The mux: every session on this node watching a cohort at a broker shares
+// one p2p subscriber stream (a hub), and every session that publishes as one
+// address shares one publisher stream, which also receives (SWIP-60:
+// publishers receive). Whatever stream brings a message, the cohort's room
+// hands it once to each session of the cohort on this node, and keeps the
+// service feed — the roster — as the node verified it. Each session has one
+// bounded queue and one writer goroutine; a session whose queue is full is
+// closed, never waited for, so a slow dApp stalls neither a stream nor the
+// other sessions.
 //
 // The original GSOC pubsub client (bee-js) keeps working unchanged: a
 // session without a binding is the implicit ANCHOR cohort of the SOC address
 // in the path, with its binary frames and no text frames at all.
 //
-// Ownership: the Server's mutex guards the session set and the hub and
-// publisher maps with their reference counts; a hub's own mutex guards its
-// session set. Every goroutine the Server starts is counted in its WaitGroup
-// and waited for by Close.
+// Ownership: the Server's mutex guards the session set and the room, hub and
+// publisher maps with their reference counts; a room's mutex guards its
+// members and the service feed, a hub's and a publisher stream's their
+// session sets. Every goroutine the Server starts is counted in its
+// WaitGroup and waited for by Close.
 package api
 
 import (
@@ -75,6 +82,13 @@ type Options struct {
 	// SessionQueue is the outbound queue of one session, in frames; a full
 	// queue closes the session with 1008. Default 64.
 	SessionQueue int
+	// SilentWait bounds how long a publisher stream in a closed cohort may
+	// stay silent — its claim not taken, its address not in the broker's
+	// roster — before the node closes it. It must be shorter than the
+	// broker's claim deadline (SWIP-74: 30 s), at which the broker
+	// disconnects the stream as a violation and blocklists the whole node.
+	// Default DefaultSilentWait.
+	SilentWait time.Duration
 	// CORSAllowedOrigins are the origins besides the node's own that may
 	// open a session, as bee's cors-allowed-origins option ("*": any).
 	// Requests without an Origin header are always allowed.
@@ -87,6 +101,7 @@ const (
 	DefaultPingPeriod   = 60 * time.Second
 	DefaultWriteTimeout = 10 * time.Second
 	DefaultSessionQueue = 64
+	DefaultSilentWait   = bps.DefaultClaimDeadline * 2 / 3
 	// DefaultReadLimit fits the largest frame a dApp sends — index (8),
 	// signature (65), span (8) and a 4096-byte payload — with room to spare
 	// for a 32-byte id prefix and the text frames.
@@ -123,6 +138,9 @@ func (o *Options) setDefaults() {
 	if o.SessionQueue == 0 {
 		o.SessionQueue = DefaultSessionQueue
 	}
+	if o.SilentWait == 0 {
+		o.SilentWait = DefaultSilentWait
+	}
 }
 
 func (o *Options) validate() error {
@@ -134,7 +152,7 @@ func (o *Options) validate() error {
 	}
 	for name, d := range map[string]time.Duration{
 		"PingPeriod": o.PingPeriod, "WriteTimeout": o.WriteTimeout,
-		"ClaimTimeout": o.ClaimTimeout, "JoinTimeout": o.JoinTimeout,
+		"ClaimTimeout": o.ClaimTimeout, "JoinTimeout": o.JoinTimeout, "SilentWait": o.SilentWait,
 	} {
 		if d < 0 {
 			return fmt.Errorf("api: option %s must not be negative, got %s", name, d)
@@ -165,6 +183,7 @@ type Server struct {
 	closed   bool
 	sessions map[*session]struct{} // upgraded sessions
 	pending  int                   // sessions being set up
+	rooms    map[string]*room      // by broker ‖ canonical spec
 	hubs     map[string]*hub       // by broker ‖ canonical spec
 	pubs     map[string]*pubStream // by broker ‖ canonical spec ‖ addr
 }
@@ -188,6 +207,7 @@ func New(svc *bps.Service, conn Connector, logger log.Logger, o Options) (*Serve
 		metrics:  newMetrics(),
 		validate: newValidator(),
 		sessions: make(map[*session]struct{}),
+		rooms:    make(map[string]*room),
 		hubs:     make(map[string]*hub),
 		pubs:     make(map[string]*pubStream),
 	}
@@ -214,6 +234,7 @@ var routes = []route{
 	{http.MethodGet, "/pubsub", (*Server).topicsHandler},
 	{http.MethodGet, "/pubsub/", (*Server).topicsHandler},
 	{http.MethodGet, "/pubsub/{topic}", (*Server).pubsubWsHandler},
+	{http.MethodPost, "/pubsub/{topic}/service", (*Server).serviceHandler},
 }
 
 func (s *Server) newRouter() *mux.Router {

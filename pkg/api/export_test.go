@@ -27,6 +27,9 @@ func SessionParams() (query, headers []string) {
 	return mapNames(sessionQuery{}), mapNames(sessionHeaders{})
 }
 
+// ServiceParams are the query parameters POST /pubsub/{topic}/service reads.
+func ServiceParams() []string { return mapNames(serviceQuery{}) }
+
 func mapNames(v any) []string {
 	t := reflect.TypeOf(v)
 	var out []string

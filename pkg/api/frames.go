@@ -8,6 +8,8 @@ import (
 	"bytes"
 	"crypto/sha256"
 	"encoding/binary"
+	"encoding/hex"
+	"encoding/json"
 	"errors"
 	"fmt"
 	"strings"
@@ -17,6 +19,7 @@ import (
 	"github.com/ethersphere/bee/v2/pkg/swarm"
 	"github.com/ethersphere/bps/pkg/bps"
 	"github.com/ethersphere/bps/pkg/bps/pb"
+	"google.golang.org/protobuf/proto"
 )
 
 // Sizes of the parts of a SOC frame.
@@ -50,8 +53,8 @@ func (f socField) String() string { return socFieldNames[f] }
 
 // defaultFields is what a delivery frame carries without swarm-soc-fields:
 // the GSOC client's signature ‖ span ‖ payload, else SWIP-60's payload.
-func defaultFields(m mode) []socField {
-	if m == modeGSOC {
+func defaultFields(gsoc bool) []socField {
+	if gsoc {
 		return []socField{fieldSignature, fieldSpan, fieldPayload}
 	}
 	return []socField{fieldPayload}
@@ -193,46 +196,75 @@ func (v *view) frame(fields []socField) ([]byte, error) {
 var errInvalidFrame = errors.New("invalid frame")
 
 // assemble turns a dApp's binary frame into the message the node publishes,
-// validated exactly as the broker validates it, so the node never sends a
-// frame the broker would count against it (enough of those and the broker
-// blocklists the node).
+// validated exactly as the broker validates it (bps.Spec.Verify: the
+// binding's SOC shape, the signature, addr as the owner), so the node never
+// sends a frame the broker would count against it — enough of those and the
+// broker blocklists the node. The frame is signature(65) ‖ span(8, LE) ‖
+// payload, prefixed per the session's layout:
 //
-//   - feed: index(8, BE) ‖ signature(65) ‖ span(8, LE) ‖ payload, signed as
-//     update index of addr's feed on the topic (id keccak256(topic ‖ index));
-//     sent with the bare index in the id slot.
-//   - anchor and GSOC: signature(65) ‖ span(8, LE) ‖ payload, signed under
-//     the session's id by addr, at the topic address.
+//   - layoutIndex: index(8, BE); signed as update index of addr's feed on
+//     the topic (id keccak256(topic ‖ index)), sent with the bare index in
+//     the id slot (SWIP-74, SWIP-65).
+//   - layoutID: the 32-byte id the dApp signed under.
+//   - layoutTopicID, layoutSessionID: nothing; the id is the topic, or the
+//     session's.
+//
+// A service SOC is refused here: it goes through POST
+// /pubsub/{topic}/service, so that the node knows the roster it relays.
 func (p *plan) assemble(frame []byte) (*pb.Message, error) {
-	if p.mode == modeFeed {
-		if len(frame) < indexSize+socFrameMin || len(frame) > indexSize+socFrameMax {
+	var slot, id []byte
+	switch p.layout {
+	case layoutIndex:
+		if len(frame) < indexSize {
 			return nil, fmt.Errorf("%w: %d bytes, want index(8) ‖ signature(65) ‖ span(8) ‖ payload(≤4096)", errInvalidFrame, len(frame))
 		}
-		index := binary.BigEndian.Uint64(frame[:indexSize])
-		id := bps.FeedID(p.spec.Topic, index)
-		addr, err := soc.CreateAddress(id, p.addr)
-		if err != nil {
-			return nil, fmt.Errorf("%w: %w", errInvalidFrame, err)
+		slot = make([]byte, idSize)
+		copy(slot[bareIndexZero:], frame[:indexSize])
+		id = bps.FeedID(p.spec.Topic, binary.BigEndian.Uint64(frame[:indexSize]))
+		frame = frame[indexSize:]
+	case layoutID:
+		if len(frame) < idSize {
+			return nil, fmt.Errorf("%w: %d bytes, want id(32) ‖ signature(65) ‖ span(8) ‖ payload(≤4096)", errInvalidFrame, len(frame))
 		}
-		data := make([]byte, idSize+len(frame)-indexSize)
-		copy(data, id)
-		copy(data[idSize:], frame[indexSize:])
-		if !soc.Valid(swarm.NewChunk(addr, data)) {
-			return nil, fmt.Errorf("%w: not update %d of %x's feed on the topic (signature or span)", errInvalidFrame, index, p.addr)
-		}
-		clear(data[:bareIndexZero])
-		copy(data[bareIndexZero:idSize], frame[:indexSize])
-		return &pb.Message{Address: addr.Bytes(), Data: data}, nil
+		slot, id = frame[:idSize], frame[:idSize]
+		frame = frame[idSize:]
+	case layoutTopicID:
+		slot, id = p.spec.Topic, p.spec.Topic
+	default:
+		slot, id = p.id, p.id
 	}
 	if len(frame) < socFrameMin || len(frame) > socFrameMax {
-		return nil, fmt.Errorf("%w: %d bytes, want signature(65) ‖ span(8) ‖ payload(≤4096)", errInvalidFrame, len(frame))
+		return nil, fmt.Errorf("%w: %d bytes after the prefix, want signature(65) ‖ span(8) ‖ payload(≤4096)", errInvalidFrame, len(frame))
+	}
+	addr, err := soc.CreateAddress(id, p.addr)
+	if err != nil {
+		return nil, fmt.Errorf("%w: %w", errInvalidFrame, err)
 	}
 	data := make([]byte, idSize+len(frame))
-	copy(data, p.id)
+	copy(data, slot)
 	copy(data[idSize:], frame)
-	if !soc.Valid(swarm.NewChunk(swarm.NewAddress(p.spec.Topic), data)) {
-		return nil, fmt.Errorf("%w: not a SOC of %x under the session's id (signature or span)", errInvalidFrame, p.addr)
+	msg := &pb.Message{Address: addr.Bytes(), Data: data}
+	if !p.spec.Implicit() && asService(p.spec, slot, frame[socFrameMin:]) != nil {
+		return nil, fmt.Errorf("%w: a service SOC: POST it to /pubsub/{topic}/service", errInvalidFrame)
 	}
-	return &pb.Message{Address: bytes.Clone(p.spec.Topic), Data: data}, nil
+	if err := p.spec.Verify(msg, p.addr); err != nil {
+		return nil, fmt.Errorf("%w: not a publication of %x in this cohort (%w)", errInvalidFrame, p.addr, err)
+	}
+	return msg, nil
+}
+
+// asService decodes a SOC as a service SOC of sp's service feed: its payload
+// a ServiceMessage whose index names the id in the id slot. It checks no
+// signature.
+func asService(sp *bps.Spec, id, payload []byte) *pb.ServiceMessage {
+	svc := new(pb.ServiceMessage)
+	if err := proto.Unmarshal(payload, svc); err != nil {
+		return nil
+	}
+	if !bytes.Equal(id, bps.ServiceID(sp.Topic, svc.Index)) {
+		return nil
+	}
+	return svc
 }
 
 // echoKey is what the no-echo filter remembers of a message: a hash of its
@@ -291,6 +323,8 @@ const (
 	typeClaimRequest = "claim-request"
 	typeClaim        = "claim"
 	typeReady        = "ready"
+	typeWaiting      = "waiting"
+	typeService      = "service"
 	typeError        = "error"
 )
 
@@ -317,6 +351,37 @@ type readyFrame struct {
 	Addr    string  `json:"addr,omitempty"`
 	Index   *uint64 `json:"index,omitempty"`
 	Fields  string  `json:"fields"` // the swarm-soc-fields in effect
+}
+
+// waitingFrame tells a publishing session that it may not publish yet, or
+// no longer: its address is not in the roster, the broker has not admitted
+// it to a closed cohort, or a roster revoked it. A later ready frame ends
+// the wait.
+type waitingFrame struct {
+	Type   string `json:"type"`
+	Addr   string `json:"addr"`
+	Reason string `json:"reason"`
+}
+
+// serviceFrame is a service SOC of the admin's service feed (SWIP-60), as
+// the node verified it: a roster, or the end of the stream. gap reports
+// service updates the node never received before this one (a liveness
+// fault: withholding).
+type serviceFrame struct {
+	Type       string   `json:"type"`
+	Kind       string   `json:"kind"` // "ROSTER" or "END_OF_STREAM"
+	Index      uint64   `json:"index"`
+	Publishers []string `json:"publishers"` // hex addresses, the admin not included
+	Gap        bool     `json:"gap"`
+}
+
+func newServiceFrame(svc *pb.ServiceMessage, gap bool) []byte {
+	f := serviceFrame{Type: typeService, Kind: svc.Kind.String(), Index: svc.Index, Publishers: make([]string, len(svc.Publishers)), Gap: gap}
+	for i, p := range svc.Publishers {
+		f.Publishers[i] = hex.EncodeToString(p)
+	}
+	b, _ := json.Marshal(f) // cannot fail: strings, a number, a bool
+	return b
 }
 
 // errorFrame precedes the close frame of a session the node ends for a

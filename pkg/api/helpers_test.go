@@ -5,6 +5,7 @@
 package api_test
 
 import (
+	"bytes"
 	"context"
 	"crypto/rand"
 	"encoding/hex"
@@ -15,6 +16,7 @@ import (
 	"net/http"
 	"net/http/httptest"
 	"net/url"
+	"slices"
 	"strings"
 	"sync"
 	"testing"
@@ -28,6 +30,7 @@ import (
 	"github.com/ethersphere/bee/v2/pkg/swarm"
 	"github.com/ethersphere/bps/pkg/api"
 	"github.com/ethersphere/bps/pkg/bps"
+	"github.com/ethersphere/bps/pkg/bps/pb"
 	"github.com/ethersphere/bps/pkg/bps/streamtest"
 	"github.com/gorilla/websocket"
 	lcrypto "github.com/libp2p/go-libp2p/core/crypto"
@@ -450,4 +453,149 @@ func cohortOf(t *testing.T, broker *tnode, topic []byte) bps.CohortInfo {
 	}
 	t.Fatalf("no cohort for topic %x", topic)
 	return bps.CohortInfo{}
+}
+
+// spec is a cohort spec as query parameters.
+func spec(peer, binding string, admin *key, extra ...string) url.Values {
+	q := url.Values{"peer": {peer}, "binding": {binding}}
+	if admin != nil {
+		q.Set("admin", hex.EncodeToString(admin.addr))
+	}
+	for i := 0; i+1 < len(extra); i += 2 {
+		q.Set(extra[i], extra[i+1])
+	}
+	return q
+}
+
+// as is q with addr set to k's address.
+func as(q url.Values, k key) url.Values {
+	out := url.Values{}
+	for name, v := range q {
+		out[name] = v
+	}
+	out.Set("addr", hex.EncodeToString(k.addr))
+	return out
+}
+
+// socData is a SOC of k under id wrapping payload, whole: id ‖ signature ‖
+// span ‖ payload — the frame a dApp sends where each frame carries its id.
+func socData(t *testing.T, k key, id []byte, payload string) []byte {
+	t.Helper()
+	m, err := bps.SOCUpdate(k.signer, id, []byte(payload))
+	if err != nil {
+		t.Fatal(err)
+	}
+	return m.Data
+}
+
+// serviceData is update index of admin's service feed on topic, as the
+// admin's dApp posts it: id ‖ signature ‖ span ‖ ServiceMessage.
+func serviceData(t *testing.T, signer key, topic []byte, kind pb.ServiceKind, index uint64, pubs ...key) []byte {
+	t.Helper()
+	svc := &pb.ServiceMessage{Kind: kind, Index: index}
+	for _, p := range pubs {
+		svc.Publishers = append(svc.Publishers, p.addr)
+	}
+	m, err := bps.ServiceUpdate(signer.signer, topic, svc)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return m.Data
+}
+
+// postService posts a service SOC and returns the status and the JSON body.
+func postService(t *testing.T, n *tnode, topic string, q url.Values, body []byte) (int, map[string]any) {
+	t.Helper()
+	resp, err := http.Post(n.srv.URL+"/pubsub/"+topic+"/service?"+q.Encode(), "application/octet-stream", bytes.NewReader(body))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer resp.Body.Close()
+	out := make(map[string]any)
+	if err := json.NewDecoder(resp.Body).Decode(&out); err != nil {
+		t.Fatalf("POST service: %s: %v", resp.Status, err)
+	}
+	return resp.StatusCode, out
+}
+
+// relay posts a service SOC and fails unless it is relayed.
+func relay(t *testing.T, n *tnode, topic string, q url.Values, body []byte, index uint64) {
+	t.Helper()
+	code, out := postService(t, n, topic, q, body)
+	if code != http.StatusAccepted || out["index"] != float64(index) {
+		t.Fatalf("POST service: %d %v, want 202 with index %d", code, out, index)
+	}
+}
+
+// awaitControl reads text frames, skipping waiting frames, until one of
+// type want.
+func (c *client) awaitControl(want string) map[string]any {
+	c.t.Helper()
+	for {
+		typ, b, err := c.next()
+		if err != nil {
+			c.t.Fatalf("read %s: %v", want, err)
+		}
+		if typ != websocket.TextMessage {
+			c.t.Fatalf("got a binary frame %q, want %s", b, want)
+		}
+		m := make(map[string]any)
+		if err := json.Unmarshal(b, &m); err != nil {
+			c.t.Fatalf("control frame %q: %v", b, err)
+		}
+		if m["type"] == want {
+			return m
+		}
+		if m["type"] != "waiting" {
+			c.t.Fatalf("got %s, want %s", b, want)
+		}
+	}
+}
+
+// service reads a service frame and checks its kind, index and roster.
+func (c *client) service(kind string, index uint64, pubs ...key) map[string]any {
+	c.t.Helper()
+	m := c.control("service")
+	var want []string
+	for _, p := range pubs {
+		want = append(want, hex.EncodeToString(p.addr))
+	}
+	var got []string
+	for _, p := range m["publishers"].([]any) {
+		got = append(got, p.(string))
+	}
+	slices.Sort(want)
+	slices.Sort(got)
+	if m["kind"] != kind || m["index"] != float64(index) || !slices.Equal(got, want) || m["gap"] != false {
+		c.t.Fatalf("service frame %v, want %s %d %v", m, kind, index, want)
+	}
+	return m
+}
+
+// payload reads a binary frame and checks it is want (the default fields).
+func (c *client) payload(want string) {
+	c.t.Helper()
+	if got := c.binary(); string(got) != want {
+		c.t.Fatalf("got %q, want %q", got, want)
+	}
+}
+
+// cohortBy finds the broker's cohort of topic under admin (nil: implicit).
+func cohortBy(t *testing.T, broker *tnode, topic []byte, admin []byte) bps.CohortInfo {
+	t.Helper()
+	for _, c := range broker.svc.Cohorts() {
+		if bytes.Equal(c.Spec.Topic, topic) && bytes.Equal(c.Spec.Admin, admin) {
+			return c
+		}
+	}
+	t.Fatalf("no cohort for topic %x under %x", topic, admin)
+	return bps.CohortInfo{}
+}
+
+// notBlocklisted fails if the broker blocklisted n.
+func notBlocklisted(t *testing.T, broker, n *tnode) {
+	t.Helper()
+	if blocked, _ := broker.Blocklisted(n.Overlay()); blocked {
+		t.Fatalf("the broker blocklisted node %s", n.Overlay())
+	}
 }

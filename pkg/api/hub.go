@@ -5,6 +5,7 @@
 package api
 
 import (
+	"bytes"
 	"context"
 	"errors"
 	"fmt"
@@ -44,9 +45,10 @@ func (s *Server) joinErr(broker swarm.Address, sp *bps.Spec, err error) error {
 }
 
 // hub is the one subscriber stream that every session on this node
-// subscribing to a cohort at a broker shares. Its goroutine reads the
-// subscription and fans each delivery out to the sessions without blocking:
-// a session whose queue is full is closed.
+// watching a cohort at a broker shares. Its goroutine reads the
+// subscription and hands each delivery to the cohort's room, which fans it
+// out. Its session set is the sessions that depend on the stream: they are
+// closed when it ends.
 //
 // refs and ending are guarded by Server.mu; sessions and ended by hub.mu.
 type hub struct {
@@ -54,11 +56,11 @@ type hub struct {
 	key    string
 	broker swarm.Address
 	spec   *bps.Spec
+	room   *room
 	ready  chan struct{} // closed once the subscription is open or failed
 	err    error         // why it failed; read after ready
 	sub    *bps.Subscription
 	stop   chan struct{} // closed when the last session left
-	buf    []*session    // fan-out scratch, hub goroutine only
 
 	refs   int  // sessions attached or waiting for ready
 	ending bool // no longer in Server.hubs
@@ -76,19 +78,18 @@ func cohortKey(broker swarm.Address, sp *bps.Spec) string {
 
 // acquireHub returns the open hub of (broker, sp), joining the broker if
 // there is none; the caller releases it with releaseHub.
-func (s *Server) acquireHub(ctx context.Context, broker swarm.Address, sp *bps.Spec) (*hub, error) {
-	key := cohortKey(broker, sp)
+func (s *Server) acquireHub(ctx context.Context, r *room) (*hub, error) {
 	s.mu.Lock()
 	if s.closed {
 		s.mu.Unlock()
 		return nil, ErrServerClosed
 	}
-	h := s.hubs[key]
+	h := s.hubs[r.key]
 	creator := h == nil
 	if creator {
-		h = &hub{s: s, key: key, broker: broker, spec: sp, ready: make(chan struct{}),
+		h = &hub{s: s, key: r.key, broker: r.broker, spec: r.spec, room: r, ready: make(chan struct{}),
 			stop: make(chan struct{}), sessions: make(map[*session]struct{})}
-		s.hubs[key] = h
+		s.hubs[r.key] = h
 	}
 	h.refs++
 	s.mu.Unlock()
@@ -160,8 +161,9 @@ func (s *Server) releaseHub(h *hub) {
 	}
 }
 
-// run fans deliveries out until the last session leaves or the subscription
-// ends; in the latter case it closes the sessions left with the reason.
+// run hands deliveries to the room until the last session leaves or the
+// subscription ends; in the latter case it closes the sessions left with the
+// reason.
 func (h *hub) run() {
 	defer h.s.metrics.Hubs.Dec()
 	for {
@@ -169,17 +171,14 @@ func (h *hub) run() {
 		case d, ok := <-h.sub.C():
 			if !ok {
 				h.s.dropHub(h)
-				code, reason := websocket.CloseGoingAway, "the broker ended the subscription"
-				if err := h.sub.Err(); err != nil {
-					code, reason = websocket.CloseInternalServerErr, "subscription lost: "+err.Error()
-				}
-				if h.s.ctx.Err() != nil {
-					code, reason = websocket.CloseGoingAway, "node shutting down"
-				}
+				code, reason := streamEnd(h.s, h.sub.Err(), "the broker ended the subscription", "subscription lost: ")
 				h.closeAll(code, reason)
 				return
 			}
-			h.deliver(d)
+			if d.Service == nil {
+				h.delivered.Add(1)
+			}
+			h.room.deliver(d)
 		case <-h.stop:
 			_ = h.sub.Close()
 			return
@@ -187,44 +186,19 @@ func (h *hub) run() {
 	}
 }
 
-// deliver hands d to every session, encoded once per field list. It never
-// blocks: a full queue closes that session.
-func (h *hub) deliver(d bps.Delivery) {
-	if d.Service != nil {
-		// A service SOC (roster, end of stream): the subscription has
-		// applied it; it is not content.
-		return
+// streamEnd is the close code and reason for the sessions of a stream that
+// ended with err (nil: cleanly).
+func streamEnd(s *Server, err error, clean, lost string) (int, string) {
+	switch {
+	case s.ctx.Err() != nil:
+		return websocket.CloseGoingAway, "node shutting down"
+	case errors.Is(err, bps.ErrEndOfStream):
+		return websocket.CloseNormalClosure, eosReason
+	case err != nil:
+		return websocket.CloseInternalServerErr, lost + err.Error()
+	default:
+		return websocket.CloseGoingAway, clean
 	}
-	v := newView(h.spec, d)
-	h.mu.Lock()
-	h.buf = h.buf[:0]
-	for ss := range h.sessions {
-		h.buf = append(h.buf, ss)
-	}
-	h.mu.Unlock()
-	h.delivered.Add(1)
-	for _, ss := range h.buf {
-		if ss.closed() {
-			continue
-		}
-		if ss.echo != nil && ss.echo.take(v.echoKey()) {
-			continue // its own message
-		}
-		frame, err := v.frame(ss.plan.fields)
-		if err != nil {
-			h.remove(ss)
-			ss.fail(websocket.CloseInternalServerErr, err.Error())
-			continue
-		}
-		if !ss.enqueue(websocket.BinaryMessage, frame) {
-			h.remove(ss)
-			h.s.metrics.SlowSessions.Inc()
-			ss.fail(websocket.ClosePolicyViolation, fmt.Sprintf("slow consumer: %d frames queued, not read", cap(ss.queue)))
-			continue
-		}
-		h.s.metrics.Delivered.Inc()
-	}
-	clear(h.buf)
 }
 
 // add attaches a session; false if the hub has ended.
@@ -266,38 +240,59 @@ func (h *hub) closeAll(code int, reason string) {
 }
 
 // pubStream is the one publisher stream that every session publishing as an
-// address in a cohort at a broker shares. The first session's dApp signs the
-// claim; the others share it (every frame they send is still verified
-// against the address before it is published).
+// address in a cohort at a broker shares. Where publishing takes a claim,
+// a dApp of one of its sessions signs it (the node holds no keys); every
+// frame any of them sends is still verified against the address before it
+// is published, so sharing grants nothing a dApp could not do with the
+// address's signatures alone. Unless its sessions receive on the node's
+// subscriber stream (a GSOC publisher), it receives: what the broker sends
+// it — the messages of every other identity — goes to the cohort's room.
 //
-// refs and ending are guarded by Server.mu; sessions and ended by pubStream.mu.
+// taken is whether the broker made it a publisher stream, as far as the node
+// can tell: at once for the admin, under ALL and implicit authorship, and in
+// an open cohort (the node claims for another address only once a roster
+// it verified names it); in a closed cohort, not before the stream's first
+// delivery — a stream whose claim was not taken is silent there, and the
+// broker delivers the latest service SOC when it takes the claim.
+//
+// refs and ending are guarded by Server.mu; sessions, opener and ended by
+// pubStream.mu.
 type pubStream struct {
-	s      *Server
-	key    string
-	broker swarm.Address
-	spec   *bps.Spec
-	addr   []byte
-	index  uint64
-	ready  chan struct{}
-	err    error
-	p      *bps.Publisher
-	stop   chan struct{}
+	s       *Server
+	key     string
+	broker  swarm.Address
+	spec    *bps.Spec
+	room    *room
+	addr    []byte
+	index   uint64
+	claims  bool
+	receive bool
+	ready   chan struct{}
+	err     error
+	p       *bps.Publisher
+	stop    chan struct{}
+	wake    chan struct{} // the room's roster changed, or the silent wait passed
+	taken   atomic.Bool
+	expired atomic.Bool // a closed cohort: the silent wait passed untaken
+	silent  *time.Timer // a closed cohort: the silent wait, until taken
+	claimed uint64      // run goroutine: the service index the last reclaim answered
 
 	refs   int
 	ending bool
 
 	mu       sync.Mutex
 	sessions map[*session]struct{}
+	opener   *session // signs the first claim
 	ended    bool
 
 	sent atomic.Uint64
 }
 
-// acquirePub returns the publisher stream of (broker, spec, addr), opening
-// it if there is none with sign (nil where no claim is needed); the caller
-// releases it with releasePub.
-func (s *Server) acquirePub(ctx context.Context, broker swarm.Address, p *plan, sign bps.ClaimSigner) (*pubStream, error) {
-	key := cohortKey(broker, p.spec) + string(p.addr)
+// acquirePub returns the publisher stream of (broker, cohort, p.addr),
+// opening it if there is none — a dApp of its sessions signs the claim,
+// opener's first; the caller releases it with releasePub.
+func (s *Server) acquirePub(ctx context.Context, r *room, p *plan, opener *session) (*pubStream, error) {
+	key := r.key + string(p.addr)
 	s.mu.Lock()
 	if s.closed {
 		s.mu.Unlock()
@@ -306,15 +301,17 @@ func (s *Server) acquirePub(ctx context.Context, broker swarm.Address, p *plan, 
 	e := s.pubs[key]
 	creator := e == nil
 	if creator {
-		e = &pubStream{s: s, key: key, broker: broker, spec: p.spec, addr: p.addr, index: p.index,
-			ready: make(chan struct{}), stop: make(chan struct{}), sessions: make(map[*session]struct{})}
+		e = &pubStream{s: s, key: key, broker: r.broker, spec: r.spec, room: r, addr: p.addr, index: p.index,
+			claims: p.claims(), receive: !p.echoes(), opener: opener,
+			ready: make(chan struct{}), stop: make(chan struct{}), wake: make(chan struct{}, 1),
+			sessions: make(map[*session]struct{})}
 		s.pubs[key] = e
 	}
 	e.refs++
 	s.mu.Unlock()
 
 	if creator {
-		s.openPub(ctx, e, sign)
+		s.openPub(ctx, e)
 	}
 	select {
 	case <-e.ready:
@@ -329,27 +326,67 @@ func (s *Server) acquirePub(ctx context.Context, broker swarm.Address, p *plan, 
 	return e, nil
 }
 
-func (s *Server) openPub(ctx context.Context, e *pubStream, sign bps.ClaimSigner) {
+func (s *Server) openPub(ctx context.Context, e *pubStream) {
 	defer close(e.ready)
 	if until := s.svc.BackoffUntil(e.broker, e.spec); time.Until(until) > 0 {
 		e.err = &backoffError{until: until}
 		s.dropPub(e)
 		return
 	}
-	p, err := s.svc.Publish(ctx, e.broker, e.spec, bps.PublishOptions{Addr: e.addr, Sign: sign, Index: e.index})
+	var sign bps.ClaimSigner
+	if e.claims {
+		sign = e.sign
+	}
+	p, err := s.svc.Publish(ctx, e.broker, e.spec, bps.PublishOptions{Addr: e.addr, Sign: sign, Index: e.index, Receive: e.receive})
 	if err != nil {
 		e.err = s.joinErr(e.broker, e.spec, err)
 		s.dropPub(e)
 		return
 	}
 	e.p = p
+	if e.spec.Closed && !bytes.Equal(e.addr, e.spec.Admin) {
+		e.silent = time.AfterFunc(s.opts.SilentWait, func() {
+			e.expired.Store(true)
+			e.poke()
+		})
+	} else {
+		e.taken.Store(true)
+	}
+	e.claimed = e.room.service().next // the roster the first claim was made under
+	e.room.addPub(e)
 	s.metrics.PublisherStreams.Inc()
-	if !s.goOwned(e.watch) {
+	if !s.goOwned(e.run) {
 		s.metrics.PublisherStreams.Dec()
+		e.room.removePub(e)
+		e.stopSilent()
 		_ = p.Close()
 		e.err = ErrServerClosed
 		s.dropPub(e)
 	}
+}
+
+// sign is the stream's claim signer: the dApp of one of its sessions signs,
+// the opener's while it lives (bps.Publisher.Reclaim signs again later).
+func (e *pubStream) sign(ctx context.Context, challenge []byte, broker swarm.Address, index uint64) ([]byte, error) {
+	ss := e.signer()
+	if ss == nil {
+		return nil, fmt.Errorf("%w: no session left to sign it", errClaim)
+	}
+	return ss.claimSigner()(ctx, challenge, broker, index)
+}
+
+func (e *pubStream) signer() *session {
+	e.mu.Lock()
+	defer e.mu.Unlock()
+	if e.opener != nil && !e.opener.closed() {
+		return e.opener
+	}
+	for ss := range e.sessions {
+		if !ss.closed() {
+			return ss
+		}
+	}
+	return nil
 }
 
 func (s *Server) dropPub(e *pubStream) {
@@ -359,6 +396,19 @@ func (s *Server) dropPub(e *pubStream) {
 	if s.pubs[e.key] == e {
 		delete(s.pubs, e.key)
 	}
+}
+
+// holdPub takes a reference to the open publisher stream of key, if there
+// is one; the caller releases it with releasePub.
+func (s *Server) holdPub(key string) *pubStream {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	e := s.pubs[key]
+	if e == nil || e.ending || !isClosed(e.ready) || e.err != nil {
+		return nil
+	}
+	e.refs++
+	return e
 }
 
 func (s *Server) releasePub(e *pubStream) {
@@ -377,23 +427,99 @@ func (s *Server) releasePub(e *pubStream) {
 	}
 }
 
-// watch closes the stream when the last session leaves, or the sessions
-// when the broker ends the stream.
-func (e *pubStream) watch() {
-	defer e.s.metrics.PublisherStreams.Dec()
+// poke wakes the stream's goroutine; it never blocks.
+func (e *pubStream) poke() {
 	select {
-	case <-e.p.Done():
-		e.s.dropPub(e)
-		code, reason := websocket.CloseGoingAway, "the broker ended the publisher stream"
-		if err := e.p.Err(); err != nil {
-			code, reason = websocket.CloseInternalServerErr, "publisher stream reset by the broker (claim not taken?): "+err.Error()
+	case e.wake <- struct{}{}:
+	default:
+	}
+}
+
+func (e *pubStream) stopSilent() {
+	if e.silent != nil {
+		e.silent.Stop()
+	}
+}
+
+// run hands what the broker sends to the room, until the last session
+// leaves or the broker ends the stream (then it closes the sessions left
+// with the reason). In a closed cohort it also sees the stream admitted (its
+// first delivery), claims again when the node learns of a roster naming
+// the address while the stream is silent, and closes a stream still silent
+// after SilentWait — before the broker's claim deadline, which the broker
+// enforces as a violation, blocklisting the whole node.
+func (e *pubStream) run() {
+	defer e.s.metrics.PublisherStreams.Dec()
+	defer e.room.removePub(e)
+	defer e.stopSilent()
+	for {
+		select {
+		case d, ok := <-e.p.C():
+			if !ok {
+				e.s.dropPub(e)
+				code, reason := streamEnd(e.s, e.p.Err(), "the broker ended the publisher stream", "publisher stream reset by the broker: ")
+				e.closeAll(code, reason)
+				return
+			}
+			e.room.deliver(d)
+			if !e.taken.Load() {
+				e.taken.Store(true)
+				e.stopSilent()
+				e.pokeSessions()
+			}
+		case <-e.wake:
+			if e.taken.Load() {
+				continue
+			}
+			if e.expired.Load() {
+				e.end(websocket.ClosePolicyViolation, fmt.Sprintf("closed cohort: the broker did not admit %x within %s (not in its roster); the node closed the stream before the broker's claim deadline", e.addr, e.s.opts.SilentWait))
+				return
+			}
+			if err := e.reclaim(); err != nil {
+				e.end(closeStatus(err), "claim again: "+err.Error())
+				return
+			}
+		case <-e.stop:
+			_ = e.p.Close()
+			return
 		}
-		if e.s.ctx.Err() != nil {
-			code, reason = websocket.CloseGoingAway, "node shutting down"
+	}
+}
+
+// end closes the stream and its sessions.
+func (e *pubStream) end(code int, reason string) {
+	e.s.dropPub(e)
+	e.closeAll(code, reason)
+	_ = e.p.Close()
+}
+
+// reclaim claims again on a silent stream once the node holds a roster
+// naming the address it did not hold before (SWIP-60: a roster naming it is
+// the cue to claim again). A silent stream is certainly not a publisher
+// stream, so the claim cannot land on one.
+func (e *pubStream) reclaim() error {
+	st := e.room.service()
+	if !e.room.rostered(e.addr) || st.next <= e.claimed {
+		return nil
+	}
+	e.claimed = st.next
+	ctx, cancel := context.WithTimeout(e.s.ctx, e.s.opts.JoinTimeout+e.s.opts.ClaimTimeout)
+	defer cancel()
+	if err := e.p.Reclaim(ctx); err != nil {
+		if errors.Is(err, errClaim) {
+			e.s.metrics.ClaimsFailed.Inc()
 		}
-		e.closeAll(code, reason)
-	case <-e.stop:
-		_ = e.p.Close()
+		return err
+	}
+	e.s.metrics.Reclaims.Inc()
+	return nil
+}
+
+func (e *pubStream) pokeSessions() {
+	e.mu.Lock()
+	defer e.mu.Unlock()
+	for ss := range e.sessions {
+		ss.poke()
 	}
 }
 
@@ -410,6 +536,9 @@ func (e *pubStream) add(ss *session) bool {
 func (e *pubStream) remove(ss *session) {
 	e.mu.Lock()
 	delete(e.sessions, ss)
+	if e.opener == ss {
+		e.opener = nil
+	}
 	e.mu.Unlock()
 }
 

@@ -19,6 +19,9 @@ type metrics struct {
 	InvalidFrames    prometheus.Counter
 	SlowSessions     prometheus.Counter
 	ClaimsFailed     prometheus.Counter
+	Reclaims         prometheus.Counter
+	ServiceRelayed   prometheus.Counter
+	ServiceGaps      prometheus.Counter
 }
 
 func newMetrics() metrics {
@@ -38,5 +41,8 @@ func newMetrics() metrics {
 		InvalidFrames:    counter("invalid_frames", "Session frames refused before publishing."),
 		SlowSessions:     counter("slow_sessions", "Sessions closed for a full queue."),
 		ClaimsFailed:     counter("claims_failed", "Claims a dApp did not sign, or signed wrongly, in time."),
+		Reclaims:         counter("reclaims", "Claims sent again on a silent stream once a roster named its address."),
+		ServiceRelayed:   counter("service_relayed", "Service SOCs relayed for an admin's dApp."),
+		ServiceGaps:      counter("service_gaps", "Gaps in a service feed seen by the node (liveness faults)."),
 	}
 }

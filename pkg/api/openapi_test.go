@@ -35,7 +35,7 @@ type parameter struct {
 }
 
 // TestOpenAPI: openapi/bps.yaml describes exactly the routes the handler
-// serves, and every query parameter and header the session reads.
+// serves, and every query parameter and header each of them reads.
 func TestOpenAPI(t *testing.T) {
 	t.Parallel()
 	b, err := os.ReadFile("../../openapi/bps.yaml")
@@ -71,7 +71,17 @@ func TestOpenAPI(t *testing.T) {
 		}
 	}
 
-	op := doc.Paths["/pubsub/{topic}"]["get"]
+	query, headers := api.SessionParams()
+	checkParams(t, doc, "get", "/pubsub/{topic}", query, headers, "101", "400", "503")
+	checkParams(t, doc, "post", "/pubsub/{topic}/service", api.ServiceParams(), nil, "202", "400", "403", "409", "502")
+}
+
+// checkParams checks that the operation documents exactly the path
+// parameter topic, the query parameters and the headers the handler reads,
+// and the given responses.
+func checkParams(t *testing.T, doc openAPI, method, path string, query, headers []string, codes ...string) {
+	t.Helper()
+	op := doc.Paths[path][method]
 	documented := make(map[string]bool)
 	for _, p := range op.Parameters {
 		if p.Ref != "" {
@@ -79,23 +89,22 @@ func TestOpenAPI(t *testing.T) {
 		}
 		documented[p.In+" "+p.Name] = true
 	}
-	query, headers := api.SessionParams()
 	for _, q := range query {
 		if !documented["query "+q] {
-			t.Errorf("query parameter %s of GET /pubsub/{topic} is not documented", q)
+			t.Errorf("query parameter %s of %s %s is not documented", q, method, path)
 		}
 	}
 	for _, h := range headers {
 		if !documented["header "+h] {
-			t.Errorf("header %s of GET /pubsub/{topic} is not documented", h)
+			t.Errorf("header %s of %s %s is not documented", h, method, path)
 		}
 	}
 	if !documented["path topic"] {
-		t.Error("path parameter topic is not documented")
+		t.Errorf("%s %s: path parameter topic is not documented", method, path)
 	}
-	for _, code := range []string{"101", "400", "503"} {
+	for _, code := range codes {
 		if _, ok := op.Responses[code]; !ok {
-			t.Errorf("GET /pubsub/{topic}: response %s is not documented", code)
+			t.Errorf("%s %s: response %s is not documented", method, path, code)
 		}
 	}
 	if n := len(query) + len(headers) + 1; len(documented) != n {
@@ -104,6 +113,6 @@ func TestOpenAPI(t *testing.T) {
 			names = append(names, k)
 		}
 		slices.Sort(names)
-		t.Errorf("documented parameters %v, the handler reads %d", names, n)
+		t.Errorf("%s %s: documented parameters %v, the handler reads %d", method, path, names, n)
 	}
 }

@@ -8,6 +8,7 @@ import (
 	"context"
 	"encoding/hex"
 	"errors"
+	"fmt"
 	"math"
 	"net/http"
 	"strconv"
@@ -67,34 +68,49 @@ func (s *Server) pubsubWsHandler(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 
+	rm, err := s.acquireRoom(broker, p.spec)
+	if err != nil {
+		s.joinFailed(w, logger, err)
+		return
+	}
 	var h *hub
-	if p.subscribes() {
-		if h, err = s.acquireHub(ctx, broker, p.spec); err != nil {
+	if p.spectates() {
+		if h, err = s.acquireHub(ctx, rm); err != nil {
+			s.releaseRoom(rm)
 			s.joinFailed(w, logger, err)
 			return
 		}
 	}
 	var e *pubStream
 	if p.publish && !p.claims() {
-		if e, err = s.acquirePub(ctx, broker, p, nil); err != nil {
+		if e, err = s.acquirePub(ctx, rm, p, nil); err != nil {
 			if h != nil {
 				s.releaseHub(h)
 			}
+			s.releaseRoom(rm)
 			s.joinFailed(w, logger, err)
 			return
 		}
 	}
 
-	// The session exists, holding its ready frame and attached to its hub,
-	// before the dApp sees the upgrade: it receives everything accepted
-	// after that.
-	ss := newSession(s, p, broker, h, logger)
-	if e != nil {
+	// The session exists, holding its first frame and a member of its
+	// room, before the dApp sees the upgrade: a session that receives at
+	// once receives everything accepted after that.
+	ss := newSession(s, p, broker, rm, h, logger)
+	receive := true
+	switch {
+	case e != nil:
 		ss.attachPub(e)
-	} else if !p.publish {
+	case !p.publish:
 		ss.ready("subscriber")
+	case p.claims() && h != nil && !rm.rostered(p.addr):
+		// An open cohort: the session watches it until a roster names addr.
+		ss.wait(reasonNotRostered)
+	default:
+		receive = false // from its ready frame on
 	}
-	if h != nil && !p.claims() && !h.add(ss) {
+	rm.add(ss, receive)
+	if h != nil && !h.add(ss) {
 		ss.close(websocket.CloseGoingAway, "the broker ended the subscription", nil)
 	}
 
@@ -126,9 +142,9 @@ func (s *Server) joinFailed(w http.ResponseWriter, logger log.Logger, err error)
 }
 
 // run runs the upgraded session: registered, its reader and writer
-// started, its publisher stream opened where that takes a claim (the dApp
-// signs it through the session) — and waits for it to end. pre is the
-// publisher stream opened before the upgrade, if any.
+// started, and, where publishing takes a claim, its publisher state kept up
+// to date (negotiate) — until it ends. pre is the publisher stream opened
+// before the upgrade, if any.
 func (ss *session) run(pre *pubStream) {
 	s := ss.s
 	defer s.unregister(ss)
@@ -140,32 +156,18 @@ func (ss *session) run(pre *pubStream) {
 
 	held := pre // the publisher stream this session holds a reference to
 	if ss.plan.claims() {
-		ctx, cancel := context.WithTimeout(s.ctx, s.opts.JoinTimeout+2*s.opts.ClaimTimeout)
-		e, err := s.acquirePub(ctx, ss.broker, ss.plan, ss.claimSigner())
-		cancel()
-		if err != nil {
-			if errors.Is(err, errClaim) {
-				s.metrics.ClaimsFailed.Inc()
-			}
-			ss.fail(closeStatus(err), "publish: "+err.Error())
-		} else {
-			held = e
-			ss.attachPub(e)
-			// Deliveries start after the ready frame.
-			if h := ss.hub; h != nil && !ss.closed() && !h.add(ss) {
-				ss.fail(websocket.CloseGoingAway, "the broker ended the subscription")
-			}
-		}
+		held = ss.negotiate()
 	}
-
 	<-ss.readerDone
 	<-ss.writerDone
 	ss.release(held)
 }
 
-// release detaches an ended session from its hub and publisher stream.
+// release detaches an ended session from its room, hub and publisher
+// stream.
 func (ss *session) release(held *pubStream) {
 	ss.hard.Stop() // set: the session is closed
+	ss.room.remove(ss)
 	if h := ss.hub; h != nil {
 		h.remove(ss)
 		ss.s.releaseHub(h)
@@ -174,6 +176,7 @@ func (ss *session) release(held *pubStream) {
 		held.remove(ss)
 		ss.s.releasePub(held)
 	}
+	ss.s.releaseRoom(ss.room)
 }
 
 // attachPub lets the session publish on e and tells the dApp it may.
@@ -184,6 +187,109 @@ func (ss *session) attachPub(e *pubStream) {
 	}
 	ss.pub.Store(e)
 	ss.ready("publisher")
+}
+
+// Reasons a session publishing under explicit authorship waits.
+const (
+	reasonNotRostered = "not in the roster: the admin's roster does not name addr; the node claims when one does"
+	reasonNotAdmitted = "closed cohort: claim sent, not admitted yet: the broker admits addr once its roster names it"
+)
+
+// negotiate keeps a session publishing under explicit authorship in step
+// with the roster the node holds and with its publisher stream, until the
+// session closes; it returns the publisher stream it holds, if any.
+//
+// The stream is opened — and the claim signed by the dApp — at once for the
+// admin and in a closed cohort, where a claim is the only way in; in an open
+// cohort only once a roster the node verified names addr, so that the claim
+// is taken: the broker gives no answer to a claim, and a node that misjudged
+// it would send a publication on a subscriber stream, or a claim on a
+// publisher stream, against itself. The session may publish while the
+// stream is a publisher stream (pubStream.taken) and the roster names addr;
+// a roster revoking addr makes it wait again — in an open cohort it lets
+// go of the stream, and claims anew on a later grant.
+func (ss *session) negotiate() *pubStream {
+	var e *pubStream
+	for {
+		e = ss.evaluate(e)
+		select {
+		case <-ss.wake:
+		case <-ss.quit:
+			return e
+		}
+	}
+}
+
+// evaluate looks at the session's publisher state once; e is the stream it
+// holds, and it returns the one it holds after.
+func (ss *session) evaluate(e *pubStream) *pubStream {
+	s, p, rm := ss.s, ss.plan, ss.room
+	if ss.closed() {
+		return e
+	}
+	if e == nil {
+		if !p.spec.Closed && !rm.rostered(p.addr) {
+			ss.wait(reasonNotRostered)
+			return nil
+		}
+		ctx, cancel := context.WithTimeout(s.ctx, s.opts.JoinTimeout+2*s.opts.ClaimTimeout)
+		var err error
+		e, err = s.acquirePub(ctx, rm, p, ss)
+		cancel()
+		if err != nil {
+			if errors.Is(err, errClaim) {
+				s.metrics.ClaimsFailed.Inc()
+			}
+			ss.fail(closeStatus(err), "publish: "+err.Error())
+			return nil
+		}
+		if !e.add(ss) {
+			ss.fail(websocket.CloseGoingAway, "the broker ended the publisher stream")
+			return e
+		}
+	}
+	switch {
+	case !e.taken.Load():
+		ss.wait(reasonNotAdmitted)
+	case rm.rostered(p.addr):
+		ss.allow(e)
+	default:
+		st := rm.service()
+		ss.wait(fmt.Sprintf("revoked: the admin's roster %d does not name addr", st.next-1))
+		if !p.spec.Closed {
+			e.remove(ss)
+			s.releasePub(e)
+			return nil
+		}
+	}
+	return e
+}
+
+// wait stops the session publishing and tells the dApp why, once per
+// reason.
+func (ss *session) wait(reason string) {
+	ss.pub.Store(nil)
+	ss.waiting.Store(&reason)
+	if reason == ss.told {
+		return
+	}
+	ss.told = reason
+	if !ss.sendControl(waitingFrame{Type: typeWaiting, Addr: hex.EncodeToString(ss.plan.addr), Reason: reason}) {
+		ss.slow()
+	}
+}
+
+// allow lets the session publish on e: the ready frame, and deliveries from
+// then on.
+func (ss *session) allow(e *pubStream) {
+	if ss.pub.Load() == e {
+		return
+	}
+	ss.told = ""
+	ss.pub.Store(e)
+	ss.waiting.Store(nil)
+	ss.ready("publisher")
+	ss.room.receive(ss)
 }
 
 // ready sends the ready frame (not to the GSOC client).
@@ -201,12 +307,12 @@ func (ss *session) ready(role string) {
 	}
 	if role == "publisher" {
 		f.Addr = hex.EncodeToString(ss.plan.addr)
-		if ss.plan.claims() {
+		if ss.plan.claims() && ss.plan.layout == layoutIndex {
 			f.Index = &ss.plan.index
 		}
 	}
 	if !ss.sendControl(f) {
-		ss.fail(websocket.ClosePolicyViolation, "slow consumer: session queue full")
+		ss.slow()
 	}
 }
 

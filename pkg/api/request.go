@@ -14,19 +14,29 @@ import (
 	"github.com/ethersphere/bee/v2/pkg/crypto"
 	"github.com/ethersphere/bee/v2/pkg/jsonhttp"
 	"github.com/ethersphere/bee/v2/pkg/soc"
+	"github.com/ethersphere/bee/v2/pkg/swarm"
 	"github.com/ethersphere/bps/pkg/bps"
 	"github.com/ethersphere/bps/pkg/bps/pb"
 	"github.com/gorilla/mux"
 )
 
+// bindingNames maps the binding query parameter (lower-cased) to SWIP-60's
+// TopicBinding.
+var bindingNames = map[string]pb.TopicBinding{
+	"anchor":   pb.TopicBinding_ANCHOR,
+	"soc_id":   pb.TopicBinding_SOC_ID,
+	"socid":    pb.TopicBinding_SOC_ID,
+	"owner":    pb.TopicBinding_OWNER,
+	"feed":     pb.TopicBinding_FEED_TOPIC,
+	"mnemonic": pb.TopicBinding_MNEMONIC,
+}
+
 // sessionQuery is the query of GET /pubsub/{topic}. The spec parameters
 // (binding, admin, publishers, closed, history) are SWIP-60's; the spec they
-// make is validated by bps.NewSpec, which decides what this node serves. The
-// bridge itself speaks two bindings: feed (an admin) and anchor (implicit);
-// the others need their frame layouts first.
+// make is validated by bps.NewSpec, which decides what this node serves.
 type sessionQuery struct {
 	Peer       string   `map:"peer" validate:"required"`
-	Binding    *string  `map:"binding,lower" validate:"omitempty,oneof=feed anchor"`
+	Binding    *string  `map:"binding,lower" validate:"omitempty,oneof=anchor soc_id socid owner feed mnemonic"`
 	Admin      hexBytes `map:"admin" validate:"omitempty,len=20"`
 	Publishers *string  `map:"publishers,lower" validate:"omitempty,oneof=all"`
 	Closed     *bool    `map:"closed"`
@@ -39,52 +49,87 @@ type sessionQuery struct {
 	GSOCID    hexBytes `map:"gsoc-topic" validate:"omitempty,len=32"`
 }
 
+// serviceQuery is the query of POST /pubsub/{topic}/service: the broker and
+// the spec of the cohort whose service feed the SOC extends. A service feed
+// needs an admin.
+type serviceQuery struct {
+	Peer       string   `map:"peer" validate:"required"`
+	Binding    string   `map:"binding,lower" validate:"required,oneof=anchor soc_id socid owner feed mnemonic"`
+	Admin      hexBytes `map:"admin" validate:"required,len=20"`
+	Publishers *string  `map:"publishers,lower" validate:"omitempty,oneof=all"`
+	Closed     *bool    `map:"closed"`
+	History    *bool    `map:"history"`
+}
+
 // sessionHeaders are the headers of GET /pubsub/{topic}.
 type sessionHeaders struct {
 	KeepAlive *uint64 `map:"swarm-keep-alive" validate:"omitempty,min=1"`
 	SOCFields *string `map:"swarm-soc-fields"`
 }
 
-// mode is what kind of session a request opens.
-type mode int
+// layout is the shape of a dApp's binary frame: what precedes signature(65)
+// ‖ span(8, LE) ‖ payload, and so where the signed SOC id comes from.
+type layout int
 
 const (
-	// modeGSOC is the original GSOC client (bee-js): no binding given; the
-	// implicit ANCHOR cohort of the SOC address in the path; no text frames.
-	modeGSOC mode = iota
-	// modeAnchor is binding=anchor: the implicit ANCHOR cohort, with the
-	// session protocol's text frames.
-	modeAnchor
-	// modeFeed is binding=feed: SWIP-74's live feed of the admin.
-	modeFeed
+	// layoutSessionID: nothing; the id is the session's (gsoc-topic or id):
+	// the GSOC client and the implicit ANCHOR cohort, whose SOC address is
+	// the topic.
+	layoutSessionID layout = iota
+	// layoutTopicID: nothing; the id is the topic (SOC_ID).
+	layoutTopicID
+	// layoutIndex: index(8, BE); the id is keccak256(topic ‖ index)
+	// (FEED_TOPIC, SWIP-65's bare index).
+	layoutIndex
+	// layoutID: id(32), chosen by the dApp per message (explicit ANCHOR,
+	// OWNER, MNEMONIC).
+	layoutID
 )
 
 // plan is a validated session request.
 type plan struct {
-	mode      mode
+	gsoc      bool // the GSOC client: no binding given, binary frames only
+	layout    layout
 	topic     []byte
 	spec      *bps.Spec
 	peer      peerRef
 	publish   bool
 	addr      []byte // the address the session publishes as
-	id        []byte // ANCHOR: the SOC id the dApp signs under
-	index     uint64 // FEED_TOPIC: the publisher's cursor, signed into its claim
+	id        []byte // layoutSessionID: the SOC id the dApp signs under
+	index     uint64 // explicit FEED_TOPIC: the publisher's cursor, signed into its claim
 	fields    []socField
 	keepAlive time.Duration
 }
 
 // control reports whether the session speaks the text frames of the session
 // protocol; the GSOC client gets binary frames only.
-func (p *plan) control() bool { return p.mode != modeGSOC }
+func (p *plan) control() bool { return !p.gsoc }
 
-// subscribes reports whether the session receives the cohort's messages:
-// every session but a feed publisher's (SWIP-74: the admin is the only
-// publisher, so it would receive nothing but its own updates).
-func (p *plan) subscribes() bool { return !(p.publish && p.mode == modeFeed) }
+// explicit reports explicit authorship: an admin, and not ALL.
+func (p *plan) explicit() bool {
+	return !p.spec.Implicit() && p.spec.Publishers != pb.PublisherRegime_ALL
+}
 
 // claims reports whether publishing takes a claim (explicit authorship).
-func (p *plan) claims() bool {
-	return p.publish && !p.spec.Implicit() && p.spec.Publishers != pb.PublisherRegime_ALL
+func (p *plan) claims() bool { return p.publish && p.explicit() }
+
+// isAdmin reports whether the session publishes as the cohort's admin.
+func (p *plan) isAdmin() bool { return p.publish && bytes.Equal(p.addr, p.spec.Admin) }
+
+// echoes reports whether the session publishes in the implicit ANCHOR
+// cohort, where every publisher shares the GSOC key: its publisher stream
+// receives nothing (the broker never sends an identity its own messages),
+// so it receives on the subscriber stream, less what it sent itself.
+func (p *plan) echoes() bool { return p.publish && p.layout == layoutSessionID }
+
+// spectates reports whether the session needs the node's subscriber stream:
+// a session without addr; a GSOC publisher (above); and a session publishing
+// as a non-admin address in an open explicit cohort, which watches the
+// cohort — and its roster — until the roster names it. Other publishers
+// receive on their own publisher stream (SWIP-60: publishers receive), and a
+// closed cohort has no audience.
+func (p *plan) spectates() bool {
+	return !p.publish || p.echoes() || (p.claims() && !p.isAdmin() && !p.spec.Closed)
 }
 
 // parseTopic reads {topic}: 64 hex characters (0x optional) are the 32-byte
@@ -117,17 +162,9 @@ func (s *Server) parseSession(r *http.Request) (*plan, string, []jsonhttp.Reason
 	var reasons reasonList
 	bad := reasons.add
 
-	ref, err := parsePeer(q.Peer)
-	switch {
-	case err != nil:
-		bad("peer", "%v", err)
-	case ref.addr != nil && !s.peers.canDial():
-		bad("peer", "this node dials no multiaddrs: give the broker's overlay")
-	}
-	p.peer = ref
-
+	p.peer = s.parsePeerParam(q.Peer, &reasons)
 	if q.Binding == nil {
-		p.mode = modeGSOC
+		p.gsoc = true
 		parseGSOC(p, &q, &reasons)
 	} else {
 		parseBinding(p, &q, &reasons)
@@ -143,9 +180,9 @@ func (s *Server) parseSession(r *http.Request) (*plan, string, []jsonhttp.Reason
 		}
 		p.keepAlive = time.Duration(*h.KeepAlive) * time.Second
 	}
-	p.fields = defaultFields(p.mode)
+	p.fields = defaultFields(p.gsoc)
 	if h.SOCFields != nil {
-		fields, err := parseSOCFields(*h.SOCFields, p.mode == modeFeed)
+		fields, err := parseSOCFields(*h.SOCFields, p.spec.Binding == pb.TopicBinding_FEED_TOPIC)
 		if err != nil {
 			bad("swarm-soc-fields", "%v", err)
 		}
@@ -155,6 +192,18 @@ func (s *Server) parseSession(r *http.Request) (*plan, string, []jsonhttp.Reason
 		return nil, "invalid header params", reasons
 	}
 	return p, "", nil
+}
+
+// parsePeerParam reads peer, the broker.
+func (s *Server) parsePeerParam(peer string, reasons *reasonList) peerRef {
+	ref, err := parsePeer(peer)
+	switch {
+	case err != nil:
+		reasons.add("peer", "%v", err)
+	case ref.addr != nil && !s.peers.canDial():
+		reasons.add("peer", "this node dials no multiaddrs: give the broker's overlay")
+	}
+	return ref
 }
 
 // reasonList collects the reasons a request is refused, one per parameter.
@@ -179,7 +228,7 @@ func parseGSOC(p *plan, q *sessionQuery, reasons *reasonList) {
 		{"history", q.History != nil}, {"addr", q.Addr != nil}, {"id", q.ID != nil}, {"index", q.Index != nil},
 	} {
 		if g.ok {
-			bad(g.name, "only with binding (feed or anchor)")
+			bad(g.name, "only with binding")
 		}
 	}
 	switch {
@@ -197,43 +246,88 @@ func parseGSOC(p *plan, q *sessionQuery, reasons *reasonList) {
 	if err != nil {
 		bad("binding", "not served by this node: %v", err)
 	}
-	p.spec = sp
+	p.spec, p.layout = sp, layoutSessionID
 }
 
-// parseBinding reads a SWIP-60 query: the spec, and addr (with id under
-// ANCHOR, index under FEED_TOPIC) for a publishing session.
+// specParams are the SWIP-60 spec parameters of a request.
+type specParams struct {
+	binding    string
+	admin      []byte
+	publishers *string
+	closed     *bool
+	history    *bool
+}
+
+// buildSpec assembles the cohort spec on topic and validates it with
+// bps.NewSpec, the authority on what this node serves; a refusal names the
+// SWIP-60 parameter that makes the spec unserved. It returns nil after
+// reporting a reason.
+func buildSpec(topic []byte, sp specParams, reasons *reasonList) *bps.Spec {
+	c := &pb.CohortSpec{Topic: topic, Binding: bindingNames[sp.binding], Admin: sp.admin}
+	if sp.publishers != nil {
+		c.Publishers = pb.PublisherRegime_ALL
+	}
+	if sp.closed != nil {
+		c.Closed = *sp.closed
+	}
+	if sp.history != nil {
+		c.History = *sp.history
+	}
+	spec, err := bps.NewSpec(c)
+	if err != nil {
+		field := "binding"
+		for _, g := range []given{{"history", c.History}, {"closed", c.Closed}, {"publishers", sp.publishers != nil}} {
+			if g.ok {
+				field = g.name
+				break
+			}
+		}
+		reason := "not served by this node"
+		switch field {
+		case "history":
+			reason = "this node's brokers deliver no history (SWIP-60 lets a singlehop broker refuse it)"
+		case "publishers":
+			reason = "publishers=all takes an admin and binding=mnemonic (group chat)"
+		case "closed":
+			reason = "closed takes an admin and not publishers=all: under ALL and implicit authorship everyone attached may publish"
+		}
+		reasons.add(field, "%s: %v", reason, err)
+		return nil
+	}
+	return spec
+}
+
+// parseBinding reads a SWIP-60 query: the spec, and for a publishing session
+// addr, with id under the implicit ANCHOR binding and index under an
+// explicit FEED_TOPIC one.
 func parseBinding(p *plan, q *sessionQuery, reasons *reasonList) {
 	bad := reasons.add
 	if q.GSOCOwner != nil || q.GSOCID != nil {
-		bad("gsoc-eth-address", "only without binding (the GSOC client); give addr and id")
+		bad("gsoc-eth-address", "only without binding (the GSOC client); give addr")
 	}
-	c := &pb.CohortSpec{Topic: p.topic, Admin: q.Admin}
-	switch *q.Binding {
-	case "feed":
-		p.mode = modeFeed
-		c.Binding = pb.TopicBinding_FEED_TOPIC
-		if q.Admin == nil {
-			bad("admin", "required with binding=feed")
-		}
-		if q.ID != nil {
-			bad("id", "only with binding=anchor: a feed update's id is keccak256(topic ‖ index)")
-		}
-		if q.Addr != nil && q.Admin != nil && !bytes.Equal(q.Addr, q.Admin) {
-			// The broker punishes a claim by anyone else as a violation.
-			bad("addr", "under binding=feed only the admin publishes (SWIP-74)")
-		}
-	default: // anchor
-		p.mode = modeAnchor
-		c.Binding = pb.TopicBinding_ANCHOR
-		if q.Admin != nil {
-			bad("admin", "binding=anchor with an admin is not served yet: omit admin for the implicit ANCHOR cohort")
-		}
-		if q.Index != nil {
-			bad("index", "only with binding=feed")
-		}
+	sp := buildSpec(p.topic, specParams{binding: *q.Binding, admin: q.Admin, publishers: q.Publishers, closed: q.Closed, history: q.History}, reasons)
+	if sp == nil {
+		return
+	}
+	p.spec = sp
+	if q.Addr != nil {
+		p.publish, p.addr = true, q.Addr
+	}
+	switch {
+	case sp.Binding == pb.TopicBinding_FEED_TOPIC:
+		p.layout = layoutIndex
+	case sp.Binding == pb.TopicBinding_SOC_ID:
+		p.layout = layoutTopicID
+	case sp.Binding == pb.TopicBinding_ANCHOR && sp.Implicit():
+		p.layout = layoutSessionID
+	default:
+		p.layout = layoutID
+	}
+
+	if p.layout == layoutSessionID {
 		switch {
 		case q.Addr != nil && q.ID == nil:
-			bad("id", "required with addr under binding=anchor")
+			bad("id", "required with addr under binding=anchor without admin (the GSOC's id)")
 		case q.Addr == nil && q.ID != nil:
 			bad("addr", "required with id")
 		case q.Addr != nil:
@@ -241,41 +335,42 @@ func parseBinding(p *plan, q *sessionQuery, reasons *reasonList) {
 				bad("id", "keccak256(id ‖ addr) is not the topic")
 			}
 		}
+		p.id = q.ID
+	} else if q.ID != nil {
+		bad("id", "only with binding=anchor without admin: here %s", idRule(p.layout))
 	}
-	if q.Index != nil && q.Addr == nil {
-		bad("index", "only with addr")
+
+	if q.Index != nil {
+		if p.layout != layoutIndex || !p.claims() {
+			bad("index", "only with binding=feed, admin and addr: the cursor signed into the claim")
+		}
+		p.index = *q.Index
 	}
-	if q.Publishers != nil {
-		c.Publishers = pb.PublisherRegime_ALL
+	if sp.Closed && q.Addr == nil {
+		bad("addr", "closed cohort: only publishers attend; give addr")
 	}
-	if q.Closed != nil {
-		c.Closed = *q.Closed
-	}
-	if q.History != nil {
-		c.History = *q.History
-	}
-	if len(*reasons) > 0 {
-		return
-	}
-	// NewSpec is the authority on what this node serves; the parameter
-	// named is the SWIP-60 one that makes the spec unserved, if any.
-	sp, err := bps.NewSpec(c)
-	if err != nil {
-		field := "binding"
-		for _, g := range []given{{"publishers", q.Publishers != nil}, {"closed", c.Closed}, {"history", c.History}} {
-			if g.ok {
-				field = g.name
-				break
+	if p.publish && sp.Implicit() {
+		switch sp.Binding {
+		case pb.TopicBinding_OWNER:
+			if h, _ := crypto.LegacyKeccak256(q.Addr); !bytes.Equal(h, p.topic) {
+				bad("addr", "binding=owner without admin: keccak256(addr) is not the topic")
+			}
+		case pb.TopicBinding_SOC_ID:
+			if a, err := soc.CreateAddress(soc.ID(p.topic), q.Addr); err != nil || swarm.Proximity(a.Bytes(), p.topic) < bps.PoMin {
+				bad("addr", "binding=soc_id without admin: keccak256(topic ‖ addr) shares fewer than %d leading bits with the topic", bps.PoMin)
 			}
 		}
-		bad(field, "not served by this node: %v", err)
-		return
 	}
-	p.spec = sp
-	if q.Addr != nil {
-		p.publish, p.addr, p.id = true, q.Addr, q.ID
-	}
-	if q.Index != nil {
-		p.index = *q.Index
+}
+
+// idRule says where the SOC id of a frame comes from under l.
+func idRule(l layout) string {
+	switch l {
+	case layoutTopicID:
+		return "the id is the topic"
+	case layoutIndex:
+		return "the id is keccak256(topic ‖ index), the index prefixing each frame"
+	default:
+		return "each frame carries its id"
 	}
 }

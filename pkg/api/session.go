@@ -41,18 +41,26 @@ type session struct {
 	plan    *plan
 	broker  swarm.Address
 	logger  log.Logger
-	hub     *hub                      // nil for a publish-only session
-	pub     atomic.Pointer[pubStream] // set once the session may publish
-	echo    *echoFilter               // publishing sessions that also receive
+	room    *room
+	hub     *hub                      // nil unless the session watches the subscriber stream
+	pub     atomic.Pointer[pubStream] // set while the session may publish
+	echo    *echoFilter               // GSOC publishers, which receive on the subscriber stream
 	queue   chan outFrame
 	claims  chan []byte // claim signatures read from the dApp
 	claimOK atomic.Bool // a claim-request is outstanding
+
+	// Publishing under explicit authorship: the session's goroutine looks
+	// again at its state when poked (a roster, the stream admitted).
+	wake    chan struct{}
+	waiting atomic.Pointer[string] // why the session may not publish now
+	told    string                 // the waiting reason last sent; the session's goroutine only
 
 	quit   chan struct{} // closed by close
 	once   sync.Once
 	code   int    // close code; read after quit
 	reason string // close reason; read after quit
 	final  []byte // text frame sent before the close frame; read after quit
+	drain  bool   // write what is queued before final; read after quit
 	hard   *time.Timer
 
 	readerDone chan struct{}
@@ -61,16 +69,17 @@ type session struct {
 
 // newSession builds a session before its upgrade: it queues frames from
 // the start, and its reader and writer start once run is called.
-func newSession(s *Server, p *plan, broker swarm.Address, h *hub, logger log.Logger) *session {
+func newSession(s *Server, p *plan, broker swarm.Address, r *room, h *hub, logger log.Logger) *session {
 	ss := &session{
-		s: s, plan: p, broker: broker, hub: h, logger: logger,
+		s: s, plan: p, broker: broker, room: r, hub: h, logger: logger,
 		queue:      make(chan outFrame, s.opts.SessionQueue),
 		claims:     make(chan []byte, 1),
+		wake:       make(chan struct{}, 1),
 		quit:       make(chan struct{}),
 		readerDone: make(chan struct{}),
 		writerDone: make(chan struct{}),
 	}
-	if p.publish && h != nil {
+	if p.echoes() {
 		ss.echo = newEchoFilter(max(s.opts.SessionQueue, 64))
 	}
 	return ss
@@ -83,8 +92,18 @@ const maxReason = 123
 // close ends the session with code and reason, once; final is a text frame
 // the writer sends just before the close frame. It never blocks: the writer
 // does the closing handshake, and a timer drops the connection if a write
-// is stuck.
+// is stuck. What is still queued is dropped.
 func (ss *session) close(code int, reason string, final []byte) {
+	ss.closeWith(code, reason, final, false)
+}
+
+// closeDrained is close, but the writer first sends what is queued: the
+// messages before an end of stream are the stream's last.
+func (ss *session) closeDrained(code int, reason string, final []byte) {
+	ss.closeWith(code, reason, final, true)
+}
+
+func (ss *session) closeWith(code int, reason string, final []byte, drain bool) {
 	ss.once.Do(func() {
 		if len(reason) > maxReason {
 			reason = reason[:maxReason]
@@ -92,7 +111,7 @@ func (ss *session) close(code int, reason string, final []byte) {
 				reason = reason[:len(reason)-1]
 			}
 		}
-		ss.code, ss.reason, ss.final = code, reason, final
+		ss.code, ss.reason, ss.final, ss.drain = code, reason, final, drain
 		ss.hard = time.AfterFunc(ss.s.opts.WriteTimeout+closeGrace, func() {
 			if ws := ss.ws.Load(); ws != nil {
 				_ = ws.Close()
@@ -138,7 +157,30 @@ func (ss *session) sendControl(v any) bool {
 	if err != nil {
 		return false
 	}
+	return ss.sendText(b)
+}
+
+// sendText queues an encoded text frame.
+func (ss *session) sendText(b []byte) bool {
 	return ss.enqueue(websocket.TextMessage, b)
+}
+
+// slow closes a session whose queue is full. It leaves its hub at once:
+// its writer may be stuck until the connection is dropped.
+func (ss *session) slow() {
+	if ss.hub != nil {
+		ss.hub.remove(ss)
+	}
+	ss.s.metrics.SlowSessions.Inc()
+	ss.fail(websocket.ClosePolicyViolation, slowReason(cap(ss.queue)))
+}
+
+// poke wakes the session's goroutine; it never blocks.
+func (ss *session) poke() {
+	select {
+	case ss.wake <- struct{}{}:
+	default:
+	}
 }
 
 // writeLoop is the session's only writer: queued frames and pings until the
@@ -151,14 +193,14 @@ func (ss *session) writeLoop() {
 	for {
 		select {
 		case <-ss.quit:
-			ss.finish(false)
+			ss.finish(ss.flush())
 			return
 		default:
 		}
 		var err error
 		select {
 		case <-ss.quit:
-			ss.finish(false)
+			ss.finish(ss.flush())
 			return
 		case f := <-ss.queue:
 			err = ss.write(f.typ, f.data)
@@ -169,6 +211,24 @@ func (ss *session) writeLoop() {
 			ss.close(websocket.CloseAbnormalClosure, "write: "+err.Error(), nil)
 			ss.finish(true)
 			return
+		}
+	}
+}
+
+// flush writes what is queued if the session closes drained; it reports
+// whether the connection broke.
+func (ss *session) flush() bool {
+	if !ss.drain {
+		return false
+	}
+	for {
+		select {
+		case f := <-ss.queue:
+			if ss.write(f.typ, f.data) != nil {
+				return true
+			}
+		default:
+			return false
 		}
 	}
 }
@@ -290,7 +350,12 @@ func (ss *session) onText(data []byte) {
 func (ss *session) onBinary(data []byte) {
 	e := ss.pub.Load()
 	if e == nil {
-		if ss.plan.publish {
+		if why := ss.waiting.Load(); why != nil {
+			// The broker would drop the frame, or — once the roster that
+			// revoked the address reached the stream — break the
+			// connection and blocklist the node.
+			ss.fail(websocket.ClosePolicyViolation, "not a publisher now: "+*why)
+		} else if ss.plan.publish {
 			ss.fail(websocket.ClosePolicyViolation, "publishing before ready")
 		} else {
 			ss.fail(websocket.ClosePolicyViolation, "this session does not publish: give addr (or gsoc-eth-address and gsoc-topic)")

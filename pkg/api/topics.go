@@ -50,6 +50,15 @@ type topicInfo struct {
 	Received *uint64 `json:"received,omitempty"` // deliveries handed to the sessions
 	Dropped  *uint64 `json:"dropped,omitempty"`  // deliveries the subscription dropped (stale, invalid)
 	Sent     *uint64 `json:"sent,omitempty"`     // frames published
+	// publisher, explicit authorship: the broker made it a publisher
+	// stream, as far as the node can tell (a closed cohort: admitted).
+	Taken *bool `json:"taken,omitempty"`
+
+	// The admin's service feed (a cohort with an admin): at a broker as it
+	// accepted it, at a client as the node verified it.
+	Roster      *[]string `json:"roster,omitempty"`      // the publishers the roster in force names (admin excluded), hex
+	ServiceNext *uint64   `json:"serviceNext,omitempty"` // the lowest service index taken next (0: none yet)
+	Ended       *bool     `json:"ended,omitempty"`       // END_OF_STREAM taken
 }
 
 type topicsResponse struct {
@@ -72,6 +81,11 @@ func (s *Server) topicsHandler(w http.ResponseWriter, _ *http.Request) {
 		t.Created, t.LastAccept = ptr(c.Created.UTC()), ptr(c.LastAccept.UTC())
 		if !c.Spec.Implicit() {
 			t.Cursor = ptr(c.Cursor)
+			roster := make([]string, len(c.Roster))
+			for i, p := range c.Roster {
+				roster[i] = hex.EncodeToString(p)
+			}
+			t.Roster, t.ServiceNext, t.Ended = &roster, ptr(c.ServiceNext), ptr(c.Ended)
 		}
 		out.Topics = append(out.Topics, t)
 	}
@@ -99,6 +113,7 @@ func (s *Server) topicsHandler(w http.ResponseWriter, _ *http.Request) {
 		t.Streams = 1
 		t.Broker = h.broker.String()
 		t.Received, t.Dropped = ptr(h.delivered.Load()), ptr(h.sub.Dropped())
+		t.addService(h.room)
 		out.Topics = append(out.Topics, t)
 	}
 	for _, e := range pubs {
@@ -112,9 +127,23 @@ func (s *Server) topicsHandler(w http.ResponseWriter, _ *http.Request) {
 		t.Broker = e.broker.String()
 		t.Addr = hex.EncodeToString(e.addr)
 		t.Sent = ptr(e.sent.Load())
+		if e.claims {
+			t.Taken = ptr(e.taken.Load())
+		}
+		t.addService(e.room)
 		out.Topics = append(out.Topics, t)
 	}
 	jsonhttp.OK(w, out)
+}
+
+// addService adds the service feed as the node knows it, for a cohort
+// with an admin.
+func (t *topicInfo) addService(rm *room) {
+	if rm.spec.Implicit() {
+		return
+	}
+	st := rm.service()
+	t.Roster, t.ServiceNext, t.Ended = &st.roster, ptr(st.next), ptr(st.ended)
 }
 
 func specInfo(sp *bps.Spec) topicInfo {
