@@ -10,11 +10,9 @@ import (
 	"testing"
 	"time"
 
-	"github.com/ethersphere/bee/v2/pkg/p2p"
 	"github.com/ethersphere/bps/pkg/bps"
 	"github.com/ethersphere/bps/pkg/bps/pb"
 	"github.com/ethersphere/bps/pkg/bps/streamtest"
-	"google.golang.org/protobuf/encoding/protodelim"
 )
 
 // TestConformance74_09_StreamsPerCohort: FULL at the fan-out bound, one extra
@@ -126,40 +124,11 @@ func TestConformance74_10_SubscriberReverifies(t *testing.T) {
 		update(t, admin, sp, 5, "five"),
 	}
 
-	// A hostile broker: answers OK and sends the frames above.
-	evil := net.NewNode()
-	sent := make(chan struct{})
-	if err := evil.AddProtocol(p2p.ProtocolSpec{Name: bps.ProtocolName, Version: bps.ProtocolVersion,
-		StreamSpecs: []p2p.StreamSpec{{Name: bps.StreamName, Handler: func(ctx context.Context, _ p2p.Peer, s p2p.Stream) error {
-			defer close(sent)
-			if err := protodelim.UnmarshalFrom(newByteReader(s), new(pb.Join)); err != nil {
-				return err
-			}
-			if _, err := s.Write(bps.EncodeFrame(&pb.Ack{Status: pb.Status_OK})); err != nil {
-				return err
-			}
-			for _, m := range frames {
-				if _, err := s.Write(bps.EncodeFrame(m)); err != nil {
-					return err
-				}
-			}
-			return s.FullClose()
-		}}}}); err != nil {
-		t.Fatal(err)
-	}
-	client := newNode(t, net, bps.Options{})
-	if err := net.Connect(client.Node, evil); err != nil {
-		t.Fatal(err)
-	}
-	sub, err := client.svc.Subscribe(ctxT(t), evil.Overlay(), sp)
-	if err != nil {
-		t.Fatal(err)
-	}
+	sub := subscribeToHostile(t, net, sp, frames)
 	var got []uint64
 	for d := range sub.C() {
 		got = append(got, d.Index)
 	}
-	<-sent
 	if len(got) != 3 || got[0] != 0 || got[1] != 2 || got[2] != 5 {
 		t.Fatalf("delivered %v, want [0 2 5]", got)
 	}

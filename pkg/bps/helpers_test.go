@@ -355,3 +355,36 @@ func keccak(parts ...[]byte) []byte {
 
 // newByteReader wraps r for protodelim.
 func newByteReader(r io.Reader) *bufio.Reader { return bufio.NewReader(r) }
+
+// subscribeToHostile joins a hostile broker that answers OK, sends frames and
+// closes, and returns the subscription of a fresh client node to it.
+func subscribeToHostile(t *testing.T, net *streamtest.Network, sp *bps.Spec, frames []*pb.Message) *bps.Subscription {
+	t.Helper()
+	evil := net.NewNode()
+	if err := evil.AddProtocol(p2p.ProtocolSpec{Name: bps.ProtocolName, Version: bps.ProtocolVersion,
+		StreamSpecs: []p2p.StreamSpec{{Name: bps.StreamName, Handler: func(_ context.Context, _ p2p.Peer, s p2p.Stream) error {
+			if err := protodelim.UnmarshalFrom(newByteReader(s), new(pb.Join)); err != nil {
+				return err
+			}
+			if _, err := s.Write(bps.EncodeFrame(&pb.Ack{Status: pb.Status_OK})); err != nil {
+				return err
+			}
+			for _, m := range frames {
+				if _, err := s.Write(bps.EncodeFrame(m)); err != nil {
+					return err
+				}
+			}
+			return s.FullClose()
+		}}}}); err != nil {
+		t.Fatal(err)
+	}
+	client := newNode(t, net, bps.Options{})
+	if err := net.Connect(client.Node, evil); err != nil {
+		t.Fatal(err)
+	}
+	sub, err := client.svc.Subscribe(ctxT(t), evil.Overlay(), sp)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return sub
+}

@@ -6,20 +6,17 @@ package bps_test
 
 import (
 	"bytes"
-	"context"
 	"errors"
 	"fmt"
 	"testing"
 	"time"
 
 	"github.com/ethersphere/bee/v2/pkg/crypto"
-	"github.com/ethersphere/bee/v2/pkg/p2p"
 	"github.com/ethersphere/bee/v2/pkg/soc"
 	"github.com/ethersphere/bee/v2/pkg/swarm"
 	"github.com/ethersphere/bps/pkg/bps"
 	"github.com/ethersphere/bps/pkg/bps/pb"
 	"github.com/ethersphere/bps/pkg/bps/streamtest"
-	"google.golang.org/protobuf/encoding/protodelim"
 	"google.golang.org/protobuf/proto"
 )
 
@@ -477,32 +474,7 @@ func TestConformance60_ServiceGap(t *testing.T) {
 	admin, bob := newKey(t), newKey(t)
 	sp := feedSpec(t, "gap", admin)
 	frames := []*pb.Message{rosterMsg(t, admin, sp, 0), rosterMsg(t, admin, sp, 2, bob), update(t, bob, sp, 0, "bob")}
-	evil := net.NewNode()
-	if err := evil.AddProtocol(p2p.ProtocolSpec{Name: bps.ProtocolName, Version: bps.ProtocolVersion,
-		StreamSpecs: []p2p.StreamSpec{{Name: bps.StreamName, Handler: func(ctx context.Context, _ p2p.Peer, s p2p.Stream) error {
-			if err := protodelim.UnmarshalFrom(newByteReader(s), new(pb.Join)); err != nil {
-				return err
-			}
-			if _, err := s.Write(bps.EncodeFrame(&pb.Ack{Status: pb.Status_OK})); err != nil {
-				return err
-			}
-			for _, m := range frames {
-				if _, err := s.Write(bps.EncodeFrame(m)); err != nil {
-					return err
-				}
-			}
-			return s.FullClose()
-		}}}}); err != nil {
-		t.Fatal(err)
-	}
-	client := newNode(t, net, bps.Options{})
-	if err := net.Connect(client.Node, evil); err != nil {
-		t.Fatal(err)
-	}
-	sub, err := client.svc.Subscribe(ctxT(t), evil.Overlay(), sp)
-	if err != nil {
-		t.Fatal(err)
-	}
+	sub := subscribeToHostile(t, net, sp, frames)
 	var got []bps.Delivery
 	for d := range sub.C() {
 		got = append(got, d)
