@@ -209,7 +209,9 @@ func (s *Service) readLoop(m *member, fr *frameReader) error {
 	c := m.c
 	auth := cohortAuthority{r: s.reg, c: c}
 	for {
-		if s.reg.roleOf(m) == roleSubscriber {
+		// m.role and m.addr change only in upgrade, called from this
+		// goroutine, so reading them here needs no lock.
+		if m.role == roleSubscriber {
 			if err := s.readClaim(m, fr); err != nil {
 				if errors.Is(err, io.EOF) {
 					return nil
@@ -223,7 +225,7 @@ func (s *Service) readLoop(m *member, fr *frameReader) error {
 		if err := fr.read(msg); err != nil {
 			return s.readErr(c, err, CounterInvalidSOC)
 		}
-		addr := s.reg.addrOf(m)
+		addr := m.addr
 		pub, v := check(c.spec, msg, addr, auth)
 		if v == accepted && !s.reg.accept(c, pub, encodeFrame(&pb.Message{Address: msg.Address, Data: msg.Data})) {
 			v = retransmit // a duplicate, or another publisher stream got there first
@@ -309,7 +311,7 @@ func (s *Service) readErr(c *cohort, err error, k Counter) error {
 // address, if any, and its signature recovers to it over this broker's
 // challenge and overlay.
 func (s *Service) checkClaim(m *member, claim *pb.Claim) error {
-	if addr := s.reg.addrOf(m); addr != nil && !bytes.Equal(claim.Addr, addr) {
+	if addr := m.addr; addr != nil && !bytes.Equal(claim.Addr, addr) {
 		return errClaimAddr
 	}
 	return s.verifyClaim(m.c.spec, claim)

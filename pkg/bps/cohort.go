@@ -79,7 +79,8 @@ type member struct {
 	c      *cohort
 	peer   swarm.Address
 	stream p2p.Stream
-	// guarded by registry.mu
+	// guarded by registry.mu; addr and role are written only by the
+	// member's own reader goroutine (upgrade), which reads them unlocked
 	addr      []byte // declared or claimed address, nil for a plain subscriber
 	role      role
 	counted   bool   // counts against the fan-out bound
@@ -515,19 +516,6 @@ func (r *registry) revoked(m *member) (revoked, told bool) {
 	at := m.revokedAt
 	r.mu.Unlock()
 	return at > 0, at > 0 && m.told.Load() >= at
-}
-
-// roleOf and addrOf read a member's role and address under the lock.
-func (r *registry) roleOf(m *member) role {
-	r.mu.Lock()
-	defer r.mu.Unlock()
-	return m.role
-}
-
-func (r *registry) addrOf(m *member) []byte {
-	r.mu.Lock()
-	defer r.mu.Unlock()
-	return m.addr
 }
 
 // closeAll reclaims every cohort; later Joins are refused.
