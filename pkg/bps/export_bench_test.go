@@ -15,3 +15,15 @@ func Validate(sp *Spec, m *pb.Message, cursor uint64) (uint64, bool) {
 
 // VerifyClaim runs the broker's verification of a claim on sp.
 func (s *Service) VerifyClaim(sp *Spec, c *pb.Claim) error { return s.verifyClaim(sp, c) }
+
+// FullWindow is a dedup window of size filled to its bound with distinct
+// identifiers.
+func FullWindow(size int) any {
+	w := newWindow(size)
+	for i := range size + 1 {
+		var k [32]byte
+		k[0], k[1], k[2] = byte(i), byte(i>>8), byte(i>>16)
+		w.add(k)
+	}
+	return w
+}
