@@ -24,9 +24,9 @@ import (
 // they sign locally (the node holds no keys) and print what arrives.
 
 type clientFlags struct {
-	api, peer, topic, admin, gsocID, gsocOwner, fields string
-	cluster                                            string
-	node                                               int
+	api, peer, topic, admin, gsocID, gsocOwner string
+	cluster                                    string
+	node                                       int
 }
 
 func (f *clientFlags) register(cmd *cobra.Command) {
@@ -149,7 +149,7 @@ func (c *command) initSubCmd() {
 			if err != nil {
 				return err
 			}
-			defer s.Close()
+			defer func() { _ = s.Close() }()
 			out := cmd.OutOrStdout()
 			for n := 0; count <= 0 || n < count; {
 				m, text, err := s.Next(ctx)
@@ -231,7 +231,7 @@ func (c *command) initPubCmd() {
 			if err != nil {
 				return err
 			}
-			defer s.Close()
+			defer func() { _ = s.Close() }()
 			send := func(msg string) error {
 				if o.Mode == wsclient.Feed {
 					err := s.SendFeedUpdate(signer, index, []byte(msg))

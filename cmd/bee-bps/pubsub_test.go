@@ -8,6 +8,7 @@ import (
 	"context"
 	"encoding/hex"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"net/http"
 	"net/url"
@@ -156,7 +157,8 @@ func TestDevClusterPubSub(t *testing.T) {
 		var reason string
 		for {
 			_, _, err := ws.ReadMessage()
-			if ce, ok := err.(*websocket.CloseError); ok {
+			var ce *websocket.CloseError
+			if errors.As(err, &ce) {
 				if ce.Code != websocket.ClosePolicyViolation || ce.Text == "" {
 					t.Fatalf("closed %d %q, want 1008 with a reason", ce.Code, ce.Text)
 				}

@@ -37,7 +37,7 @@ func run() error {
 	flag.Parse()
 
 	net := streamtest.New()
-	defer net.Close()
+	defer func() { _ = net.Close() }()
 	node := func() (*streamtest.Node, *bps.Service, error) {
 		nd := net.NewNode()
 		svc, err := bps.New(nd, nd.Overlay(), bps.Options{})
@@ -50,7 +50,7 @@ func run() error {
 	if err != nil {
 		return err
 	}
-	defer broker.Close()
+	defer func() { _ = broker.Close() }()
 	fmt.Printf("broker     %s\n", brokerNode.Overlay())
 
 	key, err := crypto.GenerateSecp256k1Key()
@@ -80,7 +80,7 @@ func run() error {
 		if err != nil {
 			return err
 		}
-		defer svc.Close()
+		defer func() { _ = svc.Close() }()
 		if err := net.Connect(nd, brokerNode); err != nil {
 			return err
 		}
@@ -104,7 +104,7 @@ func run() error {
 	if err != nil {
 		return err
 	}
-	defer pubSvc.Close()
+	defer func() { _ = pubSvc.Close() }()
 	if err := net.Connect(pubNode, brokerNode); err != nil {
 		return err
 	}

@@ -6,6 +6,7 @@ package bps_test
 
 import (
 	"bytes"
+	"errors"
 	"testing"
 
 	"github.com/ethersphere/bps/pkg/bps"
@@ -151,7 +152,7 @@ func TestConformance74_02_CreateOrAttach(t *testing.T) {
 	if n := len(broker.svc.Cohorts()); n != 2 {
 		t.Fatalf("cohorts = %d, want 2: a spec differing in admin is another cohort", n)
 	}
-	if _, err := cl[2].svc.Subscribe(ctxT(t), broker.Overlay(), sp); err != bps.ErrFull {
+	if _, err := cl[2].svc.Subscribe(ctxT(t), broker.Overlay(), sp); !errors.Is(err, bps.ErrFull) {
 		t.Fatalf("third subscriber: %v, want FULL", err)
 	}
 	r := openRaw(t, cl[2], broker)

@@ -100,9 +100,3 @@ func (s *Service) verifyClaim(sp *Spec, c *pb.Claim) error {
 	}
 	return nil
 }
-
-// mayPublish reports whether addr may claim a publisher stream in sp: under
-// SWIP-74 the admin and nobody else.
-func (sp *Spec) mayPublish(addr []byte) bool {
-	return bytes.Equal(addr, sp.Admin)
-}

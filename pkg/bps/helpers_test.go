@@ -340,10 +340,6 @@ func claimFor(t *testing.T, k key, challenge []byte, broker swarm.Address, index
 	return c
 }
 
-func statusIs(s pb.Status) func(bps.Event) bool {
-	return func(e bps.Event) bool { return e.Kind == bps.EventJoin && e.Status == s.String() }
-}
-
 func keccak(parts ...[]byte) []byte {
 	var b []byte
 	for _, p := range parts {

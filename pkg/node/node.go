@@ -23,7 +23,6 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
-	"github.com/ethersphere/bee/v2/pkg/addressbook"
 	"io"
 	"net"
 	"net/http"
@@ -31,6 +30,8 @@ import (
 	"os"
 	"sync"
 	"time"
+
+	"github.com/ethersphere/bee/v2/pkg/addressbook"
 
 	"github.com/ethersphere/bee/v2"
 	beeapi "github.com/ethersphere/bee/v2/pkg/api"

@@ -308,10 +308,11 @@ func TestFrontRoutesAndClosesWebSockets(t *testing.T) {
 	}
 	if _, _, err := client.ReadMessage(); err == nil {
 		t.Fatal("websocket open after shutdown")
-	} else if ne, ok := err.(net.Error); ok && ne.Timeout() {
+	} else if ne := net.Error(nil); errors.As(err, &ne) && ne.Timeout() {
 		t.Fatalf("websocket open after shutdown: %v", err)
 	}
-	if _, err := http.Get(base + "/health"); err == nil {
+	if resp, err := http.Get(base + "/health"); err == nil {
+		resp.Body.Close()
 		t.Fatal("front still serving after shutdown")
 	}
 }

@@ -84,7 +84,7 @@ func attach(ctx context.Context, host protocolHost, overlay swarm.Address, logge
 // joinClose closes c and adds its error to err.
 func joinClose(err error, c interface{ Close() error }) error {
 	if cerr := c.Close(); cerr != nil {
-		return fmt.Errorf("%w (close: %v)", err, cerr)
+		return fmt.Errorf("%w (close: %w)", err, cerr)
 	}
 	return err
 }

@@ -32,7 +32,7 @@ func TestCheckPinsBee(t *testing.T) {
 
 // beeLike has the fields the seam reads, declared as bee declares them.
 type beeLike struct {
-	logger           any
+	logger           any //nolint:unused // a field bee has and the seam does not read
 	p2pService       io.Closer
 	apiServer        *http.Server
 	accountingCloser io.Closer
