@@ -39,11 +39,15 @@ bench:
 .PHONY: lint
 lint:
 	@if command -v golangci-lint >/dev/null 2>&1; then golangci-lint run ./...; \
-	else echo "golangci-lint not installed (make tools); running go vet"; $(GO) vet ./...; fi
+	else echo "golangci-lint not installed (make lint-tools); running go vet"; $(GO) vet ./...; fi
 
 .PHONY: tools
 tools:
 	GOBIN=$(GOBIN) $(GO) install google.golang.org/protobuf/cmd/protoc-gen-go@$(PROTOC_GEN_GO_VERSION)
+
+.PHONY: lint-tools
+lint-tools:
+	GOBIN=$(GOBIN) $(GO) install github.com/golangci/golangci-lint/v2/cmd/golangci-lint@$(GOLANGCI_LINT_VERSION)
 
 .PHONY: openapi
 openapi:
