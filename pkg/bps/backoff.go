@@ -33,10 +33,11 @@ func newBackoffs(min, max time.Duration) *backoffs {
 }
 
 // delay is the randomised delay after the given number of consecutive
-// failures (1-based): uniform in [min, min(max, min·2^(attempts-1))].
+// failures (1-based): uniform in [min, min(max, min·2^attempts)]. Even the
+// first is jittered, so an audience reset at once does not return at once.
 func (b *backoffs) delay(attempts int) time.Duration {
 	ceil := b.min
-	for i := 1; i < attempts && ceil < b.max; i++ {
+	for i := 0; i < attempts && ceil < b.max; i++ {
 		ceil *= 2
 	}
 	ceil = min(ceil, b.max)

@@ -208,7 +208,7 @@ func TestBackoff(t *testing.T) {
 	for attempt := 1; attempt <= 10; attempt++ {
 		for range 50 {
 			d := c2.svc.BackoffDelay(attempt)
-			ceil := min(time.Second<<(attempt-1), 30*time.Second)
+			ceil := min(time.Second<<attempt, 30*time.Second)
 			if d < time.Second || d > ceil {
 				t.Fatalf("attempt %d: delay %s outside [1s, %s]", attempt, d, ceil)
 			}
