@@ -14,6 +14,7 @@ import (
 	"strconv"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/ethersphere/bee/v2/pkg/p2p"
@@ -42,7 +43,19 @@ type Node struct {
 
 	// Guarded by net.mu.
 	links  map[string]*link // by peer overlay
-	killed bool
+	killed bool             // off the network: killed, stopping or stopped
+	peers  []swarm.Address  // the peers it had when it went off the network
+
+	// Traffic of the links it no longer has, and of those being torn down:
+	// guarded by net.mu. See Stats.
+	retired Traffic
+	closing map[*link]struct{}
+
+	// The node's uplink, shared by all its links: see SetUplink.
+	shaped   atomic.Bool // an uplink is set: writes are stamped
+	upMu     sync.Mutex  // leaf
+	uplink   int64       // bytes per second, 0 unlimited
+	upBusyAt time.Time   // real time the uplink finishes its last write
 
 	mu          sync.Mutex // leaf lock
 	protocols   []p2p.ProtocolSpec
@@ -53,6 +66,76 @@ type Node struct {
 }
 
 var _ p2p.StreamerDisconnecter = (*Node)(nil)
+
+// Traffic is what a node or one of its links carried, seen from the node.
+type Traffic struct {
+	Out DirectionStats // written by the node
+	In  DirectionStats // written to the node
+}
+
+// Stats returns what the node wrote and was written over all its links,
+// including those since torn down.
+func (nd *Node) Stats() Traffic {
+	nd.net.mu.Lock()
+	t := nd.retired
+	links := make([]*link, 0, len(nd.links)+len(nd.closing))
+	for _, l := range nd.links {
+		links = append(links, l)
+	}
+	for l := range nd.closing {
+		links = append(links, l)
+	}
+	nd.net.mu.Unlock()
+
+	for _, l := range links {
+		t.add(l.trafficOf(nd))
+	}
+	return t
+}
+
+func (t *Traffic) add(o Traffic) {
+	t.Out.add(o.Out)
+	t.In.add(o.In)
+}
+
+// LinkStats returns what the current link to peer carried, seen from nd;
+// false if they are not connected.
+func (nd *Node) LinkStats(peer swarm.Address) (Traffic, bool) {
+	nd.net.mu.Lock()
+	l := nd.links[peer.ByteString()]
+	nd.net.mu.Unlock()
+	if l == nil {
+		return Traffic{}, false
+	}
+	return l.trafficOf(nd), true
+}
+
+// SetUplink caps what the node writes, over all its links together, at bw
+// bytes per second (0: unlimited). A broker fanning one publication out to
+// many subscribers is bound by its uplink before any link's bandwidth.
+// Writes already made keep their schedule.
+func (nd *Node) SetUplink(bw int64) {
+	nd.upMu.Lock()
+	nd.uplink = max(bw, 0)
+	nd.upMu.Unlock()
+	nd.shaped.Store(bw > 0)
+}
+
+// uplinkDelay schedules size bytes on the node's uplink and returns how long
+// from now they take to leave it.
+func (nd *Node) uplinkDelay(size int) time.Duration {
+	if !nd.shaped.Load() {
+		return 0
+	}
+	now := time.Now()
+	nd.upMu.Lock()
+	defer nd.upMu.Unlock()
+	if nd.uplink <= 0 {
+		return 0
+	}
+	nd.upBusyAt = maxTime(now, nd.upBusyAt).Add(transmission(size, nd.uplink))
+	return nd.upBusyAt.Sub(now)
+}
 
 // Overlay returns the node's overlay address.
 func (nd *Node) Overlay() swarm.Address { return nd.overlay }
@@ -134,10 +217,12 @@ func parseVersion(v string) (major, minor int, err error) {
 // goroutine. The handler's Headler, if any, runs before NewStream returns.
 //
 // It returns p2p.ErrPeerBlocklisted if either node blocklists the other,
-// p2p.ErrPeerNotFound if the two are not connected, and a
-// *p2p.IncompatibleStreamError wrapping ErrStreamNotSupported if addr has no
-// such handler. ctx is only checked before the stream opens: like bee's, the
-// stream outlives it.
+// p2p.ErrPeerNotFound if the two are not connected (or either is off the
+// network), and a *p2p.IncompatibleStreamError wrapping
+// ErrStreamNotSupported if addr has no such handler. On a link with latency
+// NewStream takes one round trip, as bee's header exchange does; while a
+// partition holds the link it waits for the heal. Either wait ends early
+// with ctx's error. Once open, the stream outlives ctx, like bee's.
 func (nd *Node) NewStream(ctx context.Context, addr swarm.Address, h p2p.Headers, protocol, version, stream string) (p2p.Stream, error) {
 	if err := ctx.Err(); err != nil {
 		return nil, err
@@ -152,13 +237,26 @@ func (nd *Node) NewStream(ctx context.Context, addr swarm.Address, h p2p.Headers
 	remote := n.nodes[addr.ByteString()]
 	blocked := nd.blocklisted(addr) || (remote != nil && remote.blocklisted(nd.overlay))
 	l := nd.links[addr.ByteString()]
+	gone := nd.killed || (remote != nil && remote.killed)
 	n.mu.Unlock()
 
 	if blocked {
 		return nil, p2p.ErrPeerBlocklisted
 	}
-	if l == nil {
+	if l == nil || gone {
 		return nil, p2p.ErrPeerNotFound
+	}
+	if err := l.waitHealed(ctx); err != nil {
+		return nil, err
+	}
+	if rtt := 2 * l.config().Latency; rtt > 0 {
+		t := time.NewTimer(rtt)
+		select {
+		case <-t.C:
+		case <-ctx.Done():
+			t.Stop()
+			return nil, ctx.Err()
+		}
 	}
 
 	name := p2p.NewSwarmStreamName(protocol, version, stream)
@@ -175,7 +273,7 @@ func (nd *Node) NewStream(ctx context.Context, addr swarm.Address, h p2p.Headers
 		respHeaders = ss.Headler(reqHeaders, nd.overlay)
 	}
 
-	c := newConn(n, l)
+	c := newConn(n, l, nd)
 	client := &Stream{c: c, side: dialer, headers: cloneHeaders(respHeaders)}
 	server := &Stream{c: c, side: listener, headers: reqHeaders, responseHeaders: respHeaders}
 	caller := nd.overlay
@@ -332,21 +430,87 @@ func (nd *Node) HandlerErrors() []HandlerError {
 	return slices.Clone(nd.handlerErrs)
 }
 
-// Kill takes the node off the network abruptly: every link it has is torn
-// down, which resets all its streams and cancels its handlers' contexts. Its
-// own disconnect hooks do not run; each peer's DisconnectIn hooks do. A
-// killed node cannot connect again.
+// Kill takes the node off the network abruptly, as a crash or a pulled cable
+// would: every link it has is torn down, which resets all its streams and
+// cancels its handlers' contexts. Its own disconnect hooks do not run; each
+// peer's DisconnectIn hooks do. A killed node cannot connect again; to bring
+// it back, Network.Restart it.
 func (nd *Node) Kill() {
 	n := nd.net
 
 	n.mu.Lock()
-	nd.killed = true
-	links := slices.Collect(maps.Values(nd.links))
+	links := nd.offLocked()
 	n.mu.Unlock()
 
 	for _, l := range links {
 		n.disconnect(l, nd, peerHooks)
 	}
+}
+
+// offLocked marks the node off the network, remembers its peers for a
+// restart and returns its links. The caller holds net.mu.
+func (nd *Node) offLocked() []*link {
+	if !nd.killed {
+		nd.killed = true
+		nd.peers = nd.peers[:0]
+		for _, l := range nd.links {
+			nd.peers = append(nd.peers, l.other(nd).overlay)
+		}
+		slices.SortFunc(nd.peers, func(a, b swarm.Address) int { return bytes.Compare(a.Bytes(), b.Bytes()) })
+	}
+	return slices.Collect(maps.Values(nd.links))
+}
+
+// Stop takes the node off the network gracefully, as a node shutting down
+// does once its protocols have: new streams to and from it are refused at
+// once; Stop then waits until every stream on its links has ended (both ends
+// closed, or reset) or ctx is done, and disconnects from every peer as
+// Disconnect does, its DisconnectOut hooks and each peer's DisconnectIn hooks
+// running. The caller first shuts down what runs on the node (a bps
+// Service's Close) so that its streams end. It returns ctx's error if the
+// streams had not ended by then; the links are torn down anyway. A stopped
+// node cannot connect again; to bring it back, Network.Restart it.
+func (nd *Node) Stop(ctx context.Context) error {
+	n := nd.net
+
+	n.mu.Lock()
+	links := nd.offLocked()
+	n.mu.Unlock()
+
+	var err error
+	for _, l := range links {
+		if err != nil {
+			break
+		}
+		select {
+		case <-l.whenDrained():
+		case <-ctx.Done():
+			err = fmt.Errorf("stop: streams still open: %w", ctx.Err())
+		}
+	}
+	for _, l := range links {
+		n.disconnect(l, nd, allHooks)
+	}
+	return err
+}
+
+// PeersAtExit returns the peers nd had when it went off the network, ordered
+// by overlay; nil while it is on it.
+func (nd *Node) PeersAtExit() []swarm.Address {
+	nd.net.mu.Lock()
+	defer nd.net.mu.Unlock()
+	if !nd.killed {
+		return nil
+	}
+	return slices.Clone(nd.peers)
+}
+
+// Alive reports whether the node is on the network: not killed, stopping,
+// stopped or removed.
+func (nd *Node) Alive() bool {
+	nd.net.mu.Lock()
+	defer nd.net.mu.Unlock()
+	return !nd.killed
 }
 
 func cloneHeaders(h p2p.Headers) p2p.Headers {

@@ -25,28 +25,73 @@ const (
 
 // direction is one way of a conn: the bytes one end wrote and the other end
 // has not read yet. buf[off:] is pending.
+//
+// On a link that delays (LinkConfig, partitions, an uplink) every write also
+// leaves a mark: the link time at which its bytes become readable. Marks are
+// in write order and their times never decrease, so the readable bytes are
+// those before the first mark that is not due. On an ideal link no mark is
+// made and every pending byte is readable.
 type direction struct {
 	buf         []byte
 	off         int
-	writeClosed bool // the writer closed its side: EOF once drained
-	readClosed  bool // the reader stopped reading: writes fail
+	writeClosed bool      // the writer closed its side: EOF once drained
+	eofAt       time.Time // link time the close reaches the reader; zero: at once
+	readClosed  bool      // the reader stopped reading: writes fail
 
-	bytes, writes uint64
+	marks    []mark
+	head     int       // marks[head:] are not due yet
+	lastAt   time.Time // the latest mark's time: later writes never overtake it
+	consumed uint64    // bytes read so far
+
+	bytes, writes, lost uint64
+}
+
+// minCompact is how many due marks may pile up before they are dropped.
+const minCompact = 32
+
+// mark says that the bytes from start (counted from the first byte ever
+// written in the direction) become readable at link time at.
+type mark struct {
+	start uint64
+	at    time.Time
 }
 
 func (d *direction) pending() int { return len(d.buf) - d.off }
 
 func (d *direction) discard() {
 	d.buf, d.off = nil, 0
+	d.marks, d.head = nil, 0
+}
+
+// readable returns how many pending bytes may be read at link time now, and
+// if none, the link time at which the next ones become readable.
+func (d *direction) readable(now time.Time) (int, time.Time) {
+	for d.head < len(d.marks) && !d.marks[d.head].at.After(now) {
+		d.head++
+	}
+	switch {
+	case d.head == len(d.marks):
+		d.marks, d.head = d.marks[:0], 0
+		return d.pending(), time.Time{}
+	case d.head >= minCompact && 2*d.head >= len(d.marks):
+		// A steady stream always has marks in flight: drop the due ones
+		// so that marks stays bounded by the bytes in flight.
+		d.marks = d.marks[:copy(d.marks, d.marks[d.head:])]
+		d.head = 0
+	}
+	m := d.marks[d.head]
+	return int(m.start - d.consumed), m.at
 }
 
 // conn is one stream between two nodes. One mutex and one condition guard
 // both directions; every state change broadcasts, and at most four
 // goroutines (a reader and a writer per end) wait on it.
 type conn struct {
-	net  *Network
-	link *link
-	max  int // capacity of each direction
+	net   *Network
+	link  *link
+	max   int      // capacity of each direction
+	nodes [2]*Node // nodes[s] is the node on side s
+	flow  [2]int   // flow[s] is the link direction side s writes on
 
 	mu       sync.Mutex
 	cond     sync.Cond
@@ -54,12 +99,57 @@ type conn struct {
 	closed   [2]bool      // side s called Close (or FullClose succeeded)
 	isReset  bool
 	released bool // reset, or closed by both ends: off the link
+
+	timer   *time.Timer // wakes readers waiting for a mark; made on first use
+	timerAt time.Time   // when timer fires; zero when it is not armed
 }
 
-func newConn(n *Network, l *link) *conn {
+func newConn(n *Network, l *link, dialer *Node) *conn {
 	c := &conn{net: n, link: l, max: n.opts.bufferSize}
+	c.nodes = [2]*Node{dialer, l.other(dialer)}
+	c.flow = [2]int{l.flowFrom(dialer), 1 - l.flowFrom(dialer)}
 	c.cond.L = &c.mu
 	return c
+}
+
+// wake makes every waiter look at the stream again (a partition healed).
+func (c *conn) wake() {
+	c.mu.Lock()
+	c.cond.Broadcast()
+	c.mu.Unlock()
+}
+
+// wakeAtLocked arranges for the waiters to be woken at link time at, which
+// the link's offset turns into real time. One timer serves the stream: it is
+// moved earlier when needed, and whoever it wakes re-arms it for what is
+// still ahead. The caller holds c.mu.
+func (c *conn) wakeAtLocked(at time.Time, offset time.Duration) {
+	real := at.Add(offset)
+	if !c.timerAt.IsZero() && !real.Before(c.timerAt) {
+		return
+	}
+	c.timerAt = real
+	d := time.Until(real)
+	if c.timer == nil {
+		c.timer = time.AfterFunc(d, c.fire)
+		return
+	}
+	c.timer.Reset(d)
+}
+
+func (c *conn) fire() {
+	c.mu.Lock()
+	c.timerAt = time.Time{}
+	c.cond.Broadcast()
+	c.mu.Unlock()
+}
+
+// stopTimerLocked stops the timer of a stream that was released.
+func (c *conn) stopTimerLocked() {
+	if c.timer != nil {
+		c.timer.Stop()
+		c.timerAt = time.Time{}
+	}
 }
 
 // reset fails both directions on both ends. It is safe to call more than
@@ -74,6 +164,7 @@ func (c *conn) reset() {
 	c.released = true
 	c.dirs[dialer].discard()
 	c.dirs[listener].discard()
+	c.stopTimerLocked()
 	c.cond.Broadcast()
 	c.mu.Unlock()
 
@@ -89,6 +180,7 @@ func (c *conn) releaseLocked() bool {
 		return false
 	}
 	c.released = true
+	c.stopTimerLocked()
 	return true
 }
 
@@ -96,11 +188,25 @@ func (c *conn) releaseLocked() bool {
 // drained them) and it stops reading (the remote's writes fail).
 func (c *conn) closeLocked(s int) bool {
 	c.closed[s] = true
-	c.dirs[s].writeClosed = true
+	c.shutWriteLocked(s)
 	c.dirs[1-s].readClosed = true
 	c.dirs[1-s].discard()
 	c.cond.Broadcast()
 	return c.releaseLocked()
+}
+
+// shutWriteLocked closes side s for writing: the reader sees EOF once it has
+// read everything, and on a link that delays, not before the close has
+// crossed it.
+func (c *conn) shutWriteLocked(s int) {
+	d := &c.dirs[s]
+	if d.writeClosed {
+		return
+	}
+	d.writeClosed = true
+	if c.link.timed.Load() || d.head < len(d.marks) {
+		d.eofAt = maxTime(c.link.eofAt(), d.lastAt)
+	}
 }
 
 func (c *conn) write(s int, p []byte) (int, error) {
@@ -136,12 +242,67 @@ func (c *conn) write(s int, p []byte) (int, error) {
 			d.buf = d.buf[:copy(d.buf, d.buf[d.off:])]
 			d.off = 0
 		}
+		if c.link.timed.Load() || c.nodes[s].shaped.Load() || d.head < len(d.marks) {
+			c.stampLocked(s, k)
+		}
 		d.buf = append(d.buf, p[n:n+k]...)
 		n += k
 		d.bytes += uint64(k)
 		c.net.bytes.Add(uint64(k))
 		c.cond.Broadcast()
 	}
+}
+
+// stampLocked marks the k bytes side s is about to append with the link time
+// they become readable at. The caller holds c.mu.
+func (c *conn) stampLocked(s, k int) {
+	d := &c.dirs[s]
+	at, lost := c.link.schedule(c.flow[s], k, c.nodes[s].uplinkDelay(k))
+	at = maxTime(at, d.lastAt)
+	d.lastAt = at
+	d.marks = append(d.marks, mark{start: d.bytes, at: at})
+	if lost {
+		d.lost++
+		c.net.lost.Add(1)
+	}
+}
+
+// traffic returns what the stream carried in link direction dir.
+func (c *conn) traffic(dir int) DirectionStats {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	s := dialer
+	if c.flow[dialer] != dir {
+		s = listener
+	}
+	d := &c.dirs[s]
+	return DirectionStats{Bytes: d.bytes, Writes: d.writes, Lost: d.lost}
+}
+
+// availableLocked is how many bytes side s may read now, and whether the
+// writer's close has reached it. If neither, it arms the timer for when
+// something will have, unless a partition holds the link (its heal wakes
+// everyone). The caller holds c.mu.
+func (c *conn) availableLocked(s int) (n int, eof bool) {
+	d := &c.dirs[1-s]
+	if d.head == len(d.marks) && d.eofAt.IsZero() {
+		return d.pending(), d.writeClosed && d.pending() == 0
+	}
+	now, offset, running := c.link.clock()
+	n, next := d.readable(now)
+	if n > 0 {
+		return n, false
+	}
+	if d.pending() == 0 && d.writeClosed {
+		if !d.eofAt.After(now) {
+			return 0, true
+		}
+		next = d.eofAt
+	}
+	if running && !next.IsZero() {
+		c.wakeAtLocked(next, offset)
+	}
+	return 0, false
 }
 
 func (c *conn) read(s int, p []byte) (int, error) {
@@ -157,15 +318,19 @@ func (c *conn) read(s int, p []byte) (int, error) {
 			return 0, fmt.Errorf("read: %w", ErrStreamClosed)
 		case len(p) == 0:
 			return 0, nil
-		case d.pending() > 0:
-			n := copy(p, d.buf[d.off:])
+		}
+		avail, eof := c.availableLocked(s)
+		switch {
+		case avail > 0:
+			n := copy(p[:min(len(p), avail)], d.buf[d.off:])
 			d.off += n
+			d.consumed += uint64(n)
 			if d.off == len(d.buf) {
 				d.buf, d.off = d.buf[:0], 0
 			}
 			c.cond.Broadcast()
 			return n, nil
-		case d.writeClosed:
+		case eof:
 			return 0, io.EOF
 		}
 		c.cond.Wait()
@@ -200,7 +365,7 @@ func (c *conn) fullClose(s int) error {
 		c.mu.Unlock()
 		return fmt.Errorf("full close: %w", ErrStreamReset)
 	}
-	c.dirs[s].writeClosed = true
+	c.shutWriteLocked(s)
 	c.cond.Broadcast()
 
 	timedOut := false
@@ -222,7 +387,7 @@ func (c *conn) fullClose(s int) error {
 			c.mu.Unlock()
 			c.reset()
 			return errExpectedEOF
-		case in.writeClosed:
+		case in.writeClosed && c.eofLocked(s):
 			release := c.closeLocked(s)
 			c.mu.Unlock()
 			if release {
@@ -238,10 +403,19 @@ func (c *conn) fullClose(s int) error {
 	}
 }
 
-// DirectionStats counts what one end of a stream wrote.
+// eofLocked reports whether the remote's close has reached side s, which has
+// nothing left to read; if not, the timer is armed for when it will.
+func (c *conn) eofLocked(s int) bool {
+	_, eof := c.availableLocked(s)
+	return eof
+}
+
+// DirectionStats counts what was written one way: by one end of a stream,
+// over one direction of a link, or by or to a node.
 type DirectionStats struct {
 	Bytes  uint64
 	Writes uint64 // Write calls that moved at least one byte
+	Lost   uint64 // writes lost on the wire and retransmitted (LinkConfig.Loss)
 }
 
 // StreamStats counts both directions of a stream as seen from one end.
@@ -308,7 +482,7 @@ func (s *Stream) Stats() StreamStats {
 
 	out, in := &s.c.dirs[s.side], &s.c.dirs[1-s.side]
 	return StreamStats{
-		Out: DirectionStats{Bytes: out.bytes, Writes: out.writes},
-		In:  DirectionStats{Bytes: in.bytes, Writes: in.writes},
+		Out: DirectionStats{Bytes: out.bytes, Writes: out.writes, Lost: out.lost},
+		In:  DirectionStats{Bytes: in.bytes, Writes: in.writes, Lost: in.lost},
 	}
 }

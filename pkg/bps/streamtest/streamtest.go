@@ -27,13 +27,40 @@
 //   - Each stream direction is a bounded buffer: a writer blocks while it is
 //     full. Close, FullClose and Reset behave like bee's libp2p stream.
 //
+// Faults and transport, for networks of many nodes:
+//
+//   - Links have a LinkConfig (WithLinkConfig, Network.SetLink): latency,
+//     bandwidth shared by the link's streams, and loss, which on a reliable
+//     stream shows as a retransmission delay. Nodes may have an uplink
+//     shared by all their links (Node.SetUplink). None of it costs a
+//     goroutine or a timer per write: each write is stamped with the time
+//     it becomes readable on the link's schedule, and the reader waits for
+//     the stamp of the oldest unread bytes, on one timer per stream that
+//     has bytes in flight. An ideal link (the default) stamps nothing.
+//     Bytes in flight count against the stream's buffer, so the buffer is
+//     the stream's window: throughput is bounded by window ÷ latency.
+//   - Node.Kill (a crash), Node.Stop (a graceful shutdown, after the node's
+//     protocols have closed their streams), Network.Restart (the same
+//     overlay booting again), Network.Partition and Heal (links held, not
+//     torn down).
+//   - Traffic is counted per stream (Stream.Stats), per link
+//     (Node.LinkStats), per node over all its links (Node.Stats) and for
+//     the whole network (Network.Stats).
+//   - Overlays and losses come from a seed (WithSeed).
+//
 // Every handler goroutine is owned by the Network and waited for by Close.
 //
-// Locking: Network.mu guards the topology (nodes, links, closed, rng);
-// link.mu guards one link's stream set; conn.mu guards one stream's buffers;
-// Node.mu guards a node's protocols, blocklist and recorded errors. They are
-// taken in that order and Node.mu is a leaf. No hook or handler is called
-// while any of them is held.
+// synctest: the package blocks only on sync.Cond, channels and timers, all
+// of which a synctest bubble treats as durably blocking, so a Network
+// created inside a bubble runs on its fake clock: latencies, partitions and
+// timeouts take no real time. Create the Network inside the bubble.
+//
+// Locking: Network.mu guards the topology (nodes, links, groups, closed,
+// rng, node traffic totals); link.mu guards one link's stream set and
+// retired counts; conn.mu guards one stream's buffers and counts;
+// link.smu (a link's schedule), Node.upMu (its uplink) and Node.mu (its
+// protocols, blocklist and recorded errors) are leaves. They are taken in
+// that order. No hook or handler is called while any of them is held.
 package streamtest
 
 import (
@@ -75,8 +102,11 @@ var (
 	ErrStreamNotSupported = errors.New("streamtest: stream not supported")
 	// ErrClosed is returned once the Network is closed.
 	ErrClosed = errors.New("streamtest: network closed")
-	// ErrKilled is returned by Connect for a node that was killed.
+	// ErrKilled is returned by Connect for a node that was killed or
+	// stopped.
 	ErrKilled = errors.New("streamtest: node killed")
+	// ErrUnreachable is returned by Connect across a partition.
+	ErrUnreachable = errors.New("streamtest: peer unreachable: partitioned")
 )
 
 // Option configures a Network.
@@ -86,10 +116,18 @@ type options struct {
 	seed             int64
 	bufferSize       int
 	fullCloseTimeout time.Duration
+	link             LinkConfig
 }
 
-// WithSeed sets the seed of the random overlays NewNode picks. The default
-// seed is 1, so overlays are reproducible unless a test asks otherwise.
+// WithLinkConfig sets the transport of every link Connect makes (default:
+// ideal). Network.SetLink changes one link.
+func WithLinkConfig(c LinkConfig) Option {
+	return func(o *options) { o.link = c }
+}
+
+// WithSeed sets the seed of the random overlays NewNode picks and of every
+// link's losses. The default seed is 1, so both are reproducible unless a
+// test asks otherwise.
 func WithSeed(seed int64) Option {
 	return func(o *options) { o.seed = seed }
 }
@@ -113,6 +151,7 @@ type Stats struct {
 	Frames        uint64 // Write calls that moved at least one byte
 	StreamsOpened uint64
 	StreamsReset  uint64
+	Lost          uint64 // writes lost on the wire and retransmitted
 }
 
 // Network is a set of nodes connected by in-memory links. It is safe for
@@ -127,9 +166,10 @@ type Network struct {
 	rng    *rand.Rand
 	nodes  map[string]*Node
 	links  map[linkKey]*link
+	groups map[string]int // partition group by overlay; absent is group 0
 	closed bool
 
-	bytes, frames, opened, resets atomic.Uint64
+	bytes, frames, opened, resets, lost atomic.Uint64
 }
 
 // New returns an empty Network.
@@ -217,12 +257,15 @@ func (n *Network) Connect(a, b *Node) error {
 	case a.blocklisted(b.overlay) || b.blocklisted(a.overlay):
 		n.mu.Unlock()
 		return p2p.ErrPeerBlocklisted
+	case n.groups[a.overlay.ByteString()] != n.groups[b.overlay.ByteString()]:
+		n.mu.Unlock()
+		return ErrUnreachable
 	}
 	if _, ok := a.links[b.overlay.ByteString()]; ok {
 		n.mu.Unlock()
 		return p2p.ErrAlreadyConnected
 	}
-	l := newLink(n.ctx, a, b)
+	l := newLink(n.ctx, a, b, n.opts.link, n.opts.seed)
 	n.links[l.key] = l
 	a.links[b.overlay.ByteString()] = l
 	b.links[a.overlay.ByteString()] = l
@@ -278,6 +321,7 @@ func (n *Network) disconnect(l *link, by *Node, h hooks) bool {
 		return false
 	}
 	l.close()
+	n.retire(l)
 	if h == noHooks {
 		return true
 	}
@@ -308,7 +352,23 @@ func (n *Network) unregister(l *link) bool {
 	delete(n.links, l.key)
 	delete(l.a.links, l.b.overlay.ByteString())
 	delete(l.b.links, l.a.overlay.ByteString())
+	for _, nd := range []*Node{l.a, l.b} {
+		if nd.closing == nil {
+			nd.closing = make(map[*link]struct{})
+		}
+		nd.closing[l] = struct{}{}
+	}
 	return true
+}
+
+// retire moves the totals of a link that was torn down into its nodes'.
+func (n *Network) retire(l *link) {
+	n.mu.Lock()
+	defer n.mu.Unlock()
+	for _, nd := range []*Node{l.a, l.b} {
+		delete(nd.closing, l)
+		nd.retired.add(l.trafficOf(nd))
+	}
 }
 
 // Close resets every stream, cancels every handler's context and waits up to
@@ -344,6 +404,104 @@ func (n *Network) Close() error {
 	}
 }
 
+// SetLink sets the transport of the link between a and b, in both
+// directions; bytes already in flight keep their schedule. It returns
+// p2p.ErrPeerNotFound if they are not connected.
+func (n *Network) SetLink(a, b *Node, c LinkConfig) error {
+	l := n.linkOf(a, b)
+	if l == nil {
+		return p2p.ErrPeerNotFound
+	}
+	l.configure(c)
+	return nil
+}
+
+// Link returns the transport of the link between a and b; false if they are
+// not connected.
+func (n *Network) Link(a, b *Node) (LinkConfig, bool) {
+	l := n.linkOf(a, b)
+	if l == nil {
+		return LinkConfig{}, false
+	}
+	return l.config(), true
+}
+
+func (n *Network) linkOf(a, b *Node) *link {
+	n.mu.Lock()
+	defer n.mu.Unlock()
+	return a.links[b.overlay.ByteString()]
+}
+
+// Partition splits the network into the given groups; nodes in none of them
+// form one more group. A link between groups is held, not torn down, as a
+// network partition holds a TCP or QUIC connection: nothing written on it is
+// readable, writers block once the stream's buffer is full, NewStream waits,
+// and no disconnect hook runs. Connect between groups fails with
+// ErrUnreachable. Partition replaces the previous partition: links it no
+// longer cuts heal. Bytes held by a partition are delivered after it heals,
+// in order, as late as the time they were held: a link's schedule stops
+// while it is cut. Streams and links end only as they would without the
+// partition: by a reset, a Disconnect or a Kill, or a timeout in the
+// protocol above.
+func (n *Network) Partition(groups ...[]*Node) {
+	now := time.Now()
+
+	n.mu.Lock()
+	n.groups = make(map[string]int)
+	for i, g := range groups {
+		for _, nd := range g {
+			n.groups[nd.overlay.ByteString()] = i + 1
+		}
+	}
+	var cut, whole []*link
+	for _, l := range n.links {
+		if n.groups[l.a.overlay.ByteString()] != n.groups[l.b.overlay.ByteString()] {
+			cut = append(cut, l)
+		} else {
+			whole = append(whole, l)
+		}
+	}
+	n.mu.Unlock()
+
+	for _, l := range cut {
+		l.pause(now)
+	}
+	for _, l := range whole {
+		l.resume(now)
+	}
+}
+
+// Heal ends any partition: Partition with no groups.
+func (n *Network) Heal() { n.Partition() }
+
+// Remove takes nd off the network for good (it is killed if it is still on
+// it) and forgets it, so that NewNodeWithOverlay may reuse its overlay.
+// Handlers still running on it are waited for by Close as before.
+func (n *Network) Remove(nd *Node) {
+	nd.Kill()
+	n.mu.Lock()
+	if n.nodes[nd.overlay.ByteString()] == nd {
+		delete(n.nodes, nd.overlay.ByteString())
+	}
+	n.mu.Unlock()
+}
+
+// Restart brings back a node that was killed or stopped, as the same node
+// booting again: it removes nd and returns a new node with its overlay and
+// its uplink, and nothing else — no protocols (register them again), no
+// links, an empty blocklist. Connecting it again is the caller's; PeersAtExit
+// tells whom nd was connected to. Restarting a node that is still up kills
+// it first.
+func (n *Network) Restart(nd *Node) *Node {
+	n.Remove(nd)
+	fresh := n.NewNodeWithOverlay(nd.overlay)
+	nd.upMu.Lock()
+	bw := nd.uplink
+	nd.upMu.Unlock()
+	fresh.SetUplink(bw)
+	return fresh
+}
+
 // Stats returns the Network's totals so far.
 func (n *Network) Stats() Stats {
 	return Stats{
@@ -351,6 +509,7 @@ func (n *Network) Stats() Stats {
 		Frames:        n.frames.Load(),
 		StreamsOpened: n.opened.Load(),
 		StreamsReset:  n.resets.Load(),
+		Lost:          n.lost.Load(),
 	}
 }
 

@@ -1,0 +1,106 @@
+// Copyright 2026 The BPS Authors. All rights reserved.
+// Use of this source code is governed by a BSD-style
+// license that can be found in the LICENSE file.
+
+package main
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"image/png"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+
+	"go.uber.org/goleak"
+)
+
+func TestMain(m *testing.M) {
+	goleak.VerifyTestMain(m)
+}
+
+// A small run end to end: the table, the JSON and the PNG.
+func TestRun(t *testing.T) {
+	t.Parallel()
+	dir := t.TempDir()
+	args := []string{"-nodes", "40", "-fanout", "16", "-rate", "10", "-duration", "400ms", "-latency", "5ms", "-drain", "5s"}
+
+	var table, stderr bytes.Buffer
+	if err := run(context.Background(), args, &table, &stderr); err != nil {
+		t.Fatalf("run: %v\n%s", err, stderr.String())
+	}
+	for _, want := range []string{"delivery ratio  1.0000", "latency", "joins", "OK 37", "counters", "queue_reset 0", "depth"} {
+		if !strings.Contains(table.String(), want) {
+			t.Fatalf("table lacks %q:\n%s", want, table.String())
+		}
+	}
+
+	var out bytes.Buffer
+	pngPath := filepath.Join(dir, "cdf.png")
+	if err := run(context.Background(), append(args, "-json", "-png", pngPath), &out, &stderr); err != nil {
+		t.Fatalf("run -json: %v", err)
+	}
+	var res Result
+	if err := json.Unmarshal(out.Bytes(), &res); err != nil {
+		t.Fatalf("json: %v\n%s", err, out.String())
+	}
+	if res.Build.Nodes != 40 || res.Cohorts != 3 || res.Published == 0 || res.DeliveryRatio != 1 || res.InFlight != 0 ||
+		res.Deliveries != res.Expected || res.Depth[1] != res.Deliveries || len(res.Latency.CDF) != cdfPoints {
+		t.Fatalf("nodes %d, cohorts %d, published %d, ratio %.3f, deliveries %d of %d expected, %d in flight, depth %v, %d CDF points",
+			res.Build.Nodes, res.Cohorts, res.Published, res.DeliveryRatio, res.Deliveries, res.Expected, res.InFlight, res.Depth, len(res.Latency.CDF))
+	}
+	if res.Latency.P50 < res.Scenario.Latency*2 {
+		t.Fatalf("p50 %s below two hops of %s", res.Latency.P50, res.Scenario.Latency)
+	}
+	f, err := os.Open(pngPath)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer f.Close()
+	img, err := png.Decode(f)
+	if err != nil {
+		t.Fatalf("png: %v", err)
+	}
+	if b := img.Bounds(); b.Dx() != plotW || b.Dy() != plotH {
+		t.Fatalf("png is %v", b)
+	}
+}
+
+// Churn and a broker kill: subscribers come back and rejoin, and what is
+// published while they are attached reaches them. What was in flight when a
+// node was killed is lost with it and counted apart; under -race on a busy
+// machine an update can take longer than the grace to verify, hence 0.95.
+func TestRunChurn(t *testing.T) {
+	t.Parallel()
+	args := []string{"-nodes", "36", "-fanout", "16", "-rate", "5", "-duration", "2s", "-latency", "2ms",
+		"-churn", "10", "-downtime", "100ms", "-kill-brokers", "0.5", "-backoff-min", "20ms", "-backoff-max", "100ms", "-json"}
+	var out, stderr bytes.Buffer
+	if err := run(context.Background(), args, &out, &stderr); err != nil {
+		t.Fatalf("run: %v\n%s", err, stderr.String())
+	}
+	var res Result
+	if err := json.Unmarshal(out.Bytes(), &res); err != nil {
+		t.Fatal(err)
+	}
+	if res.Churned == 0 || res.BrokersKilled != 1 {
+		t.Fatalf("churned %d, brokers killed %d", res.Churned, res.BrokersKilled)
+	}
+	if res.Joins["OK"] <= uint64(res.Build.Streams) {
+		t.Fatalf("%d joins for %d streams: nobody rejoined", res.Joins["OK"], res.Build.Streams)
+	}
+	if res.DeliveryRatio < 0.95 {
+		t.Fatalf("delivery ratio while attached %.3f", res.DeliveryRatio)
+	}
+}
+
+func TestFlags(t *testing.T) {
+	t.Parallel()
+	for _, args := range [][]string{{"-nodes", "2"}, {"-payload", "4"}, {"-loss", "2"}, {"extra"}, {"-latency", "soon"}} {
+		var out, stderr bytes.Buffer
+		if err := run(context.Background(), args, &out, &stderr); err == nil {
+			t.Fatalf("%q: want an error", args)
+		}
+	}
+}

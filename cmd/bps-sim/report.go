@@ -1,0 +1,367 @@
+// Copyright 2026 The BPS Authors. All rights reserved.
+// Use of this source code is governed by a BSD-style
+// license that can be found in the LICENSE file.
+
+package main
+
+import (
+	"encoding/json"
+	"fmt"
+	"io"
+	"slices"
+	"strconv"
+	"strings"
+	"text/tabwriter"
+	"time"
+
+	"github.com/ethersphere/bps/pkg/bps"
+)
+
+// Dur is a time.Duration that JSON carries as seconds, for plotting.
+type Dur time.Duration
+
+// MarshalJSON writes the duration in seconds.
+func (d Dur) MarshalJSON() ([]byte, error) {
+	return strconv.AppendFloat(nil, time.Duration(d).Seconds(), 'g', -1, 64), nil
+}
+
+// UnmarshalJSON reads seconds.
+func (d *Dur) UnmarshalJSON(b []byte) error {
+	f, err := strconv.ParseFloat(string(b), 64)
+	if err != nil {
+		return err
+	}
+	*d = Dur(f * float64(time.Second))
+	return nil
+}
+
+func (d Dur) String() string { return round(time.Duration(d)).String() }
+
+// round keeps three significant digits.
+func round(d time.Duration) time.Duration {
+	for _, r := range []time.Duration{time.Second, time.Millisecond, time.Microsecond} {
+		if d >= 100*r {
+			return d.Round(r)
+		}
+		if d >= 10*r {
+			return d.Round(r / 10)
+		}
+		if d >= r {
+			return d.Round(r / 100)
+		}
+	}
+	return d
+}
+
+// Result is what a run measured. Durations are in seconds in JSON.
+type Result struct {
+	Scenario Scenario `json:"scenario"`
+	Cohorts  int      `json:"cohorts"`
+	Build    Build    `json:"build"`
+
+	RunTime Dur     `json:"run_time"` // publishing and draining
+	CPU     Dur     `json:"cpu"`      // process CPU time over the run
+	CPUUse  float64 `json:"cpu_use"`  // CPU ÷ (run time × GOMAXPROCS)
+	Load    float64 `json:"load"`     // the machine's 1-minute load average at the end (-1: unknown)
+	Cores   int     `json:"cores"`    // GOMAXPROCS
+	Drained bool    `json:"drained"`  // deliveries settled before the drain deadline
+
+	Sent      uint64 `json:"sent"`      // publications sent
+	Skipped   uint64 `json:"skipped"`   // publications not sent: no publisher stream
+	Published uint64 `json:"published"` // accepted by brokers
+
+	Deliveries        uint64  `json:"deliveries"`          // distinct updates received
+	Expected          uint64  `json:"expected"`            // (update, subscriber) pairs attached when accepted and for a while after
+	DeliveredAttached uint64  `json:"delivered_attached"`  // of those, received
+	DeliveryRatio     float64 `json:"delivery_ratio"`      // delivered_attached / expected
+	InFlight          uint64  `json:"in_flight"`           // pairs accepted just before the subscriber detached (a crash, a reset)
+	InFlightDelivered uint64  `json:"in_flight_delivered"` // of those, received
+	InFlightWindow    Dur     `json:"in_flight_window"`    // how close to a detach counts as in flight
+	DeliveryRatioAll  float64 `json:"delivery_ratio_all"`  // deliveries / (published × subscribers)
+	DuplicatesPerNode float64 `json:"duplicates_per_node"` // received again, per subscriber
+	Latency           Latency `json:"latency"`
+
+	WireBytesPerDelivery   float64           `json:"wire_bytes_per_delivery"`   // every byte on every link during the run
+	BrokerBytesPerDelivery float64           `json:"broker_bytes_per_delivery"` // written by brokers, whole run
+	CPUPerDelivery         Dur               `json:"cpu_per_delivery"`
+	Depth                  map[int]uint64    `json:"depth"`    // deliveries by depth below the root
+	Joins                  map[string]uint64 `json:"joins"`    // brokers' answers by status
+	Clients                map[string]uint64 `json:"clients"`  // subscribers' and publishers' outcomes
+	Counters               map[string]uint64 `json:"counters"` // SWIP-74's eight and the node's own
+	Churned                uint64            `json:"churned"`  // subscriber restarts
+	BrokersKilled          uint64            `json:"brokers_killed"`
+}
+
+// Build is what building and joining the network cost.
+type Build struct {
+	Nodes               int     `json:"nodes"`
+	Streams             int     `json:"streams"`    // member streams at the brokers
+	Subscribed          int     `json:"subscribed"` // subscribers that joined
+	Time                Dur     `json:"time"`       // nodes, services, links
+	JoinTime            Dur     `json:"join_time"`
+	HeapPerNode         float64 `json:"heap_per_node"`   // bytes, after GC
+	HeapPerStream       float64 `json:"heap_per_stream"` // bytes, after GC, both ends
+	StackPerStream      float64 `json:"stack_per_stream"`
+	GoroutinesPerStream float64 `json:"goroutines_per_stream"`
+	SysMiB              float64 `json:"sys_mib"` // memory obtained from the OS at the end
+}
+
+// Latency is publish-to-delivery time, including the publisher's signing,
+// both hops and the subscriber's verification.
+type Latency struct {
+	Samples int        `json:"samples"`
+	Mean    Dur        `json:"mean"`
+	P50     Dur        `json:"p50"`
+	P90     Dur        `json:"p90"`
+	P99     Dur        `json:"p99"`
+	Max     Dur        `json:"max"`
+	CDF     []CDFPoint `json:"cdf"`
+}
+
+// CDFPoint says that a fraction of the deliveries took at most Latency.
+type CDFPoint struct {
+	Latency  Dur     `json:"latency"`
+	Fraction float64 `json:"fraction"`
+}
+
+// collect computes the result from what the slots and brokers saw.
+//
+// An update is expected at a subscriber if the subscriber was attached when
+// the broker accepted it and stayed attached for as long as deliveries take
+// (the drain's quiet period, or the run's p99 latency if longer); one
+// accepted closer to the subscriber detaching — killed, or its broker killed
+// — was in flight when it did, is lost with it, and is counted apart.
+func (s *sim) collect(res *Result, wireBytes uint64, end time.Time) {
+	var all []time.Duration
+	for _, sl := range s.slots {
+		sl.mu.Lock()
+		all = append(all, sl.latencies...)
+		sl.mu.Unlock()
+	}
+	res.Latency = latency(all)
+	grace := max(s.sc.quiet(), time.Duration(res.Latency.P99))
+	res.InFlightWindow = Dur(grace)
+	var dups, wantAll uint64
+	for _, st := range s.cohorts {
+		st.mu.Lock()
+		accepted := make(map[uint64]time.Time, len(st.accepted))
+		for k, v := range st.accepted {
+			accepted[k] = v
+		}
+		brokers := slices.Clone(st.brokers)
+		st.mu.Unlock()
+		res.Published += uint64(len(accepted))
+		wantAll += uint64(len(accepted)) * uint64(len(st.slots))
+		for _, b := range brokers {
+			res.BrokerBytesPerDelivery += float64(b.Stats().Out.Bytes)
+		}
+		for _, sl := range st.slots {
+			sl.mu.Lock()
+			for idx, at := range accepted {
+				switch attached(sl.intervals, at, end, grace) {
+				case whileAttached:
+					res.Expected++
+					if sl.seen.test(idx) {
+						res.DeliveredAttached++
+					}
+				case beforeDetach:
+					res.InFlight++
+					if sl.seen.test(idx) {
+						res.InFlightDelivered++
+					}
+				}
+			}
+			res.Deliveries += sl.received - sl.dups
+			dups += sl.dups
+			sl.mu.Unlock()
+		}
+	}
+	if res.Expected > 0 {
+		res.DeliveryRatio = float64(res.DeliveredAttached) / float64(res.Expected)
+	}
+	if wantAll > 0 {
+		res.DeliveryRatioAll = float64(res.Deliveries) / float64(wantAll)
+	}
+	res.DuplicatesPerNode = float64(dups) / float64(max(len(s.slots), 1))
+	if res.Deliveries > 0 {
+		res.WireBytesPerDelivery = float64(wireBytes) / float64(res.Deliveries)
+		res.BrokerBytesPerDelivery /= float64(res.Deliveries)
+		res.CPUPerDelivery = Dur(time.Duration(res.CPU) / time.Duration(res.Deliveries))
+	} else {
+		res.BrokerBytesPerDelivery = 0
+	}
+	res.Depth = map[int]uint64{1: res.Deliveries} // SWIP-74: one hop
+
+	s.counts.mu.Lock()
+	res.Joins, res.Clients, res.Counters = map[string]uint64{}, map[string]uint64{}, map[string]uint64{}
+	for k, v := range s.counts.m {
+		switch {
+		case strings.HasPrefix(k, "join "):
+			res.Joins[strings.TrimPrefix(k, "join ")] = v
+		case strings.HasPrefix(k, "subscri") || strings.HasPrefix(k, "publish") || strings.HasPrefix(k, "restart"):
+			res.Clients[k] = v
+		default:
+			res.Counters[k] = v
+		}
+	}
+	s.counts.mu.Unlock()
+	for c := bps.CounterInvalidIndex; c <= bps.CounterQueueReset; c++ {
+		res.Counters[c.String()] += 0
+	}
+	s.mu.Lock()
+	res.Sent, res.Skipped, res.Churned, res.BrokersKilled = s.sent, s.skipped, s.churned, s.killed
+	s.mu.Unlock()
+}
+
+// attachment is where an update's acceptance falls in a subscriber's
+// attachments.
+type attachment int
+
+const (
+	detached      attachment = iota
+	whileAttached            // and the subscriber stayed attached long enough to receive it
+	beforeDetach             // within grace of the subscriber detaching: in flight when it did
+)
+
+// attached places at in the intervals. An interval still open when the run
+// ended (end), closed only as the run stopped its followers, counts as
+// attached to the end: the run drained before stopping.
+func attached(ivs []interval, at, end time.Time, grace time.Duration) attachment {
+	for _, iv := range ivs {
+		if at.Before(iv.from) {
+			continue
+		}
+		if iv.to.IsZero() || !iv.to.Before(end) {
+			if at.Before(end) {
+				return whileAttached
+			}
+			continue
+		}
+		if at.Before(iv.to.Add(-grace)) {
+			return whileAttached
+		}
+		if at.Before(iv.to) {
+			return beforeDetach
+		}
+	}
+	return detached
+}
+
+// cdfPoints is how many points of the CDF the JSON carries.
+const cdfPoints = 200
+
+func latency(ds []time.Duration) Latency {
+	if len(ds) == 0 {
+		return Latency{}
+	}
+	slices.Sort(ds)
+	q := func(p float64) Dur { return Dur(ds[min(int(p*float64(len(ds))), len(ds)-1)]) }
+	var sum time.Duration
+	for _, d := range ds {
+		sum += d
+	}
+	l := Latency{Samples: len(ds), Mean: Dur(sum / time.Duration(len(ds))), P50: q(0.5), P90: q(0.9), P99: q(0.99), Max: Dur(ds[len(ds)-1])}
+	for i := 1; i <= cdfPoints; i++ {
+		f := float64(i) / cdfPoints
+		l.CDF = append(l.CDF, CDFPoint{Latency: Dur(ds[max(int(f*float64(len(ds)))-1, 0)]), Fraction: f})
+	}
+	return l
+}
+
+// writeJSON writes the result as indented JSON.
+func writeJSON(w io.Writer, res *Result) error {
+	enc := json.NewEncoder(w)
+	enc.SetIndent("", "  ")
+	return enc.Encode(res)
+}
+
+// writeTable writes the result as a table.
+func writeTable(w io.Writer, res *Result) error {
+	sc := res.Scenario
+	tw := tabwriter.NewWriter(w, 0, 0, 2, ' ', 0)
+	row := func(k, format string, a ...any) { fmt.Fprintf(tw, "%s\t"+format+"\n", append([]any{k}, a...)...) }
+	perCohort := 0
+	if res.Cohorts > 0 {
+		perCohort = (res.Build.Nodes - res.Cohorts*(1+sc.Publishers)) / res.Cohorts
+	}
+	row("scenario", "%d nodes: %d cohorts × (1 broker, %d publisher, ~%d subscribers); %.3g updates/s × %s per cohort, %d B payload",
+		res.Build.Nodes, res.Cohorts, sc.Publishers, perCohort, sc.Rate, sc.Duration, sc.Payload)
+	row("links", "latency %s, bandwidth %s, uplink %s, loss %.3g; churn %.3g/s (down %s), brokers killed %d; seed %d",
+		sc.Latency, rate(sc.Bandwidth), rate(sc.Uplink), sc.Loss, sc.Churn, sc.Downtime, res.BrokersKilled, sc.Seed)
+	row("build", "%s for %d nodes; heap %s/node", res.Build.Time, res.Build.Nodes, bytesOf(res.Build.HeapPerNode))
+	row("join", "%s for %d member streams (%d of %d subscribers joined); %s heap + %s stack/stream, %.1f goroutines/stream",
+		res.Build.JoinTime, res.Build.Streams, res.Build.Subscribed, res.Build.Nodes-res.Cohorts*(1+sc.Publishers),
+		bytesOf(res.Build.HeapPerStream), bytesOf(res.Build.StackPerStream), res.Build.GoroutinesPerStream)
+	row("memory", "%.0f MiB from the OS at the end", res.Build.SysMiB)
+	row("publications", "%d sent, %d accepted, %d skipped (no publisher stream)", res.Sent, res.Published, res.Skipped)
+	row("delivery ratio", "%.4f of %d while attached; %.4f of every (update, subscriber)", res.DeliveryRatio, res.Expected, res.DeliveryRatioAll)
+	if res.InFlight > 0 {
+		row("in flight", "%d accepted within %s of their subscriber detaching (a crash): %d delivered, the rest lost with it",
+			res.InFlight, res.InFlightWindow, res.InFlightDelivered)
+	}
+	row("latency", "p50 %s  p90 %s  p99 %s  max %s  (mean %s, %d samples)",
+		res.Latency.P50, res.Latency.P90, res.Latency.P99, res.Latency.Max, res.Latency.Mean, res.Latency.Samples)
+	row("duplicates", "%.3f per node", res.DuplicatesPerNode)
+	row("bytes", "%.0f B/delivery on the wire, %.0f B/delivery written by brokers", res.WireBytesPerDelivery, res.BrokerBytesPerDelivery)
+	row("cpu", "%s over %s (%.0f%% of %d cores), %s/delivery; machine load average %s",
+		res.CPU, res.RunTime, 100*res.CPUUse, res.Cores, res.CPUPerDelivery, loadString(res.Load))
+	row("depth", "%s", mapString(res.Depth))
+	row("joins", "%s", mapString(res.Joins))
+	row("clients", "%s", mapString(res.Clients))
+	row("counters", "%s", mapString(res.Counters))
+	if res.Churned > 0 {
+		row("churn", "%d subscriber restarts", res.Churned)
+	}
+	if res.CPUUse > 0.75 {
+		row("warning", "the CPU was saturated: latencies include queueing for it (lower -rate)")
+	}
+	if res.Load > float64(res.Cores) {
+		row("warning", "the machine was busy with other work (load %.1f on %d cores): latencies include waiting for it", res.Load, res.Cores)
+	}
+	if !res.Drained {
+		row("warning", "deliveries still arriving at the drain deadline (%s)", sc.Drain)
+	}
+	return tw.Flush()
+}
+
+func loadString(l float64) string {
+	if l < 0 {
+		return "unknown"
+	}
+	return strconv.FormatFloat(l, 'f', 2, 64)
+}
+
+func rate(bps int64) string {
+	if bps == 0 {
+		return "∞"
+	}
+	return bytesOf(float64(bps)) + "/s"
+}
+
+func bytesOf(b float64) string {
+	switch {
+	case b >= 1<<20:
+		return fmt.Sprintf("%.1f MiB", b/(1<<20))
+	case b >= 1<<10:
+		return fmt.Sprintf("%.1f KiB", b/(1<<10))
+	default:
+		return fmt.Sprintf("%.0f B", b)
+	}
+}
+
+// mapString prints a map as "k v, k v" in key order.
+func mapString[K int | string](m map[K]uint64) string {
+	keys := make([]K, 0, len(m))
+	for k := range m {
+		keys = append(keys, k)
+	}
+	slices.Sort(keys)
+	parts := make([]string, 0, len(keys))
+	for _, k := range keys {
+		parts = append(parts, fmt.Sprintf("%v %d", k, m[k]))
+	}
+	if len(parts) == 0 {
+		return "-"
+	}
+	return strings.Join(parts, ", ")
+}

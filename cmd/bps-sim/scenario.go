@@ -1,0 +1,684 @@
+// Copyright 2026 The BPS Authors. All rights reserved.
+// Use of this source code is governed by a BSD-style
+// license that can be found in the LICENSE file.
+
+package main
+
+import (
+	"context"
+	"encoding/binary"
+	"errors"
+	"fmt"
+	"math/rand/v2"
+	"runtime"
+	"sync"
+	"time"
+
+	"github.com/ethersphere/bee/v2/pkg/p2p"
+	"github.com/ethersphere/bps/pkg/bps"
+	"github.com/ethersphere/bps/pkg/bps/streamtest"
+	"github.com/ethersphere/bps/pkg/bps/streamtest/bpsnet"
+)
+
+// Scenario is what bps-sim runs: a network of nodes laid out in SWIP-74
+// cohorts, each on its own broker, publishers publishing at a rate, links
+// with latency, bandwidth and loss, and churn.
+type Scenario struct {
+	Nodes      int     `json:"nodes"`
+	Fanout     int     `json:"fanout"`     // subscribers per cohort, at most
+	Cohorts    int     `json:"cohorts"`    // 0: as few as Fanout allows
+	Publishers int     `json:"publishers"` // nodes publishing as the admin, per cohort
+	Rate       float64 `json:"rate"`       // updates per second per cohort
+	Duration   Dur     `json:"duration"`   // of publishing
+	Payload    int     `json:"payload"`    // bytes per update
+
+	Latency   Dur     `json:"latency"`   // one way, every link
+	Bandwidth int64   `json:"bandwidth"` // bytes per second per link direction, 0 unlimited
+	Uplink    int64   `json:"uplink"`    // bytes per second per node, 0 unlimited
+	Loss      float64 `json:"loss"`      // per write, shown as a retransmission delay
+
+	Churn       float64 `json:"churn"`        // subscriber node restarts per second, network-wide
+	Downtime    Dur     `json:"downtime"`     // of a churned or killed node
+	KillBrokers float64 `json:"kill_brokers"` // fraction of brokers killed halfway, restarted after Downtime
+
+	BackoffMin Dur `json:"backoff_min"`
+	BackoffMax Dur `json:"backoff_max"`
+	QueueLen   int `json:"queue_len"`
+
+	Seed  int64 `json:"seed"`
+	Drain Dur   `json:"drain"` // at most, for deliveries in flight after publishing ends
+}
+
+// DefaultScenario: cohorts filled to SWIP-74's fan-out bound, an update every
+// 5 seconds per cohort for 30 seconds, 1 KiB payloads, 25 ms links. Every
+// delivery costs its subscriber a signature recovery (about 0.2 ms of CPU),
+// so at 10,000 nodes this rate keeps two cores under half busy and the
+// latencies are the network's, not the CPU's queue; -rate 1 saturates them.
+func DefaultScenario() Scenario {
+	return Scenario{
+		Nodes:      1000,
+		Fanout:     bps.DefaultMaxStreamsPerCohort,
+		Publishers: 1,
+		Rate:       0.2,
+		Duration:   Dur(30 * time.Second),
+		Payload:    1024,
+		Latency:    Dur(25 * time.Millisecond),
+		Downtime:   Dur(2 * time.Second),
+		BackoffMin: Dur(bps.DefaultBackoffMin),
+		BackoffMax: Dur(bps.DefaultBackoffMax),
+		QueueLen:   bps.DefaultQueueLen,
+		Seed:       1,
+		Drain:      Dur(10 * time.Second),
+	}
+}
+
+func (sc Scenario) validate() error {
+	switch {
+	case sc.Nodes < 3:
+		return errors.New("need at least 3 nodes")
+	case sc.Fanout < 1 && sc.Cohorts == 0:
+		return errors.New("fanout must be at least 1")
+	case sc.Publishers < 1:
+		return errors.New("need at least one publisher per cohort")
+	case sc.Rate <= 0:
+		return errors.New("rate must be positive")
+	case sc.Payload < stampSize || sc.Payload > 4096:
+		return fmt.Errorf("payload must be %d to 4096 bytes", stampSize)
+	case sc.Loss < 0 || sc.Loss > 1:
+		return errors.New("loss must be in [0, 1]")
+	case sc.KillBrokers < 0 || sc.KillBrokers > 1:
+		return errors.New("kill-brokers must be in [0, 1]")
+	case sc.Churn < 0:
+		return errors.New("churn must not be negative")
+	}
+	return nil
+}
+
+// layout places the scenario's nodes in cohorts.
+func (sc Scenario) layout() (bpsnet.CohortLayout, error) {
+	if sc.Cohorts == 0 {
+		return bpsnet.LayoutFor(sc.Nodes, sc.Fanout, sc.Publishers), nil
+	}
+	subs := sc.Nodes - sc.Cohorts*(1+sc.Publishers)
+	if subs < sc.Cohorts {
+		return bpsnet.CohortLayout{}, fmt.Errorf("%d nodes cannot hold %d cohorts with a subscriber each", sc.Nodes, sc.Cohorts)
+	}
+	return bpsnet.CohortLayout{Cohorts: sc.Cohorts, Publishers: sc.Publishers, Subscribers: subs / sc.Cohorts, Spare: subs % sc.Cohorts}, nil
+}
+
+// stampSize is the publication time carried at the start of every payload,
+// which is how a subscriber measures latency.
+const stampSize = 8
+
+// slot is one subscriber position: the node in it (a new one after each
+// churn restart), its follower, and what it saw. Its fields are written by
+// its follower's goroutine, one incarnation at a time, and by the churn
+// loop between incarnations; mu makes that safe.
+type slot struct {
+	cohort int
+
+	mu        sync.Mutex
+	node      *bpsnet.Node
+	follower  *bpsnet.Follower
+	down      bool
+	intervals []interval // attached
+	seen      bitset     // indices received
+	received  uint64
+	dups      uint64
+	latencies []time.Duration
+}
+
+type interval struct{ from, to time.Time } // to zero: still attached
+
+func (s *slot) joined() {
+	s.mu.Lock()
+	s.intervals = append(s.intervals, interval{from: time.Now()})
+	s.mu.Unlock()
+}
+
+func (s *slot) ended() {
+	s.mu.Lock()
+	if k := len(s.intervals); k > 0 && s.intervals[k-1].to.IsZero() {
+		s.intervals[k-1].to = time.Now()
+	}
+	s.mu.Unlock()
+}
+
+func (s *slot) deliver(d bps.Delivery) {
+	now := time.Now()
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	s.received++
+	if s.seen.test(d.Index) {
+		s.dups++
+		return
+	}
+	s.seen.set(d.Index)
+	if p := d.Payload(); len(p) >= stampSize {
+		sent := time.Unix(0, int64(binary.BigEndian.Uint64(p)))
+		s.latencies = append(s.latencies, now.Sub(sent))
+	}
+}
+
+// cohortState is what the simulation tracks of a cohort.
+type cohortState struct {
+	c        bpsnet.Cohort
+	mu       sync.Mutex
+	broker   *bpsnet.Node   // current incarnation
+	brokers  []*bpsnet.Node // every incarnation, for traffic totals
+	accepted map[uint64]time.Time
+	slots    []*slot
+}
+
+func (cs *cohortState) currentBroker() *bpsnet.Node {
+	cs.mu.Lock()
+	defer cs.mu.Unlock()
+	return cs.broker
+}
+
+// sim is one run.
+type sim struct {
+	sc      Scenario
+	net     *bpsnet.Network
+	cohorts []*cohortState
+	byKey   map[string]*cohortState // by Spec.String()
+	slots   []*slot
+	counts  *counts
+
+	ctx    context.Context // ends the run
+	cancel context.CancelFunc
+	wg     sync.WaitGroup // publisher, churn and restart goroutines
+
+	mu      sync.Mutex // guards the fields below
+	rng     *rand.Rand
+	skipped uint64 // publications not sent: no publisher stream
+	sent    uint64
+	churned uint64
+	killed  uint64
+}
+
+// Run runs the scenario and returns its result.
+func Run(ctx context.Context, sc Scenario) (*Result, error) {
+	if err := sc.validate(); err != nil {
+		return nil, err
+	}
+	layout, err := sc.layout()
+	if err != nil {
+		return nil, err
+	}
+	s := &sim{sc: sc, counts: newCounts(), byKey: make(map[string]*cohortState), rng: rand.New(rand.NewPCG(uint64(sc.Seed), 0x5157))}
+	res := &Result{Scenario: sc, Cohorts: layout.Cohorts}
+
+	// Build.
+	m0 := memNow()
+	start := time.Now()
+	s.net = bpsnet.New(bpsnet.Options{
+		Seed:      sc.Seed,
+		Service:   bps.Options{BackoffMin: time.Duration(sc.BackoffMin), BackoffMax: time.Duration(sc.BackoffMax), QueueLen: sc.QueueLen},
+		Transport: []streamtest.Option{streamtest.WithLinkConfig(streamtest.LinkConfig{Latency: time.Duration(sc.Latency), Bandwidth: sc.Bandwidth, Loss: sc.Loss})},
+		Tracer:    s.trace,
+	})
+	defer func() { _ = s.net.Close() }()
+	cs, err := s.net.NewCohorts(layout)
+	if err != nil {
+		return nil, err
+	}
+	for i, c := range cs {
+		st := &cohortState{c: c, broker: c.Broker, brokers: []*bpsnet.Node{c.Broker}, accepted: make(map[uint64]time.Time)}
+		for _, nd := range c.Subscribers {
+			sl := &slot{cohort: i, node: nd}
+			st.slots = append(st.slots, sl)
+			s.slots = append(s.slots, sl)
+		}
+		s.cohorts = append(s.cohorts, st)
+		s.byKey[c.Spec.String()] = st
+	}
+	if sc.Uplink > 0 {
+		for _, nd := range s.net.Nodes() {
+			nd.SetUplink(sc.Uplink)
+		}
+	}
+	res.Build.Nodes = layout.Nodes()
+	res.Build.Time = Dur(time.Since(start))
+	m1 := memNow()
+	res.Build.HeapPerNode = perUnit(m1.HeapAlloc, m0.HeapAlloc, res.Build.Nodes)
+	g1 := runtime.NumGoroutine()
+
+	// Join: every subscriber follows its cohort, every publisher claims.
+	start = time.Now()
+	for _, sl := range s.slots {
+		if err := s.follow(sl); err != nil {
+			return nil, err
+		}
+	}
+	// Wait for every subscriber's first answer: OK, or FULL where the
+	// layout puts more subscribers in a cohort than its broker admits.
+	for _, sl := range s.slots {
+		if err := sl.follower.WaitAttempts(ctx, 1); err != nil {
+			return nil, err
+		}
+		if sl.follower.Joins() > 0 {
+			res.Build.Subscribed++
+		}
+	}
+	s.ctx, s.cancel = context.WithCancel(ctx)
+	defer s.cancel()
+	pubs := make([]*publisher, len(s.cohorts))
+	var claims sync.WaitGroup
+	for i, st := range s.cohorts {
+		pubs[i] = &publisher{sim: s, cs: st, streams: make([]*bps.Publisher, len(st.c.Publishers)), nodes: st.c.Publishers, done: make(chan struct{})}
+		claims.Add(1)
+		go func() {
+			defer claims.Done()
+			pubs[i].ensure()
+		}()
+	}
+	claims.Wait()
+	res.Build.JoinTime = Dur(time.Since(start))
+	m2 := memNow()
+	streams := res.Build.Subscribed + len(s.cohorts)*sc.Publishers
+	res.Build.Streams = streams
+	res.Build.HeapPerStream = perUnit(m2.HeapAlloc, m1.HeapAlloc, streams)
+	res.Build.StackPerStream = perUnit(m2.StackInuse, m1.StackInuse, streams)
+	res.Build.GoroutinesPerStream = float64(runtime.NumGoroutine()-g1) / float64(max(streams, 1))
+
+	// Run.
+	cpu0 := cpuTime()
+	wire0 := s.net.Transport().Stats()
+	start = time.Now()
+	period := time.Duration(float64(time.Second) / sc.Rate)
+	for _, p := range pubs {
+		phase := time.Duration(s.randInt64(int64(period)))
+		s.wg.Add(1)
+		go p.run(time.Duration(sc.Duration), period, phase)
+	}
+	if sc.Churn > 0 {
+		s.wg.Add(1)
+		go s.churn(time.Duration(sc.Duration))
+	}
+	if sc.KillBrokers > 0 {
+		s.wg.Add(1)
+		go s.killBrokers(time.Duration(sc.Duration) / 2)
+	}
+	s.waitPublishers(pubs)
+	res.Drained = s.drain(ctx, time.Duration(sc.Drain))
+	res.RunTime = Dur(time.Since(start))
+	s.cancel()
+	s.wg.Wait()
+	res.CPU = Dur(cpuTime() - cpu0)
+	res.Cores = runtime.GOMAXPROCS(0)
+	res.CPUUse = float64(res.CPU) / (float64(res.RunTime) * float64(res.Cores))
+	res.Load = loadAverage()
+	wire := s.net.Transport().Stats()
+	m3 := memNow()
+	res.Build.SysMiB = float64(m3.Sys) / (1 << 20)
+	end := time.Now()
+
+	// Stop everything before reading what the slots saw.
+	for _, sl := range s.slots {
+		sl.mu.Lock()
+		f := sl.follower
+		sl.mu.Unlock()
+		if f != nil {
+			f.Close()
+		}
+	}
+	for _, p := range pubs {
+		p.close()
+	}
+	s.collect(res, wire.Bytes-wire0.Bytes, end)
+	return res, nil
+}
+
+// follow starts the follower of sl's current node.
+func (s *sim) follow(sl *slot) error {
+	st := s.cohorts[sl.cohort]
+	sl.mu.Lock()
+	nd := sl.node
+	sl.mu.Unlock()
+	f, err := nd.Follow(st.c.Broker.Overlay(), st.c.Spec, bpsnet.FollowOptions{
+		OnJoin:    func(*bps.Subscription) { sl.joined(); s.counts.add("subscribe OK") },
+		OnDeliver: sl.deliver,
+		OnEnd: func(err error) {
+			sl.ended()
+			if err != nil {
+				s.counts.add("subscription reset")
+			}
+		},
+		OnError: func(err error) { s.counts.add("subscribe " + errClass(err)) },
+	})
+	if err != nil {
+		return err
+	}
+	sl.mu.Lock()
+	sl.follower = f
+	sl.mu.Unlock()
+	return nil
+}
+
+// errClass names a Subscribe failure for the table.
+func errClass(err error) string {
+	switch {
+	case errors.Is(err, bps.ErrFull):
+		return "FULL"
+	case errors.Is(err, bps.ErrRejected):
+		return "REJECTED"
+	case errors.Is(err, p2p.ErrPeerNotFound):
+		return "unreachable"
+	default:
+		return "failed"
+	}
+}
+
+// trace collects broker events from every node.
+func (s *sim) trace(nd *bpsnet.Node, e bps.Event) {
+	switch e.Kind {
+	case bps.EventJoin:
+		s.counts.add("join " + e.Status)
+	case bps.EventAccept:
+		if st := s.byKey[e.Cohort]; st != nil {
+			st.mu.Lock()
+			if _, ok := st.accepted[e.Index]; !ok {
+				st.accepted[e.Index] = time.Now()
+			}
+			st.mu.Unlock()
+		}
+	case bps.EventDrop:
+		s.counts.add(e.Counter.String())
+	case bps.EventQueueReset:
+		// counted as the queue_reset drop
+	case bps.EventViolation:
+		s.counts.add("violation")
+	case bps.EventReclaim:
+		s.counts.add("reclaim")
+	case bps.EventClientDrop:
+		s.counts.add("client_drop")
+	}
+}
+
+func (s *sim) randInt64(n int64) int64 {
+	if n <= 0 {
+		return 0
+	}
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.rng.Int64N(n)
+}
+
+// publisher publishes a cohort's updates, from each of its publisher nodes,
+// re-claiming a stream that ended.
+type publisher struct {
+	sim     *sim
+	cs      *cohortState
+	nodes   []*bpsnet.Node
+	streams []*bps.Publisher
+	next    uint64
+	done    chan struct{}
+}
+
+// ensure (re)opens the publisher streams that are not up; a Publish waits
+// out the backoff, at most a second here so the schedule goes on.
+func (p *publisher) ensure() {
+	for i, ps := range p.streams {
+		if ps != nil {
+			select {
+			case <-ps.Done():
+			default:
+				continue
+			}
+		}
+		ctx, cancel := context.WithTimeout(p.sim.ctx, time.Second)
+		stream, err := p.nodes[i].Publish(ctx, p.cs.currentBroker(), p.cs.c.Spec, p.cs.c.Admin, p.next)
+		cancel()
+		if err != nil {
+			p.sim.counts.add("publish " + errClass(err))
+			p.streams[i] = nil
+			continue
+		}
+		p.streams[i] = stream
+	}
+}
+
+func (p *publisher) run(duration, period, phase time.Duration) {
+	defer p.sim.wg.Done()
+	defer close(p.done)
+	end := time.Now().Add(duration)
+	t := time.NewTimer(phase)
+	defer t.Stop()
+	payload := make([]byte, p.sim.sc.Payload)
+	for {
+		select {
+		case <-t.C:
+		case <-p.sim.ctx.Done():
+			return
+		}
+		if time.Now().After(end) {
+			return
+		}
+		t.Reset(period)
+		p.ensure()
+		binary.BigEndian.PutUint64(payload, uint64(time.Now().UnixNano()))
+		msg, err := p.cs.c.Admin.Update(p.cs.c.Spec.Topic, p.next, payload)
+		if err != nil {
+			p.sim.counts.add("publish failed")
+			continue
+		}
+		sent := false
+		for _, ps := range p.streams {
+			if ps != nil && ps.Send(p.sim.ctx, msg) == nil {
+				sent = true
+			}
+		}
+		p.sim.mu.Lock()
+		if sent {
+			p.sim.sent++
+			p.next++
+		} else {
+			p.sim.skipped++
+		}
+		p.sim.mu.Unlock()
+	}
+}
+
+func (p *publisher) close() {
+	for _, ps := range p.streams {
+		if ps != nil {
+			_ = ps.Close()
+		}
+	}
+}
+
+func (s *sim) waitPublishers(pubs []*publisher) {
+	for _, p := range pubs {
+		select {
+		case <-p.done:
+		case <-s.ctx.Done():
+			return
+		}
+	}
+}
+
+// quiet is how long after its acceptance an update may still be on its way:
+// a few latencies and a retransmission.
+func (sc Scenario) quiet() time.Duration {
+	return max(4*time.Duration(sc.Latency)+streamtest.DefaultRetransmitDelay, 250*time.Millisecond)
+}
+
+// drain waits, at most d, until no delivery has arrived for a while: long
+// enough for anything still in flight.
+func (s *sim) drain(ctx context.Context, d time.Duration) bool {
+	quiet := s.sc.quiet()
+	deadline := time.Now().Add(d)
+	last, lastChange := s.received(), time.Now()
+	tick := time.NewTicker(quiet / 5)
+	defer tick.Stop()
+	for {
+		select {
+		case <-tick.C:
+		case <-ctx.Done():
+			return false
+		}
+		now := time.Now()
+		if r := s.received(); r != last {
+			last, lastChange = r, now
+		}
+		if now.Sub(lastChange) >= quiet {
+			return true
+		}
+		if now.After(deadline) {
+			return false
+		}
+	}
+}
+
+func (s *sim) received() uint64 {
+	var r uint64
+	for _, sl := range s.slots {
+		sl.mu.Lock()
+		r += sl.received
+		sl.mu.Unlock()
+	}
+	return r
+}
+
+// churn restarts random subscriber nodes, Poisson at sc.Churn per second:
+// each is killed, stays down for sc.Downtime, comes back with its overlay
+// and follows its cohort again.
+func (s *sim) churn(duration time.Duration) {
+	defer s.wg.Done()
+	end := time.Now().Add(duration)
+	for {
+		s.mu.Lock()
+		wait := time.Duration(s.rng.ExpFloat64() / s.sc.Churn * float64(time.Second))
+		sl := s.slots[s.rng.IntN(len(s.slots))]
+		s.mu.Unlock()
+		if !s.sleep(wait) || time.Now().After(end) {
+			return
+		}
+		sl.mu.Lock()
+		if sl.down {
+			sl.mu.Unlock()
+			continue
+		}
+		sl.down = true
+		nd := sl.node
+		sl.follower = nil
+		sl.mu.Unlock()
+		sl.ended()         // detached now, not when its follower notices
+		_ = s.net.Kill(nd) // its follower stops with it
+		s.mu.Lock()
+		s.churned++
+		s.mu.Unlock()
+
+		s.wg.Add(1)
+		go func() {
+			defer s.wg.Done()
+			if !s.sleep(time.Duration(s.sc.Downtime)) {
+				return
+			}
+			fresh, err := s.net.Restart(nd)
+			if err != nil {
+				s.counts.add("restart failed")
+				return
+			}
+			sl.mu.Lock()
+			sl.node, sl.down = fresh, false
+			sl.mu.Unlock()
+			if err := s.follow(sl); err != nil {
+				s.counts.add("restart failed")
+			}
+		}()
+	}
+}
+
+// killBrokers kills a fraction of the brokers after d and restarts them
+// after sc.Downtime; their subscribers rejoin by themselves.
+func (s *sim) killBrokers(d time.Duration) {
+	defer s.wg.Done()
+	if !s.sleep(d) {
+		return
+	}
+	k := max(int(s.sc.KillBrokers*float64(len(s.cohorts))), 1)
+	s.mu.Lock()
+	victims := s.rng.Perm(len(s.cohorts))[:k]
+	s.killed += uint64(k)
+	s.mu.Unlock()
+	for _, i := range victims {
+		for _, sl := range s.cohorts[i].slots {
+			sl.ended()
+		}
+		_ = s.net.Kill(s.cohorts[i].currentBroker())
+	}
+	if !s.sleep(time.Duration(s.sc.Downtime)) {
+		return
+	}
+	for _, i := range victims {
+		st := s.cohorts[i]
+		fresh, err := s.net.Restart(st.currentBroker())
+		if err != nil {
+			s.counts.add("restart failed")
+			continue
+		}
+		st.mu.Lock()
+		st.broker = fresh
+		st.brokers = append(st.brokers, fresh)
+		st.mu.Unlock()
+	}
+}
+
+// sleep waits d, or returns false if the run ends first.
+func (s *sim) sleep(d time.Duration) bool {
+	t := time.NewTimer(d)
+	defer t.Stop()
+	select {
+	case <-t.C:
+		return true
+	case <-s.ctx.Done():
+		return false
+	}
+}
+
+// bitset is a set of small integers.
+type bitset []uint64
+
+func (b bitset) test(i uint64) bool {
+	w := i / 64
+	return w < uint64(len(b)) && b[w]&(1<<(i%64)) != 0
+}
+
+func (b *bitset) set(i uint64) {
+	w := i / 64
+	for uint64(len(*b)) <= w {
+		*b = append(*b, 0)
+	}
+	(*b)[w] |= 1 << (i % 64)
+}
+
+// counts is a set of named counters.
+type counts struct {
+	mu sync.Mutex
+	m  map[string]uint64
+}
+
+func newCounts() *counts { return &counts{m: make(map[string]uint64)} }
+
+func (c *counts) add(k string) {
+	c.mu.Lock()
+	c.m[k]++
+	c.mu.Unlock()
+}
+
+func memNow() runtime.MemStats {
+	runtime.GC()
+	runtime.GC()
+	var m runtime.MemStats
+	runtime.ReadMemStats(&m)
+	return m
+}
+
+func perUnit(after, before uint64, n int) float64 {
+	if n == 0 {
+		return 0
+	}
+	return float64(int64(after)-int64(before)) / float64(n)
+}
