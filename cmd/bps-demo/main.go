@@ -14,6 +14,7 @@ import (
 	"context"
 	"flag"
 	"fmt"
+	"io"
 	"os"
 	"sync"
 	"time"
@@ -24,17 +25,25 @@ import (
 )
 
 func main() {
-	if err := run(); err != nil {
+	subscribers := flag.Int("subscribers", 3, "subscriber nodes")
+	messages := flag.Int("messages", 5, "feed updates to publish")
+	topic := flag.String("topic", "bps-demo", "feed topic (hashed)")
+	flag.Parse()
+	if err := run(os.Stdout, *subscribers, *messages, *topic); err != nil {
 		fmt.Fprintln(os.Stderr, "bps-demo:", err)
 		os.Exit(1)
 	}
 }
 
-func run() error {
-	subscribers := flag.Int("subscribers", 3, "subscriber nodes")
-	messages := flag.Int("messages", 5, "feed updates to publish")
-	topic := flag.String("topic", "bps-demo", "feed topic (hashed)")
-	flag.Parse()
+// run brings up the cohort, publishes messages updates and prints what
+// every subscriber receives to out.
+func run(out io.Writer, subscribers, messages int, topic string) error {
+	var mu sync.Mutex // the subscribers print concurrently
+	printf := func(format string, a ...any) {
+		mu.Lock()
+		defer mu.Unlock()
+		fmt.Fprintf(out, format, a...)
+	}
 
 	net := streamtest.New()
 	defer func() { _ = net.Close() }()
@@ -51,7 +60,7 @@ func run() error {
 		return err
 	}
 	defer func() { _ = broker.Close() }()
-	fmt.Printf("broker     %s\n", brokerNode.Overlay())
+	printf("broker     %s\n", brokerNode.Overlay())
 
 	key, err := crypto.GenerateSecp256k1Key()
 	if err != nil {
@@ -62,7 +71,7 @@ func run() error {
 	if err != nil {
 		return err
 	}
-	topicHash, err := crypto.LegacyKeccak256([]byte(*topic))
+	topicHash, err := crypto.LegacyKeccak256([]byte(topic))
 	if err != nil {
 		return err
 	}
@@ -70,12 +79,12 @@ func run() error {
 	if err != nil {
 		return err
 	}
-	fmt.Printf("cohort     topic=%q admin=%s\n", *topic, admin)
+	printf("cohort     topic=%q admin=%s\n", topic, admin)
 
 	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
 	defer cancel()
 	var wg sync.WaitGroup
-	for i := range *subscribers {
+	for i := range subscribers {
 		nd, svc, err := node()
 		if err != nil {
 			return err
@@ -92,8 +101,8 @@ func run() error {
 		go func() {
 			defer wg.Done()
 			for d := range sub.C() {
-				fmt.Printf("subscriber %d  index=%d payload=%q\n", i, d.Index, d.Payload())
-				if d.Index == uint64(*messages-1) {
+				printf("subscriber %d  index=%d payload=%q\n", i, d.Index, d.Payload())
+				if d.Index == uint64(messages-1) {
 					_ = sub.Close()
 				}
 			}
@@ -112,16 +121,16 @@ func run() error {
 	if err != nil {
 		return fmt.Errorf("publisher: %w", err)
 	}
-	for i := range *messages {
+	for i := range messages {
 		payload := fmt.Sprintf("update %d at %s", i, time.Now().Format(time.TimeOnly))
 		if err := pub.PublishUpdate(ctx, signer, uint64(i), []byte(payload)); err != nil {
 			return fmt.Errorf("publish %d: %w", i, err)
 		}
-		fmt.Printf("published  index=%d\n", i)
+		printf("published  index=%d\n", i)
 	}
 	wg.Wait()
 	for _, c := range broker.Cohorts() {
-		fmt.Printf("broker     cohort %s accepted=%d cursor=%d counters=%v\n", c.Spec, c.Accepted, c.Cursor, c.Counters)
+		printf("broker     cohort %s accepted=%d cursor=%d counters=%v\n", c.Spec, c.Accepted, c.Cursor, c.Counters)
 	}
 	return pub.Close()
 }
