@@ -140,10 +140,11 @@ func TestDevClusterPubSub(t *testing.T) {
 		topic, _ := crypto.LegacyKeccak256([]byte("e2e-bad-claim"))
 		q := url.Values{"peer": {broker}, "binding": {"feed"}, "admin": {hex.EncodeToString(admin.Bytes())}, "addr": {hex.EncodeToString(admin.Bytes())}}
 		u := strings.Replace(cl.Nodes[1].API, "http", "ws", 1) + "/pubsub/" + hex.EncodeToString(topic) + "?" + q.Encode()
-		ws, _, err := websocket.DefaultDialer.DialContext(tctx, u, nil)
+		ws, resp, err := websocket.DefaultDialer.DialContext(tctx, u, nil)
 		if err != nil {
 			t.Fatal(err)
 		}
+		resp.Body.Close()
 		defer ws.Close()
 		var req map[string]any
 		if err := ws.ReadJSON(&req); err != nil || req["type"] != "claim-request" {

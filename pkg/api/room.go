@@ -51,7 +51,7 @@ type room struct {
 	mu       sync.Mutex
 	sessions map[*session]bool       // member → receives deliveries
 	pubs     map[*pubStream]struct{} // poked when the roster changes
-	seen     seenWindow
+	seen     *bps.Window
 	svcSeen  bool                // a service SOC was applied
 	svcNext  uint64              // the lowest service index the node takes next
 	latest   *pb.ServiceMessage  // the last service SOC applied
@@ -71,7 +71,7 @@ func (s *Server) acquireRoom(broker swarm.Address, sp *bps.Spec) (*room, error) 
 	r := s.rooms[key]
 	if r == nil {
 		r = &room{s: s, key: key, broker: broker, spec: sp, sessions: make(map[*session]bool),
-			pubs: make(map[*pubStream]struct{}), seen: newSeenWindow(roomWindow)}
+			pubs: make(map[*pubStream]struct{}), seen: bps.NewWindow(roomWindow)}
 		s.rooms[key] = r
 	}
 	r.refs++
@@ -191,7 +191,7 @@ func (r *room) deliver(d bps.Delivery) {
 	k := echoKey(d.Address.Bytes(), d.Data)
 	r.mu.Lock()
 	defer r.mu.Unlock()
-	if !r.seen.add(k) {
+	if !r.seen.Add(k) {
 		return
 	}
 	if d.Service != nil {
@@ -277,34 +277,6 @@ func (r *room) serviceLocked(d bps.Delivery) {
 	for e := range r.pubs {
 		e.poke()
 	}
-}
-
-// seenWindow is a bounded set of recent keys, forgetting the oldest first.
-// Not safe for concurrent use; its owner guards it.
-type seenWindow struct {
-	ring [][32]byte
-	next int
-	set  map[[32]byte]struct{}
-}
-
-func newSeenWindow(size int) seenWindow {
-	return seenWindow{ring: make([][32]byte, 0, size), set: make(map[[32]byte]struct{}, size)}
-}
-
-// add records k and reports whether it was new.
-func (w *seenWindow) add(k [32]byte) bool {
-	if _, ok := w.set[k]; ok {
-		return false
-	}
-	if len(w.ring) < cap(w.ring) {
-		w.ring = append(w.ring, k)
-	} else {
-		delete(w.set, w.ring[w.next])
-		w.ring[w.next] = k
-		w.next = (w.next + 1) % len(w.ring)
-	}
-	w.set[k] = struct{}{}
-	return true
 }
 
 // slowReason closes a session whose queue is full.

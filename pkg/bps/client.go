@@ -297,7 +297,7 @@ type receiver struct {
 	dropped  atomic.Uint64
 	faults   atomic.Uint64
 
-	seen *window // dedup bindings; reader goroutine only
+	seen *Window // dedup bindings; reader goroutine only
 
 	mu      sync.Mutex // the service feed as this stream knows it
 	svcNext uint64
@@ -308,7 +308,7 @@ type receiver struct {
 func (rc *receiver) init(cs *clientStream, keep bool) {
 	rc.clientStream, rc.keep, rc.c = cs, keep, make(chan Delivery, cs.s.opts.QueueLen)
 	if !(cs.spec.Binding == pb.TopicBinding_FEED_TOPIC && cs.spec.explicit()) {
-		rc.seen = newWindow(cs.s.opts.DedupWindow)
+		rc.seen = NewWindow(cs.s.opts.DedupWindow)
 	}
 }
 
@@ -410,7 +410,7 @@ func (sub *receiver) readOne(fr *frameReader) error {
 		case pub.service != nil:
 			d.Gap = !sub.applyService(pub.service)
 		case sub.seen != nil:
-			if !sub.seen.add(pub.dedup) {
+			if !sub.seen.Add(pub.dedup) {
 				v = retransmit
 			}
 		default:

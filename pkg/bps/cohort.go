@@ -54,7 +54,7 @@ type cohort struct {
 	nclaim  int                  // sum of claimed
 	extras  map[string]*member   // extra seats, one per absent legitimate publisher
 	cursors map[string]uint64    // FEED_TOPIC, explicit: lowest index accepted next, per publisher feed
-	seen    *window              // dedup bindings: recent chunk identifiers
+	seen    *Window              // dedup bindings: recent chunk identifiers
 
 	roster  map[string]struct{} // the publishers the latest ROSTER names (admin excluded)
 	svcNext uint64              // lowest service index accepted next
@@ -218,7 +218,7 @@ func (r *registry) attach(peer swarm.Address, stream p2p.Stream, sp *Spec, addr 
 			lastAccept: now,
 		}
 		if !(sp.Binding == pb.TopicBinding_FEED_TOPIC && sp.explicit()) {
-			c.seen = newWindow(o.DedupWindow)
+			c.seen = NewWindow(o.DedupWindow)
 		}
 		r.cohorts[sp.key] = c
 		r.armInactivity(c, o.Inactivity)
@@ -448,7 +448,7 @@ func (r *registry) accept(c *cohort, pub publication, frame []byte) bool {
 	case c.ended:
 		return false
 	case c.seen != nil:
-		if !c.seen.add(pub.dedup) {
+		if !c.seen.Add(pub.dedup) {
 			return false
 		}
 	default:

@@ -19,11 +19,11 @@ func (s *Service) VerifyClaim(sp *Spec, c *pb.Claim) error { return s.verifyClai
 // FullWindow is a dedup window of size filled to its bound with distinct
 // identifiers.
 func FullWindow(size int) any {
-	w := newWindow(size)
+	w := NewWindow(size)
 	for i := range size + 1 {
 		var k [32]byte
 		k[0], k[1], k[2] = byte(i), byte(i>>8), byte(i>>16)
-		w.add(k)
+		w.Add(k)
 	}
 	return w
 }

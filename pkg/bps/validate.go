@@ -276,23 +276,24 @@ func checkService(sp *Spec, m *pb.Message, stream []byte, auth authority, svc *p
 	return pub, accepted
 }
 
-// window is a bounded dedup set over recent chunk identifiers, evicting the
-// oldest (SWIP-60: the horizon is implementation-defined and bounded). Its
-// memory is at most size × (32 bytes + map overhead). Not safe for
-// concurrent use; the owner guards it.
-type window struct {
+// Window is a bounded dedup set over recent chunk identifiers, evicting the
+// oldest (SWIP-60: the horizon is implementation-defined and bounded). It
+// grows as it fills, to at most size × (32 bytes + map overhead). Not safe
+// for concurrent use; its owner guards it.
+type Window struct {
 	size int
 	ring [][32]byte
 	next int
 	set  map[[32]byte]struct{}
 }
 
-func newWindow(size int) *window {
-	return &window{size: size, set: make(map[[32]byte]struct{})}
+// NewWindow is an empty window of at most size identifiers.
+func NewWindow(size int) *Window {
+	return &Window{size: size, set: make(map[[32]byte]struct{})}
 }
 
-// add records k and reports whether it was new.
-func (w *window) add(k [32]byte) bool {
+// Add records k and reports whether it was new.
+func (w *Window) Add(k [32]byte) bool {
 	if _, seen := w.set[k]; seen {
 		return false
 	}
