@@ -3,14 +3,22 @@
 // license that can be found in the LICENSE file.
 
 // Package wsclient is a Go client of a BPS node's WebSocket bridge
-// (/pubsub, docs/api.md): it opens sessions, answers claim requests with a
-// local key, signs what it publishes, and decodes what it receives. The
-// bee-bps CLI and the end-to-end tests use it; a dApp would use bee-js.
+// (/pubsub, docs/api.md): it opens sessions in every SWIP-60 configuration,
+// answers claim requests with a local key, signs what it publishes and the
+// admin's service SOCs, and decodes what it receives. The node holds no
+// keys. The bee-bps CLI and the end-to-end tests use it; a dApp would use
+// bee-js.
+//
+// Opening a session: Subscribe (a receiving session), Publish (a session
+// publishing as the signer's address), PublishFeed and PublishGSOC (the
+// first two configurations this client knew). Reading one: Next returns
+// frames in order; Await and NextMessage pick the next frame of a kind and
+// keep what they skip for later reads. Writing: SendSOC, SendFeedUpdate,
+// SendGSOC. The admin's control plane: PostService.
 package wsclient
 
 import (
 	"context"
-	"encoding/binary"
 	"encoding/hex"
 	"encoding/json"
 	"errors"
@@ -22,8 +30,6 @@ import (
 
 	"github.com/ethersphere/bee/v2/pkg/crypto"
 	"github.com/ethersphere/bee/v2/pkg/soc"
-	"github.com/ethersphere/bee/v2/pkg/swarm"
-	"github.com/ethersphere/bps/pkg/bps"
 	"github.com/gorilla/websocket"
 )
 
@@ -32,64 +38,161 @@ type Mode int
 
 // Modes.
 const (
-	// Feed is a SWIP-74 live stream: binding=feed with an admin.
+	// Feed is a session on a SWIP-60 cohort: binding=feed with an admin (a
+	// SWIP-74 live stream), or, when Options.Binding is set, the cohort that
+	// Binding, Admin, Publishers and Closed name.
 	Feed Mode = iota
 	// GSOC is the bee-js GSOC client's session: the implicit ANCHOR cohort
-	// of a SOC address, binary frames signature ‖ span ‖ payload.
+	// of a SOC address, binary frames signature ‖ span ‖ payload, no text
+	// frames.
 	GSOC
 )
 
-// Options name a session.
+// Bindings, as the bridge's binding parameter names them (case does not
+// matter to the node).
+const (
+	BindingAnchor   = "anchor"
+	BindingSOCID    = "soc_id"
+	BindingOwner    = "owner"
+	BindingFeed     = "feed"
+	BindingMnemonic = "mnemonic"
+)
+
+// PublishersAll is the publishers parameter of a group chat: anyone
+// attached publishes as the address it declares.
+const PublishersAll = "all"
+
+// Options name a session: the node, the broker, the cohort and, for a
+// publishing session, what its claim and frames need.
 type Options struct {
-	API    string // the node's API base URL, e.g. http://127.0.0.1:1633
-	Peer   string // the broker: multiaddr with /p2p/, or overlay hex
-	Mode   Mode
-	Topic  []byte // Feed: the 32-byte feed topic; GSOC: the SOC address
-	Admin  []byte // Feed: the admin address
+	API  string // the node's API base URL, e.g. http://127.0.0.1:1633
+	Peer string // the broker: multiaddr with /p2p/, or overlay hex
+	Mode Mode
+	// Topic is the 32-byte topic (a mnemonic topic hashed by the caller);
+	// in GSOC mode the SOC address.
+	Topic []byte
+
+	// The cohort's spec (SWIP-60), not in GSOC mode. Binding empty in Feed
+	// mode is binding=feed with Admin, the live stream.
+	Binding    string // anchor, soc_id, owner, feed or mnemonic
+	Admin      []byte // the admin's address: explicit authorship; nil: implicit
+	Publishers string // PublishersAll for a group chat; empty otherwise
+	Closed     bool   // a closed cohort (a jam): only publishers attend
+
+	// Publishing only.
+	ID    []byte // binding=anchor without an admin: the session's SOC id
+	Index uint64 // binding=feed with an admin: the cursor signed into the claim
+
 	Fields string // swarm-soc-fields; empty: the node's default
 }
 
-// Message is one received frame, decoded per the session's fields.
-type Message struct {
-	Raw     []byte // the frame as received
-	Index   uint64 // when the fields include index
-	Payload []byte // the trailing payload field
+// binding is the session's binding as this client frames it: lower case,
+// socid spelt soc_id; empty in GSOC mode.
+func (o Options) binding() string {
+	if o.Mode == GSOC {
+		return ""
+	}
+	b := strings.ToLower(o.Binding)
+	switch b {
+	case "":
+		return BindingFeed
+	case "socid":
+		return BindingSOCID
+	}
+	return b
 }
 
-// Session is an open WebSocket session.
-type Session struct {
-	conn   *websocket.Conn
-	o      Options
-	fields []string
-	Ready  map[string]any // the node's ready frame (not in GSOC mode)
+// explicit reports whether the cohort has an admin that is not a group
+// chat's: publishers other than the admin claim, once a roster names them.
+func (o Options) explicit() bool {
+	return o.Mode != GSOC && o.Publishers == "" && (len(o.Admin) > 0 || o.Binding == "")
 }
 
-func (o Options) url(extra url.Values) (string, error) {
+// query is the spec and the peer as query parameters: what names the
+// cohort at the node, for a session and for POST …/service alike.
+func (o Options) query() (url.Values, error) {
+	q := url.Values{"peer": {o.Peer}}
+	if o.Mode == GSOC {
+		if o.Binding != "" || o.Admin != nil || o.Publishers != "" || o.Closed {
+			return nil, errors.New("wsclient: GSOC mode takes no spec (binding, admin, publishers, closed)")
+		}
+		return q, nil
+	}
+	q.Set("binding", o.binding())
+	if o.Binding == "" || len(o.Admin) > 0 {
+		q.Set("admin", hex.EncodeToString(o.Admin))
+	}
+	if o.Publishers != "" {
+		q.Set("publishers", o.Publishers)
+	}
+	if o.Closed {
+		q.Set("closed", "true")
+	}
+	return q, nil
+}
+
+// endpoint is the URL of path under /pubsub/<topic> with q, in scheme
+// "ws" (a session) or "http" (a POST), following the API URL's TLS.
+func (o Options) endpoint(ws bool, path string, q url.Values) (string, error) {
 	u, err := url.Parse(o.API)
 	if err != nil {
 		return "", fmt.Errorf("api url: %w", err)
 	}
-	switch u.Scheme {
-	case "http":
-		u.Scheme = "ws"
-	case "https":
-		u.Scheme = "wss"
+	if ws {
+		switch u.Scheme {
+		case "http":
+			u.Scheme = "ws"
+		case "https":
+			u.Scheme = "wss"
+		}
 	}
-	u.Path = strings.TrimSuffix(u.Path, "/") + "/pubsub/" + hex.EncodeToString(o.Topic)
-	q := url.Values{"peer": {o.Peer}}
-	if o.Mode == Feed {
-		q.Set("binding", "feed")
-		q.Set("admin", hex.EncodeToString(o.Admin))
-	}
-	for k, v := range extra {
-		q[k] = v
-	}
+	u.Path = strings.TrimSuffix(u.Path, "/") + "/pubsub/" + hex.EncodeToString(o.Topic) + path
 	u.RawQuery = q.Encode()
 	return u.String(), nil
 }
 
+// HTTPError is a request the node refused before any WebSocket, in bee's
+// JSON error format: a session not opened (400 for a spec the node does not
+// serve or a closed cohort without addr, 503 when full…), a service SOC not
+// relayed (403, 409…).
+type HTTPError struct {
+	Op         string // "open session", "post service"
+	StatusCode int
+	Status     string
+	Message    string
+	Reasons    []Reason
+}
+
+// Reason names a parameter the node refused and why.
+type Reason struct {
+	Field string `json:"field"`
+	Error string `json:"error"`
+}
+
+func (e *HTTPError) Error() string {
+	return fmt.Sprintf("%s: %s: %s %v", e.Op, e.Status, e.Message, e.Reasons)
+}
+
+// httpError reads the node's JSON error body of resp and closes it.
+func httpError(op string, resp *http.Response) error {
+	var body struct {
+		Message string   `json:"message"`
+		Reasons []Reason `json:"reasons"`
+	}
+	_ = json.NewDecoder(resp.Body).Decode(&body)
+	_ = resp.Body.Close()
+	return &HTTPError{Op: op, StatusCode: resp.StatusCode, Status: resp.Status, Message: body.Message, Reasons: body.Reasons}
+}
+
 func dial(ctx context.Context, o Options, extra url.Values) (*Session, error) {
-	u, err := o.url(extra)
+	q, err := o.query()
+	if err != nil {
+		return nil, err
+	}
+	for k, v := range extra {
+		q[k] = v
+	}
+	u, err := o.endpoint(true, "", q)
 	if err != nil {
 		return nil, err
 	}
@@ -100,17 +203,11 @@ func dial(ctx context.Context, o Options, extra url.Values) (*Session, error) {
 	conn, resp, err := websocket.DefaultDialer.DialContext(ctx, u, h)
 	if err != nil {
 		if resp != nil {
-			var body struct {
-				Message string `json:"message"`
-				Reasons []struct{ Field, Error string }
-			}
-			_ = json.NewDecoder(resp.Body).Decode(&body)
-			_ = resp.Body.Close()
-			return nil, fmt.Errorf("open session: %s: %s %v", resp.Status, body.Message, body.Reasons)
+			return nil, httpError("open session", resp)
 		}
 		return nil, fmt.Errorf("open session: %w", err)
 	}
-	s := &Session{conn: conn, o: o}
+	s := &Session{conn: conn, o: o, binding: o.binding()}
 	s.fields = strings.Split(o.Fields, ",")
 	if o.Fields == "" {
 		s.fields = []string{"payload"}
@@ -121,14 +218,16 @@ func dial(ctx context.Context, o Options, extra url.Values) (*Session, error) {
 	return s, nil
 }
 
-// Subscribe opens a subscriber session and waits for the node's ready frame.
+// Subscribe opens a receiving session and, but in GSOC mode, waits for the
+// node's ready frame. A closed cohort has no audience: the node refuses it
+// with an *HTTPError (400).
 func Subscribe(ctx context.Context, o Options) (*Session, error) {
 	s, err := dial(ctx, o, nil)
 	if err != nil {
 		return nil, err
 	}
-	if o.Mode == Feed {
-		if err := s.handshake(ctx, nil); err != nil {
+	if o.Mode != GSOC {
+		if err := s.handshake(ctx, true); err != nil {
 			_ = s.conn.Close()
 			return nil, err
 		}
@@ -136,155 +235,69 @@ func Subscribe(ctx context.Context, o Options) (*Session, error) {
 	return s, nil
 }
 
-// PublishFeed opens a publishing session on a feed cohort as signer, answers
-// the node's claim requests with signer, and waits for ready.
-func PublishFeed(ctx context.Context, o Options, signer crypto.Signer, index uint64) (*Session, error) {
+// Publish opens a session publishing as signer's address in the cohort o
+// names and returns once the node has said ready or waiting (State tells
+// which). The session answers every claim request with signer, now and
+// whenever the node asks again: when a roster admits the address in an open
+// cohort, when the node reclaims a closed cohort's silent stream. Under
+// publishers=all and implicit authorship there is no claim and the session
+// is ready at once; o.ID is the SOC id for binding=anchor without an admin,
+// o.Index the cursor for binding=feed with an admin. In GSOC mode Publish
+// is PublishGSOC under o.ID.
+func Publish(ctx context.Context, o Options, signer crypto.Signer) (*Session, error) {
 	addr, err := signer.EthereumAddress()
 	if err != nil {
 		return nil, err
 	}
-	s, err := dial(ctx, o, url.Values{"addr": {hex.EncodeToString(addr.Bytes())}, "index": {strconv.FormatUint(index, 10)}})
+	if o.Mode == GSOC {
+		return PublishGSOC(ctx, o, addr.Bytes(), o.ID)
+	}
+	extra := url.Values{"addr": {hex.EncodeToString(addr.Bytes())}}
+	if o.ID != nil {
+		extra.Set("id", hex.EncodeToString(o.ID))
+	}
+	if o.binding() == BindingFeed && o.explicit() {
+		extra.Set("index", strconv.FormatUint(o.Index, 10))
+	}
+	s, err := dial(ctx, o, extra)
 	if err != nil {
 		return nil, err
 	}
-	if err := s.handshake(ctx, signer); err != nil {
+	s.signer = signer
+	if err := s.handshake(ctx, false); err != nil {
 		_ = s.conn.Close()
 		return nil, err
 	}
 	return s, nil
 }
 
-// PublishGSOC opens a GSOC publishing session for the SOC (id, signer's
-// address); o.Topic must be that SOC's address.
+// PublishFeed opens a publishing session on a feed cohort as signer with
+// cursor index, answers the node's claim requests with signer, and waits
+// for ready.
+func PublishFeed(ctx context.Context, o Options, signer crypto.Signer, index uint64) (*Session, error) {
+	o.Index = index
+	s, err := Publish(ctx, o, signer)
+	if err != nil {
+		return nil, err
+	}
+	if s.State() != StateReady {
+		if _, err := s.Await(ctx, "ready"); err != nil {
+			_ = s.conn.Close()
+			return nil, err
+		}
+	}
+	return s, nil
+}
+
+// PublishGSOC opens a GSOC publishing session for the SOC (id, owner);
+// o.Topic must be that SOC's address.
 func PublishGSOC(ctx context.Context, o Options, owner []byte, id []byte) (*Session, error) {
-	return dial(ctx, o, url.Values{"gsoc-eth-address": {hex.EncodeToString(owner)}, "gsoc-topic": {hex.EncodeToString(id)}})
-}
-
-// handshake reads text frames until ready, answering claim requests.
-func (s *Session) handshake(ctx context.Context, signer crypto.Signer) error {
-	stop := context.AfterFunc(ctx, func() { _ = s.conn.Close() })
-	defer stop()
-	for {
-		kind, data, err := s.conn.ReadMessage()
-		if err != nil {
-			return fmt.Errorf("session: %w", err)
-		}
-		if kind != websocket.TextMessage {
-			return errors.New("session: binary frame before ready")
-		}
-		var f map[string]any
-		if err := json.Unmarshal(data, &f); err != nil {
-			return fmt.Errorf("session: text frame: %w", err)
-		}
-		switch f["type"] {
-		case "ready":
-			s.Ready = f
-			return nil
-		case "claim-request":
-			if signer == nil {
-				return errors.New("session: claim requested from a subscriber")
-			}
-			if err := s.answerClaim(f, signer); err != nil {
-				return err
-			}
-		case "error":
-			return fmt.Errorf("session: node: %v", f["reason"])
-		default:
-			// waiting, service: informational before ready
-		}
-	}
-}
-
-// answerClaim signs the claim digest recomputed from the request's parts.
-func (s *Session) answerClaim(f map[string]any, signer crypto.Signer) error {
-	challenge, err1 := hex.DecodeString(strings.TrimPrefix(fmt.Sprint(f["challenge"]), "0x"))
-	broker, err2 := hex.DecodeString(strings.TrimPrefix(fmt.Sprint(f["broker"]), "0x"))
-	idx, ok := f["index"].(float64)
-	if err1 != nil || err2 != nil || !ok {
-		return fmt.Errorf("session: malformed claim request %v", f)
-	}
-	digest := bps.ClaimDigest(challenge, swarm.NewAddress(broker), uint64(idx))
-	if want := fmt.Sprint(f["digest"]); want != hex.EncodeToString(digest) {
-		return fmt.Errorf("session: the node's digest %s differs from ours %x", want, digest)
-	}
-	sig, err := signer.Sign(digest)
+	s, err := dial(ctx, o, url.Values{"gsoc-eth-address": {hex.EncodeToString(owner)}, "gsoc-topic": {hex.EncodeToString(id)}})
 	if err != nil {
-		return fmt.Errorf("sign claim: %w", err)
+		return nil, err
 	}
-	return s.conn.WriteJSON(map[string]string{"type": "claim", "signature": hex.EncodeToString(sig)})
-}
-
-// SendFeedUpdate signs update index of the feed and sends it as
-// index(8, BE) ‖ signature ‖ span ‖ payload.
-func (s *Session) SendFeedUpdate(signer crypto.Signer, index uint64, payload []byte) error {
-	m, err := bps.FeedUpdate(signer, s.o.Topic, index, payload)
-	if err != nil {
-		return err
-	}
-	frame := binary.BigEndian.AppendUint64(nil, index)
-	frame = append(frame, m.Data[swarm.HashSize:]...)
-	return s.conn.WriteMessage(websocket.BinaryMessage, frame)
-}
-
-// SendGSOC signs payload as the SOC (id, signer) and sends signature ‖ span
-// ‖ payload, the GSOC client's frame.
-func (s *Session) SendGSOC(signer crypto.Signer, id, payload []byte) error {
-	m, err := bps.SOCUpdate(signer, id, payload)
-	if err != nil {
-		return err
-	}
-	return s.conn.WriteMessage(websocket.BinaryMessage, m.Data[swarm.HashSize:])
-}
-
-// Next returns the next binary frame, skipping text frames (they are
-// returned in text if non-nil).
-func (s *Session) Next(ctx context.Context) (Message, map[string]any, error) {
-	stop := context.AfterFunc(ctx, func() { _ = s.conn.Close() })
-	defer stop()
-	kind, data, err := s.conn.ReadMessage()
-	if err != nil {
-		return Message{}, nil, err
-	}
-	if kind == websocket.TextMessage {
-		var f map[string]any
-		if err := json.Unmarshal(data, &f); err != nil {
-			return Message{}, nil, err
-		}
-		return Message{}, f, nil
-	}
-	return s.decode(data), nil, nil
-}
-
-var fieldSize = map[string]int{
-	"address": 32, "recoveredpubkey": 33, "identifier": 32, "signature": 65,
-	"wrappedaddress": 32, "span": 8, "index": 8,
-}
-
-func (s *Session) decode(b []byte) Message {
-	m := Message{Raw: b}
-	off := 0
-	for _, f := range s.fields {
-		f = strings.ToLower(strings.TrimSpace(f))
-		if f == "payload" {
-			m.Payload = b[min(off, len(b)):]
-			break
-		}
-		n := fieldSize[f]
-		if off+n > len(b) {
-			break
-		}
-		if f == "index" {
-			m.Index = binary.BigEndian.Uint64(b[off : off+n])
-		}
-		off += n
-	}
-	return m
-}
-
-// Close ends the session with a normal closure.
-func (s *Session) Close() error {
-	_ = s.conn.WriteMessage(websocket.CloseMessage, websocket.FormatCloseMessage(websocket.CloseNormalClosure, "bye"))
-	return s.conn.Close()
+	s.gsocID = id
+	return s, nil
 }
 
 // GSOCAddress is the SOC address of (id, owner): the topic of a GSOC session.
