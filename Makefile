@@ -36,6 +36,11 @@ test-short:
 bench:
 	$(GO) test -run '^$$' -bench . -benchmem ./pkg/...
 
+.PHONY: fuzz
+fuzz:
+	$(GO) test -run '^$$' -fuzz FuzzVerify -fuzztime 60s ./pkg/bps/
+	$(GO) test -run '^$$' -fuzz FuzzBrokerStream -fuzztime 60s ./pkg/bps/
+
 .PHONY: lint
 lint:
 	@if command -v golangci-lint >/dev/null 2>&1; then golangci-lint run ./...; \
@@ -44,6 +49,11 @@ lint:
 .PHONY: tools
 tools:
 	GOBIN=$(GOBIN) $(GO) install google.golang.org/protobuf/cmd/protoc-gen-go@$(PROTOC_GEN_GO_VERSION)
+
+.PHONY: fuzz
+fuzz:
+	$(GO) test -run '^$$' -fuzz FuzzVerify -fuzztime 60s ./pkg/bps/
+	$(GO) test -run '^$$' -fuzz FuzzBrokerStream -fuzztime 60s ./pkg/bps/
 
 .PHONY: lint-tools
 lint-tools:

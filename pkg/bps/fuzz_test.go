@@ -1,0 +1,112 @@
+// Copyright 2026 The BPS Authors. All rights reserved.
+// Use of this source code is governed by a BSD-style
+// license that can be found in the LICENSE file.
+
+package bps_test
+
+import (
+	"bufio"
+	"context"
+	"testing"
+	"time"
+
+	"github.com/ethersphere/bps/pkg/bps"
+	"github.com/ethersphere/bps/pkg/bps/pb"
+	"github.com/ethersphere/bps/pkg/bps/streamtest"
+	"google.golang.org/protobuf/encoding/protodelim"
+)
+
+// FuzzVerify feeds arbitrary publications to the validation of every binding:
+// whatever the bytes, it answers, never panics, and accepts only what is a
+// valid SOC by the claimed owner.
+func FuzzVerify(f *testing.F) {
+	k := newKey(f)
+	feed := feedSpec(f, "fuzz", k)
+	good := update(f, k, feed, 3, "seed")
+	f.Add(good.Address, good.Data, uint8(0))
+	svc, _ := bps.ServiceUpdate(k.signer, feed.Topic, &pb.ServiceMessage{Kind: pb.ServiceKind_ROSTER, Index: 1, Publishers: [][]byte{k.addr}})
+	f.Add(svc.Address, svc.Data, uint8(1))
+	f.Add([]byte{}, []byte{}, uint8(2))
+	f.Add(make([]byte, 32), make([]byte, 105), uint8(3))
+
+	topic := topicOf("fuzz")
+	specs := []*bps.Spec{feed}
+	for _, c := range []*pb.CohortSpec{
+		{Topic: topic, Binding: pb.TopicBinding_ANCHOR},
+		{Topic: topic, Binding: pb.TopicBinding_SOC_ID},
+		{Topic: topic, Binding: pb.TopicBinding_OWNER},
+		{Topic: topic, Binding: pb.TopicBinding_MNEMONIC, Admin: k.addr, Publishers: pb.PublisherRegime_ALL},
+		{Topic: topic, Binding: pb.TopicBinding_FEED_TOPIC},
+		{Topic: topic, Binding: pb.TopicBinding_ANCHOR, Admin: k.addr, Closed: true},
+	} {
+		specs = append(specs, specOf(f, c))
+	}
+	f.Fuzz(func(t *testing.T, address, data []byte, which uint8) {
+		sp := specs[int(which)%len(specs)]
+		m := &pb.Message{Address: address, Data: data}
+		_ = sp.Verify(m, k.addr)
+		_ = sp.Verify(m, nil)
+	})
+}
+
+// FuzzBrokerStream writes arbitrary bytes on a fresh stream to a broker —
+// a Join or garbage, then whatever follows — and closes: the broker answers
+// or resets, never panics, and still serves a well-behaved subscriber.
+func FuzzBrokerStream(f *testing.F) {
+	k := newKey(f)
+	sp := feedSpec(f, "fuzz-broker", k)
+	join := bps.EncodeFrame(&pb.Join{Cohort: sp.PB()})
+	declared := bps.EncodeFrame(&pb.Join{Cohort: sp.PB(), Addr: k.addr})
+	f.Add(join)
+	f.Add(append(append([]byte{}, declared...), bps.EncodeFrame(update(f, k, sp, 0, "x"))...))
+	f.Add(append(append([]byte{}, join...), 0x05, 0x0a, 0x03, 0x01, 0x02, 0x03))
+	f.Add([]byte{0xff, 0xff, 0xff, 0xff, 0x0f})
+	f.Add([]byte{})
+
+	net := streamtest.New()
+	broker := net.NewNode()
+	svc, err := bps.New(broker, broker.Overlay(), bps.Options{HandshakeTimeout: time.Second})
+	if err != nil {
+		f.Fatal(err)
+	}
+	if err := broker.AddProtocol(svc.Protocol()); err != nil {
+		f.Fatal(err)
+	}
+	f.Cleanup(func() {
+		_ = svc.Close()
+		_ = net.Close()
+	})
+	f.Fuzz(func(t *testing.T, b []byte) {
+		c := net.NewNode()
+		if err := net.Connect(c, broker); err != nil {
+			t.Fatal(err)
+		}
+		s, err := c.NewStream(context.Background(), broker.Overlay(), nil, bps.ProtocolName, bps.ProtocolVersion, bps.StreamName)
+		if err != nil {
+			t.Fatal(err)
+		}
+		_, _ = s.Write(b)
+		_ = s.Close()
+		_ = s.Reset()
+		net.Disconnect(c, broker)
+
+		// Nobody else lost anything: a fresh subscriber still joins.
+		good := net.NewNode()
+		if err := net.Connect(good, broker); err != nil {
+			t.Fatal(err)
+		}
+		defer net.Disconnect(good, broker)
+		gs, err := good.NewStream(context.Background(), broker.Overlay(), nil, bps.ProtocolName, bps.ProtocolVersion, bps.StreamName)
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer func() { _ = gs.Reset() }()
+		if _, err := gs.Write(join); err != nil {
+			t.Fatal(err)
+		}
+		ack := new(pb.Ack)
+		if err := protodelim.UnmarshalFrom(bufio.NewReader(gs), ack); err != nil || ack.Status != pb.Status_OK {
+			t.Fatalf("a subscriber after the fuzzed stream: %v %s", err, ack.Status)
+		}
+	})
+}
