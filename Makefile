@@ -50,11 +50,6 @@ lint:
 tools:
 	GOBIN=$(GOBIN) $(GO) install google.golang.org/protobuf/cmd/protoc-gen-go@$(PROTOC_GEN_GO_VERSION)
 
-.PHONY: fuzz
-fuzz:
-	$(GO) test -run '^$$' -fuzz FuzzVerify -fuzztime 60s ./pkg/bps/
-	$(GO) test -run '^$$' -fuzz FuzzBrokerStream -fuzztime 60s ./pkg/bps/
-
 .PHONY: lint-tools
 lint-tools:
 	GOBIN=$(GOBIN) $(GO) install github.com/golangci/golangci-lint/v2/cmd/golangci-lint@$(GOLANGCI_LINT_VERSION)
