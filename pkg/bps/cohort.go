@@ -34,9 +34,11 @@ const (
 	rolePublisher              // claimed, or declared under ALL or implicit authorship
 )
 
-// registry holds the broker's cohorts. One mutex guards the registry and
-// everything in every cohort (membership, roster, cursors, timers): the
-// critical sections are map updates and non-blocking queue sends, never I/O.
+// registry holds the broker's cohorts. Its mutex guards the registry's maps
+// (cohorts, per-peer counts); each cohort's own mutex guards the cohort
+// (membership, roster, cursors, timers), so fan-outs of different cohorts
+// run in parallel. Lock order: registry, then cohort. Critical sections are
+// map updates and non-blocking queue sends, never I/O.
 type registry struct {
 	s       *Service
 	mu      sync.Mutex
@@ -47,7 +49,9 @@ type registry struct {
 
 // cohort is one live cohort at this broker.
 type cohort struct {
-	spec    *Spec
+	spec *Spec
+	mu   sync.Mutex // guards the fields below but counters; after registry.mu
+
 	members map[*member]struct{} // every attached stream
 	fanout  int                  // members counted against MaxStreamsPerCohort (extra seats excluded)
 	claimed map[string]int       // claimed publisher streams per address (explicit authorship)
@@ -79,7 +83,7 @@ type member struct {
 	c      *cohort
 	peer   swarm.Address
 	stream p2p.Stream
-	// guarded by registry.mu; addr and role are written only by the
+	// guarded by the cohort's mu; addr and role are written only by the
 	// member's own reader goroutine (upgrade), which reads them unlocked
 	addr      []byte // declared or claimed address, nil for a plain subscriber
 	role      role
@@ -142,20 +146,20 @@ type cohortAuthority struct {
 }
 
 func (a cohortAuthority) isPublisher(owner []byte) bool {
-	a.r.mu.Lock()
-	defer a.r.mu.Unlock()
+	a.c.mu.Lock()
+	defer a.c.mu.Unlock()
 	return a.c.isPublisherLocked(owner)
 }
 
 func (a cohortAuthority) feedCursor(owner []byte) uint64 {
-	a.r.mu.Lock()
-	defer a.r.mu.Unlock()
+	a.c.mu.Lock()
+	defer a.c.mu.Unlock()
 	return a.c.cursors[string(owner)]
 }
 
 func (a cohortAuthority) serviceNext() uint64 {
-	a.r.mu.Lock()
-	defer a.r.mu.Unlock()
+	a.c.mu.Lock()
+	defer a.c.mu.Unlock()
 	return a.c.svcNext
 }
 
@@ -171,6 +175,10 @@ func (r *registry) attach(peer swarm.Address, stream p2p.Stream, sp *Spec, addr 
 		return nil, pb.Status_FULL
 	}
 	c := r.cohorts[sp.key]
+	if c != nil {
+		c.mu.Lock()
+		defer c.mu.Unlock()
+	}
 	if c == nil && len(r.cohorts) >= o.MaxCohorts {
 		return nil, pb.Status_FULL
 	}
@@ -217,6 +225,8 @@ func (r *registry) attach(peer swarm.Address, stream p2p.Stream, sp *Spec, addr 
 			created:    now,
 			lastAccept: now,
 		}
+		c.mu.Lock()
+		defer c.mu.Unlock()
 		if !(sp.Binding == pb.TopicBinding_FEED_TOPIC && sp.explicit()) {
 			c.seen = NewWindow(o.DedupWindow)
 		}
@@ -254,7 +264,7 @@ func (r *registry) attach(peer swarm.Address, stream p2p.Stream, sp *Spec, addr 
 }
 
 // firstDelivery queues the latest service SOC on a stream that is not the
-// admin's and not silent; the caller holds r.mu.
+// admin's and not silent; the caller holds c.mu.
 func (r *registry) firstDelivery(m *member) {
 	c := m.c
 	if c.latest == nil || m.silent || bytes.Equal(m.addr, c.spec.Admin) {
@@ -289,9 +299,9 @@ const (
 // forward. An address that is not (yet) a publisher leaves the stream as it
 // is (SWIP-60: it claims again when a roster names it).
 func (r *registry) upgrade(m *member, addr []byte, index uint64) upgradeResult {
-	r.mu.Lock()
-	defer r.mu.Unlock()
 	c := m.c
+	c.mu.Lock()
+	defer c.mu.Unlock()
 	if c.dead || m.role != roleSubscriber || c.nclaim >= r.s.opts.MaxPublisherStreams {
 		return upgradeFull
 	}
@@ -328,9 +338,11 @@ func (r *registry) upgrade(m *member, addr []byte, index uint64) upgradeResult {
 // detach removes a member whose handler is returning. A cohort left with no
 // stream is reclaimed at once (SWIP-74 allows it): its state is forgotten.
 func (r *registry) detach(m *member) {
+	c := m.c
 	r.mu.Lock()
 	defer r.mu.Unlock()
-	c := m.c
+	c.mu.Lock()
+	defer c.mu.Unlock()
 	if _, ok := c.members[m]; ok {
 		delete(c.members, m)
 		r.gauge(m, -1)
@@ -364,7 +376,7 @@ func (r *registry) detach(m *member) {
 	}
 }
 
-// forget removes a cohort from the registry; the caller holds r.mu.
+// forget removes a cohort from the registry; the caller holds r.mu and c.mu.
 func (r *registry) forget(c *cohort) {
 	c.dead = true
 	if c.timer != nil {
@@ -377,7 +389,7 @@ func (r *registry) forget(c *cohort) {
 }
 
 // reclaim forgets a cohort and resets every stream in it; the caller holds
-// r.mu. Members detach themselves as their handlers return.
+// r.mu and c.mu. Members detach themselves as their handlers return.
 func (r *registry) reclaim(c *cohort, reason error) {
 	r.forget(c)
 	for m := range c.members {
@@ -394,6 +406,8 @@ func (r *registry) armInactivity(c *cohort, d time.Duration) {
 		defer r.s.wg.Done()
 		r.mu.Lock()
 		defer r.mu.Unlock()
+		c.mu.Lock()
+		defer c.mu.Unlock()
 		if c.dead {
 			return
 		}
@@ -415,9 +429,9 @@ func (r *registry) claimDeadline(m *member) {
 		return
 	}
 	defer r.s.wg.Done()
-	r.mu.Lock()
+	m.c.mu.Lock()
 	unclaimed := m.role == roleSubscriber
-	r.mu.Unlock()
+	m.c.mu.Unlock()
 	if unclaimed {
 		r.s.count(m.c, CounterClaimTimeout)
 		m.kill(errClaimTimeout)
@@ -430,8 +444,8 @@ func (r *registry) claimDeadline(m *member) {
 // member that is neither silent nor bound to the publication's owner. A full
 // queue resets that stream; nobody blocks.
 func (r *registry) accept(c *cohort, pub publication, frame []byte) bool {
-	r.mu.Lock()
-	defer r.mu.Unlock()
+	c.mu.Lock()
+	defer c.mu.Unlock()
 	if c.dead {
 		return false
 	}
@@ -480,7 +494,7 @@ func (r *registry) accept(c *cohort, pub publication, frame []byte) bool {
 
 // applyService applies an accepted service message: a ROSTER replaces the
 // publisher set, marking the streams of revoked publishers; END_OF_STREAM
-// ends the cohort's publications. The caller holds r.mu.
+// ends the cohort's publications. The caller holds c.mu.
 func (r *registry) applyService(c *cohort, svc *pb.ServiceMessage, told uint64) {
 	if svc.Kind == pb.ServiceKind_END_OF_STREAM {
 		c.ended = true
@@ -512,9 +526,9 @@ func (r *registry) applyService(c *cohort, svc *pb.ServiceMessage, told uint64) 
 // revoking it has been written to m's stream (after which a publication is a
 // violation, before it is tolerated).
 func (r *registry) revoked(m *member) (revoked, told bool) {
-	r.mu.Lock()
+	m.c.mu.Lock()
 	at := m.revokedAt
-	r.mu.Unlock()
+	m.c.mu.Unlock()
 	return at > 0, at > 0 && m.told.Load() >= at
 }
 
@@ -524,7 +538,9 @@ func (r *registry) closeAll() {
 	defer r.mu.Unlock()
 	r.closed = true
 	for _, c := range r.cohorts {
+		c.mu.Lock()
 		r.reclaim(c, errServiceClosed)
+		c.mu.Unlock()
 	}
 }
 
@@ -558,34 +574,41 @@ func (s *Service) Cohorts() []CohortInfo {
 	defer r.mu.Unlock()
 	out := make([]CohortInfo, 0, len(r.cohorts))
 	for _, c := range r.cohorts {
-		pubs := 0
-		for m := range c.members {
-			if m.role == rolePublisher {
-				pubs++
-			}
-		}
-		info := CohortInfo{
-			Spec:        c.spec,
-			Subscribers: len(c.members) - pubs,
-			Publishers:  pubs,
-			Cursor:      c.cursors[string(c.spec.Admin)],
-			Cursors:     make(map[string]uint64, len(c.cursors)),
-			ServiceNext: c.svcNext,
-			Ended:       c.ended,
-			Accepted:    c.accepted,
-			Created:     c.created,
-			LastAccept:  c.lastAccept,
-			Counters:    c.counters.snapshot(),
-		}
-		for o, n := range c.cursors {
-			info.Cursors[swarm.NewAddress([]byte(o)).String()] = n
-		}
-		for p := range c.roster {
-			info.Roster = append(info.Roster, []byte(p))
-		}
-		slices.SortFunc(info.Roster, bytes.Compare)
-		out = append(out, info)
+		out = append(out, c.info())
 	}
 	slices.SortFunc(out, func(a, b CohortInfo) int { return bytes.Compare(a.Spec.canonical, b.Spec.canonical) })
 	return out
+}
+
+// info describes c, under its lock.
+func (c *cohort) info() CohortInfo {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	pubs := 0
+	for m := range c.members {
+		if m.role == rolePublisher {
+			pubs++
+		}
+	}
+	info := CohortInfo{
+		Spec:        c.spec,
+		Subscribers: len(c.members) - pubs,
+		Publishers:  pubs,
+		Cursor:      c.cursors[string(c.spec.Admin)],
+		Cursors:     make(map[string]uint64, len(c.cursors)),
+		ServiceNext: c.svcNext,
+		Ended:       c.ended,
+		Accepted:    c.accepted,
+		Created:     c.created,
+		LastAccept:  c.lastAccept,
+		Counters:    c.counters.snapshot(),
+	}
+	for o, n := range c.cursors {
+		info.Cursors[swarm.NewAddress([]byte(o)).String()] = n
+	}
+	for p := range c.roster {
+		info.Roster = append(info.Roster, []byte(p))
+	}
+	slices.SortFunc(info.Roster, bytes.Compare)
+	return info
 }
