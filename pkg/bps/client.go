@@ -403,6 +403,11 @@ func (sub *receiver) readOne(fr *frameReader) error {
 	if err := fr.read(msg); err != nil {
 		return err
 	}
+	if !sub.keep && !mayBeService(sub.spec, msg) {
+		// Nobody takes it: no signature check, and no move of the node's
+		// feed cursors, which a subscription on this node may need.
+		return nil
+	}
 	pub, v := check(sub.spec, msg, nil, sub)
 	d := Delivery{Index: pub.index, Address: swarm.NewAddress(msg.Address), Owner: pub.owner, Data: msg.Data, Service: pub.service}
 	if v == accepted {

@@ -243,6 +243,12 @@ func asService(sp *Spec, m *pb.Message) *pb.ServiceMessage {
 	return svc
 }
 
+// mayBeService reports, without a signature check, whether m has the shape
+// of a service SOC of sp (which only a cohort with an admin has).
+func mayBeService(sp *Spec, m *pb.Message) bool {
+	return !sp.Implicit() && len(m.Data) >= socHeaderSize && asService(sp, m) != nil
+}
+
 // checkService validates a service SOC: a valid SOC under its full id, the
 // admin's, a known kind with well-formed addresses, at or past the service
 // cursor.
