@@ -12,6 +12,7 @@ import (
 	"fmt"
 	"net/http"
 	"net/url"
+	"reflect"
 	"slices"
 	"strings"
 	"testing"
@@ -118,16 +119,19 @@ func TestFeedSessions(t *testing.T) {
 	if ci := cohortOf(t, c.broker, topic); ci.Subscribers != 1 || ci.Publishers != 1 || ci.Cursor != 3 {
 		t.Fatalf("cohort at broker: %d subscribers, %d publishers, cursor %d", ci.Subscribers, ci.Publishers, ci.Cursor)
 	}
+	brokerOnly := []any{c.broker.Overlay().String()}
 	e := topicEntry(t, b, topic, "subscriber")
-	if e["connections"] != float64(3) || e["streams"] != float64(1) || e["mode"] != float64(4) || e["received"] != float64(3) {
+	if !reflect.DeepEqual(e["connections"], brokerOnly) || e["sessions"] != float64(3) || e["streams"] != float64(1) || e["mode"] != float64(4) || e["received"] != float64(3) {
 		t.Fatalf("B's entry %v", e)
 	}
 	e = topicEntry(t, a, topic, "publisher")
-	if e["connections"] != float64(1) || e["sent"] != float64(3) || e["addr"] != hex.EncodeToString(admin.addr) {
+	if !reflect.DeepEqual(e["connections"], brokerOnly) || e["sessions"] != float64(1) || e["sent"] != float64(3) || e["addr"] != hex.EncodeToString(admin.addr) {
 		t.Fatalf("A's entry %v", e)
 	}
 	e = topicEntry(t, c.broker, topic, "broker")
-	if e["connections"] != float64(2) || e["cursor"] != float64(3) || e["admin"] != hex.EncodeToString(admin.addr) {
+	peers := []string{a.Overlay().String(), b.Overlay().String()}
+	slices.Sort(peers)
+	if !reflect.DeepEqual(e["connections"], []any{peers[0], peers[1]}) || e["streams"] != float64(2) || e["cursor"] != float64(3) || e["admin"] != hex.EncodeToString(admin.addr) {
 		t.Fatalf("broker's entry %v", e)
 	}
 }
@@ -173,7 +177,7 @@ func TestGSOCSessions(t *testing.T) {
 		t.Fatalf("cohort at broker: %d subscribers, %d publishers, %d accepted", ci.Subscribers, ci.Publishers, ci.Accepted)
 	}
 	e := topicEntry(t, a, g.addr.Bytes(), "subscriber")
-	if e["mode"] != float64(1) || e["connections"] != float64(2) || e["binding"] != "anchor" {
+	if e["mode"] != float64(1) || e["sessions"] != float64(2) || e["binding"] != "anchor" {
 		t.Fatalf("A's entry %v", e)
 	}
 }
@@ -357,7 +361,7 @@ func TestSlowSession(t *testing.T) {
 			t.Fatalf("fast got %x, want %x", got, f)
 		}
 	}
-	if e := topicEntry(t, b, g.addr.Bytes(), "subscriber"); e["connections"] != float64(1) {
+	if e := topicEntry(t, b, g.addr.Bytes(), "subscriber"); e["sessions"] != float64(1) {
 		t.Fatalf("B's entry %v: the slow session is still attached", e)
 	}
 	gate.release()

@@ -199,7 +199,7 @@ func TestSWIP60SpectatorJam(t *testing.T) {
 		t.Fatalf("cohort at the broker: %+v", ci)
 	}
 	e := topicEntry(t, b, topic, "subscriber")
-	if e["connections"] != float64(2) || e["serviceNext"] != float64(1) || e["roster"].([]any)[0] != hex.EncodeToString(bob.addr) {
+	if e["sessions"] != float64(2) || e["serviceNext"] != float64(1) || e["roster"].([]any)[0] != hex.EncodeToString(bob.addr) {
 		t.Fatalf("B's subscriber entry %v", e)
 	}
 	if e := topicEntry(t, b, topic, "publisher"); e["taken"] != true || e["addr"] != hex.EncodeToString(bob.addr) {

@@ -16,8 +16,9 @@ import (
 )
 
 // topicInfo is one entry of GET /pubsub/. topicAddress, mode, role and
-// connections are the fields the GSOC client reads (bee-js); the rest is
-// this node's.
+// connections are the fields the GSOC client reads, with the types bee-js's
+// listTopics checks (a string, an integer, one of three strings, an array
+// of strings); the rest is this node's.
 type topicInfo struct {
 	TopicAddress string `json:"topicAddress"`
 	// Mode is the cohort's binding number (SWIP-60 TopicBinding): ANCHOR = 1
@@ -27,15 +28,19 @@ type topicInfo struct {
 	// subscriber stream its sessions share) or publisher (a publisher stream
 	// its sessions share).
 	Role string `json:"role"`
-	// Connections: broker — the streams attached; subscriber and publisher —
-	// the WebSocket sessions sharing the stream.
-	Connections int    `json:"connections"`
-	Binding     string `json:"binding"`
-	Admin       string `json:"admin,omitempty"`
-	Cohort      string `json:"cohort"`           // short name of the canonical spec
-	Broker      string `json:"broker,omitempty"` // subscriber, publisher: the broker's overlay
-	Addr        string `json:"addr,omitempty"`   // publisher: the address it publishes as
-	Streams     int    `json:"streams"`          // p2p streams behind the entry
+	// Connections are the peers of the entry's p2p streams, hex overlays:
+	// broker — the peers whose streams are attached to the cohort, each
+	// once; subscriber and publisher — the broker.
+	Connections []string `json:"connections"`
+	// Sessions: subscriber and publisher — the WebSocket sessions sharing
+	// the stream.
+	Sessions *int   `json:"sessions,omitempty"`
+	Binding  string `json:"binding"`
+	Admin    string `json:"admin,omitempty"`
+	Cohort   string `json:"cohort"`           // short name of the canonical spec
+	Broker   string `json:"broker,omitempty"` // subscriber, publisher: the broker's overlay
+	Addr     string `json:"addr,omitempty"`   // publisher: the address it publishes as
+	Streams  int    `json:"streams"`          // p2p streams behind the entry
 
 	// broker
 	Subscribers *int         `json:"subscribers,omitempty"`
@@ -74,8 +79,10 @@ func (s *Server) topicsHandler(w http.ResponseWriter, _ *http.Request) {
 	for _, c := range s.svc.Cohorts() {
 		t := specInfo(c.Spec)
 		t.Role = "broker"
-		t.Connections = c.Subscribers + c.Publishers
-		t.Streams = t.Connections
+		t.Streams = c.Subscribers + c.Publishers
+		for _, p := range s.svc.CohortPeers(c.Spec) {
+			t.Connections = append(t.Connections, p.String())
+		}
 		t.Subscribers, t.Publishers = ptr(c.Subscribers), ptr(c.Publishers)
 		t.Accepted, t.Counters = ptr(c.Accepted), c.Counters
 		t.Created, t.LastAccept = ptr(c.Created.UTC()), ptr(c.LastAccept.UTC())
@@ -109,7 +116,8 @@ func (s *Server) topicsHandler(w http.ResponseWriter, _ *http.Request) {
 		}
 		t := specInfo(h.spec)
 		t.Role = "subscriber"
-		t.Connections = h.count()
+		t.Connections = []string{h.broker.String()}
+		t.Sessions = ptr(h.count())
 		t.Streams = 1
 		t.Broker = h.broker.String()
 		t.Received, t.Dropped = ptr(h.delivered.Load()), ptr(h.sub.Dropped())
@@ -122,7 +130,8 @@ func (s *Server) topicsHandler(w http.ResponseWriter, _ *http.Request) {
 		}
 		t := specInfo(e.spec)
 		t.Role = "publisher"
-		t.Connections = e.count()
+		t.Connections = []string{e.broker.String()}
+		t.Sessions = ptr(e.count())
 		t.Streams = 1
 		t.Broker = e.broker.String()
 		t.Addr = hex.EncodeToString(e.addr)
@@ -148,6 +157,7 @@ func (t *topicInfo) addService(rm *room) {
 
 func specInfo(sp *bps.Spec) topicInfo {
 	t := topicInfo{
+		Connections:  []string{},
 		TopicAddress: hex.EncodeToString(sp.Topic),
 		Mode:         int(sp.Binding),
 		Binding:      bindingName(sp.Binding),
