@@ -8,6 +8,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"io"
 	"net"
 	"net/http"
 	"strings"
@@ -30,10 +31,38 @@ const pubsubPrefix = "/pubsub"
 // work as on bee's own port, since the handler hijacks this server's
 // connections.
 type front struct {
-	srv    *http.Server
-	ln     *trackingListener
-	logger log.Logger
-	done   chan struct{} // closed when Serve returns
+	srv      *http.Server
+	ln       *trackingListener
+	logger   log.Logger
+	timeouts frontTimeouts
+	done     chan struct{} // closed when Serve returns
+}
+
+// frontTimeouts bound what a client may hold on the API port without
+// sending anything useful.
+//
+// bee's own API server has ReadHeaderTimeout and IdleTimeout but no
+// ReadTimeout, since an upload may rightly take hours; so a request body
+// trickled a byte at a time would hold a connection forever. A body
+// therefore gets the minimum rate of Apache's mod_reqtimeout: it must
+// arrive within BodyGrace plus one second per BodyMinRate bytes received.
+// A WebSocket upgrade has no body, and gorilla's Upgrade clears the
+// connection's deadlines once it hijacks it, so none of these cut a session:
+// its keep-alive bounds it.
+type frontTimeouts struct {
+	ReadHeader  time.Duration // request line and headers
+	Idle        time.Duration // a kept-alive connection between requests
+	BodyGrace   time.Duration // a request body's allowance before its rate counts
+	BodyMinRate int64         // bytes per second a request body must keep up
+}
+
+// defaultFrontTimeouts are bee's API server's timeouts (ReadHeader, Idle)
+// and mod_reqtimeout's default body rate.
+var defaultFrontTimeouts = frontTimeouts{
+	ReadHeader:  3 * time.Second,
+	Idle:        30 * time.Second,
+	BodyGrace:   20 * time.Second,
+	BodyMinRate: 500,
 }
 
 // isPubSub reports whether path is /pubsub or below it.
@@ -45,9 +74,10 @@ func isPubSub(path string) bool {
 // fails before bee starts) and serves nothing until serve.
 func newFront(ln net.Listener, logger log.Logger) *front {
 	return &front{
-		ln:     &trackingListener{Listener: ln, conns: make(map[*trackedConn]struct{})},
-		logger: logger,
-		done:   make(chan struct{}),
+		ln:       &trackingListener{Listener: ln, conns: make(map[*trackedConn]struct{})},
+		logger:   logger,
+		timeouts: defaultFrontTimeouts,
+		done:     make(chan struct{}),
 	}
 }
 
@@ -58,15 +88,15 @@ func (f *front) serve(bee, pubsub http.Handler) {
 	}
 	f.srv = &http.Server{
 		Handler: http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+			f.limitBody(w, r)
 			if isPubSub(r.URL.Path) {
 				pubsub.ServeHTTP(w, r)
 				return
 			}
 			bee.ServeHTTP(w, r)
 		}),
-		// bee's own API server's timeouts.
-		IdleTimeout:       30 * time.Second,
-		ReadHeaderTimeout: 3 * time.Second,
+		IdleTimeout:       f.timeouts.Idle,
+		ReadHeaderTimeout: f.timeouts.ReadHeader,
 	}
 	go func() {
 		defer close(f.done)
@@ -74,6 +104,45 @@ func (f *front) serve(bee, pubsub http.Handler) {
 			f.logger.Error(err, "api server stopped")
 		}
 	}()
+}
+
+// limitBody makes r's body, if it has one, keep up the minimum rate: the
+// connection's read deadline starts at BodyGrace and moves a second later
+// per BodyMinRate bytes read. net/http resets the deadline for the next
+// request on the connection.
+func (f *front) limitBody(w http.ResponseWriter, r *http.Request) {
+	if r.Body == nil || r.Body == http.NoBody || f.timeouts.BodyMinRate <= 0 {
+		return
+	}
+	b := &rateBody{ReadCloser: r.Body, rc: http.NewResponseController(w), start: time.Now(), t: f.timeouts}
+	if err := b.rc.SetReadDeadline(b.deadline()); err != nil {
+		return // not a connection that takes deadlines: nothing to limit
+	}
+	r.Body = b
+}
+
+// rateBody is a request body read under a deadline that moves with the
+// bytes received.
+type rateBody struct {
+	io.ReadCloser
+	rc    *http.ResponseController
+	start time.Time
+	t     frontTimeouts
+	n     int64 // bytes read
+}
+
+func (b *rateBody) deadline() time.Time {
+	earned := min(b.n/b.t.BodyMinRate, 1<<32) // whole seconds, capped far from overflow
+	return b.start.Add(b.t.BodyGrace + time.Duration(earned)*time.Second)
+}
+
+func (b *rateBody) Read(p []byte) (int, error) {
+	n, err := b.ReadCloser.Read(p)
+	if n > 0 {
+		b.n += int64(n)
+		_ = b.rc.SetReadDeadline(b.deadline())
+	}
+	return n, err
 }
 
 // shutdown stops accepting, waits (bounded by ctx) for requests in flight,

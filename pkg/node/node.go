@@ -134,11 +134,14 @@ func Start(ctx context.Context, c Config) (n *Node, err error) {
 		return nil, fmt.Errorf("bee: %w", err)
 	}
 
-	n = &Node{logger: logger, bee: b, front: fr, timeout: timeout, cancel: cancel}
+	// From here on every failure shuts bee down. The deferred cleanup holds
+	// its own reference: a `return nil, err` sets the named result to nil.
+	built := &Node{logger: logger, bee: b, front: fr, timeout: timeout, cancel: cancel}
+	n = built
 	defer func() {
 		if err != nil {
-			if serr := n.shutdownBee(); serr != nil {
-				logger.Error(serr, "shutdown after a failed start")
+			if serr := built.shutdownBee(); serr != nil {
+				err = errors.Join(err, fmt.Errorf("shutdown after a failed start: %w", serr))
 			}
 			cancel()
 		}
