@@ -65,6 +65,27 @@ type Options struct {
 	// MaxSessions bounds the WebSocket sessions of the node, including those
 	// being set up; past it an upgrade is answered 503. Default 1024.
 	MaxSessions int
+	// MaxSessionsPerClient bounds the sessions of one client (see
+	// ClientHeader for what a client is), including those being set up;
+	// past it an upgrade is answered 429. Default
+	// DefaultMaxSessionsPerClient.
+	MaxSessionsPerClient int
+	// MaxCohortsPerClient bounds the cohorts at one broker in which one
+	// client holds sessions: a session on one more is answered 429. A
+	// broker bounds the cohorts of each node it serves (bps
+	// MaxCohortsPerPeer, 16 by default), so this is a client's share of
+	// the node's cohorts there. Default DefaultMaxCohortsPerClient.
+	MaxCohortsPerClient int
+	// MaxKeepAlive bounds the swarm-keep-alive header: a larger value is
+	// answered 400. Default DefaultMaxKeepAlive.
+	MaxKeepAlive time.Duration
+	// ClientHeader, if set, names a header — such as X-Forwarded-For or
+	// X-Real-IP — that a reverse proxy on the node's own host sets to the
+	// address of the client it forwards: for a request from a loopback
+	// address, the last address the header lists is the client. Otherwise
+	// (and always for a request from another host) the client is the
+	// remote IP address of the connection, an IPv6 address by its /64.
+	ClientHeader string
 	// ReadLimit is the largest message a dApp may send, in bytes; a larger
 	// one closes the session with 1009. Default DefaultReadLimit.
 	ReadLimit int64
@@ -97,11 +118,14 @@ type Options struct {
 
 // Default values of Options.
 const (
-	DefaultMaxSessions  = 1024
-	DefaultPingPeriod   = 60 * time.Second
-	DefaultWriteTimeout = 10 * time.Second
-	DefaultSessionQueue = 64
-	DefaultSilentWait   = bps.DefaultClaimDeadline * 2 / 3
+	DefaultMaxSessions          = 1024
+	DefaultMaxSessionsPerClient = 128
+	DefaultMaxCohortsPerClient  = 4
+	DefaultMaxKeepAlive         = 5 * time.Minute
+	DefaultPingPeriod           = 60 * time.Second
+	DefaultWriteTimeout         = 10 * time.Second
+	DefaultSessionQueue         = 64
+	DefaultSilentWait           = bps.DefaultClaimDeadline * 2 / 3
 	// DefaultReadLimit fits the largest frame a dApp sends — index (8),
 	// signature (65), span (8) and a 4096-byte payload — with room to spare
 	// for a 32-byte id prefix and the text frames.
@@ -119,6 +143,15 @@ const closeTimeout = 10 * time.Second
 func (o *Options) setDefaults() {
 	if o.MaxSessions == 0 {
 		o.MaxSessions = DefaultMaxSessions
+	}
+	if o.MaxSessionsPerClient == 0 {
+		o.MaxSessionsPerClient = DefaultMaxSessionsPerClient
+	}
+	if o.MaxCohortsPerClient == 0 {
+		o.MaxCohortsPerClient = DefaultMaxCohortsPerClient
+	}
+	if o.MaxKeepAlive == 0 {
+		o.MaxKeepAlive = DefaultMaxKeepAlive
 	}
 	if o.ReadLimit == 0 {
 		o.ReadLimit = DefaultReadLimit
@@ -144,8 +177,13 @@ func (o *Options) setDefaults() {
 }
 
 func (o *Options) validate() error {
-	if o.MaxSessions < 0 || o.SessionQueue < 0 {
-		return fmt.Errorf("api: MaxSessions and SessionQueue must not be negative")
+	for name, n := range map[string]int{
+		"MaxSessions": o.MaxSessions, "MaxSessionsPerClient": o.MaxSessionsPerClient,
+		"MaxCohortsPerClient": o.MaxCohortsPerClient, "SessionQueue": o.SessionQueue,
+	} {
+		if n < 0 {
+			return fmt.Errorf("api: option %s must not be negative, got %d", name, n)
+		}
 	}
 	if o.ReadLimit < 0 {
 		return fmt.Errorf("api: ReadLimit must not be negative")
@@ -153,6 +191,7 @@ func (o *Options) validate() error {
 	for name, d := range map[string]time.Duration{
 		"PingPeriod": o.PingPeriod, "WriteTimeout": o.WriteTimeout,
 		"ClaimTimeout": o.ClaimTimeout, "JoinTimeout": o.JoinTimeout, "SilentWait": o.SilentWait,
+		"MaxKeepAlive": o.MaxKeepAlive,
 	} {
 		if d < 0 {
 			return fmt.Errorf("api: option %s must not be negative, got %s", name, d)
@@ -183,6 +222,7 @@ type Server struct {
 	closed   bool
 	sessions map[*session]struct{} // upgraded sessions
 	pending  int                   // sessions being set up
+	clients  map[string]*clientShare
 	rooms    map[string]*room      // by broker ‖ canonical spec
 	hubs     map[string]*hub       // by broker ‖ canonical spec
 	pubs     map[string]*pubStream // by broker ‖ canonical spec ‖ addr
@@ -207,6 +247,7 @@ func New(svc *bps.Service, conn Connector, logger log.Logger, o Options) (*Serve
 		metrics:  newMetrics(),
 		validate: newValidator(),
 		sessions: make(map[*session]struct{}),
+		clients:  make(map[string]*clientShare),
 		rooms:    make(map[string]*room),
 		hubs:     make(map[string]*hub),
 		pubs:     make(map[string]*pubStream),
@@ -300,28 +341,39 @@ func (s *Server) Close() error {
 	}
 }
 
-// reserve counts a session being set up against MaxSessions and registers its
-// goroutine with the Server; it fails once the Server is closed or full.
-func (s *Server) reserve() error {
+// reserve counts a session of client being set up against MaxSessions and
+// MaxSessionsPerClient and registers its goroutine with the Server; it
+// fails once the Server is closed or either bound is reached.
+func (s *Server) reserve(client string) error {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	if s.closed {
 		return ErrServerClosed
 	}
-	if len(s.sessions)+s.pending >= s.opts.MaxSessions {
-		return errTooManySessions
+	if n := len(s.sessions) + s.pending; n >= s.opts.MaxSessions {
+		return &limitError{status: http.StatusServiceUnavailable,
+			msg: fmt.Sprintf("node session limit: %d sessions open on this node, at most %d", n, s.opts.MaxSessions)}
 	}
+	c := s.clients[client]
+	if c == nil {
+		c = &clientShare{cohorts: make(map[string]int), brokers: make(map[string]int)}
+		s.clients[client] = c
+	}
+	if c.sessions >= s.opts.MaxSessionsPerClient {
+		return &limitError{status: http.StatusTooManyRequests,
+			msg: fmt.Sprintf("client session limit: %d sessions open from %s, at most %d per client", c.sessions, client, s.opts.MaxSessionsPerClient)}
+	}
+	c.sessions++
 	s.pending++
 	s.wg.Add(1)
 	return nil
 }
 
-var errTooManySessions = errors.New("too many sessions")
-
 // unreserve undoes reserve for a session that was never upgraded.
-func (s *Server) unreserve() {
+func (s *Server) unreserve(client string) {
 	s.mu.Lock()
 	s.pending--
+	s.dropClientLocked(client)
 	s.mu.Unlock()
 	s.wg.Done()
 }
@@ -342,6 +394,7 @@ func (s *Server) register(ss *session) bool {
 func (s *Server) unregister(ss *session) {
 	s.mu.Lock()
 	delete(s.sessions, ss)
+	s.dropClientLocked(ss.client)
 	s.metrics.Sessions.Dec()
 	s.mu.Unlock()
 	s.wg.Done()

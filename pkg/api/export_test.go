@@ -5,6 +5,7 @@
 package api
 
 import (
+	"net/http"
 	"reflect"
 	"strings"
 )
@@ -49,4 +50,11 @@ func ParseSOCFields(s string, feed bool) ([]string, error) {
 		return nil, err
 	}
 	return strings.Split(fieldNames(fs), ","), nil
+}
+
+// ClientOf is the client identity the Server with options o gives a
+// request from remote carrying h.
+func ClientOf(o Options, remote string, h http.Header) string {
+	s := &Server{opts: o}
+	return s.clientOf(&http.Request{RemoteAddr: remote, Header: h})
 }

@@ -17,6 +17,7 @@ import (
 
 	"github.com/ethersphere/bee/v2/pkg/jsonhttp"
 	"github.com/ethersphere/bee/v2/pkg/log"
+	"github.com/ethersphere/bee/v2/pkg/swarm"
 	"github.com/ethersphere/bps/pkg/bps/pb"
 	"github.com/gorilla/websocket"
 )
@@ -41,15 +42,19 @@ func (s *Server) pubsubWsHandler(w http.ResponseWriter, r *http.Request) {
 		jsonhttp.Forbidden(w, "origin not allowed")
 		return
 	}
-	if err := s.reserve(); err != nil {
-		logger.Debug("session refused", "error", err)
-		jsonhttp.ServiceUnavailable(w, err.Error())
+	client := s.clientOf(r)
+	if err := s.reserve(client); err != nil {
+		refused(w, logger, err)
 		return
 	}
-	upgraded := false
+	upgraded, entered := false, false
+	var broker swarm.Address
 	defer func() {
+		if entered {
+			s.leaveCohort(client, broker, cohortKey(broker, p.spec))
+		}
 		if !upgraded {
-			s.unreserve()
+			s.unreserve(client)
 		}
 	}()
 
@@ -67,6 +72,11 @@ func (s *Server) pubsubWsHandler(w http.ResponseWriter, r *http.Request) {
 		badRequest(w, logger, "invalid query params", jsonhttp.Reason{Field: "peer", Error: "is this node: a node does not join its own cohorts"})
 		return
 	}
+	if err := s.enterCohort(client, broker, cohortKey(broker, p.spec)); err != nil {
+		refused(w, logger, err)
+		return
+	}
+	entered = true
 
 	rm, err := s.acquireRoom(broker, p.spec)
 	if err != nil {
@@ -97,6 +107,7 @@ func (s *Server) pubsubWsHandler(w http.ResponseWriter, r *http.Request) {
 	// room, before the dApp sees the upgrade: a session that receives at
 	// once receives everything accepted after that.
 	ss := newSession(s, p, broker, rm, h, logger)
+	ss.client, entered = client, false // the session leaves the cohort (release)
 	receive := true
 	switch {
 	case e != nil:
@@ -177,6 +188,19 @@ func (ss *session) release(held *pubStream) {
 		ss.s.releasePub(held)
 	}
 	ss.s.releaseRoom(ss.room)
+	ss.s.leaveCohort(ss.client, ss.broker, ss.room.key)
+}
+
+// refused answers a session refused by a bound (limitError) or because the
+// Server closed.
+func refused(w http.ResponseWriter, logger log.Logger, err error) {
+	logger.Debug("session refused", "error", err)
+	var le *limitError
+	if errors.As(err, &le) {
+		jsonhttp.Respond(w, le.status, le.msg)
+		return
+	}
+	jsonhttp.ServiceUnavailable(w, err.Error())
 }
 
 // attachPub lets the session publish on e and tells the dApp it may.

@@ -10,6 +10,7 @@ import (
 	"encoding/hex"
 	"encoding/json"
 	"fmt"
+	"io"
 	"net/http"
 	"net/url"
 	"reflect"
@@ -321,18 +322,36 @@ func TestBadRequests(t *testing.T) {
 		if err == nil || resp == nil || resp.StatusCode != http.StatusServiceUnavailable {
 			t.Fatalf("second session: %v %v, want 503", err, resp)
 		}
+		if b, _ := io.ReadAll(resp.Body); !strings.Contains(string(b), "node session limit") {
+			t.Fatalf("second session: %s, want the limit named", b)
+		}
 		_ = resp.Body.Close()
 	})
 }
 
-// TestOversizedFrame: a frame past ReadLimit closes the session with 1009.
+// TestOversizedFrame: a frame past ReadLimit closes the session with 1009
+// and the reason; a session of the session protocol gets an error frame
+// first, the GSOC client the close frame only.
 func TestOversizedFrame(t *testing.T) {
 	t.Parallel()
 	c := newCluster(t, 1, api.Options{})
 	g := newGSOC(t, "oversized")
+	const reason = "message exceeds 4352 bytes"
 	pub := dial(t, c.clients[0], g.topic(), g.publishQuery(c.broker.addr), nil)
 	pub.send(websocket.BinaryMessage, make([]byte, api.DefaultReadLimit+1))
-	pub.expectClose(websocket.CloseMessageTooBig, "")
+	if typ, b, err := pub.next(); err == nil {
+		t.Fatalf("the GSOC client got a %d frame %q before the close", typ, b)
+	}
+	pub.expectClose(websocket.CloseMessageTooBig, reason)
+
+	admin := newKey(t)
+	sub := dial(t, c.clients[0], "oversized", feedQuery(c.broker.addr, admin), nil)
+	sub.control("ready")
+	sub.send(websocket.TextMessage, make([]byte, api.DefaultReadLimit+1))
+	if f := sub.control("error"); !strings.Contains(f["reason"].(string), reason) {
+		t.Fatalf("error frame %v, want the reason", f)
+	}
+	sub.expectClose(websocket.CloseMessageTooBig, reason)
 }
 
 // TestSlowSession: a session that stops reading is closed once its queue is

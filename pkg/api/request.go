@@ -132,23 +132,48 @@ func (p *plan) spectates() bool {
 	return !p.publish || p.echoes() || (p.claims() && !p.isAdmin() && !p.spec.Closed)
 }
 
-// parseTopic reads {topic}: 64 hex characters (0x optional) are the 32-byte
-// topic itself, anything else is a mnemonic hashed with keccak256.
-func parseTopic(s string) []byte {
-	h := strings.TrimPrefix(strings.TrimPrefix(s, "0x"), "0X")
-	if len(h) == 2*bps.TopicSize {
-		if b, err := decodeHex(h); err == nil {
-			return b
+// parseTopic reads {topic}: a topic in hex — 0x-prefixed, or hex digits
+// only — must be 64 hex characters, the 32-byte topic itself; anything else
+// is a name hashed with keccak256. A name needs a character that is not a
+// hex digit, so that a mistyped hex topic is refused rather than taken for
+// a name.
+func parseTopic(s string) ([]byte, error) {
+	h, prefixed := strings.CutPrefix(s, "0x")
+	if !prefixed {
+		h, prefixed = strings.CutPrefix(s, "0X")
+	}
+	if prefixed || isHexDigits(h) {
+		if len(h) != 2*bps.TopicSize {
+			return nil, fmt.Errorf("a topic in hex is %d hex characters, got %d (a name needs a character that is not a hex digit)", 2*bps.TopicSize, len(h))
 		}
+		b, err := decodeHex(h)
+		if err != nil {
+			return nil, fmt.Errorf("a topic in hex is %d hex characters: %w", 2*bps.TopicSize, err)
+		}
+		return b, nil
 	}
 	sum, _ := crypto.LegacyKeccak256([]byte(s)) // cannot fail
-	return sum
+	return sum, nil
+}
+
+// isHexDigits reports whether s is non-empty and hex digits only.
+func isHexDigits(s string) bool {
+	for _, c := range []byte(s) {
+		if !('0' <= c && c <= '9' || 'a' <= c && c <= 'f' || 'A' <= c && c <= 'F') {
+			return false
+		}
+	}
+	return s != ""
 }
 
 // parseSession validates a session request; on failure it returns the
 // message and a reason per parameter for a 400.
 func (s *Server) parseSession(r *http.Request) (*plan, string, []jsonhttp.Reason) {
-	p := &plan{topic: parseTopic(mux.Vars(r)["topic"]), keepAlive: s.opts.PingPeriod}
+	topic, err := parseTopic(mux.Vars(r)["topic"])
+	if err != nil {
+		return nil, "invalid path params", []jsonhttp.Reason{{Field: "topic", Error: err.Error()}}
+	}
+	p := &plan{topic: topic, keepAlive: s.opts.PingPeriod}
 
 	var q sessionQuery
 	if reasons := s.mapParams(queryGetter(r), &q); len(reasons) > 0 {
@@ -175,8 +200,8 @@ func (s *Server) parseSession(r *http.Request) (*plan, string, []jsonhttp.Reason
 
 	reasons = nil
 	if h.KeepAlive != nil {
-		if *h.KeepAlive > uint64(24*time.Hour/time.Second) {
-			bad("swarm-keep-alive", "want at most 86400 seconds")
+		if limit := uint64(s.opts.MaxKeepAlive / time.Second); *h.KeepAlive > limit {
+			bad("swarm-keep-alive", "want at most %d seconds: this node's bound on keep-alive", limit)
 		}
 		p.keepAlive = time.Duration(*h.KeepAlive) * time.Second
 	}

@@ -38,6 +38,7 @@ type outFrame struct {
 type session struct {
 	s       *Server
 	ws      atomic.Pointer[websocket.Conn] // set once upgraded
+	client  string                         // who opened it (Server.clientOf)
 	plan    *plan
 	broker  swarm.Address
 	logger  log.Logger
@@ -275,12 +276,11 @@ func (ss *session) finish(broken bool) {
 func (ss *session) readLoop() {
 	defer close(ss.readerDone)
 	ws := ss.ws.Load()
-	ws.SetReadLimit(ss.s.opts.ReadLimit)
 	alive := func() { _ = ws.SetReadDeadline(time.Now().Add(2 * ss.plan.keepAlive)) }
 	alive()
 	ws.SetPongHandler(func(string) error { alive(); return nil })
 	for {
-		typ, data, err := ws.ReadMessage()
+		typ, data, err := ss.readMessage(ws)
 		if err != nil {
 			ss.readFailed(err)
 			return
@@ -298,6 +298,27 @@ func (ss *session) readLoop() {
 	}
 }
 
+// errTooBig: a dApp's message is longer than ReadLimit.
+var errTooBig = errors.New("message too big")
+
+// readMessage reads one message of at most ReadLimit bytes. The limit is
+// the reader's, not gorilla's: gorilla answers a message past its own limit
+// with a close frame without a reason before the session can say why.
+func (ss *session) readMessage(ws *websocket.Conn) (int, []byte, error) {
+	typ, r, err := ws.NextReader()
+	if err != nil {
+		return 0, nil, err
+	}
+	data, err := io.ReadAll(io.LimitReader(r, ss.s.opts.ReadLimit+1))
+	if err != nil {
+		return 0, nil, err
+	}
+	if int64(len(data)) > ss.s.opts.ReadLimit {
+		return 0, nil, errTooBig
+	}
+	return typ, data, nil
+}
+
 // readFailed closes the session for the reason the reader stopped.
 func (ss *session) readFailed(err error) {
 	var ce *websocket.CloseError
@@ -305,8 +326,8 @@ func (ss *session) readFailed(err error) {
 	switch {
 	case errors.As(err, &ce):
 		ss.close(websocket.CloseNormalClosure, "", nil) // gorilla answered the dApp's close frame
-	case errors.Is(err, websocket.ErrReadLimit):
-		ss.close(websocket.CloseMessageTooBig, fmt.Sprintf("message exceeds %d bytes", ss.s.opts.ReadLimit), nil)
+	case errors.Is(err, errTooBig):
+		ss.fail(websocket.CloseMessageTooBig, fmt.Sprintf("message exceeds %d bytes, this node's read limit", ss.s.opts.ReadLimit))
 	case errors.As(err, &ne) && ne.Timeout():
 		ss.close(websocket.CloseGoingAway, "keep-alive: no pong in time", nil)
 	default:
