@@ -179,9 +179,10 @@ func check(sp *Spec, m *pb.Message, stream []byte, auth authority) (publication,
 
 // parseSOC is soc.Valid's check — the signature recovers an owner that
 // hashes, with the id, to the address — keeping the parsed SOC for its owner
-// and wrapped chunk: one signature recovery, not two.
+// and wrapped chunk: one signature recovery, not two. It reads the SOC as
+// soc.FromChunk does, on the fast signature path (readSOC).
 func parseSOC(address, data []byte) (*soc.SOC, verdict) {
-	s, err := soc.FromChunk(swarm.NewChunk(swarm.NewAddress(address), data))
+	s, err := readSOC(data)
 	if err != nil {
 		return nil, invalidSOC
 	}
