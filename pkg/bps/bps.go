@@ -103,9 +103,14 @@ type Options struct {
 	// Default 4096; the least recently used is forgotten first.
 	ClientCursors int
 	// PeerCheck, when set, runs before a Join is read on every incoming
-	// stream; an error resets the stream and blocklists the peer. The node
-	// uses it for SWIP-74 item 11: the peer's signed address record must
-	// name the connection's authenticated peer id.
+	// stream, and on every outgoing publisher stream of a cohort under
+	// explicit authorship before a claim is sent on it. On an incoming
+	// stream an error resets the stream and blocklists the peer, except a
+	// p2p.DisconnectError, which is returned to bee as is (bee closes the
+	// connection); on an outgoing one the publish fails. The node uses it
+	// for SWIP-74 item 11: a broker's signed address record must name the
+	// connection's authenticated peer id before a claim is signed over its
+	// overlay.
 	PeerCheck func(ctx context.Context, peer p2p.Peer, stream p2p.Stream) error
 	// Logger is the node logger; default a no-op logger.
 	Logger log.Logger
@@ -328,6 +333,15 @@ func (s *Service) track() bool {
 	}
 	s.wg.Add(1)
 	return true
+}
+
+// HoldsStreams reports whether peer holds at least one live stream at this
+// broker. The node keeps such peers out of bee's kademlia bin counts, so
+// that bee's topology neither refuses nor prunes for their sake.
+func (s *Service) HoldsStreams(peer swarm.Address) bool {
+	s.reg.mu.Lock()
+	defer s.reg.mu.Unlock()
+	return len(s.reg.peers[peer.ByteString()]) > 0
 }
 
 // SetPeerCheck sets Options.PeerCheck after construction, for a node that

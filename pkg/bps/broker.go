@@ -52,6 +52,9 @@ func (s *Service) handler(ctx context.Context, peer p2p.Peer, stream p2p.Stream)
 
 	if s.opts.PeerCheck != nil {
 		if err := s.opts.PeerCheck(ctx, peer, stream); err != nil {
+			if de := (*p2p.DisconnectError)(nil); errors.As(err, &de) {
+				return err // bee closes the connection, without blocklisting
+			}
 			return violationf("peer check: %w", err)
 		}
 	}

@@ -126,6 +126,15 @@ func (s *Service) join(ctx context.Context, broker swarm.Address, sp *Spec, join
 			_ = stream.Reset()
 		}
 	}()
+	if join.Addr != nil && sp.explicit() && s.opts.PeerCheck != nil {
+		// A publisher stream claims, signing over the broker's overlay:
+		// the peer must be the one that overlay's record names (SWIP-74
+		// item 11).
+		if err := s.opts.PeerCheck(ctx, p2p.Peer{Address: broker, FullNode: true}, stream); err != nil {
+			s.backoff.fail(key)
+			return nil, nil, nil, fmt.Errorf("bps: will not claim against broker %s: %w", broker, err)
+		}
+	}
 
 	fr := newFrameReader(stream)
 	ack := new(pb.Ack)

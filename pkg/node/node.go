@@ -161,6 +161,11 @@ func Start(ctx context.Context, c Config) (n *Node, err error) {
 		if err := registerMetrics(beeAPI, n.plugin); err != nil {
 			return nil, errors.Join(err, n.plugin.Close())
 		}
+		if h, ok := n.plugin.(StreamHolder); ok {
+			if err := keepStreamPeers(b, n.in, h); err != nil {
+				return nil, errors.Join(err, n.plugin.Close())
+			}
+		}
 	}
 	if c.PubSubHandler != nil {
 		if n.pubsub, err = c.PubSubHandler(n.plugin, n.in.P2P, logger); err != nil {
