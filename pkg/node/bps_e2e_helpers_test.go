@@ -1,0 +1,134 @@
+// Copyright 2026 The BPS Authors. All rights reserved.
+// Use of this source code is governed by a BSD-style
+// license that can be found in the LICENSE file.
+
+package node_test
+
+import (
+	"context"
+	"testing"
+	"time"
+
+	"github.com/ethersphere/bee/v2/pkg/crypto"
+	"github.com/ethersphere/bee/v2/pkg/log"
+	"github.com/ethersphere/bee/v2/pkg/p2p"
+	"github.com/ethersphere/bee/v2/pkg/swarm"
+	"github.com/ethersphere/bps/pkg/bps"
+	"github.com/ethersphere/bps/pkg/devchain"
+	"github.com/ethersphere/bps/pkg/node"
+)
+
+// bpsPlugin is a bps.Service as a node plugin that takes the node's
+// transport binding check; HoldsStreams and Metrics are promoted.
+type bpsPlugin struct {
+	*bps.Service
+	peers *peerSet // nil: no connect hooks
+}
+
+func (p bpsPlugin) SetPeerCheck(c node.PeerCheck) { p.Service.SetPeerCheck(c) }
+
+func (p bpsPlugin) Protocol() p2p.ProtocolSpec {
+	spec := p.Service.Protocol()
+	if p.peers != nil {
+		spec.ConnectIn = p.peers.hook
+		spec.ConnectOut = p.peers.hook
+	}
+	return spec
+}
+
+var (
+	_ node.PeerChecker  = bpsPlugin{}
+	_ node.StreamHolder = bpsPlugin{}
+)
+
+// bpsFactory attaches a bps.Service with options o; peers, if not nil,
+// learns of every peer its connect hooks see.
+func bpsFactory(o bps.Options, peers *peerSet) node.PluginFactory {
+	return func(streamer p2p.Streamer, overlay swarm.Address, logger log.Logger) (node.Plugin, error) {
+		o.Logger = logger
+		s, err := bps.New(streamer, overlay, o)
+		if err != nil {
+			return nil, err
+		}
+		return bpsPlugin{Service: s, peers: peers}, nil
+	}
+}
+
+// peerSet records the peers a node's connect hooks saw.
+type peerSet struct{ w *echo }
+
+func newPeerSet() *peerSet {
+	e, _ := newEcho(nil, swarm.ZeroAddress, nil)
+	return &peerSet{w: e.(*echo)}
+}
+
+func (s *peerSet) hook(ctx context.Context, p p2p.Peer) error { return s.w.connect(ctx, p) }
+
+func (s *peerSet) wait(ctx context.Context, peer swarm.Address) error { return s.w.waitPeer(ctx, peer) }
+
+// startChain starts a devchain that the test stops.
+func startChain(t *testing.T) *devchain.Chain {
+	t.Helper()
+	chain, err := devchain.New(devchain.Options{BlockTime: time.Second})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := chain.Start(context.Background()); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() {
+		if err := chain.Close(); err != nil {
+			t.Error(err)
+		}
+	})
+	return chain
+}
+
+// feedKey is a feed owner: the admin of an explicit-authorship cohort.
+type feedKey struct {
+	signer crypto.Signer
+	addr   []byte
+}
+
+func newFeedKey(t testing.TB) feedKey {
+	t.Helper()
+	pk, err := crypto.GenerateSecp256k1Key()
+	if err != nil {
+		t.Fatal(err)
+	}
+	signer := crypto.NewDefaultSigner(pk)
+	addr, err := signer.EthereumAddress()
+	if err != nil {
+		t.Fatal(err)
+	}
+	return feedKey{signer: signer, addr: addr.Bytes()}
+}
+
+func feedSpecOf(t testing.TB, name string, admin feedKey) *bps.Spec {
+	t.Helper()
+	topic, err := crypto.LegacyKeccak256([]byte(name))
+	if err != nil {
+		t.Fatal(err)
+	}
+	sp, err := bps.NewFeedSpec(topic, admin.addr)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return sp
+}
+
+// receive waits for the next delivery on c and checks its payload.
+func receive(ctx context.Context, t *testing.T, who string, c <-chan bps.Delivery, want string) {
+	t.Helper()
+	select {
+	case d, ok := <-c:
+		if !ok {
+			t.Fatalf("%s: subscription ended before %q arrived", who, want)
+		}
+		if string(d.Payload()) != want {
+			t.Fatalf("%s: got %q, want %q", who, d.Payload(), want)
+		}
+	case <-ctx.Done():
+		t.Fatalf("%s: %q did not arrive: %v", who, want, ctx.Err())
+	}
+}
