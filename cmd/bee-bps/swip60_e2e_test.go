@@ -120,8 +120,13 @@ func TestDevClusterSWIP60(t *testing.T) {
 	// jam: binding=anchor, an admin, closed=true. The admin on node-1 grants
 	// B before B joins; B's seat on node-2 claims, is admitted and talks
 	// with the admin, each frame under an id its dApp chose. C, granted
-	// after it joined, is admitted by a reclaim. A session without addr on
-	// node-3 is refused before the upgrade: a closed cohort has no audience.
+	// after it joined, is admitted too. A session without addr on node-3 is
+	// refused before the upgrade: a closed cohort has no audience.
+	//
+	// The roster travels on the admin's stream and each claim on its
+	// performer's: the broker may read either first, and admits a rostered
+	// performer in both orders — a claim that came before the roster naming
+	// its address is held and taken when the roster comes.
 	t.Run("jam", func(t *testing.T) {
 		r := newSWIP60Run(t)
 		alice, bob, carol := newSWIP60Key(t), newSWIP60Key(t), newSWIP60Key(t)
@@ -160,7 +165,9 @@ func TestDevClusterSWIP60(t *testing.T) {
 		r.post(o, alice, roster(1, bob, carol))
 		r.roster(sa, 1, bob, carol)
 		r.roster(sb, 1, bob, carol)
-		r.claimed(sc)
+		// node-1 may or may not claim again for C (it holds the roster
+		// before the broker's delivery tells it C was admitted): either way
+		// C is admitted.
 		r.await(sc, "ready")
 		r.roster(sc, 1, bob, carol)
 		if err := sc.SendSOC(carol.signer, swip60Topic("carol 1"), []byte("carol plays")); err != nil {
@@ -168,9 +175,11 @@ func TestDevClusterSWIP60(t *testing.T) {
 		}
 		r.payload(sa, "carol plays")
 		r.payload(sb, "carol plays")
-		// Two rosters, three messages; C's first claim, verified but not
-		// admitted by the roster then, is counted (and tolerated).
-		r.atBroker(api(0), o, 5, map[string]uint64{"invalid_claim": 1})
+		// Two rosters, three messages. A claim the broker read before the
+		// roster naming its address is counted invalid_claim (and
+		// tolerated): B's, C's first and C's second, depending on the order.
+		// Nothing else is counted.
+		r.atBroker(api(0), o, 5, map[string]uint64{"invalid_claim": 3})
 
 		o.API = api(3)
 		_, err := wsclient.Subscribe(r.ctx, o)
@@ -444,9 +453,9 @@ func (r *swip60Run) payloads(s *wsclient.Session, want ...string) {
 }
 
 // atBroker checks the broker's entry for o's cohort in its GET /pubsub/:
-// it accepted accepted messages and service SOCs, and counted the silent
-// outcomes in counters and no other (no invalid publication, no claim
-// timeout, no queue reset).
+// it accepted accepted messages and service SOCs, and counted at most
+// counters of each silent outcome and none of any other (no invalid
+// publication, no claim timeout, no queue reset).
 func (r *swip60Run) atBroker(brokerAPI string, o wsclient.Options, accepted uint64, counters map[string]uint64) {
 	r.t.Helper()
 	req, err := http.NewRequestWithContext(r.ctx, http.MethodGet, brokerAPI+"/pubsub/", nil)
@@ -475,8 +484,8 @@ func (r *swip60Run) atBroker(brokerAPI string, o wsclient.Options, accepted uint
 			continue
 		}
 		for name, n := range e.Counters {
-			if n != counters[name] {
-				r.t.Errorf("the broker counted %s %d, want %d", name, n, counters[name])
+			if n > counters[name] {
+				r.t.Errorf("the broker counted %s %d, want at most %d", name, n, counters[name])
 			}
 		}
 		if e.Accepted != accepted {

@@ -99,6 +99,17 @@ type Options struct {
 	// subscription) remembers under a binding that dedups on chunk address
 	// (SWIP-60's bounded horizon). Default 256.
 	DedupWindow int
+	// EndedCohorts bounds how many cohorts ended by END_OF_STREAM the broker
+	// remembers, so that a later Join for one is told of the end rather than
+	// creating a fresh cohort; the least recently ended is forgotten first.
+	// Default 1024.
+	EndedCohorts int
+	// EndedTTL is how long the broker remembers an ended cohort. Default 1 h.
+	EndedTTL time.Duration
+	// EndGrace bounds how long a stream of an ended cohort may stay open
+	// after the broker delivered END_OF_STREAM and closed its side; then it
+	// is reset. Default 5 s.
+	EndGrace time.Duration
 	// ClientCursors bounds the subscriber cursors kept per (topic, admin).
 	// Default 4096; the least recently used is forgotten first.
 	ClientCursors int
@@ -134,6 +145,9 @@ const (
 	DefaultWriteTimeout        = 30 * time.Second
 	DefaultClientCursors       = 4096
 	DefaultDedupWindow         = 256
+	DefaultEndedCohorts        = 1024
+	DefaultEndedTTL            = time.Hour
+	DefaultEndGrace            = 5 * time.Second
 )
 
 func (o *Options) setDefaults() {
@@ -155,6 +169,9 @@ func (o *Options) setDefaults() {
 	def(&o.MaxInvalidFrames, DefaultMaxInvalidFrames)
 	def(&o.ClientCursors, DefaultClientCursors)
 	def(&o.DedupWindow, DefaultDedupWindow)
+	def(&o.EndedCohorts, DefaultEndedCohorts)
+	defd(&o.EndedTTL, DefaultEndedTTL)
+	defd(&o.EndGrace, DefaultEndGrace)
 	defd(&o.Inactivity, DefaultInactivity)
 	defd(&o.ClaimDeadline, DefaultClaimDeadline)
 	defd(&o.BlocklistDuration, p2p.DefaultBlocklistTime)
@@ -177,6 +194,7 @@ func (o *Options) validate() error {
 		"MaxInvalidFrames":    o.MaxInvalidFrames,
 		"ClientCursors":       o.ClientCursors,
 		"DedupWindow":         o.DedupWindow,
+		"EndedCohorts":        o.EndedCohorts,
 	} {
 		if v < 0 {
 			return fmt.Errorf("bps: option %s must not be negative, got %d", name, v)
@@ -190,6 +208,8 @@ func (o *Options) validate() error {
 		"BackoffMax":        o.BackoffMax,
 		"HandshakeTimeout":  o.HandshakeTimeout,
 		"WriteTimeout":      o.WriteTimeout,
+		"EndedTTL":          o.EndedTTL,
+		"EndGrace":          o.EndGrace,
 	} {
 		if v < 0 {
 			return fmt.Errorf("bps: option %s must not be negative, got %s", name, v)

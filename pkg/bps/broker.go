@@ -82,7 +82,7 @@ func (s *Service) handler(ctx context.Context, peer p2p.Peer, stream p2p.Stream)
 	// stream that declares an address is a publisher stream at once, and
 	// every message it sends is checked against that address.
 	ro := roleSubscriber
-	var claimIndex uint64
+	var claim *pb.Claim
 	switch {
 	case !sp.explicit():
 		if join.Addr != nil {
@@ -91,10 +91,13 @@ func (s *Service) handler(ctx context.Context, peer p2p.Peer, stream p2p.Stream)
 	case join.Claim != nil && join.Addr != nil && bytes.Equal(join.Claim.Addr, join.Addr) &&
 		s.verifyClaim(sp, join.Claim) == nil:
 		// attach takes it iff the address is a publisher of the cohort.
-		ro, claimIndex = rolePublisher, join.Claim.Index
+		ro, claim = rolePublisher, join.Claim
 	}
 
-	m, status := s.reg.attach(peer.Address, stream, sp, join.Addr, ro, claimIndex)
+	m, status, ended := s.reg.attach(peer.Address, stream, sp, join.Addr, ro, claim)
+	if ended != nil {
+		return s.tellEnded(ctx, peer, stream, sp, join, ended)
+	}
 	if status != pb.Status_OK {
 		return s.refuse(ctx, peer, stream, status, join)
 	}
@@ -109,11 +112,64 @@ func (s *Service) handler(ctx context.Context, peer p2p.Peer, stream p2p.Stream)
 	}
 	s.metrics.Joins.WithLabelValues("OK").Inc()
 	s.trace(Event{Kind: EventJoin, Cohort: sp.String(), Peer: peer.Address, Status: pb.Status_OK.String()})
-	if m.role == rolePublisher && sp.explicit() {
-		s.trace(Event{Kind: EventClaim, Cohort: sp.String(), Peer: peer.Address, Index: claimIndex})
+	if m.isPub.Load() && sp.explicit() {
+		s.trace(Event{Kind: EventClaim, Cohort: sp.String(), Peer: peer.Address, Index: claim.Index})
 	}
 
 	return s.serve(ctx, m, fr, encodeFrame(ack))
+}
+
+// statusEnded labels the Joins told that their cohort ended (metrics and
+// trace); on the wire they are answered OK.
+const statusEnded = "ENDED"
+
+// tellEnded answers a Join for a cohort that ended: the Ack (with the
+// challenge for a declared address, as for any Join), the cohort's
+// END_OF_STREAM as the stream's first delivery, then the broker closes its
+// side. What the peer sends meanwhile (a claim) is read and dropped until
+// its close, for at most EndGrace.
+func (s *Service) tellEnded(ctx context.Context, peer p2p.Peer, stream p2p.Stream, sp *Spec, join *pb.Join, eos []byte) error {
+	s.metrics.Joins.WithLabelValues(statusEnded).Inc()
+	s.trace(Event{Kind: EventJoin, Cohort: sp.String(), Peer: peer.Address, Status: statusEnded})
+	ack := &pb.Ack{Status: pb.Status_OK}
+	if join.Addr != nil {
+		ack.Challenge = s.challenge(sp, join.Addr)
+	}
+	out := append(encodeFrame(ack), eos...)
+	if err := s.withDeadline(ctx, stream, s.opts.WriteTimeout, func() error {
+		_, err := stream.Write(out)
+		return err
+	}); err != nil {
+		return fmt.Errorf("tell ended: %w", err)
+	}
+	half, err := closeWrite(stream)
+	if err != nil || !half {
+		return err // closed whole: nothing is left to read
+	}
+	return s.withDeadline(ctx, stream, s.opts.EndGrace, func() error {
+		n, err := io.Copy(io.Discard, io.LimitReader(stream, endDrainLimit+1))
+		switch {
+		case err != nil:
+			return fmt.Errorf("tell ended: drain: %w", err)
+		case n > endDrainLimit:
+			return fmt.Errorf("tell ended: the peer sent more than %d bytes after the end", endDrainLimit)
+		}
+		return nil
+	})
+}
+
+// endDrainLimit bounds what a broker reads and drops from a stream after it
+// closed its side at the end of a cohort: frames in flight, not a flood.
+const endDrainLimit = 4 * MaxFrameSize
+
+// closeWrite closes stream for writing, the peer reading EOF after what was
+// written, if the stream can half-close (bee's libp2p streams can); else it
+// closes the stream whole. It reports whether it half-closed.
+func closeWrite(stream p2p.Stream) (half bool, err error) {
+	if cw, ok := stream.(interface{ CloseWrite() error }); ok {
+		return true, cw.CloseWrite()
+	}
+	return false, stream.FullClose()
 }
 
 // refuse answers a Join with a non-OK status and ends the stream cleanly.
@@ -150,6 +206,12 @@ func (s *Service) serve(ctx context.Context, m *member, fr *frameReader, ack []b
 	defer stop()
 
 	rerr := s.readLoop(m, fr)
+	if m.ending.Load() {
+		// The cohort ended: the writer delivered END_OF_STREAM and closed
+		// our side; the peer closed its own (or EndGrace reset it).
+		werr := <-writerDone
+		return s.ended(m, rerr, werr)
+	}
 	if rerr != nil {
 		m.kill(rerr)
 	} else {
@@ -169,8 +231,34 @@ func (s *Service) serve(ctx context.Context, m *member, fr *frameReader, ack []b
 	return werr
 }
 
+// ended is how a member's handler ends after its cohort ended: cleanly
+// (then the handler FullCloses) unless the peer misbehaved or outstayed
+// EndGrace. The writer has returned.
+func (s *Service) ended(m *member, rerr, werr error) error {
+	if t := m.endTimer; t != nil && !t.Stop() {
+		<-m.quit // EndGrace fired: wait for its kill to record why
+	}
+	select {
+	case <-m.quit:
+		if m.reason != nil && !errors.Is(rerr, m.reason) {
+			return m.reason
+		}
+	default:
+	}
+	var v *violation
+	switch {
+	case errors.As(rerr, &v):
+		return rerr
+	case werr != nil:
+		return werr
+	}
+	return nil // EOF, or the read end closed under the reader
+}
+
 // writeLoop writes the Ack and then every queued frame to a subscriber stream.
 // One timer per stream bounds each write; a stalled write kills the member.
+// The cohort's end is the last frame: the writer writes END_OF_STREAM, if
+// the stream receives it, closes our side and returns.
 func (s *Service) writeLoop(m *member, ack []byte) error {
 	t := time.AfterFunc(time.Hour, func() { m.kill(errWriteTimeout) })
 	t.Stop()
@@ -190,44 +278,82 @@ func (s *Service) writeLoop(m *member, ack []byte) error {
 		case <-m.quit:
 			return nil
 		case f := <-m.queue:
-			if err := write(f.b); err != nil {
-				m.kill(err)
-				return fmt.Errorf("write delivery: %w", err)
+			if f.end {
+				m.ending.Store(true)
+			}
+			if f.b != nil {
+				if err := write(f.b); err != nil {
+					m.kill(err)
+					return fmt.Errorf("write delivery: %w", err)
+				}
 			}
 			if f.svc > 0 {
 				m.told.Store(f.svc)
+			}
+			if f.end {
+				m.endTimer = time.AfterFunc(s.opts.EndGrace, func() { m.kill(errEndGrace) })
+				if _, err := closeWrite(m.stream); err != nil {
+					m.kill(err)
+					return fmt.Errorf("close at the end: %w", err)
+				}
+				return nil
 			}
 		}
 	}
 }
 
-// maxPendingClaims bounds the verified claims a stream may send for an
-// address that is not (yet) a publisher: each costs a signature recovery.
+// maxPendingClaims bounds the verified claims a stream may send that are not
+// taken — by an address that is not (yet) a publisher, or again for the
+// address it is already upgraded for — beyond one per service message the
+// cohort accepted since the stream attached: each costs a signature
+// recovery, and an honest client claims again only on a new roster.
 const maxPendingClaims = 4
 
 // readLoop reads the peer's frames for as long as the stream lives. It
 // returns nil on the peer's clean close, a *violation for misbehaviour, and
-// the transport error otherwise.
+// the transport error otherwise. A frame is decoded by the stream's role when
+// it is read, not when the read began: a roster may upgrade a stream while
+// its reader waits.
 func (s *Service) readLoop(m *member, fr *frameReader) error {
 	c := m.c
 	auth := cohortAuthority{r: s.reg, c: c}
 	for {
-		// m.role and m.addr change only in upgrade, called from this
-		// goroutine, so reading them here needs no lock.
-		if m.role == roleSubscriber {
-			if err := s.readClaim(m, fr); err != nil {
-				if errors.Is(err, io.EOF) {
-					return nil
-				}
+		b, err := fr.readRaw()
+		publisher := m.isPub.Load()
+		if err != nil {
+			if !publisher {
+				return s.readErr(c, err, CounterWrongStream)
+			}
+			return s.readErr(c, err, CounterInvalidSOC)
+		}
+		if !publisher {
+			claim := new(pb.Claim)
+			if err := decodeFrame(b, claim); err != nil || !c.spec.explicit() || !claimWellFormed(claim) {
+				s.count(c, CounterWrongStream)
+				return violationf("subscriber stream sent a frame that is not a claim")
+			}
+			if err := s.takeClaim(m, claim); err != nil {
 				return err
 			}
 			continue
 		}
 
 		msg := new(pb.Message)
-		if err := fr.read(msg); err != nil {
-			return s.readErr(c, err, CounterInvalidSOC)
+		if err := decodeFrame(b, msg); err != nil {
+			s.count(c, CounterInvalidSOC)
+			return &violation{err: err}
 		}
+		if c.spec.explicit() && len(msg.ProtoReflect().GetUnknown()) > 0 {
+			// A publication has no field beyond address and data; a claim
+			// (addr=1, index=2, auth=3) read as one does.
+			if claim := new(pb.Claim); decodeFrame(b, claim) == nil && claimWellFormed(claim) {
+				if err := s.takeClaim(m, claim); err != nil {
+					return err
+				}
+				continue
+			}
+		}
+		// m.addr is not written again once isPub is set.
 		addr := m.addr
 		pub, v := check(c.spec, msg, addr, auth)
 		if v == accepted && !s.reg.accept(c, pub, encodeFrame(&pb.Message{Address: msg.Address, Data: msg.Data})) {
@@ -237,6 +363,9 @@ func (s *Service) readLoop(m *member, fr *frameReader) error {
 		case accepted:
 			s.metrics.Accepted.Inc()
 			s.trace(Event{Kind: EventAccept, Cohort: c.spec.String(), Peer: m.peer, Index: pub.index, Service: pub.service != nil})
+			if pub.service != nil && pub.service.Kind == pb.ServiceKind_END_OF_STREAM {
+				s.reg.end(c)
+			}
 			continue
 		case retransmit:
 			s.count(c, CounterRetransmit)
@@ -258,41 +387,34 @@ func (s *Service) readLoop(m *member, fr *frameReader) error {
 	}
 }
 
-// readClaim reads the one kind of frame a subscriber stream may send: a
-// Claim, under explicit authorship only.
-func (s *Service) readClaim(m *member, fr *frameReader) error {
+// takeClaim handles a well-formed Claim sent after the Ack, under explicit
+// authorship: one that does not verify is a violation; a verified one
+// upgrades the stream, is held until a roster names its address, or is
+// redundant on a stream already upgraded for it.
+func (s *Service) takeClaim(m *member, claim *pb.Claim) error {
 	c := m.c
-	claim := new(pb.Claim)
-	if err := fr.read(claim); err != nil {
-		if errors.Is(err, io.EOF) {
-			return err
-		}
-		return s.readErr(c, err, CounterWrongStream)
-	}
-	if !c.spec.explicit() || !claimWellFormed(claim) {
-		s.count(c, CounterWrongStream)
-		return violationf("subscriber stream sent a frame that is not a claim")
-	}
 	if err := s.checkClaim(m, claim); err != nil {
 		s.count(c, CounterInvalidClaim)
 		return &violation{err: err}
 	}
-	switch s.reg.upgrade(m, claim.Addr, claim.Index) {
+	res, rosters := s.reg.upgrade(m, claim)
+	switch res {
 	case upgraded:
 		s.trace(Event{Kind: EventClaim, Cohort: c.spec.String(), Peer: m.peer, Index: claim.Index})
 		return nil
 	case notPublisher:
 		// SWIP-60: a verified claim by an address the roster does not
-		// (yet) name leaves the stream a spectator; it claims again when
-		// a roster names it. More than maxPendingClaims of them is abuse.
+		// (yet) name leaves the stream a spectator (silent in a closed
+		// cohort) until a roster names it; it is counted, not punished.
 		s.count(c, CounterInvalidClaim)
-		if m.pending++; m.pending > maxPendingClaims {
-			return &violation{err: errClaimNotAdmin}
-		}
-		return nil
+	case redundant:
 	default:
 		return fmt.Errorf("claim not taken: cohort gone or publisher streams at bound")
 	}
+	if m.pending++; uint64(m.pending) > maxPendingClaims+rosters {
+		return &violation{err: fmt.Errorf("%d claims not taken: %w", m.pending, errClaimNotAdmin)}
+	}
+	return nil
 }
 
 // readErr classifies a read failure: a clean EOF ends the stream normally, a
@@ -311,10 +433,14 @@ func (s *Service) readErr(c *cohort, err error, k Counter) error {
 }
 
 // checkClaim verifies a Claim sent after the Ack: it names the declared
-// address, if any, and its signature recovers to it over this broker's
-// challenge and overlay.
+// address, if any (on a publisher stream, the address it publishes as), and
+// its signature recovers to it over this broker's challenge and overlay.
 func (s *Service) checkClaim(m *member, claim *pb.Claim) error {
-	if addr := m.addr; addr != nil && !bytes.Equal(claim.Addr, addr) {
+	addr := m.declared
+	if m.isPub.Load() {
+		addr = m.addr
+	}
+	if addr != nil && !bytes.Equal(claim.Addr, addr) {
 		return errClaimAddr
 	}
 	return s.verifyClaim(m.c.spec, claim)

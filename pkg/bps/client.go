@@ -512,6 +512,30 @@ type Publisher struct {
 	sign    ClaimSigner
 	index   uint64
 	writeMu sync.Mutex
+	sentEnd atomic.Pointer[Delivery] // the admin's END_OF_STREAM, once this stream sent it
+}
+
+// read is a publisher stream's reader. A broker closes every stream of a
+// cohort its admin ended, the admin's own without sending it its
+// END_OF_STREAM back: a clean end after this stream sent the end is that
+// end, delivered as every other stream of the cohort received it.
+func (p *Publisher) read(fr *frameReader) error {
+	err := p.readOne(fr)
+	if !errors.Is(err, io.EOF) {
+		return err
+	}
+	d := p.sentEnd.Load()
+	if d == nil {
+		return err
+	}
+	if p.keep {
+		select {
+		case p.c <- *d:
+		case <-p.quit:
+			return ErrClosed
+		}
+	}
+	return ErrEndOfStream
 }
 
 // Reclaim sends the claim again on this stream: under SWIP-60 a claim by an
@@ -604,7 +628,7 @@ func (s *Service) Publish(ctx context.Context, broker swarm.Address, sp *Spec, o
 		index: o.Index,
 	}
 	p.receiver.init(&p.clientStream, o.Receive)
-	if err := p.run(p, p.readOne, fr, func() { close(p.c) }); err != nil {
+	if err := p.run(p, p.read, fr, func() { close(p.c) }); err != nil {
 		return nil, err
 	}
 	return p, nil
@@ -624,6 +648,13 @@ func (p *Publisher) Send(ctx context.Context, msg *pb.Message) error {
 			if svc := asService(p.spec, msg); svc != nil {
 				defer p.applyService(svc)
 			}
+		}
+	}
+	if !p.spec.Implicit() && bytes.Equal(p.addr, p.spec.Admin) && len(msg.Data) >= socHeaderSize {
+		if svc := asService(p.spec, msg); svc != nil && svc.Kind == pb.ServiceKind_END_OF_STREAM {
+			// Before the write: the broker's close may come back at once.
+			d := Delivery{Index: svc.Index, Address: swarm.NewAddress(msg.Address), Owner: p.spec.Admin, Data: msg.Data, Service: svc}
+			p.sentEnd.CompareAndSwap(nil, &d)
 		}
 	}
 	p.writeMu.Lock()

@@ -24,6 +24,7 @@ var (
 	errClaimTimeout  = errors.New("stream did not claim within the claim deadline")
 	errServiceClosed = errors.New("service closed")
 	errWriteTimeout  = errors.New("write timed out")
+	errEndGrace      = errors.New("peer kept its side open after the end of stream")
 )
 
 // role is what a stream is in its cohort.
@@ -44,6 +45,7 @@ type registry struct {
 	mu      sync.Mutex
 	cohorts map[string]*cohort
 	peers   map[string]map[string]int // peer overlay -> cohort key -> streams
+	ended   *endedSpecs               // cohorts ended by END_OF_STREAM, remembered for late Joins
 	closed  bool
 }
 
@@ -63,7 +65,7 @@ type cohort struct {
 	roster  map[string]struct{} // the publishers the latest ROSTER names (admin excluded)
 	svcNext uint64              // lowest service index accepted next
 	latest  []byte              // the latest service SOC, encoded: every new stream's first delivery
-	ended   bool                // END_OF_STREAM accepted
+	ended   bool                // END_OF_STREAM accepted: the cohort is over
 
 	lastAccept time.Time
 	created    time.Time
@@ -80,16 +82,20 @@ type cohort struct {
 // receive nothing there. A silent member (closed cohort, not yet claimed)
 // receives nothing at all.
 type member struct {
-	c      *cohort
-	peer   swarm.Address
-	stream p2p.Stream
-	// guarded by the cohort's mu; addr and role are written only by the
-	// member's own reader goroutine (upgrade), which reads them unlocked
+	c        *cohort
+	peer     swarm.Address
+	stream   p2p.Stream
+	declared []byte // Join.addr, nil if none; never written after attach
+	// guarded by the cohort's mu; the member's reader reads addr unlocked
+	// once isPub is set, after which neither changes
 	addr      []byte // declared or claimed address, nil for a plain subscriber
 	role      role
-	counted   bool   // counts against the fan-out bound
-	silent    bool   // closed cohort: receives nothing until it claims
-	revokedAt uint64 // service index + 1 of the roster that revoked addr, 0 if none
+	counted   bool      // counts against the fan-out bound
+	silent    bool      // closed cohort: receives nothing until it claims
+	revokedAt uint64    // service index + 1 of the roster that revoked addr, 0 if none
+	held      *pb.Claim // a verified claim by an address not (yet) a publisher: taken when a roster names it
+	svcAt     uint64    // the cohort's service cursor when the stream attached
+	isPub     atomic.Bool
 
 	queue  chan outFrame // encoded frames for the writer
 	told   atomic.Uint64 // service index + 1 of the latest service SOC written to the stream
@@ -97,17 +103,22 @@ type member struct {
 	once   sync.Once
 	reason error // why kill was called; read after quit is closed
 
+	ending   atomic.Bool // the writer took the cohort's end: it closes our side
+	endTimer *time.Timer // set by the writer before it returns: resets a peer that stays
+
 	claimTimer *time.Timer // the deadline of an extra seat or a silent stream
 	// reader goroutine only
 	invalid int // invalid publications so far
-	pending int // verified claims by addresses not (yet) publishers
+	pending int // verified claims not taken: not (yet) rostered, or redundant
 }
 
 // outFrame is one encoded frame queued to a member; svc is the service index
-// + 1 of a service SOC, 0 for a message.
+// + 1 of a service SOC, 0 for a message. end: the cohort ended; the writer
+// writes b, if any, then closes the stream.
 type outFrame struct {
 	b   []byte
 	svc uint64
+	end bool
 }
 
 // kill ends the member's stream from outside its handler: the reset unblocks
@@ -125,6 +136,7 @@ func newRegistry(s *Service) *registry {
 		s:       s,
 		cohorts: make(map[string]*cohort),
 		peers:   make(map[string]map[string]int),
+		ended:   newEndedSpecs(s.opts.EndedCohorts, s.opts.EndedTTL),
 	}
 }
 
@@ -164,51 +176,63 @@ func (a cohortAuthority) serviceNext() uint64 {
 }
 
 // attach creates or attaches the cohort for sp and adds a member for the
-// stream in the given role, enforcing every bound. claimIndex is the index of
-// a verified claim in the Join (a claimed publisher only); such a claim is
-// taken only if addr may publish, else the stream joins as if unclaimed.
-func (r *registry) attach(peer swarm.Address, stream p2p.Stream, sp *Spec, addr []byte, ro role, claimIndex uint64) (*member, pb.Status) {
+// stream in the given role, enforcing every bound. claim is a verified claim
+// in the Join (a claimed publisher only); it is taken only if addr may
+// publish, else the stream joins as if unclaimed and the claim is held until
+// a roster names addr. A cohort that ended is not attached: attach returns
+// its END_OF_STREAM frame instead, which the Join is told.
+func (r *registry) attach(peer swarm.Address, stream p2p.Stream, sp *Spec, addr []byte, ro role, claim *pb.Claim) (_ *member, _ pb.Status, ended []byte) {
 	o := &r.s.opts
 	r.mu.Lock()
 	defer r.mu.Unlock()
 	if r.closed {
-		return nil, pb.Status_FULL
+		return nil, pb.Status_FULL, nil
 	}
 	c := r.cohorts[sp.key]
 	if c != nil {
 		c.mu.Lock()
 		defer c.mu.Unlock()
+		if c.ended {
+			return nil, pb.Status_OK, c.latest // ended, not yet forgotten
+		}
+	} else if eos := r.ended.get(sp.key); eos != nil {
+		return nil, pb.Status_OK, eos
 	}
 	if c == nil && len(r.cohorts) >= o.MaxCohorts {
-		return nil, pb.Status_FULL
+		return nil, pb.Status_FULL, nil
 	}
 	pc := r.peers[peer.ByteString()]
 	if _, in := pc[sp.key]; !in && len(pc) >= o.MaxCohortsPerPeer {
-		return nil, pb.Status_FULL
+		return nil, pb.Status_FULL, nil
 	}
 
 	claimed := ro == rolePublisher && sp.explicit()
+	var held *pb.Claim
 	if claimed && c != nil && !c.isPublisherLocked(addr) {
-		claimed, ro = false, roleSubscriber // verified, but not (or no longer) a publisher
+		claimed, ro, held = false, roleSubscriber, claim // verified, but not (or no longer) a publisher
 	}
 	if claimed && c == nil && !bytes.Equal(addr, sp.Admin) {
-		claimed, ro = false, roleSubscriber // a fresh cohort has no roster
+		claimed, ro, held = false, roleSubscriber, claim // a fresh cohort has no roster
 	}
-	m := &member{peer: peer, stream: stream, addr: addr, role: ro, counted: !claimed,
-		silent: sp.Closed && !claimed,
-		quit:   make(chan struct{}), queue: make(chan outFrame, o.QueueLen)}
+	m := &member{peer: peer, stream: stream, declared: addr, addr: addr, role: ro, counted: !claimed,
+		silent: sp.Closed && !claimed, held: held,
+		quit: make(chan struct{}), queue: make(chan outFrame, o.QueueLen)}
+	if ro == rolePublisher {
+		m.isPub.Store(true)
+	}
 	extra := false
 	if c != nil {
+		m.svcAt = c.svcNext
 		switch {
 		case claimed:
 			if c.nclaim >= o.MaxPublisherStreams {
-				return nil, pb.Status_FULL
+				return nil, pb.Status_FULL, nil
 			}
 		case c.fanout >= o.MaxStreamsPerCohort:
 			// One extra seat per legitimate publisher that is absent.
 			a := string(addr)
 			if !sp.explicit() || addr == nil || !c.isPublisherLocked(addr) || c.claimed[a] > 0 || c.extras[a] != nil {
-				return nil, pb.Status_FULL
+				return nil, pb.Status_FULL, nil
 			}
 			extra = true
 		}
@@ -248,7 +272,7 @@ func (r *registry) attach(peer swarm.Address, stream p2p.Stream, sp *Spec, addr 
 		c.claimed[string(addr)]++
 		c.nclaim++
 		if sp.Binding == pb.TopicBinding_FEED_TOPIC {
-			c.cursors[string(addr)] = max(c.cursors[string(addr)], claimIndex)
+			c.cursors[string(addr)] = max(c.cursors[string(addr)], claim.Index)
 		}
 	case extra:
 		m.counted = false
@@ -260,7 +284,7 @@ func (r *registry) attach(peer swarm.Address, stream p2p.Stream, sp *Spec, addr 
 		m.claimTimer = time.AfterFunc(o.ClaimDeadline, func() { r.claimDeadline(m) })
 	}
 	r.firstDelivery(m)
-	return m, pb.Status_OK
+	return m, pb.Status_OK, nil
 }
 
 // firstDelivery queues the latest service SOC on a stream that is not the
@@ -290,23 +314,47 @@ type upgradeResult int
 
 const (
 	upgraded     upgradeResult = iota
-	notPublisher               // a verified claim by an address not in the publisher set
+	notPublisher               // a verified claim by an address not in the publisher set: held
+	redundant                  // a claim on a stream already upgraded for that address
 	upgradeFull                // publisher streams at their bound, or the cohort is gone
 )
 
-// upgrade turns a subscriber member into a claimed publisher stream for addr
-// after a verified claim: it leaves the fan-out count and moves addr's cursor
-// forward. An address that is not (yet) a publisher leaves the stream as it
-// is (SWIP-60: it claims again when a roster names it).
-func (r *registry) upgrade(m *member, addr []byte, index uint64) upgradeResult {
+// upgrade turns a subscriber member into a claimed publisher stream after a
+// verified claim. A claim by an address that is not (yet) a publisher
+// leaves the stream as it is and is held: the roster that names the address
+// upgrades the stream (SWIP-60: silent, or a spectator, "until the roster
+// names it"). A claim for the address a stream was already upgraded for is
+// redundant: a client cannot tell whether its earlier claim was taken before
+// the stream's first delivery, so it may claim again. upgrade also reports
+// how many service messages the cohort accepted since the stream attached,
+// which bounds the claims a stream may send that are not taken.
+func (r *registry) upgrade(m *member, claim *pb.Claim) (upgradeResult, uint64) {
 	c := m.c
 	c.mu.Lock()
 	defer c.mu.Unlock()
-	if c.dead || m.role != roleSubscriber || c.nclaim >= r.s.opts.MaxPublisherStreams {
-		return upgradeFull
+	rosters := c.svcNext - m.svcAt
+	switch {
+	case c.dead || c.ended:
+		return upgradeFull, rosters
+	case m.role == rolePublisher && bytes.Equal(m.addr, claim.Addr):
+		c.moveCursor(claim.Addr, claim.Index)
+		return redundant, rosters
+	case !c.isPublisherLocked(claim.Addr):
+		m.held = claim
+		return notPublisher, rosters
 	}
-	if !c.isPublisherLocked(addr) {
-		return notPublisher
+	return r.upgradeLocked(m, claim.Addr, claim.Index, true), rosters
+}
+
+// upgradeLocked turns subscriber member m into a claimed publisher stream for
+// addr, which may publish: it leaves the fan-out count and moves addr's
+// cursor forward. A stream that was silent gets its first delivery if
+// deliver is set (the caller that is fanning out a roster delivers that
+// instead). The caller holds c.mu.
+func (r *registry) upgradeLocked(m *member, addr []byte, index uint64, deliver bool) upgradeResult {
+	c := m.c
+	if m.role != roleSubscriber || c.nclaim >= r.s.opts.MaxPublisherStreams {
+		return upgradeFull
 	}
 	r.gauge(m, -1)
 	if m.counted {
@@ -319,20 +367,28 @@ func (r *registry) upgrade(m *member, addr []byte, index uint64) upgradeResult {
 	if m.claimTimer != nil {
 		m.claimTimer.Stop()
 	}
+	m.held = nil
 	m.addr = bytes.Clone(addr)
 	m.role = rolePublisher
+	m.isPub.Store(true) // after addr: the reader reads addr once it sees this
 	wasSilent := m.silent
 	m.silent = false
 	r.gauge(m, 1)
 	c.claimed[string(addr)]++
 	c.nclaim++
-	if c.spec.Binding == pb.TopicBinding_FEED_TOPIC {
-		c.cursors[string(addr)] = max(c.cursors[string(addr)], index)
-	}
-	if wasSilent {
+	c.moveCursor(addr, index)
+	if wasSilent && deliver {
 		r.firstDelivery(m)
 	}
 	return upgraded
+}
+
+// moveCursor moves a claimed publisher's feed cursor to at least index; the
+// caller holds c.mu.
+func (c *cohort) moveCursor(addr []byte, index uint64) {
+	if c.spec.Binding == pb.TopicBinding_FEED_TOPIC {
+		c.cursors[string(addr)] = max(c.cursors[string(addr)], index)
+	}
 }
 
 // detach removes a member whose handler is returning. A cohort left with no
@@ -446,7 +502,7 @@ func (r *registry) claimDeadline(m *member) {
 func (r *registry) accept(c *cohort, pub publication, frame []byte) bool {
 	c.mu.Lock()
 	defer c.mu.Unlock()
-	if c.dead {
+	if c.dead || c.ended {
 		return false
 	}
 	var svc uint64
@@ -459,8 +515,6 @@ func (r *registry) accept(c *cohort, pub publication, frame []byte) bool {
 		svc = c.svcNext
 		c.latest = frame
 		r.applyService(c, pub.service, svc)
-	case c.ended:
-		return false
 	case c.seen != nil:
 		if !c.seen.Add(pub.dedup) {
 			return false
@@ -476,12 +530,20 @@ func (r *registry) accept(c *cohort, pub publication, frame []byte) bool {
 	c.lastAccept = time.Now()
 	delivered := 0
 	for m := range c.members {
+		// After END_OF_STREAM every stream closes, those that do not
+		// receive it included.
+		f := outFrame{b: frame, svc: svc, end: c.ended}
 		if m.silent || (m.role == rolePublisher && bytes.Equal(m.addr, pub.owner)) {
-			continue
+			if !f.end {
+				continue
+			}
+			f.b, f.svc = nil, 0
 		}
 		select {
-		case m.queue <- outFrame{b: frame, svc: svc}:
-			delivered++
+		case m.queue <- f:
+			if f.b != nil {
+				delivered++
+			}
 		default:
 			r.s.count(c, CounterQueueReset)
 			r.s.trace(Event{Kind: EventQueueReset, Cohort: c.spec.String(), Peer: m.peer})
@@ -493,8 +555,9 @@ func (r *registry) accept(c *cohort, pub publication, frame []byte) bool {
 }
 
 // applyService applies an accepted service message: a ROSTER replaces the
-// publisher set, marking the streams of revoked publishers; END_OF_STREAM
-// ends the cohort's publications. The caller holds c.mu.
+// publisher set, marking the streams of revoked publishers and taking the
+// claims held for the addresses it names; END_OF_STREAM ends the cohort
+// (accept closes its streams, end forgets it). The caller holds c.mu.
 func (r *registry) applyService(c *cohort, svc *pb.ServiceMessage, told uint64) {
 	if svc.Kind == pb.ServiceKind_END_OF_STREAM {
 		c.ended = true
@@ -520,6 +583,34 @@ func (r *registry) applyService(c *cohort, svc *pb.ServiceMessage, told uint64) 
 			delete(c.cursors, o)
 		}
 	}
+	// A claim that reached the broker before this roster is taken now,
+	// whichever came first; the fan-out of this roster that follows is the
+	// upgraded stream's first delivery.
+	for m := range c.members {
+		if h := m.held; h != nil && m.role == roleSubscriber && c.isPublisherLocked(h.Addr) {
+			if r.upgradeLocked(m, h.Addr, h.Index, false) == upgraded {
+				r.s.trace(Event{Kind: EventClaim, Cohort: c.spec.String(), Peer: m.peer, Index: h.Index})
+			}
+		}
+	}
+}
+
+// end forgets a cohort that accepted END_OF_STREAM and remembers the end for
+// the Joins that come later; its streams close themselves after the
+// delivery (accept queued the end on each).
+func (r *registry) end(c *cohort) {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if c.dead || !c.ended {
+		return
+	}
+	r.forget(c)
+	r.ended.put(c.spec.key, c.latest)
+	r.s.metrics.Ended.Inc()
+	r.s.trace(Event{Kind: EventEnd, Cohort: c.spec.String()})
+	r.s.logger.Debug("cohort ended by its admin", "cohort", c.spec.String())
 }
 
 // revoked reports whether m's address was revoked, and whether the roster

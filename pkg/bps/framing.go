@@ -6,6 +6,7 @@ package bps
 
 import (
 	"bufio"
+	"encoding/binary"
 	"errors"
 	"fmt"
 	"io"
@@ -75,6 +76,46 @@ func (fr *frameReader) read(m proto.Message) error {
 		return fr.src.err
 	}
 	return fmt.Errorf("%w: %w", errMalformed, err)
+}
+
+// readRaw returns the next frame's bytes, its length prefix stripped, for a
+// reader that decides what the frame is only once it has it. Errors are
+// classified as read classifies them.
+func (fr *frameReader) readRaw() ([]byte, error) {
+	size, err := binary.ReadUvarint(fr.r)
+	if err == nil && size > MaxFrameSize {
+		return nil, fmt.Errorf("%w: frame of %d bytes exceeds %d", errMalformed, size, MaxFrameSize)
+	}
+	var b []byte
+	if err == nil {
+		b = make([]byte, size)
+		_, err = io.ReadFull(fr.r, b)
+		if errors.Is(err, io.EOF) {
+			err = io.ErrUnexpectedEOF // the prefix was read: EOF is mid-frame
+		}
+	}
+	if err == nil {
+		return b, nil
+	}
+	if fr.src.err != nil {
+		if errors.Is(fr.src.err, io.EOF) {
+			if errors.Is(err, io.EOF) {
+				return nil, io.EOF // clean end between frames
+			}
+			return nil, fmt.Errorf("%w: truncated: %w", errMalformed, err)
+		}
+		return nil, fr.src.err
+	}
+	return nil, fmt.Errorf("%w: %w", errMalformed, err)
+}
+
+// decodeFrame decodes frame bytes read by readRaw into m; bytes that are not
+// an m are malformed.
+func decodeFrame(b []byte, m proto.Message) error {
+	if err := proto.Unmarshal(b, m); err != nil {
+		return fmt.Errorf("%w: %w", errMalformed, err)
+	}
+	return nil
 }
 
 // encodeFrame encodes m once, with its length prefix, ready to be written to

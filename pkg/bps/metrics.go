@@ -70,6 +70,7 @@ type metrics struct {
 	Joins       *prometheus.CounterVec
 	Violations  prometheus.Counter
 	Reclaimed   prometheus.Counter
+	Ended       prometheus.Counter
 	Cohorts     prometheus.Gauge
 	Subscribers prometheus.Gauge
 	Publishers  prometheus.Gauge
@@ -91,7 +92,7 @@ func newMetrics() metrics {
 		InvalidSOC:   counter("invalid_soc", "Publications that are not a single-owner chunk under the feed id."),
 		WrongOwner:   counter("wrong_owner", "Publications by an owner that may not publish."),
 		WrongStream:  counter("wrong_stream", "Subscriber-stream frames that are not a claim."),
-		InvalidClaim: counter("invalid_claim", "Claims that failed verification."),
+		InvalidClaim: counter("invalid_claim", "Claims that failed verification, or that name an address not (yet) a publisher."),
 		ClaimTimeout: counter("claim_timeout", "Extra admin seats disconnected at the claim deadline."),
 		Retransmit:   counter("retransmit", "Publications below the cohort cursor."),
 		QueueReset:   counter("queue_reset", "Subscriber streams reset for a full outbound queue."),
@@ -103,6 +104,7 @@ func newMetrics() metrics {
 		}, []string{"status"}),
 		Violations:  counter("violations", "Streams reset and peers blocklisted for protocol violations."),
 		Reclaimed:   counter("reclaimed", "Cohorts reclaimed for inactivity."),
+		Ended:       counter("ended", "Cohorts ended by their admin's END_OF_STREAM."),
 		Cohorts:     gauge("cohorts", "Live cohorts brokered here."),
 		Subscribers: gauge("subscriber_streams", "Subscriber streams attached here."),
 		Publishers:  gauge("publisher_streams", "Publisher streams attached here."),

@@ -410,8 +410,9 @@ func TestConformance60_ServiceFeedHostile(t *testing.T) {
 }
 
 // TestConformance60_EndOfStream: END_OF_STREAM ends the cohort attributably:
-// every subscription receives it and ends with ErrEndOfStream; later
-// publications are dropped; a newcomer is told at once.
+// every subscription receives it and ends with ErrEndOfStream; the broker
+// closes every stream of the cohort, the admin's included, and forgets the
+// cohort; a newcomer, subscriber or publisher, is told at once.
 func TestConformance60_EndOfStream(t *testing.T) {
 	t.Parallel()
 	_, broker, cl := cluster(t, bps.Options{}, 3)
@@ -427,8 +428,15 @@ func TestConformance60_EndOfStream(t *testing.T) {
 	if !errors.Is(sub.Err(), bps.ErrEndOfStream) {
 		t.Fatalf("subscription ended with %v", sub.Err())
 	}
-	send(t, a, update(t, admin, sp, 0, "after the end"))
-	broker.rec.wait(t, "dropped after the end", dropped(bps.CounterRetransmit))
+	<-a.Done() // the admin's own stream is closed too, cleanly: by its own end
+	if err := a.Err(); !errors.Is(err, bps.ErrEndOfStream) {
+		t.Fatalf("the admin's stream ended with %v", err)
+	}
+	broker.rec.waitN(t, 2, "both streams left cleanly", func(e bps.Event) bool { return e.Kind == bps.EventLeave && e.Err == nil })
+	broker.rec.wait(t, "cohort ended", kind(bps.EventEnd))
+	if n := len(broker.svc.Cohorts()); n != 0 {
+		t.Fatalf("the broker still lists %d cohorts", n)
+	}
 	late, err := cl[2].svc.Subscribe(ctxT(t), broker.Overlay(), sp)
 	if err != nil {
 		t.Fatal(err)
@@ -439,6 +447,17 @@ func TestConformance60_EndOfStream(t *testing.T) {
 	<-late.Done()
 	if !errors.Is(late.Err(), bps.ErrEndOfStream) {
 		t.Fatalf("newcomer ended with %v", late.Err())
+	}
+	lp := publishOpts(t, cl[2], broker, sp, admin, true)
+	if d := recvC(t, lp.C(), "late publisher"); d.Service == nil || d.Service.Kind != pb.ServiceKind_END_OF_STREAM {
+		t.Fatalf("late publisher got %+v", d)
+	}
+	<-lp.Done()
+	if !errors.Is(lp.Err(), bps.ErrEndOfStream) {
+		t.Fatalf("late publisher ended with %v", lp.Err())
+	}
+	if n := len(broker.svc.Cohorts()); n != 0 {
+		t.Fatalf("a late Join made %d cohorts", n)
 	}
 }
 

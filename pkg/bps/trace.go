@@ -23,9 +23,10 @@ const (
 	EventReclaim                     // broker reclaimed a cohort
 	EventDeliver                     // a subscription accepted a delivery (Index set)
 	EventClientDrop                  // a subscription dropped a delivery
+	EventEnd                         // broker ended a cohort on its admin's END_OF_STREAM
 )
 
-var eventNames = [...]string{"join", "claim", "accept", "drop", "violation", "queue_reset", "leave", "reclaim", "deliver", "client_drop"}
+var eventNames = [...]string{"join", "claim", "accept", "drop", "violation", "queue_reset", "leave", "reclaim", "deliver", "client_drop", "end"}
 
 func (k EventKind) String() string {
 	if k < 0 || int(k) >= len(eventNames) {

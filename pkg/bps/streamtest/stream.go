@@ -352,6 +352,20 @@ func (c *conn) close(s int) error {
 	return nil
 }
 
+func (c *conn) closeWrite(s int) error {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	switch {
+	case c.isReset:
+		return fmt.Errorf("close write: %w", ErrStreamReset)
+	case c.closed[s]:
+		return nil
+	}
+	c.shutWriteLocked(s)
+	c.cond.Broadcast()
+	return nil
+}
+
 // fullClose closes side s for writing and waits, at most the Network's full
 // close timeout, to read the remote's EOF. Data instead of EOF, or no EOF in
 // time, resets the stream, as bee's libp2p stream does.
@@ -435,6 +449,8 @@ type StreamStats struct {
 //   - Close closes this end: its writes end (the remote reads io.EOF after
 //     draining) and it stops reading (the remote's writes fail, data not yet
 //     read is dropped). Later Reads and Writes on this end fail.
+//   - CloseWrite closes the write side only (the remote reads io.EOF after
+//     draining); this end still reads.
 //   - FullClose closes the write side, waits for the remote's EOF, then
 //     closes. If the remote writes instead, or does not close in time, the
 //     stream is reset and an error returned.
@@ -460,6 +476,11 @@ func (s *Stream) Close() error { return s.c.close(s.side) }
 
 // FullClose implements p2p.Stream.
 func (s *Stream) FullClose() error { return s.c.fullClose(s.side) }
+
+// CloseWrite closes this end for writing only, as a libp2p stream's
+// CloseWrite (which bee's streams carry): the remote reads EOF once it has
+// read what was written, and this end still reads.
+func (s *Stream) CloseWrite() error { return s.c.closeWrite(s.side) }
 
 // Reset implements p2p.Stream.
 func (s *Stream) Reset() error {
