@@ -2,8 +2,11 @@ GO ?= go
 GOBIN ?= $(shell $(GO) env GOPATH)/bin
 PROTOC_GEN_GO_VERSION ?= v1.36.11
 GOLANGCI_LINT_VERSION ?= v2.6.2
-BEE_VERSION ?= 2.8.1
-LDFLAGS ?= -s -w -X github.com/ethersphere/bee/v2.version=$(BEE_VERSION)-bps
+# bee's version and API version are set at start from the bee module the
+# binary links (pkg/node/version.go), however it is built.
+LDFLAGS ?= -s -w
+# RUN_ARGS are more options for the dev cluster of make run.
+RUN_ARGS ?=
 TEST_TIMEOUT ?= 15m
 
 .PHONY: all
@@ -13,9 +16,13 @@ all: build lint test
 build:
 	$(GO) build -trimpath -ldflags "$(LDFLAGS)" -o bin/ ./cmd/...
 
+# run builds, then runs the binary as make's own child: Ctrl-C reaches it
+# directly, and make reports its exit status (go run would exit 1 on the
+# interrupt however the program ended).
 .PHONY: run
 run:
-	$(GO) run -ldflags "$(LDFLAGS)" ./cmd/bee-bps dev --info-file bps-dev.json
+	$(GO) build -trimpath -ldflags "$(LDFLAGS)" -o bin/bee-bps ./cmd/bee-bps
+	bin/bee-bps dev --info-file bps-dev.json $(RUN_ARGS)
 
 .PHONY: demo
 demo:

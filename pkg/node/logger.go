@@ -5,9 +5,11 @@
 package node
 
 import (
+	"bytes"
 	"errors"
 	"fmt"
 	"io"
+	"regexp"
 	"strings"
 
 	"github.com/ethersphere/bee/v2/pkg/log"
@@ -51,12 +53,42 @@ func NewLogger(verbosity string, sink io.Writer, name string) (log.Logger, error
 	log.ModifyDefaults(log.WithTimestamp(), log.WithLogMetrics())
 	if level == log.VerbosityNone {
 		sink = io.Discard
+	} else {
+		sink = &quietCancel{w: sink, debug: level >= log.VerbosityDebug}
 	}
 	l := log.NewLogger(beenode.LoggerName, log.WithSink(sink), log.WithVerbosity(level))
 	if name != "" {
 		return l.WithValues("node_name", name).Register(), nil
 	}
 	return l.Register(), nil
+}
+
+// quietCancel is the sink of a node's logger. bee logs at error level work
+// that its own shutdown cancels: v2.8.1's storer, waiting for a network
+// storage radius that a small private network never reports, logs "reserve
+// worker initial radius" "context canceled" on every stop of a full node.
+// An operator has nothing to act on there, so an error line whose error
+// ends in "context canceled" is written at debug level instead (dropped
+// below debug verbosity). bee writes each line with one Write.
+type quietCancel struct {
+	w     io.Writer
+	debug bool // debug lines are written
+}
+
+var (
+	levelError = []byte(`"level"="error"`)
+	levelDebug = []byte(`"level"="debug"`) // as long as levelError
+	canceled   = regexp.MustCompile(`"error"="[^"]*context canceled"`)
+)
+
+func (q *quietCancel) Write(p []byte) (int, error) {
+	if !bytes.Contains(p, levelError) || !canceled.Match(p) {
+		return q.w.Write(p)
+	}
+	if !q.debug {
+		return len(p), nil
+	}
+	return q.w.Write(bytes.Replace(p, levelError, levelDebug, 1))
 }
 
 // errNoLogMetrics explains the panic checkLogMetrics prevents.

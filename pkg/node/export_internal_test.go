@@ -26,3 +26,9 @@ func ServeFrontWith(ln net.Listener, bee, pubsub http.Handler, t FrontTimeouts) 
 	f.serve(bee, pubsub)
 	return f.shutdown
 }
+
+// Versions is the bee and bee API version a node reports.
+var Versions = versions
+
+// BeeAPIVersions are the bee API versions per bee release.
+var BeeAPIVersions = beeAPIVersions
