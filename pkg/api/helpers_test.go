@@ -50,7 +50,8 @@ type tnode struct {
 	api  *api.Server
 	srv  *httptest.Server
 	ln   *gateListener
-	addr string // the multiaddr the fake connector maps to this node
+	conn *fakeConnector // nil for the broker
+	addr string         // the multiaddr the fake connector maps to this node
 }
 
 // fakeConnector is one node's dialler: it maps a broker's multiaddr to its
@@ -59,18 +60,22 @@ type tnode struct {
 // remember the overlay.
 type fakeConnector struct {
 	peers map[string]swarm.Address // shared by the cluster, written before use
+	errs  map[string]error         // what bee answers a dial of the multiaddr, written before use
 	mu    sync.Mutex
 	seen  map[string]bool
 }
 
 func newFakeConnector(peers map[string]swarm.Address) *fakeConnector {
-	return &fakeConnector{peers: peers, seen: make(map[string]bool)}
+	return &fakeConnector{peers: peers, errs: make(map[string]error), seen: make(map[string]bool)}
 }
 
 func (f *fakeConnector) Connect(_ context.Context, addrs []ma.Multiaddr) (*bzz.Address, error) {
 	f.mu.Lock()
 	defer f.mu.Unlock()
 	a := addrs[0].String()
+	if err, ok := f.errs[a]; ok {
+		return nil, err
+	}
 	o, ok := f.peers[a]
 	if !ok {
 		return nil, fmt.Errorf("no route to %s", a)
@@ -105,6 +110,22 @@ type cluster struct {
 
 func newCluster(t *testing.T, n int, o api.Options) *cluster {
 	t.Helper()
+	return newClusterWith(t, n, o, bps.Options{}, bps.Options{})
+}
+
+// testBackoff is the clients' backoff unless a test sets its own.
+var testBackoff = bps.Options{BackoffMin: time.Millisecond, BackoffMax: 2 * time.Millisecond}
+
+// newClusterWith is newCluster with the broker's and the clients' BPS
+// options (zero: the defaults, with testBackoff for the clients).
+func newClusterWith(t *testing.T, n int, o api.Options, brokerOpts, clientOpts bps.Options) *cluster {
+	t.Helper()
+	if clientOpts.BackoffMin == 0 {
+		clientOpts.BackoffMin, clientOpts.BackoffMax = testBackoff.BackoffMin, testBackoff.BackoffMax
+	}
+	if brokerOpts.BackoffMin == 0 {
+		brokerOpts.BackoffMin, brokerOpts.BackoffMax = testBackoff.BackoffMin, testBackoff.BackoffMax
+	}
 	net := streamtest.New()
 	t.Cleanup(func() {
 		if err := net.Close(); err != nil {
@@ -112,11 +133,11 @@ func newCluster(t *testing.T, n int, o api.Options) *cluster {
 		}
 	})
 	c := &cluster{net: net}
-	c.broker = newNode(t, net, nil, api.Options{})
+	c.broker = newNodeWith(t, net, nil, api.Options{}, brokerOpts)
 	c.broker.addr = peerMultiaddr(t)
 	peers := map[string]swarm.Address{c.broker.addr: c.broker.Overlay()}
 	for range n {
-		nd := newNode(t, net, newFakeConnector(peers), o)
+		nd := newNodeWith(t, net, newFakeConnector(peers), o, clientOpts)
 		if err := net.Connect(nd.Node, c.broker.Node); err != nil {
 			t.Fatal(err)
 		}
@@ -125,11 +146,12 @@ func newCluster(t *testing.T, n int, o api.Options) *cluster {
 	return c
 }
 
-// newNode adds a node; conn nil: its bridge takes overlays only.
-func newNode(t *testing.T, net *streamtest.Network, conn *fakeConnector, o api.Options) *tnode {
+// newNodeWith adds a node with BPS options bo; conn nil: its bridge takes
+// overlays only.
+func newNodeWith(t *testing.T, net *streamtest.Network, conn *fakeConnector, o api.Options, bo bps.Options) *tnode {
 	t.Helper()
 	nd := net.NewNode()
-	svc, err := bps.New(nd, nd.Overlay(), bps.Options{BackoffMin: time.Millisecond, BackoffMax: 2 * time.Millisecond})
+	svc, err := bps.New(nd, nd.Overlay(), bo)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -159,7 +181,7 @@ func newNode(t *testing.T, net *streamtest.Network, conn *fakeConnector, o api.O
 	hs.Listener = ln
 	hs.Start()
 	t.Cleanup(hs.Close)
-	return &tnode{Node: nd, svc: svc, api: srv, srv: hs, ln: ln}
+	return &tnode{Node: nd, svc: svc, api: srv, srv: hs, ln: ln, conn: conn}
 }
 
 // gateListener records the connections it accepts, by remote address, so a

@@ -9,18 +9,21 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"net/http"
 	"sync"
 	"sync/atomic"
 	"time"
 
+	"github.com/ethersphere/bee/v2/pkg/p2p"
 	"github.com/ethersphere/bee/v2/pkg/swarm"
 	"github.com/ethersphere/bps/pkg/bps"
 	"github.com/gorilla/websocket"
 )
 
 // backoffError: the node may not join this cohort at that broker before
-// until (the mandatory backoff after FULL, REJECTED or a reset); cause is the
-// broker's answer that imposed it, if this join got one.
+// until (the mandatory backoff after FULL, REJECTED or a reset); cause is why
+// the attempt that imposed it failed — the broker's answer, a reset, a
+// connection that failed — if known.
 type backoffError struct {
 	until time.Time
 	cause error
@@ -42,6 +45,16 @@ func (s *Server) joinErr(broker swarm.Address, sp *bps.Spec, err error) error {
 		return &backoffError{until: s.svc.BackoffUntil(broker, sp), cause: err}
 	}
 	return err
+}
+
+// backingOff reports the backoff the node is in for sp at broker, if any,
+// with the reason the last attempt failed.
+func (s *Server) backingOff(broker swarm.Address, sp *bps.Spec) *backoffError {
+	until, reason := s.svc.Backoff(broker, sp)
+	if time.Until(until) <= 0 {
+		return nil
+	}
+	return &backoffError{until: until, cause: reason}
 }
 
 // hub is the one subscriber stream that every session on this node
@@ -113,8 +126,8 @@ func (s *Server) acquireHub(ctx context.Context, r *room) (*hub, error) {
 // openHub joins the broker as a subscriber and starts the hub's goroutine.
 func (s *Server) openHub(ctx context.Context, h *hub) {
 	defer close(h.ready)
-	if until := s.svc.BackoffUntil(h.broker, h.spec); time.Until(until) > 0 {
-		h.err = &backoffError{until: until}
+	if be := s.backingOff(h.broker, h.spec); be != nil {
+		h.err = be
 		s.dropHub(h)
 		return
 	}
@@ -268,6 +281,7 @@ type pubStream struct {
 	claims  bool
 	receive bool
 	ready   chan struct{}
+	joined  chan struct{} // closed once the broker took the Join (then the claim)
 	err     error
 	p       *bps.Publisher
 	stop    chan struct{}
@@ -292,24 +306,10 @@ type pubStream struct {
 // opening it if there is none — a dApp of its sessions signs the claim,
 // opener's first; the caller releases it with releasePub.
 func (s *Server) acquirePub(ctx context.Context, r *room, p *plan, opener *session) (*pubStream, error) {
-	key := r.key + string(p.addr)
-	s.mu.Lock()
-	if s.closed {
-		s.mu.Unlock()
-		return nil, ErrServerClosed
+	e, creator, err := s.refPub(r, p, opener)
+	if err != nil {
+		return nil, err
 	}
-	e := s.pubs[key]
-	creator := e == nil
-	if creator {
-		e = &pubStream{s: s, key: key, broker: r.broker, spec: r.spec, room: r, addr: p.addr, index: p.index,
-			claims: p.claims(), receive: !p.echoes(), opener: opener,
-			ready: make(chan struct{}), stop: make(chan struct{}), wake: make(chan struct{}, 1),
-			sessions: make(map[*session]struct{})}
-		s.pubs[key] = e
-	}
-	e.refs++
-	s.mu.Unlock()
-
 	if creator {
 		s.openPub(ctx, e)
 	}
@@ -326,10 +326,67 @@ func (s *Server) acquirePub(ctx context.Context, r *room, p *plan, opener *sessi
 	return e, nil
 }
 
+// startPub is acquirePub for a session not upgraded yet, whose dApp signs
+// the claim only once it is: it returns as soon as the broker has taken the
+// Join, while the claim may still be pending, so that the broker's refusal
+// is an HTTP status. The stream is opened on a goroutine the Server owns;
+// the caller waits for ready before using it, and releases it.
+func (s *Server) startPub(ctx context.Context, r *room, p *plan, opener *session) (*pubStream, error) {
+	e, creator, err := s.refPub(r, p, opener)
+	if err != nil {
+		return nil, err
+	}
+	if creator {
+		octx, cancel := context.WithTimeout(s.ctx, s.opts.JoinTimeout+2*s.opts.ClaimTimeout)
+		if !s.goOwned(func() { defer cancel(); s.openPub(octx, e) }) {
+			cancel()
+			e.err = ErrServerClosed
+			s.dropPub(e)
+			close(e.ready)
+		}
+	}
+	select {
+	case <-e.joined:
+		return e, nil
+	case <-e.ready:
+	case <-ctx.Done():
+		s.releasePub(e)
+		return nil, ctx.Err()
+	}
+	if e.err != nil {
+		s.releasePub(e)
+		return nil, e.err
+	}
+	return e, nil
+}
+
+// refPub takes a reference to the publisher stream of (broker, cohort,
+// p.addr), making one if there is none (creator: the caller opens it).
+func (s *Server) refPub(r *room, p *plan, opener *session) (e *pubStream, creator bool, _ error) {
+	key := r.key + string(p.addr)
+	s.mu.Lock()
+	if s.closed {
+		s.mu.Unlock()
+		return nil, false, ErrServerClosed
+	}
+	e = s.pubs[key]
+	creator = e == nil
+	if creator {
+		e = &pubStream{s: s, key: key, broker: r.broker, spec: r.spec, room: r, addr: p.addr, index: p.index,
+			claims: p.claims(), receive: !p.echoes(), opener: opener,
+			ready: make(chan struct{}), joined: make(chan struct{}), stop: make(chan struct{}), wake: make(chan struct{}, 1),
+			sessions: make(map[*session]struct{})}
+		s.pubs[key] = e
+	}
+	e.refs++
+	s.mu.Unlock()
+	return e, creator, nil
+}
+
 func (s *Server) openPub(ctx context.Context, e *pubStream) {
 	defer close(e.ready)
-	if until := s.svc.BackoffUntil(e.broker, e.spec); time.Until(until) > 0 {
-		e.err = &backoffError{until: until}
+	if be := s.backingOff(e.broker, e.spec); be != nil {
+		e.err = be
 		s.dropPub(e)
 		return
 	}
@@ -337,7 +394,8 @@ func (s *Server) openPub(ctx context.Context, e *pubStream) {
 	if e.claims {
 		sign = e.sign
 	}
-	p, err := s.svc.Publish(ctx, e.broker, e.spec, bps.PublishOptions{Addr: e.addr, Sign: sign, Index: e.index, Receive: e.receive})
+	joined := func() { close(e.joined) }
+	p, err := s.svc.Publish(ctx, e.broker, e.spec, bps.PublishOptions{Addr: e.addr, Sign: sign, Index: e.index, Receive: e.receive, Joined: joined})
 	if err != nil {
 		e.err = s.joinErr(e.broker, e.spec, err)
 		s.dropPub(e)
@@ -562,20 +620,54 @@ func (e *pubStream) closeAll(code int, reason string) {
 	}
 }
 
-// joinStatus maps a failure to reach or join a broker to an HTTP status.
+// joinStatus maps a failure to reach or join a broker to an HTTP status
+// and a reason that says which: the broker's answer (FULL, REJECTED), the
+// node's backoff with the failure that imposed it, or why the connection or
+// the stream could not be had — bee refusing to dial (a light node, a
+// blocklisted peer, its own dial backoff), the broker dropping the
+// connection (its topology full, or this node blocklisted there), a peer
+// that does not speak BPS.
 func joinStatus(err error) (int, string) {
-	var be *backoffError
+	var (
+		be  *backoffError
+		cbe *p2p.ConnectionBackoffError
+		ise *p2p.IncompatibleStreamError
+		ce  *connectError
+	)
 	switch {
-	case errors.As(err, &be), errors.Is(err, bps.ErrFull):
-		return 503, "broker unavailable: " + err.Error()
+	case errors.As(err, &be):
+		msg := "broker unavailable: this node backs off from joining this cohort at the broker until " + be.until.UTC().Format(time.RFC3339)
+		if be.cause != nil {
+			_, why := joinStatus(be.cause)
+			msg += "; the last attempt: " + why
+		}
+		return http.StatusServiceUnavailable, msg
+	case errors.Is(err, bps.ErrFull):
+		return http.StatusServiceUnavailable, "the broker is full: it takes no more streams in this cohort, or no more cohorts from this node: " + err.Error()
 	case errors.Is(err, bps.ErrRejected):
-		return 400, "the broker rejected the cohort spec"
+		return http.StatusBadRequest, "the broker rejected the cohort spec"
 	case errors.Is(err, ErrServerClosed), errors.Is(err, bps.ErrClosed):
-		return 503, "node shutting down"
+		return http.StatusServiceUnavailable, "node shutting down"
 	case errors.Is(err, context.DeadlineExceeded):
-		return 504, "broker did not answer in time"
+		return http.StatusGatewayTimeout, "broker did not answer in time"
+	case errors.Is(err, p2p.ErrDialLightNode):
+		return http.StatusBadRequest, "peer is a light node: a broker is a full node"
+	case errors.Is(err, p2p.ErrUnsupportedAddresses):
+		return http.StatusBadRequest, "peer: this node cannot dial that multiaddr (no supported address)"
+	case errors.Is(err, errUnknownOverlay):
+		return http.StatusBadRequest, err.Error()
+	case errors.Is(err, p2p.ErrPeerBlocklisted):
+		return http.StatusServiceUnavailable, "this node blocklists the broker for now (it misbehaved, or failed the transport check): " + err.Error()
+	case errors.As(err, &cbe):
+		return http.StatusServiceUnavailable, "this node backs off from dialling the broker after failed dials: " + err.Error()
+	case errors.As(err, &ise):
+		return http.StatusBadGateway, "the peer does not speak BPS: not a broker: " + err.Error()
+	case errors.Is(err, p2p.ErrPeerNotFound) && errors.As(err, &ce):
+		return http.StatusServiceUnavailable, "the broker dropped the connection — its topology takes no more peers like this node, or it blocklists this node: " + err.Error()
+	case errors.Is(err, p2p.ErrPeerNotFound):
+		return http.StatusNotFound, "this node is not connected to the broker: give its multiaddr as peer, and the node dials it"
 	default:
-		return 502, "cannot reach or join the broker: " + err.Error()
+		return http.StatusBadGateway, "cannot reach or join the broker: " + err.Error()
 	}
 }
 

@@ -20,6 +20,13 @@ import (
 // the message of bee's error body.
 func refusal(t *testing.T, n *tnode, topic string, q url.Values, h http.Header) (int, string) {
 	t.Helper()
+	code, msg, _ := refuse(t, n, topic, q, h)
+	return code, msg
+}
+
+// refuse is refusal, with the response's headers.
+func refuse(t *testing.T, n *tnode, topic string, q url.Values, h http.Header) (int, string, http.Header) {
+	t.Helper()
 	ws, resp, err := websocket.DefaultDialer.Dial(wsURL(n, topic, q), h)
 	if err == nil {
 		_ = ws.Close()
@@ -44,7 +51,7 @@ func refusal(t *testing.T, n *tnode, topic string, q url.Values, h http.Header) 
 	for _, r := range body.Reasons {
 		msg += "; " + r.Field + ": " + r.Error
 	}
-	return resp.StatusCode, msg
+	return resp.StatusCode, msg, resp.Header
 }
 
 // from is the header that makes the request come from client behind a

@@ -103,9 +103,15 @@ func (r *peerResolver) resolve(ctx context.Context, ref peerRef) (swarm.Address,
 		}
 		return swarm.ZeroAddress, errUnknownOverlay
 	default:
-		return swarm.ZeroAddress, err
+		return swarm.ZeroAddress, &connectError{err: err}
 	}
 }
+
+// connectError: bee's p2p service could not connect to the broker.
+type connectError struct{ err error }
+
+func (e *connectError) Error() string { return "connect to the broker: " + e.err.Error() }
+func (e *connectError) Unwrap() error { return e.err }
 
 // errUnknownOverlay: connected, but the overlay was never learnt.
 var errUnknownOverlay = errors.New("already connected to the broker, but its overlay is unknown here: give the overlay as peer")

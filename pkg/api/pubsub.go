@@ -17,6 +17,7 @@ import (
 
 	"github.com/ethersphere/bee/v2/pkg/jsonhttp"
 	"github.com/ethersphere/bee/v2/pkg/log"
+	"github.com/ethersphere/bee/v2/pkg/p2p"
 	"github.com/ethersphere/bee/v2/pkg/swarm"
 	"github.com/ethersphere/bps/pkg/bps/pb"
 	"github.com/gorilla/websocket"
@@ -108,9 +109,21 @@ func (s *Server) pubsubWsHandler(w http.ResponseWriter, r *http.Request) {
 	// once receives everything accepted after that.
 	ss := newSession(s, p, broker, rm, h, logger)
 	ss.client, entered = client, false // the session leaves the cohort (release)
+	if p.claims() && (p.spec.Closed || rm.rostered(p.addr)) {
+		// The stream opens at once (the admin, a closed cohort, an
+		// address the roster names): joined before the upgrade, so that
+		// a broker that cannot be joined is an HTTP status; the dApp signs
+		// the claim once upgraded.
+		if e, err = s.startPub(ctx, rm, p, ss); err != nil {
+			ss.close(websocket.CloseGoingAway, "join failed", nil)
+			ss.release(nil)
+			s.joinFailed(w, logger, err)
+			return
+		}
+	}
 	receive := true
 	switch {
-	case e != nil:
+	case e != nil && !p.claims():
 		ss.attachPub(e)
 	case !p.publish:
 		ss.ready("subscriber")
@@ -144,8 +157,12 @@ func (s *Server) joinFailed(w http.ResponseWriter, logger log.Logger, err error)
 	if code == http.StatusServiceUnavailable {
 		retry := s.opts.JoinTimeout
 		var be *backoffError
-		if errors.As(err, &be) && !be.until.IsZero() {
+		var cbe *p2p.ConnectionBackoffError
+		switch {
+		case errors.As(err, &be) && !be.until.IsZero():
 			retry = time.Until(be.until)
+		case errors.As(err, &cbe):
+			retry = time.Until(cbe.TryAfter())
 		}
 		w.Header().Set("Retry-After", strconv.Itoa(int(math.Ceil(max(retry, time.Second).Seconds()))))
 	}
@@ -155,7 +172,8 @@ func (s *Server) joinFailed(w http.ResponseWriter, logger log.Logger, err error)
 // run runs the upgraded session: registered, its reader and writer
 // started, and, where publishing takes a claim, its publisher state kept up
 // to date (negotiate) — until it ends. pre is the publisher stream opened
-// before the upgrade, if any.
+// before the upgrade, if any: where publishing takes a claim, joined, its
+// claim pending.
 func (ss *session) run(pre *pubStream) {
 	s := ss.s
 	defer s.unregister(ss)
@@ -167,7 +185,7 @@ func (ss *session) run(pre *pubStream) {
 
 	held := pre // the publisher stream this session holds a reference to
 	if ss.plan.claims() {
-		held = ss.negotiate()
+		held = ss.negotiate(pre)
 	}
 	<-ss.readerDone
 	<-ss.writerDone
@@ -232,8 +250,11 @@ const (
 // stream is a publisher stream (pubStream.taken) and the roster names addr;
 // a roster revoking addr makes it wait again — in an open cohort it lets
 // go of the stream, and claims anew on a later grant.
-func (ss *session) negotiate() *pubStream {
-	var e *pubStream
+func (ss *session) negotiate(pre *pubStream) *pubStream {
+	e := pre
+	if e != nil {
+		e = ss.attachOpened(e)
+	}
 	for {
 		e = ss.evaluate(e)
 		select {
@@ -242,6 +263,29 @@ func (ss *session) negotiate() *pubStream {
 			return e
 		}
 	}
+}
+
+// attachOpened waits for the publisher stream the session started before
+// its upgrade (startPub) to be open — its claim signed — and attaches the
+// session; it returns the stream it holds after.
+func (ss *session) attachOpened(e *pubStream) *pubStream {
+	select {
+	case <-e.ready:
+	case <-ss.quit:
+		return e
+	}
+	if e.err != nil {
+		ss.s.releasePub(e)
+		if errors.Is(e.err, errClaim) {
+			ss.s.metrics.ClaimsFailed.Inc()
+		}
+		ss.fail(closeStatus(e.err), "publish: "+e.err.Error())
+		return nil
+	}
+	if !e.add(ss) {
+		ss.fail(websocket.CloseGoingAway, "the broker ended the publisher stream")
+	}
+	return e
 }
 
 // evaluate looks at the session's publisher state once; e is the stream it

@@ -37,7 +37,12 @@ func feedQuery(peer string, k key) url.Values {
 // signature over the digest, after checking the request.
 func claim(t *testing.T, c *client, signer crypto.Signer, broker swarm.Address, index uint64) {
 	t.Helper()
-	req := c.control("claim-request")
+	answerClaim(t, c, c.control("claim-request"), signer, broker, index)
+}
+
+// answerClaim answers the claim-request req after checking it.
+func answerClaim(t *testing.T, c *client, req map[string]any, signer crypto.Signer, broker swarm.Address, index uint64) {
+	t.Helper()
 	challenge, err := hex.DecodeString(req["challenge"].(string))
 	if err != nil || len(challenge) != 32 {
 		t.Fatalf("challenge %v: %v", req["challenge"], err)

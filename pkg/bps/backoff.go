@@ -9,6 +9,8 @@ import (
 	"math/rand/v2"
 	"sync"
 	"time"
+
+	"github.com/ethersphere/bee/v2/pkg/swarm"
 )
 
 // maxBackoffEntries bounds the backoff table; expired entries are evicted first.
@@ -26,6 +28,8 @@ type backoffs struct {
 type backoffEntry struct {
 	attempts int
 	until    time.Time
+	reason   error // why the last attempt failed, if known
+	reasonOf int   // the attempt reason explains
 }
 
 func newBackoffs(min, max time.Duration) *backoffs {
@@ -90,6 +94,16 @@ func (b *backoffs) evict() {
 	delete(b.entries, oldest)
 }
 
+// explain records why the latest failure of key happened, once per failure:
+// what a later wait on the backoff says, not a timeout of that wait.
+func (b *backoffs) explain(key string, reason error) {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	if e := b.entries[key]; e != nil && e.reasonOf != e.attempts {
+		e.reason, e.reasonOf = reason, e.attempts
+	}
+}
+
 // wait blocks until key may join again, or ctx ends.
 func (b *backoffs) wait(ctx context.Context, key string) error {
 	b.mu.Lock()
@@ -113,10 +127,24 @@ func (b *backoffs) wait(ctx context.Context, key string) error {
 
 // until reports when key may join again (zero if now).
 func (b *backoffs) until(key string) time.Time {
+	until, _ := b.state(key)
+	return until
+}
+
+// state reports when key may join again (zero if now) and why the last
+// attempt failed (nil if unknown).
+func (b *backoffs) state(key string) (time.Time, error) {
 	b.mu.Lock()
 	defer b.mu.Unlock()
 	if e := b.entries[key]; e != nil {
-		return e.until
+		return e.until, e.reason
 	}
-	return time.Time{}
+	return time.Time{}, nil
+}
+
+// Backoff reports when this node may next join spec at broker (zero: now)
+// and why its last attempt there failed — the broker's answer, or how the
+// stream or the connection failed (nil if unknown).
+func (s *Service) Backoff(broker swarm.Address, sp *Spec) (time.Time, error) {
+	return s.backoff.state(broker.ByteString() + sp.key)
 }

@@ -113,6 +113,11 @@ func (s *Service) join(ctx context.Context, broker swarm.Address, sp *Spec, join
 		return nil, nil, nil, ErrClosed
 	}
 	key := broker.ByteString() + sp.key
+	defer func() {
+		if err != nil {
+			s.backoff.explain(key, err) // what the next backoff says
+		}
+	}()
 	if err := s.backoff.wait(ctx, key); err != nil {
 		return nil, nil, nil, fmt.Errorf("backoff: %w", err)
 	}
@@ -178,6 +183,7 @@ func (s *Service) streamEnded(broker swarm.Address, sp *Spec, started time.Time,
 		s.backoff.succeed(key)
 	}
 	s.backoff.fail(key)
+	s.backoff.explain(key, fmt.Errorf("the last stream to the broker ended: %w", err))
 }
 
 // BackoffUntil reports when this node may next join spec at broker (zero:
@@ -502,6 +508,12 @@ type PublishOptions struct {
 	// the caller must drain C, or the broker resets the stream when its
 	// queue fills.
 	Receive bool
+	// Joined, if set, is called once the broker has taken the Join (its
+	// Ack is OK), before the claim is signed; the claim is then always
+	// signed after the Ack, never sent in the Join with a challenge held —
+	// for a signer that should be asked only once the join is known to
+	// succeed (a dApp behind a WebSocket the node upgrades only then).
+	Joined func()
 }
 
 // Publisher is a claimed publisher stream to a broker.
@@ -587,7 +599,7 @@ func (s *Service) Publish(ctx context.Context, broker swarm.Address, sp *Spec, o
 	ckey := broker.ByteString() + sp.key + string(o.Addr)
 	join := &pb.Join{Cohort: sp.PB(), Addr: bytes.Clone(o.Addr)}
 	var held []byte
-	if sp.explicit() {
+	if sp.explicit() && o.Joined == nil {
 		held = s.challenges.get(ckey)
 	}
 	if held != nil {
@@ -604,6 +616,9 @@ func (s *Service) Publish(ctx context.Context, broker swarm.Address, sp *Spec, o
 	if len(ack.Challenge) != 32 {
 		_ = stream.Reset()
 		return nil, fmt.Errorf("bps: broker issued a %d-byte challenge", len(ack.Challenge))
+	}
+	if o.Joined != nil {
+		o.Joined()
 	}
 	if sp.explicit() && (held == nil || !bytes.Equal(held, ack.Challenge)) {
 		s.challenges.put(ckey, ack.Challenge)
