@@ -6,7 +6,9 @@ package main
 
 import (
 	"errors"
+	"fmt"
 	"net/http"
+	"time"
 
 	"github.com/ethersphere/bee/v2/pkg/log"
 	"github.com/ethersphere/bee/v2/pkg/p2p"
@@ -50,8 +52,18 @@ func setBPSFlags(f *pflag.FlagSet, withEnable bool) {
 	f.Duration(optionNameBPSClaimDeadline, bps.DefaultClaimDeadline, "BPS: time an unclaimed publisher seat is held")
 }
 
-func bpsOptions(v *viper.Viper) bps.Options {
-	return bps.Options{
+// The bounds bee-bps accepts for the bps-* options. The upper ones keep a
+// typo from allocating gigabytes (a stream's queue is allocated whole).
+const (
+	maxBPSCount    = 1 << 16 // streams per cohort, cohorts per peer, queue length
+	maxBPSCohorts  = 1 << 20
+	minBPSDuration = time.Second
+)
+
+// bpsOptions reads the bps-* options and checks each, naming the option
+// that is out of range: they are all checked before any node starts.
+func bpsOptions(v *viper.Viper) (bps.Options, error) {
+	o := bps.Options{
 		MaxStreamsPerCohort: v.GetInt(optionNameBPSMaxStreamsPerCohort),
 		MaxCohorts:          v.GetInt(optionNameBPSMaxCohorts),
 		MaxCohortsPerPeer:   v.GetInt(optionNameBPSMaxCohortsPerPeer),
@@ -59,6 +71,32 @@ func bpsOptions(v *viper.Viper) bps.Options {
 		Inactivity:          v.GetDuration(optionNameBPSInactivity),
 		ClaimDeadline:       v.GetDuration(optionNameBPSClaimDeadline),
 	}
+	var errs []error
+	for _, c := range []struct {
+		name     string
+		v, limit int
+	}{
+		{optionNameBPSMaxStreamsPerCohort, o.MaxStreamsPerCohort, maxBPSCount},
+		{optionNameBPSMaxCohorts, o.MaxCohorts, maxBPSCohorts},
+		{optionNameBPSMaxCohortsPerPeer, o.MaxCohortsPerPeer, maxBPSCount},
+		{optionNameBPSQueueLen, o.QueueLen, maxBPSCount},
+	} {
+		if c.v < 1 || c.v > c.limit {
+			errs = append(errs, fmt.Errorf("--%s %d: must be between 1 and %d", c.name, c.v, c.limit))
+		}
+	}
+	for _, c := range []struct {
+		name string
+		v    time.Duration
+	}{
+		{optionNameBPSInactivity, o.Inactivity},
+		{optionNameBPSClaimDeadline, o.ClaimDeadline},
+	} {
+		if c.v < minBPSDuration {
+			errs = append(errs, fmt.Errorf("--%s %s: must be at least %s", c.name, c.v, minBPSDuration))
+		}
+	}
+	return o, errors.Join(errs...)
 }
 
 // bpsPlugin attaches a bps.Service with options o to a node.

@@ -120,8 +120,9 @@ func (c *command) initVersionCmd() {
 	c.root.AddCommand(&cobra.Command{
 		Use:   "version",
 		Short: "Print the bee version bee-bps is built on",
+		Args:  cobra.NoArgs,
 		Run: func(cmd *cobra.Command, _ []string) {
-			cmd.Println(bee.Version)
+			fmt.Fprintln(cmd.OutOrStdout(), bee.Version)
 		},
 	})
 }

@@ -17,6 +17,7 @@ import (
 	"os/signal"
 	"path/filepath"
 	"strconv"
+	"strings"
 	"sync"
 	"syscall"
 	"time"
@@ -39,14 +40,26 @@ const (
 	devNetworkID = 0x6270
 	// devConnectTimeout bounds the wait for every node to reach the broker.
 	devConnectTimeout = 30 * time.Second
+	// maxDevNodes bounds --nodes: each is a whole bee node in this process.
+	maxDevNodes = 64
 )
 
 // devCluster is what the dev command prints and writes to --info-file. The
-// first node is the broker.
+// first node is the broker. NetworkID and Chain are what another node needs
+// to join the cluster (bee-bps start, or a stock bee: see join).
 type devCluster struct {
-	Nodes []devNode `json:"nodes"`
+	Nodes     []devNode `json:"nodes"`
+	NetworkID uint64    `json:"networkId"`
+	Chain     devChain  `json:"chain"`
 
 	dataDir string // removed at exit
+}
+
+// devChain is the development chain's endpoint.
+type devChain struct {
+	RPC       string `json:"rpc"`       // bee's blockchain-rpc-endpoint
+	ChainID   int64  `json:"chainId"`   // what the endpoint reports
+	BlockTime uint64 `json:"blockTime"` // seconds, bee's block-time
 }
 
 type devNode struct {
@@ -54,6 +67,22 @@ type devNode struct {
 	API       string   `json:"api"`
 	Overlay   string   `json:"overlay"`
 	Underlays []string `json:"underlays"`
+}
+
+// join is the bee-bps start command line (bee's options: a stock bee start
+// takes the same) for one more node that joins c through its broker, with
+// keys and state in memory, its API on apiAddr.
+func (c devCluster) join(apiAddr string) []string {
+	args := []string{"start", "--bps-enable",
+		"--mainnet=false", "--" + optionNameNetworkID, strconv.FormatUint(c.NetworkID, 10),
+		"--" + optionNameBlockchainRPCEndpoint, c.Chain.RPC, "--" + optionNameBlockTime, strconv.FormatUint(c.Chain.BlockTime, 10),
+		"--" + optionNameSwapEnable + "=false", "--" + optionNameChequebookEnable + "=false", "--" + optionNameStorageIncentivesEnable + "=false",
+		"--" + optionNameDataDir, "", "--" + optionNameAPIAddr, apiAddr, "--" + optionNameP2PAddr, "127.0.0.1:0",
+	}
+	if len(c.Nodes) > 0 && len(c.Nodes[0].Underlays) > 0 {
+		args = append(args, "--"+optionNameBootnodes, c.Nodes[0].Underlays[0])
+	}
+	return args
 }
 
 func (c *command) initDevCmd() {
@@ -87,10 +116,11 @@ or SIGTERM stops everything.`,
 }
 
 func (c *command) runDev(cmd *cobra.Command) (err error) {
+	// Every option is checked before anything starts.
 	v := c.config
 	count := v.GetInt(optionNameDevNodes)
-	if count < 1 {
-		return fmt.Errorf("--%s must be at least 1", optionNameDevNodes)
+	if count < 1 || count > maxDevNodes {
+		return fmt.Errorf("--%s %d: must be between 1 and %d", optionNameDevNodes, count, maxDevNodes)
 	}
 	blockTime := time.Duration(v.GetUint64(optionNameBlockTime)) * time.Second
 	if blockTime <= 0 {
@@ -98,7 +128,20 @@ func (c *command) runDev(cmd *cobra.Command) (err error) {
 	}
 	verbosity := v.GetString(optionNameVerbosity)
 	if _, err := node.ParseVerbosity(verbosity); err != nil {
+		return fmt.Errorf("--%s: %w", optionNameVerbosity, err)
+	}
+	bpsOpts, err := bpsOptions(v)
+	if err != nil {
 		return err
+	}
+	infoFile := v.GetString(optionNameDevInfoFile)
+	if err := checkInfoFile(infoFile); err != nil {
+		return err
+	}
+	for i := range count {
+		if _, err := devAPIAddr(v.GetString(optionNameAPIAddr), i); err != nil {
+			return err
+		}
 	}
 	out := cmd.OutOrStdout()
 
@@ -137,9 +180,13 @@ func (c *command) runDev(cmd *cobra.Command) (err error) {
 		return err
 	}
 
-	cluster := devCluster{dataDir: dataDir}
+	cluster := devCluster{
+		NetworkID: v.GetUint64(optionNameNetworkID),
+		Chain:     devChain{RPC: chain.URL(), ChainID: chain.ChainID(), BlockTime: uint64(chain.BlockTime() / time.Second)},
+		dataDir:   dataDir,
+	}
 	watch := newPeerWatch()
-	plugin := bpsPlugin(bpsOptions(v))
+	plugin := bpsPlugin(bpsOpts)
 	var broker *node.Node
 	var bootnodes []string
 	for i := range count {
@@ -153,7 +200,7 @@ func (c *command) runDev(cmd *cobra.Command) (err error) {
 		cfg.Password = password
 		cfg.APIAddr = "127.0.0.1:0"
 		cfg.P2PAddr = "127.0.0.1:0"
-		cfg.NetworkID = v.GetUint64(optionNameNetworkID)
+		cfg.NetworkID = cluster.NetworkID
 		cfg.Bootnodes = bootnodes
 		cfg.FullNode = i == 0 || v.GetBool(optionNameFullNode)
 		cfg.AllowPrivateCIDRs = true
@@ -213,13 +260,14 @@ func (c *command) runDev(cmd *cobra.Command) (err error) {
 	for _, info := range cluster.Nodes {
 		printDevNode(out, info)
 	}
-	if path := v.GetString(optionNameDevInfoFile); path != "" {
-		if err := writeJSON(path, cluster); err != nil {
+	if infoFile != "" {
+		if err := writeJSON(infoFile, cluster); err != nil {
 			return err
 		}
-		cleanup = append(cleanup, func() error { return os.Remove(path) })
-		fmt.Fprintf(out, "node addresses written to %s\n", path)
+		cleanup = append(cleanup, func() error { return os.Remove(infoFile) })
+		fmt.Fprintf(out, "node addresses, chain and network id written to %s\n", infoFile)
 	}
+	fmt.Fprintf(out, "another node joins with\n  bee-bps %s\n", shellJoin(cluster.join("127.0.0.1:1643")))
 	fmt.Fprintln(out, "dev cluster running; Ctrl-C to stop")
 	if c.devReady != nil {
 		c.devReady(cluster)
@@ -254,27 +302,82 @@ func printDevNode(w io.Writer, n devNode) {
 	}
 }
 
+// shellJoin joins args for a POSIX shell, quoting the empty ones and those
+// with characters the shell would read.
+func shellJoin(args []string) string {
+	q := make([]string, len(args))
+	for i, a := range args {
+		if a == "" || strings.ContainsAny(a, " \t\n\"'\\$`|&;<>()*?[]#~!{}") {
+			a = "'" + strings.ReplaceAll(a, "'", `'\''`) + "'"
+		}
+		q[i] = a
+	}
+	return strings.Join(q, " ")
+}
+
+// checkInfoFile reports, before any node starts, whether path ("" is none)
+// can be written: its directory exists and is one.
+func checkInfoFile(path string) error {
+	if path == "" {
+		return nil
+	}
+	if fi, err := os.Stat(path); err == nil && fi.IsDir() {
+		return fmt.Errorf("--%s %s: is a directory", optionNameDevInfoFile, path)
+	}
+	dir := filepath.Dir(path)
+	fi, err := os.Stat(dir)
+	switch {
+	case errors.Is(err, os.ErrNotExist):
+		return fmt.Errorf("--%s %s: directory %s does not exist", optionNameDevInfoFile, path, dir)
+	case err != nil:
+		return fmt.Errorf("--%s %s: %w", optionNameDevInfoFile, path, pathErr(err))
+	case !fi.IsDir():
+		return fmt.Errorf("--%s %s: %s is not a directory", optionNameDevInfoFile, path, dir)
+	}
+	return nil
+}
+
 // writeJSON writes v to path through a temporary file in the same
-// directory, so a reader never sees half a file.
+// directory, so a reader never sees half a file. Errors name path, never
+// the temporary file.
 func writeJSON(path string, v any) error {
 	b, err := json.MarshalIndent(v, "", "  ")
 	if err != nil {
 		return err
 	}
-	tmp, err := os.CreateTemp(filepath.Dir(path), filepath.Base(path)+".*")
+	return writeAtomic(path, append(b, '\n'), 0o644)
+}
+
+// writeAtomic writes b to path through a temporary file in the same
+// directory and a rename. Errors name path, never the temporary file.
+func writeAtomic(path string, b []byte, perm os.FileMode) error {
+	tmp, err := os.CreateTemp(filepath.Dir(path), "."+filepath.Base(path)+".*")
 	if err != nil {
-		return err
+		return fmt.Errorf("write %s: %w", path, pathErr(err))
 	}
-	_, err = tmp.Write(append(b, '\n'))
-	err = errors.Join(err, tmp.Close())
+	_, err = tmp.Write(b)
+	err = errors.Join(err, tmp.Chmod(perm), tmp.Close())
 	if err == nil {
 		err = os.Rename(tmp.Name(), path)
 	}
 	if err != nil {
 		_ = os.Remove(tmp.Name())
-		return fmt.Errorf("info file: %w", err)
+		return fmt.Errorf("write %s: %w", path, pathErr(err))
 	}
 	return nil
+}
+
+// pathErr is err without the path an *os.PathError or *os.LinkError carries.
+func pathErr(err error) error {
+	var pe *os.PathError
+	if errors.As(err, &pe) {
+		return pe.Err
+	}
+	var le *os.LinkError
+	if errors.As(err, &le) {
+		return le.Err
+	}
+	return err
 }
 
 func randomPassword() (string, error) {

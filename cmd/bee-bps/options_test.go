@@ -40,7 +40,11 @@ func parseStart(t *testing.T, args ...string) (node.Config, bps.Options, bool, e
 		return node.Config{}, bps.Options{}, false, err
 	}
 	cfg, err := nodeConfig(c.config)
-	return cfg, bpsOptions(c.config), c.config.GetBool(optionNameBPSEnable), err
+	if err != nil {
+		return cfg, bps.Options{}, false, err
+	}
+	o, err := bpsOptions(c.config)
+	return cfg, o, c.config.GetBool(optionNameBPSEnable), err
 }
 
 func writeFile(t *testing.T, name, content string) string {

@@ -5,11 +5,12 @@
 package main
 
 import (
-	"bufio"
+	"bytes"
 	"encoding/hex"
 	"encoding/json"
 	"errors"
 	"fmt"
+	"math/big"
 	"os"
 	"os/signal"
 	"strings"
@@ -33,10 +34,10 @@ func (f *clientFlags) register(cmd *cobra.Command) {
 	fl := cmd.Flags()
 	fl.StringVar(&f.api, "api", "http://127.0.0.1:1633", "the node's API URL")
 	fl.StringVar(&f.peer, "peer", "", "the broker: its underlay multiaddr (with /p2p/) or overlay hex")
-	fl.StringVar(&f.cluster, "cluster", "", "a `bee-bps dev --info-file` file: the broker is its first node, the API that of --node")
-	fl.IntVar(&f.node, "node", 1, "with --cluster: which node's API to use (0 is the broker, which cannot join its own cohorts)")
-	fl.StringVar(&f.topic, "topic", "", "feed mode: the feed topic (64 hex characters, or a name hashed with keccak256); GSOC mode: the SOC address, or leave empty with --gsoc-id and --gsoc-owner")
-	fl.StringVar(&f.admin, "admin", "", "feed mode (a live stream): the admin's address; absent: GSOC mode")
+	fl.StringVar(&f.cluster, "cluster", "", "the `file` bee-bps dev --info-file wrote: the broker is its first node, the API that of --node")
+	fl.IntVar(&f.node, "node", 1, "with --cluster: which node's API to use (1 or more; 0 is the broker, which cannot join its own cohorts)")
+	fl.StringVar(&f.topic, "topic", "", "feed mode: the feed topic (64 hex characters, or a name hashed with keccak256); GSOC mode: the SOC address (64 hex characters), or leave empty with --gsoc-id and --gsoc-owner")
+	fl.StringVar(&f.admin, "admin", "", "feed mode (a live stream): the admin's address; without it, GSOC mode")
 	fl.StringVar(&f.gsocID, "gsoc-id", "", "GSOC mode: the SOC id (hex, or a name hashed with keccak256)")
 	fl.StringVar(&f.gsocOwner, "gsoc-owner", "", "GSOC mode: the SOC owner's address (sub; pub uses its key's)")
 }
@@ -46,16 +47,25 @@ func (f *clientFlags) resolve(cmd *cobra.Command) error {
 	if f.cluster != "" {
 		b, err := os.ReadFile(f.cluster)
 		if err != nil {
-			return fmt.Errorf("--cluster: %w", err)
+			return fmt.Errorf("--cluster %s: %w", f.cluster, pathErr(err))
 		}
 		var c devCluster
 		if err := json.Unmarshal(b, &c); err != nil {
-			return fmt.Errorf("--cluster: %w", err)
+			return fmt.Errorf("--cluster %s: not a bee-bps dev --info-file file: %w", f.cluster, err)
 		}
-		if len(c.Nodes) == 0 || f.node < 0 || f.node >= len(c.Nodes) || len(c.Nodes[0].Underlays) == 0 {
-			return fmt.Errorf("--cluster: no node %d, or no broker underlay", f.node)
+		if len(c.Nodes) == 0 || len(c.Nodes[0].Underlays) == 0 {
+			return fmt.Errorf("--cluster %s: no broker (its first node) with an underlay", f.cluster)
 		}
 		if !cmd.Flags().Changed("api") {
+			last := len(c.Nodes) - 1
+			switch {
+			case last == 0:
+				return fmt.Errorf("--cluster %s has only the broker, which cannot join its own cohorts: run bee-bps dev with --nodes 2 or more", f.cluster)
+			case f.node == 0:
+				return fmt.Errorf("--node 0 is the broker, which cannot join its own cohorts: use %s", nodeRange(last))
+			case f.node < 0 || f.node > last:
+				return fmt.Errorf("--node %d: %s has no such node: use %s (0 is the broker)", f.node, f.cluster, nodeRange(last))
+			}
 			f.api = c.Nodes[f.node].API
 		}
 		if f.peer == "" {
@@ -68,26 +78,47 @@ func (f *clientFlags) resolve(cmd *cobra.Command) error {
 	return nil
 }
 
+// nodeRange names the nodes 1 to last.
+func nodeRange(last int) string {
+	if last == 1 {
+		return "--node 1"
+	}
+	return fmt.Sprintf("--node 1 to %d", last)
+}
+
 // hash32 reads 64 hex characters, or hashes anything else.
 func hash32(s string) ([]byte, error) {
-	if b, err := hex.DecodeString(strings.TrimPrefix(s, "0x")); err == nil && len(b) == 32 {
+	if b, ok := hex32(s); ok {
 		return b, nil
 	}
 	return crypto.LegacyKeccak256([]byte(s))
 }
 
+// hex32 reads 64 hex characters (0x optional).
+func hex32(s string) ([]byte, bool) {
+	b, err := hex.DecodeString(strings.TrimPrefix(s, "0x"))
+	return b, err == nil && len(b) == 32
+}
+
 func hexAddr(name, s string) ([]byte, error) {
 	b, err := hex.DecodeString(strings.TrimPrefix(s, "0x"))
 	if err != nil || len(b) != 20 {
-		return nil, fmt.Errorf("--%s: want a 20-byte hex address", name)
+		return nil, fmt.Errorf("--%s %s: want a 20-byte address, 40 hex characters", name, s)
 	}
 	return b, nil
 }
 
-// options builds the session options; owner is the GSOC owner where known.
-func (f *clientFlags) options(owner []byte) (o wsclient.Options, id []byte, err error) {
+// options builds the session options; owner is the GSOC owner where known
+// (pub: its key's address). The mode is feed with --admin, GSOC with
+// --gsoc-id, --gsoc-owner or a topic that is an SOC address; a topic name
+// without any of them is refused rather than guessed.
+func (f *clientFlags) options(owner []byte, publishing bool) (o wsclient.Options, id []byte, err error) {
 	o = wsclient.Options{API: f.api, Peer: f.peer}
+	gsocFlags := f.gsocID != "" || f.gsocOwner != ""
 	if f.admin != "" {
+		if gsocFlags {
+			return o, nil, errors.New("--gsoc-id and --gsoc-owner are GSOC mode's, --admin feed mode's: give one or the other")
+		}
 		o.Mode = wsclient.Feed
 		if o.Admin, err = hexAddr("admin", f.admin); err != nil {
 			return o, nil, err
@@ -98,21 +129,58 @@ func (f *clientFlags) options(owner []byte) (o wsclient.Options, id []byte, err 
 		o.Topic, err = hash32(f.topic)
 		return o, nil, err
 	}
+	socAddr, isAddr := hex32(f.topic)
+	if !gsocFlags && !isAddr {
+		what := "--topic " + f.topic + " without --admin"
+		if f.topic == "" {
+			what = "no --topic and no --admin"
+		}
+		return o, nil, fmt.Errorf("%s: for a live stream (feed mode) give --admin <the publisher's address, printed by bee-bps keygen>; for bee-js's GSOC mode give --gsoc-id and --gsoc-owner, or --topic as the SOC address (64 hex characters)", what)
+	}
 	o.Mode = wsclient.GSOC
 	if f.gsocID != "" {
 		if id, err = hash32(f.gsocID); err != nil {
 			return o, nil, err
 		}
 	}
-	if f.topic != "" {
-		o.Topic, err = hash32(f.topic)
-		return o, id, err
+	if f.gsocOwner != "" {
+		if publishing {
+			return o, nil, errors.New("--gsoc-owner is sub's: pub publishes as its key's address")
+		}
+		if owner, err = hexAddr("gsoc-owner", f.gsocOwner); err != nil {
+			return o, nil, err
+		}
 	}
-	if id == nil || owner == nil {
-		return o, nil, errors.New("GSOC mode needs --topic (the SOC address) or --gsoc-id and the owner")
+	switch {
+	case f.topic != "" && !isAddr:
+		return o, nil, fmt.Errorf("--topic %s: in GSOC mode the topic is the SOC address, 64 hex characters (or leave it out and give --gsoc-id and --gsoc-owner)", f.topic)
+	case isAddr && id != nil && owner != nil:
+		want, err := wsclient.GSOCAddress(id, owner)
+		if err != nil {
+			return o, nil, err
+		}
+		if !bytes.Equal(want, socAddr) {
+			return o, nil, fmt.Errorf("--topic %x is not the SOC address of --gsoc-id and its owner (%x)", socAddr, want)
+		}
+		o.Topic = socAddr
+	case isAddr:
+		o.Topic = socAddr
+	case id == nil || owner == nil:
+		return o, nil, errors.New("GSOC mode needs --topic (the SOC address) or --gsoc-id and --gsoc-owner")
+	default:
+		if o.Topic, err = wsclient.GSOCAddress(id, owner); err != nil {
+			return o, nil, err
+		}
 	}
-	o.Topic, err = wsclient.GSOCAddress(id, owner)
-	return o, id, err
+	return o, id, nil
+}
+
+// sessionMode says which session o opens, for the user.
+func sessionMode(o wsclient.Options) string {
+	if o.Mode == wsclient.Feed {
+		return fmt.Sprintf("feed mode: topic %x, admin %x", o.Topic, o.Admin)
+	}
+	return fmt.Sprintf("GSOC mode (no --admin): SOC %x", o.Topic)
 }
 
 func (c *command) initSubCmd() {
@@ -122,36 +190,44 @@ func (c *command) initSubCmd() {
 	cmd := &cobra.Command{
 		Use:   "sub",
 		Short: "Subscribe to a cohort through a node's API and print what arrives",
+		Long: `Subscribe to a cohort through a node's API and print each message that
+arrives, on standard output; what the command does (connected, which
+mode) goes to standard error.`,
+		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
+			if count < 0 {
+				return fmt.Errorf("--count %d: want 0 (until interrupted) or more", count)
+			}
 			if err := f.resolve(cmd); err != nil {
 				return err
 			}
-			var owner []byte
-			if f.gsocOwner != "" {
-				var err error
-				if owner, err = hexAddr("gsoc-owner", f.gsocOwner); err != nil {
-					return err
-				}
-			}
-			o, _, err := f.options(owner)
+			o, _, err := f.options(nil, false)
 			if err != nil {
 				return err
 			}
+			var owner []byte
 			if o.Mode == wsclient.Feed {
 				o.Fields = "index,address,payload"
 				owner = o.Admin
 			} else {
 				o.Fields = "address,signature,span,payload"
+				if f.gsocOwner != "" {
+					owner, _ = hexAddr("gsoc-owner", f.gsocOwner)
+				}
 			}
 			ctx, stop := signal.NotifyContext(cmd.Context(), os.Interrupt, syscall.SIGTERM)
 			defer stop()
 			s, err := wsclient.Subscribe(ctx, o)
 			if err != nil {
+				if ctx.Err() != nil {
+					return nil
+				}
 				return err
 			}
 			defer func() { _ = s.Close() }()
+			fmt.Fprintf(cmd.ErrOrStderr(), "connected to %s through broker %s; %s; waiting for messages\n", o.API, o.Peer, sessionMode(o))
 			out := cmd.OutOrStdout()
-			for n := 0; count <= 0 || n < count; {
+			for n := 0; count == 0 || n < count; {
 				m, text, err := s.Next(ctx)
 				if err != nil {
 					if ctx.Err() != nil {
@@ -191,103 +267,47 @@ func (c *command) initSubCmd() {
 	c.root.AddCommand(cmd)
 }
 
-func (c *command) initPubCmd() {
-	var f clientFlags
-	var keyHex, keyFile string
-	var index uint64
-	cmd := &cobra.Command{
-		Use:   "pub [message ...]",
-		Short: "Publish through a node's API, signing locally; messages from the arguments, else one per line of stdin",
-		RunE: func(cmd *cobra.Command, args []string) error {
-			if err := f.resolve(cmd); err != nil {
-				return err
-			}
-			signer, err := loadSigner(keyHex, keyFile)
-			if err != nil {
-				return err
-			}
-			addr, err := signer.EthereumAddress()
-			if err != nil {
-				return err
-			}
-			o, id, err := f.options(addr.Bytes())
-			if err != nil {
-				return err
-			}
-			ctx, stop := signal.NotifyContext(cmd.Context(), os.Interrupt, syscall.SIGTERM)
-			defer stop()
-			var s *wsclient.Session
-			if o.Mode == wsclient.Feed {
-				if string(o.Admin) != string(addr.Bytes()) {
-					return fmt.Errorf("the key's address %x is not the admin %x", addr.Bytes(), o.Admin)
-				}
-				s, err = wsclient.PublishFeed(ctx, o, signer, index)
-			} else {
-				if id == nil {
-					return errors.New("GSOC mode needs --gsoc-id")
-				}
-				s, err = wsclient.PublishGSOC(ctx, o, addr.Bytes(), id)
-			}
-			if err != nil {
-				return err
-			}
-			defer func() { _ = s.Close() }()
-			send := func(msg string) error {
-				if o.Mode == wsclient.Feed {
-					err := s.SendFeedUpdate(signer, index, []byte(msg))
-					index++
-					return err
-				}
-				return s.SendGSOC(signer, id, []byte(msg))
-			}
-			if len(args) > 0 {
-				for _, a := range args {
-					if err := send(a); err != nil {
-						return err
-					}
-				}
-				return nil
-			}
-			sc := bufio.NewScanner(cmd.InOrStdin())
-			for sc.Scan() {
-				if err := send(sc.Text()); err != nil {
-					return err
-				}
-			}
-			return sc.Err()
-		},
-	}
-	f.register(cmd)
-	cmd.Flags().StringVar(&keyHex, "key", "", "the publisher's secp256k1 private key, hex")
-	cmd.Flags().StringVar(&keyFile, "key-file", "", "a file holding the private key, hex")
-	cmd.Flags().Uint64Var(&index, "index", 0, "feed mode: the first update's index (the claim's cursor)")
-	c.root.AddCommand(cmd)
-}
-
 // loadSigner reads a hex private key from the flag or the file.
 func loadSigner(keyHex, keyFile string) (crypto.Signer, error) {
+	what := "--key"
 	if keyFile != "" {
+		if keyHex != "" {
+			return nil, errors.New("give --key or --key-file, not both")
+		}
 		b, err := os.ReadFile(keyFile)
+		if errors.Is(err, os.ErrNotExist) {
+			return nil, fmt.Errorf("key file %s does not exist (bee-bps keygen --out %s makes one)", keyFile, keyFile)
+		}
 		if err != nil {
-			return nil, fmt.Errorf("--key-file: %w", err)
+			return nil, fmt.Errorf("key file %s: %w", keyFile, pathErr(err))
 		}
 		keyHex = strings.TrimSpace(string(b))
+		what = "key file " + keyFile
+		if keyHex == "" {
+			return nil, fmt.Errorf("%s is empty: want a secp256k1 private key, 64 hex characters (bee-bps keygen writes one)", what)
+		}
 	}
 	if keyHex == "" {
 		return nil, errors.New("a key is needed: --key or --key-file")
 	}
 	b, err := hex.DecodeString(strings.TrimPrefix(keyHex, "0x"))
 	if err != nil || len(b) != 32 {
-		return nil, errors.New("the key must be 32 bytes of hex")
+		return nil, fmt.Errorf("%s does not hold a private key: want a secp256k1 private key, 64 hex characters (bee-bps keygen writes one)", what)
 	}
-	return crypto.NewDefaultSigner(crypto.Secp256k1PrivateKeyFromBytes(b)), nil
+	pk := crypto.Secp256k1PrivateKeyFromBytes(b)
+	if pk.D.Sign() == 0 || pk.D.Cmp(new(big.Int).SetBytes(b)) != 0 {
+		return nil, fmt.Errorf("%s: the key is not a valid secp256k1 private key (zero, or not below the curve order)", what)
+	}
+	return crypto.NewDefaultSigner(pk), nil
 }
 
 func (c *command) initKeygenCmd() {
 	var out string
+	var force bool
 	cmd := &cobra.Command{
 		Use:   "keygen",
 		Short: "Make a publisher key: writes the private key (hex) to --out and prints its address",
+		Args:  cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
 			pk, err := crypto.GenerateSecp256k1Key()
 			if err != nil {
@@ -301,7 +321,13 @@ func (c *command) initKeygenCmd() {
 			if err != nil {
 				return err
 			}
-			if err := os.WriteFile(out, []byte(hex.EncodeToString(b)+"\n"), 0o600); err != nil {
+			data := []byte(hex.EncodeToString(b) + "\n")
+			if force {
+				err = writeAtomic(out, data, 0o600)
+			} else {
+				err = writeNew(out, data)
+			}
+			if err != nil {
 				return err
 			}
 			fmt.Fprintln(cmd.OutOrStdout(), hex.EncodeToString(addr.Bytes()))
@@ -309,5 +335,23 @@ func (c *command) initKeygenCmd() {
 		},
 	}
 	cmd.Flags().StringVar(&out, "out", "publisher.key", "where to write the private key")
+	cmd.Flags().BoolVar(&force, "force", false, "replace the key file if it exists (its key is lost, and with it the feeds it signs)")
 	c.root.AddCommand(cmd)
+}
+
+// writeNew writes a new private file; an existing one is refused.
+func writeNew(path string, b []byte) error {
+	f, err := os.OpenFile(path, os.O_WRONLY|os.O_CREATE|os.O_EXCL, 0o600)
+	if errors.Is(err, os.ErrExist) {
+		return fmt.Errorf("%s exists: keygen does not replace a key (the feeds it signs would be lost); choose another --out, or --force", path)
+	}
+	if err != nil {
+		return fmt.Errorf("write %s: %w", path, pathErr(err))
+	}
+	_, err = f.Write(b)
+	if err = errors.Join(err, f.Close()); err != nil {
+		_ = os.Remove(path)
+		return fmt.Errorf("write %s: %w", path, pathErr(err))
+	}
+	return nil
 }

@@ -43,11 +43,15 @@ func (c *command) runStart(cmd *cobra.Command) error {
 	if err != nil {
 		return err
 	}
+	o, err := bpsOptions(c.config) // checked with or without bps-enable
+	if err != nil {
+		return err
+	}
 	if cfg.Logger, err = node.NewLogger(cfg.Verbosity, cmd.OutOrStdout(), ""); err != nil {
 		return err
 	}
 	if c.config.GetBool(optionNameBPSEnable) {
-		cfg.Plugin = bpsPlugin(bpsOptions(c.config))
+		cfg.Plugin = bpsPlugin(o)
 		cfg.PubSubHandler = bpsPubSub(cfg.CORSAllowedOrigins)
 	}
 
