@@ -231,12 +231,15 @@ func TestPubState(t *testing.T) {
 	if err := st.set("a/b", 5); err != nil {
 		t.Fatal(err)
 	}
+	if err := st.set("a/b", 1); err != nil { // a run with a lower --index
+		t.Fatal(err)
+	}
 	got, err := loadFeedState(path)
 	if err != nil {
 		t.Fatal(err)
 	}
 	if b, _ := got.get("a/b"); b != 5 {
-		t.Errorf("a/b: %d, want 5", b)
+		t.Errorf("a/b: %d, want 5 (the highest: an index is never signed twice)", b)
 	}
 	if c, _ := got.get("a/c"); c != 7 {
 		t.Errorf("a/c: %d, want 7 (lost by another feed's update)", c)

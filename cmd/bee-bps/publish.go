@@ -134,7 +134,11 @@ func (f *pubFlags) run(cmd *cobra.Command, args []string) error {
 		err = p.publishAll(ctx, src)
 	}
 	p.close()
-	err = errors.Join(err, p.saveIndex())
+	if serr := p.saveIndex(); serr != nil {
+		err = errors.Join(err, serr)
+	} else if p.state != nil {
+		p.state, _ = loadFeedState(p.state.path) // for the summary
+	}
 	if ctx.Err() != nil && p.delivered == p.sent {
 		// Interrupted with nothing outstanding: the way to end typed input.
 		err = nil
@@ -284,7 +288,9 @@ func (p *publisher) startIndex(f *pubFlags, explicit bool) error {
 }
 
 // saveIndex records the index after the last update sent, delivered or
-// not: an index is never signed twice with different content.
+// not, unless the state holds a later one (a run with a lower --index): the
+// state is the lowest index this key has never signed for the feed, so
+// that an index is never signed twice with different content.
 func (p *publisher) saveIndex() error {
 	if p.state == nil || p.sent == 0 {
 		return nil
@@ -481,8 +487,8 @@ func (p *publisher) summary() string {
 	s := fmt.Sprintf("%d of %d messages delivered", p.delivered, p.sent)
 	if p.o.Mode == wsclient.Feed && p.sent > 0 {
 		s += fmt.Sprintf(", indexes %d to %d", p.first, p.next-1)
-		if p.state != nil {
-			s += fmt.Sprintf("; the next index, %d, is kept in %s", p.next, p.state.path)
+		if next, ok := p.state.get(p.stateKey); ok {
+			s += fmt.Sprintf("; the next index, %d, is kept in %s", next, p.state.path)
 		}
 	}
 	return s
@@ -525,14 +531,15 @@ func (st *feedState) get(key string) (uint64, bool) {
 	return v, ok
 }
 
-// set records next for key, re-reading the file first so that runs on
-// other feeds in between are kept.
+// set records next for key unless the file holds a later index for it,
+// re-reading the file first so that runs on other feeds in between are
+// kept.
 func (st *feedState) set(key string, next uint64) error {
 	cur, err := loadFeedState(st.path)
 	if err != nil {
 		return err
 	}
-	cur.next[key] = next
+	cur.next[key] = max(cur.next[key], next)
 	b, err := json.MarshalIndent(struct {
 		Next map[string]uint64 `json:"next"`
 	}{cur.next}, "", "  ")

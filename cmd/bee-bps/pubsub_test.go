@@ -181,6 +181,10 @@ func TestDevClusterPubSub(t *testing.T) {
 		}
 	})
 
+	// The README's commands: keygen, sub, then pub twice — the second
+	// continues the feed — then a pub the broker must drop (an index it has
+	// passed), which fails instead of exiting 0, and one more that
+	// continues after it.
 	t.Run("cli", func(t *testing.T) {
 		keyFile := filepath.Join(t.TempDir(), "publisher.key")
 		kc, _ := newCommand(func(c *command) { c.homeDir = t.TempDir() })
@@ -191,25 +195,41 @@ func TestDevClusterPubSub(t *testing.T) {
 		addr := strings.TrimSpace(kout.String())
 
 		sc, _ := newCommand(func(c *command) { c.homeDir = t.TempDir() })
-		sdone, sout := run(tctx, t, sc, "sub", "--cluster", info, "--node", "2", "--topic", "cli", "--admin", addr, "--json", "--count", "2")
+		sdone, sout := run(tctx, t, sc, "sub", "--cluster", info, "--node", "2", "--topic", "cli", "--admin", addr, "--json", "--count", "4")
 		waitHub(t, tctx, cl.Nodes[2].API)
-		pc, _ := newCommand(func(c *command) { c.homeDir = t.TempDir() })
-		pdone, pout := run(tctx, t, pc, "pub", "--cluster", info, "--node", "1", "--topic", "cli", "--admin", addr, "--key-file", keyFile, "first", "second")
-		if err := <-pdone; err != nil {
-			t.Fatalf("pub: %v\n%s", err, pout)
+		if !strings.Contains(sout.String(), "connected to "+cl.Nodes[2].API) || !strings.Contains(sout.String(), "feed mode") {
+			t.Errorf("sub did not say it is connected, in which mode:\n%s", sout)
+		}
+		pub := func(args ...string) (error, string) {
+			pc, _ := newCommand(func(c *command) { c.homeDir = t.TempDir() })
+			pdone, pout := run(tctx, t, pc, append([]string{"pub", "--cluster", info, "--node", "1", "--topic", "cli", "--admin", addr, "--key-file", keyFile}, args...)...)
+			err := <-pdone
+			t.Logf("pub %v: %v\n%s", args, err, pout)
+			return err, pout.String()
+		}
+		if err, out := pub("first", "second"); err != nil || !strings.Contains(out, "2 of 2 messages delivered, indexes 0 to 1") {
+			t.Fatalf("pub: %v\n%s", err, out)
+		}
+		if err, out := pub("third"); err != nil || !strings.Contains(out, "from index 2 (continuing from "+keyFile+".feeds)") {
+			t.Fatalf("second pub: %v\n%s", err, out)
+		}
+		if err, out := pub("--index", "0", "--timeout", "2s", "stale"); err == nil || !strings.Contains(err.Error(), "message 1 (index 0) was not delivered") {
+			t.Fatalf("pub of an index the broker has passed: %v, want not delivered\n%s", err, out)
+		}
+		if err, out := pub("fourth"); err != nil || !strings.Contains(out, "indexes 3 to 3") {
+			t.Fatalf("pub after the failed one: %v\n%s", err, out)
 		}
 		if err := <-sdone; err != nil {
 			t.Fatalf("sub: %v\n%s", err, sout)
 		}
-		lines := strings.Split(strings.TrimSpace(sout.String()), "\n")
 		var got []string
-		for _, l := range lines {
+		for _, l := range strings.Split(strings.TrimSpace(sout.String()), "\n") {
 			var rec map[string]any
 			if json.Unmarshal([]byte(l), &rec) == nil && rec["payload"] != nil {
 				got = append(got, fmt.Sprint(rec["index"], ":", rec["payload"], ":", rec["owner"]))
 			}
 		}
-		if want := []string{"0:first:" + addr, "1:second:" + addr}; strings.Join(got, ",") != strings.Join(want, ",") {
+		if want := []string{"0:first:" + addr, "1:second:" + addr, "2:third:" + addr, "3:fourth:" + addr}; strings.Join(got, ",") != strings.Join(want, ",") {
 			t.Fatalf("sub printed %v, want %v", got, want)
 		}
 	})
