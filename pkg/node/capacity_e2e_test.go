@@ -87,15 +87,17 @@ func TestBrokerCapacityFromDistinctNodes(t *testing.T) {
 	}
 
 	// bee's own view: the broker's bin 0 holds more full nodes than
-	// kademlia would take.
+	// kademlia would take. (bee runs a peer's connect hooks, which let its
+	// streams in, before it adds the peer to kademlia: the last one may not
+	// be there yet.)
 	var topo struct {
 		Bins map[string]struct {
 			Connected int `json:"connected"`
 		} `json:"bins"`
 	}
 	getJSON(t, broker.APIURL()+"/topology", &topo)
-	if got := topo.Bins["bin_0"].Connected; got < full || got <= oversaturationPeers {
-		t.Errorf("broker's kademlia bin 0 has %d connected peers, want at least %d", got, full)
+	if got := topo.Bins["bin_0"].Connected; got <= oversaturationPeers {
+		t.Errorf("broker's kademlia bin 0 has %d connected peers, want more than %d", got, oversaturationPeers)
 	}
 	t.Logf("broker's kademlia bin 0: %d connected peers (bee takes %d)", topo.Bins["bin_0"].Connected, oversaturationPeers)
 

@@ -12,7 +12,6 @@ import (
 	"unsafe"
 
 	"github.com/ethersphere/bee/v2/pkg/node"
-	"github.com/ethersphere/bee/v2/pkg/p2p"
 	"github.com/ethersphere/bee/v2/pkg/p2p/libp2p"
 	"github.com/ethersphere/bee/v2/pkg/swarm"
 	"github.com/ethersphere/bee/v2/pkg/topology/kademlia"
@@ -48,9 +47,10 @@ var (
 // KeepPeers makes bee's kademlia k leave the peers for which keep reports
 // true out of its bin counts, as it leaves static nodes out: they never
 // make a bin oversaturated, so they are never the reason another peer is
-// refused (the handshake's Pick, Connected) or pruned, and a bin is never
-// pruned for their sake. keep runs under kademlia's peer-slice lock and must
-// not call into the topology.
+// refused (the handshake's Pick, Connected). And kademlia never prunes a bin
+// that holds one of them: its prune picks its victims at random among all
+// the bin's peers, which would cut their connections. keep runs under
+// kademlia's peer-slice lock and must not call into the topology.
 //
 // It replaces k's SaturationFunc and PruneCountFunc with wrappers around the
 // functions bee built (nothing of bee's logic is copied), while holding the
@@ -64,7 +64,13 @@ func KeepPeers(p2ps *libp2p.Service, k *kademlia.Kad, keep func(swarm.Address) b
 	if p2ps == nil || k == nil || keep == nil {
 		return errors.New("seam: KeepPeers needs bee's libp2p service, its kademlia and a predicate")
 	}
-	kv := reflect.ValueOf(k).Elem()
+	return keepPeers(reflect.ValueOf(p2ps).Elem(), reflect.ValueOf(k).Elem(), keep)
+}
+
+// keepPeers is KeepPeers on the structs lv (libp2p.Service) and kv
+// (kademlia.Kad), which must be addressable.
+func keepPeers(lv, kv reflect.Value, keep func(swarm.Address) bool) error {
+	// First the shape, by type; then the values.
 	opt, err := private(kv, "opt", reflect.Struct)
 	if err != nil {
 		return err
@@ -87,7 +93,6 @@ func KeepPeers(p2ps *libp2p.Service, k *kademlia.Kad, keep func(swarm.Address) b
 	if err != nil {
 		return err
 	}
-	lv := reflect.ValueOf(p2ps).Elem()
 	protocolsMu, err := mutex(lv, "protocolsmu")
 	if err != nil {
 		return err
@@ -96,18 +101,41 @@ func KeepPeers(p2ps *libp2p.Service, k *kademlia.Kad, keep func(swarm.Address) b
 	if err != nil {
 		return err
 	}
-	if hs.IsNil() || hs.Elem().Kind() != reflect.Struct {
-		return fmt.Errorf("%w: %s.handshakeService is nil or not a struct", ErrChanged, lv.Type())
+	if hs.Type().Elem().Kind() != reflect.Struct {
+		return fmt.Errorf("%w: %s.handshakeService is a %s, want a pointer to a struct", ErrChanged, lv.Type(), hs.Type())
 	}
-	if _, err := private(hs.Elem(), "picker", reflect.Interface); err != nil {
+	hsv := reflect.New(hs.Type().Elem()).Elem() // the shape, for now
+	if !hs.IsNil() {
+		hsv = hs.Elem()
+	}
+	if _, err := private(hsv, "picker", reflect.Interface); err != nil {
 		return err
 	}
-	hsMu, err := mutex(hs.Elem(), "mu")
+	hsMu, err := mutex(hsv, "mu")
 	if err != nil {
 		return err
 	}
+	for _, f := range []struct {
+		name string
+		v    reflect.Value
+	}{{"kademlia's SaturationFunc", sat}, {"kademlia's PruneCountFunc", prune}, {"libp2p's handshakeService", hs}} {
+		if f.v.IsNil() {
+			return fmt.Errorf("%w: %s is nil", ErrChanged, f.name)
+		}
+	}
 
-	newSat, newPrune := keepOut(sat, keep), keepOut(prune, keep)
+	newSat := keepOut(sat, keep, nil)
+	newPrune := keepOut(prune, keep, func(bin uint8, connected *pslice.PSlice, out []reflect.Value) []reflect.Value {
+		if out[1].Int() <= 0 {
+			return out
+		}
+		for _, p := range connected.BinPeers(bin) {
+			if keep(p) {
+				return []reflect.Value{out[0], reflect.ValueOf(0)}
+			}
+		}
+		return out
+	})
 	hsMu.Lock()
 	protocolsMu.Lock()
 	depthMu.Lock()
@@ -120,11 +148,12 @@ func KeepPeers(p2ps *libp2p.Service, k *kademlia.Kad, keep func(swarm.Address) b
 }
 
 // keepOut wraps the counting function f (SaturationFunc or PruneCountFunc)
-// so that its exclude argument also excludes the peers keep reports.
-func keepOut(f reflect.Value, keep func(swarm.Address) bool) reflect.Value {
+// so that its exclude argument also excludes the peers keep reports; then,
+// if after is not nil, it may change the results.
+func keepOut(f reflect.Value, keep func(swarm.Address) bool, after func(bin uint8, connected *pslice.PSlice, out []reflect.Value) []reflect.Value) reflect.Value {
 	orig := reflect.ValueOf(f.Interface()) // a copy: f is about to be overwritten
 	excludeType := f.Type().In(2)
-	yes := []reflect.Value{reflect.ValueOf(true)}
+	yes, no := []reflect.Value{reflect.ValueOf(true)}, []reflect.Value{reflect.ValueOf(false)}
 	return reflect.MakeFunc(f.Type(), func(args []reflect.Value) []reflect.Value {
 		exclude := args[2]
 		args[2] = reflect.MakeFunc(excludeType, func(a []reflect.Value) []reflect.Value {
@@ -132,11 +161,16 @@ func keepOut(f reflect.Value, keep func(swarm.Address) bool) reflect.Value {
 				return yes
 			}
 			if exclude.IsNil() {
-				return []reflect.Value{reflect.ValueOf(false)}
+				return no
 			}
 			return exclude.Call(a)
 		})
-		return orig.Call(args)
+		bin, connected := uint8(args[0].Uint()), args[1].Interface().(*pslice.PSlice)
+		out := orig.Call(args)
+		if after != nil {
+			out = after(bin, connected, out)
+		}
+		return out
 	})
 }
 
@@ -145,7 +179,7 @@ func keepOut(f reflect.Value, keep func(swarm.Address) bool) reflect.Value {
 func checkFunc(f reflect.Value, out ...reflect.Type) error {
 	t := f.Type()
 	bad := func() error { return fmt.Errorf("%w: kademlia's counting function is a %s", ErrChanged, t) }
-	if f.IsNil() || t.NumIn() != len(countIn) || t.NumOut() != len(out) || t.IsVariadic() {
+	if t.NumIn() != len(countIn) || t.NumOut() != len(out) || t.IsVariadic() {
 		return bad()
 	}
 	for i, want := range countIn {
@@ -190,5 +224,3 @@ func mutex(v reflect.Value, name string) (*sync.RWMutex, error) {
 	}
 	return f.Addr().Interface().(*sync.RWMutex), nil
 }
-
-var _ p2p.Picker = (*kademlia.Kad)(nil)
