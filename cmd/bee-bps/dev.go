@@ -463,6 +463,13 @@ func (p *watchedPlugin) Metrics() []prometheus.Collector {
 	return nil
 }
 
+// HoldsStreams passes the wrapped plugin's answer on (node.StreamHolder):
+// bee's kademlia does not count, nor prune, the peers holding BPS streams.
+func (p *watchedPlugin) HoldsStreams(peer swarm.Address) bool {
+	h, ok := p.Plugin.(node.StreamHolder)
+	return ok && h.HoldsStreams(peer)
+}
+
 func (p *watchedPlugin) Protocol() p2p.ProtocolSpec {
 	spec := p.Plugin.Protocol()
 	spec.ConnectIn = p.hook(spec.ConnectIn)
