@@ -42,6 +42,7 @@ func (s *Service) handler(ctx context.Context, peer p2p.Peer, stream p2p.Stream)
 			var v *violation
 			if errors.As(err, &v) {
 				s.metrics.Violations.Inc()
+				s.trace(Event{Kind: EventViolation, Peer: peer.Address, Err: err})
 				s.logger.Debug("bps: peer violated the protocol", "peer_address", peer.Address, "error", err)
 				err = p2p.NewBlockPeerError(s.opts.BlocklistDuration, err)
 			}

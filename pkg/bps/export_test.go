@@ -15,6 +15,7 @@ var (
 	ProtocolVersion = protocolVersion
 	StreamName      = streamName
 	EncodeFrame     = encodeFrame
+	ErrEndGrace     = errEndGrace
 )
 
 // BootSecret exposes S_C so tests can check the challenge derivation.
@@ -28,3 +29,15 @@ func (s *Service) HoldChallenge(broker swarm.Address, sp *Spec, addr, challenge 
 
 // BackoffDelay is the backoff delay drawn after n consecutive failures.
 func (s *Service) BackoffDelay(n int) time.Duration { return s.backoff.delay(n) }
+
+// EndedSpecs is the broker's memory of ended cohorts, for tests of its
+// bounds.
+type EndedSpecs struct{ e *endedSpecs }
+
+func NewEndedSpecs(max int, ttl time.Duration) EndedSpecs {
+	return EndedSpecs{newEndedSpecs(max, ttl)}
+}
+
+func (e EndedSpecs) Put(key string, frame []byte) { e.e.put(key, frame) }
+func (e EndedSpecs) Get(key string) []byte        { return e.e.get(key) }
+func (e EndedSpecs) Len() int                     { return e.e.len() }
