@@ -43,6 +43,12 @@ test-short:
 bench:
 	$(GO) test -run '^$$' -bench . -benchmem ./pkg/...
 
+# BPS and gossipsub side by side (bench/, a Go module of its own); flags:
+# make bench-compare BENCH_COMPARE_FLAGS='-n 100 -messages 50'
+.PHONY: bench-compare
+bench-compare:
+	cd bench && $(GO) run . $(BENCH_COMPARE_FLAGS)
+
 .PHONY: fuzz
 fuzz:
 	$(GO) test -run '^$$' -fuzz FuzzVerify -fuzztime 60s ./pkg/bps/

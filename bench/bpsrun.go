@@ -1,0 +1,252 @@
+// Copyright 2026 The BPS Authors. All rights reserved.
+// Use of this source code is governed by a BSD-style
+// license that can be found in the LICENSE file.
+
+package main
+
+import (
+	"context"
+	"encoding/binary"
+	"fmt"
+	"sync"
+	"sync/atomic"
+	"time"
+
+	"github.com/ethersphere/bee/v2/pkg/crypto"
+	"github.com/ethersphere/bps/pkg/bps"
+	"github.com/libp2p/go-libp2p/core/host"
+)
+
+// bpsNode is a libp2p host running a bps.Service through the adapter.
+type bpsNode struct {
+	st  *streamer
+	svc *bps.Service
+}
+
+func newBPSNode(h host.Host, dir *directory, m *meter, o bps.Options) (*bpsNode, error) {
+	st, err := newStreamer(h, dir, m)
+	if err != nil {
+		return nil, err
+	}
+	svc, err := bps.New(st, st.overlay, o)
+	if err != nil {
+		return nil, err
+	}
+	st.AddProtocol(svc.Protocol())
+	return &bpsNode{st: st, svc: svc}, nil
+}
+
+func (nd *bpsNode) close() error {
+	err := nd.svc.Close()
+	nd.st.Close()
+	return err
+}
+
+// runBPS runs singlehop BPS: one broker, one publisher node and n subscriber
+// nodes, each connected to the broker only. The broker's fan-out bound is
+// raised to n: this is one broker's fan-out, not a tree.
+func runBPS(ctx context.Context, cfg config, n int) (res result, err error) {
+	res = result{name: "BPS", n: n, messages: cfg.messages, expected: n * cfg.messages}
+	mn := newMocknet(cfg.latency)
+	m := new(meter)
+	dir := newDirectory()
+
+	var nodes []*bpsNode
+	defer func() {
+		// The broker last: subscribers and the publisher leave cleanly first.
+		for i := len(nodes) - 1; i >= 0; i-- {
+			if cerr := nodes[i].close(); cerr != nil && err == nil {
+				err = fmt.Errorf("close: %w", cerr)
+			}
+		}
+		if cerr := mn.Close(); cerr != nil && err == nil {
+			err = fmt.Errorf("close mocknet: %w", cerr)
+		}
+	}()
+
+	hosts, err := addHosts(mn, n+2)
+	if err != nil {
+		return res, err
+	}
+	var queueResets atomic.Uint64
+	broker, err := newBPSNode(hosts[0], dir, m, bps.Options{
+		MaxStreamsPerCohort: n,
+		Tracer: bps.TracerFunc(func(e bps.Event) {
+			if e.Kind == bps.EventQueueReset {
+				queueResets.Add(1)
+			}
+		}),
+	})
+	if err != nil {
+		return res, err
+	}
+	nodes = append(nodes, broker)
+	for _, h := range hosts[1:] {
+		nd, err := newBPSNode(h, dir, m, bps.Options{})
+		if err != nil {
+			return res, err
+		}
+		nodes = append(nodes, nd)
+		if err := connect(mn, h, hosts[0]); err != nil {
+			return res, err
+		}
+	}
+	pubNode, subNodes := nodes[1], nodes[2:]
+
+	key, err := crypto.GenerateSecp256k1Key()
+	if err != nil {
+		return res, err
+	}
+	signer := crypto.NewDefaultSigner(key)
+	admin, err := signer.EthereumAddress()
+	if err != nil {
+		return res, err
+	}
+	topic, err := crypto.LegacyKeccak256([]byte("bench-compare"))
+	if err != nil {
+		return res, err
+	}
+	spec, err := bps.NewFeedSpec(topic, admin.Bytes())
+	if err != nil {
+		return res, err
+	}
+
+	// Subscribe everyone (a few at a time), then start one receiver per
+	// subscription.
+	subs := make([]*bps.Subscription, len(subNodes))
+	if err := parallel(ctx, len(subNodes), 16, func(ctx context.Context, i int) error {
+		sub, err := subNodes[i].svc.Subscribe(ctx, broker.st.overlay, spec)
+		if err != nil {
+			return fmt.Errorf("subscribe %d: %w", i, err)
+		}
+		subs[i] = sub
+		return nil
+	}); err != nil {
+		return res, err
+	}
+	var wg sync.WaitGroup // the receivers
+	defer func() {
+		// A receiver returns when its subscription's channel closes.
+		for _, s := range subs {
+			if s != nil {
+				_ = s.Close()
+			}
+		}
+		wg.Wait()
+	}()
+
+	t := newTally(cfg, n)
+	for _, sub := range subs {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			r := t.receiver()
+			defer r.flush()
+			for d := range sub.C() {
+				r.deliver(d.Index)
+			}
+		}()
+	}
+
+	pub, err := pubNode.svc.Publish(ctx, broker.st.overlay, spec, bps.PublishOptions{
+		Addr: admin.Bytes(),
+		Sign: bps.KeyClaimSigner(signer),
+	})
+	if err != nil {
+		return res, fmt.Errorf("publish: %w", err)
+	}
+	defer func() { _ = pub.Close() }()
+
+	var (
+		before, after meterSnapshot
+		cpu0, cpu1    time.Duration
+		t0            time.Time
+		wall          time.Duration
+		dropped0      uint64
+	)
+	err = t.publish(ctx, cfg, func(i int) error {
+		msg, err := bps.FeedUpdate(signer, topic, uint64(i), newPayload(cfg.size, i))
+		if err != nil {
+			return err
+		}
+		return pub.Send(ctx, msg)
+	}, func() {
+		for _, s := range subs {
+			dropped0 += s.Dropped()
+		}
+		before, cpu0, t0 = m.snapshot(), cpuTime(), time.Now()
+	}, func() {
+		cpu1, wall, after = cpuTime(), time.Since(t0), m.snapshot()
+	})
+	if err != nil {
+		return res, err
+	}
+
+	res.delivered = t.delivered()
+	for _, s := range subs {
+		res.duplicates += s.Dropped()
+	}
+	res.duplicates -= dropped0
+	res.cpu, res.wall = cpu1-cpu0, wall
+	res.bytes, res.writes = after.bytes-before.bytes, after.writes-before.writes
+	for _, s := range subs {
+		_ = s.Close()
+	}
+	wg.Wait()
+	res.p50, res.p99 = t.lat.quantile(0.50), t.lat.quantile(0.99)
+	res.notes = append(res.notes, t.notes...)
+	if r := queueResets.Load(); r > 0 {
+		res.notes = append(res.notes, fmt.Sprintf("%d queue resets", r))
+	}
+	if b := m.blocked.Load(); b > 0 {
+		res.notes = append(res.notes, fmt.Sprintf("%d peers blocked", b))
+	}
+	return res, nil
+}
+
+// newPayload is message i's payload: size bytes, its index first (big
+// endian), then a pattern. Each message gets its own: gossipsub keeps the
+// slice it publishes.
+func newPayload(size, i int) []byte {
+	p := make([]byte, max(size, 8))
+	for j := range p {
+		p[j] = byte(i + j)
+	}
+	binary.BigEndian.PutUint64(p, uint64(i))
+	return p
+}
+
+// parallel runs f(0..n-1) with at most k at a time and returns the first
+// error; the others are cancelled.
+func parallel(parent context.Context, n, k int, f func(ctx context.Context, i int) error) error {
+	ctx, cancel := context.WithCancel(parent)
+	defer cancel()
+	var (
+		wg    sync.WaitGroup
+		once  sync.Once
+		first error
+	)
+	sem := make(chan struct{}, k)
+	for i := range n {
+		select {
+		case sem <- struct{}{}:
+		case <-ctx.Done():
+		}
+		if ctx.Err() != nil {
+			break
+		}
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			defer func() { <-sem }()
+			if err := f(ctx, i); err != nil {
+				once.Do(func() { first = err; cancel() })
+			}
+		}()
+	}
+	wg.Wait()
+	if first != nil {
+		return first
+	}
+	return parent.Err()
+}
