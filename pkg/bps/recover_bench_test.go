@@ -76,14 +76,16 @@ func BenchmarkValidateSOC(b *testing.B) {
 func BenchmarkValidateSOCGoroutineBMT(b *testing.B) {
 	for _, p := range benchPayloads {
 		ch, _, _ := socFixture(b, p.size)
+		check := func() {
+			s, err := bps.ReadSOCGoroutineBMT(ch.Data())
+			if err == nil {
+				_, _ = s.Address()
+			}
+		}
 		b.Run("payload="+p.name, func(b *testing.B) {
-			paired(b, func() {
-				s, err := bps.ReadSOCGoroutineBMT(ch.Data())
-				if err == nil {
-					_, _ = s.Address()
-				}
-			}, func() { soc.Valid(ch) })
+			paired(b, check, func() { soc.Valid(ch) })
 		})
+		b.Run("payload="+p.name+"/cpu=bps", func(b *testing.B) { cpuLoop(b, check) })
 	}
 }
 
