@@ -70,14 +70,15 @@ type devNode struct {
 }
 
 // join is the bee-bps start command line (bee's options: a stock bee start
-// takes the same) for one more node that joins c through its broker, with
-// keys and state in memory, its API on apiAddr.
+// takes the same but bps-enable) for one more full node that joins c
+// through its broker, with keys and state in memory, its API on apiAddr.
 func (c devCluster) join(apiAddr string) []string {
-	args := []string{"start", "--bps-enable",
+	args := []string{"start", "--bps-enable", "--" + optionNameFullNode,
 		"--mainnet=false", "--" + optionNameNetworkID, strconv.FormatUint(c.NetworkID, 10),
 		"--" + optionNameBlockchainRPCEndpoint, c.Chain.RPC, "--" + optionNameBlockTime, strconv.FormatUint(c.Chain.BlockTime, 10),
 		"--" + optionNameSwapEnable + "=false", "--" + optionNameChequebookEnable + "=false", "--" + optionNameStorageIncentivesEnable + "=false",
 		"--" + optionNameDataDir, "", "--" + optionNameAPIAddr, apiAddr, "--" + optionNameP2PAddr, "127.0.0.1:0",
+		"--" + optionNameAllowPrivateCIDRs, // the cluster is on loopback
 	}
 	if len(c.Nodes) > 0 && len(c.Nodes[0].Underlays) > 0 {
 		args = append(args, "--"+optionNameBootnodes, c.Nodes[0].Underlays[0])

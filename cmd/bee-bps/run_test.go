@@ -111,10 +111,18 @@ func TestStartRunsANode(t *testing.T) {
 				t.Errorf("bps-enable %v: plugin %T", enable, n.Plugin())
 			}
 			t.Logf("bps %v: node %s at %s, plugin %T", enable, n.Overlay(), n.APIURL(), n.Plugin())
-			if s := status(t, n.APIURL()+"/health"); s != http.StatusOK {
-				t.Errorf("/health: %d", s)
+			var health struct{ Version, APIVersion string }
+			resp, err := http.Get(n.APIURL() + "/health")
+			if err != nil {
+				t.Fatal(err)
 			}
-			resp, err := http.Get(n.APIURL() + "/metrics")
+			err = json.NewDecoder(resp.Body).Decode(&health)
+			resp.Body.Close()
+			// bee v2.8.1's API is 8.1.0; the version is bee's with "-bps".
+			if err != nil || resp.StatusCode != http.StatusOK || health.APIVersion != "8.1.0" || !strings.HasPrefix(health.Version, "2.8.1-bps") {
+				t.Errorf("/health: %d %+v (%v), want bee 2.8.1-bps…, API 8.1.0", resp.StatusCode, health, err)
+			}
+			resp, err = http.Get(n.APIURL() + "/metrics")
 			if err != nil {
 				t.Fatal(err)
 			}
@@ -135,8 +143,61 @@ func TestStartRunsANode(t *testing.T) {
 	}
 }
 
+// joinCluster runs the start command the dev command prints for another
+// node and waits until the broker lists that node among its peers.
+func joinCluster(t *testing.T, cluster devCluster, brokerAPI string) {
+	t.Helper()
+
+	ready := make(chan *node.Node, 1)
+	c, err := newCommand(func(c *command) {
+		c.homeDir = t.TempDir()
+		c.startReady = func(n *node.Node) { ready <- n }
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	ctx, cancel := context.WithCancel(context.Background())
+	defer cancel()
+	done, out := run(ctx, t, c, append(cluster.join("127.0.0.1:0"), "--verbosity", "0")...)
+	var joined *node.Node
+	select {
+	case joined = <-ready:
+	case err := <-done:
+		t.Fatalf("start returned %v:\n%s", err, out)
+	case <-time.After(2 * time.Minute):
+		t.Fatalf("no node after two minutes:\n%s", out)
+	}
+	tick := time.NewTicker(100 * time.Millisecond)
+	defer tick.Stop()
+	deadline := time.After(time.Minute)
+	for connected := false; !connected; {
+		var peers struct {
+			Peers []struct {
+				Address string `json:"address"`
+			} `json:"peers"`
+		}
+		if resp, err := http.Get(brokerAPI + "/peers"); err == nil {
+			_ = json.NewDecoder(resp.Body).Decode(&peers)
+			resp.Body.Close()
+		}
+		for _, p := range peers.Peers {
+			connected = connected || p.Address == joined.Overlay().String()
+		}
+		select {
+		case <-tick.C:
+		case <-deadline:
+			t.Fatalf("the joined node %s never reached the broker", joined.Overlay())
+		}
+	}
+	cancel()
+	if err := <-done; err != nil {
+		t.Fatalf("start: %v\n%s", err, out)
+	}
+}
+
 // TestDevCluster runs the dev cluster twice on the same broker API port:
-// the first run is stopped by SIGTERM, the second starts clean.
+// the first run, which another node joins with the start command it
+// prints, is stopped by SIGTERM, the second starts clean.
 func TestDevCluster(t *testing.T) {
 	if testing.Short() {
 		t.Skip("starts bee nodes")
@@ -185,11 +246,17 @@ func TestDevCluster(t *testing.T) {
 				Overlay   string   `json:"overlay"`
 				Underlays []string `json:"underlays"`
 			} `json:"nodes"`
+			NetworkID uint64 `json:"networkId"`
+			Chain     struct {
+				RPC       string `json:"rpc"`
+				BlockTime uint64 `json:"blockTime"`
+			} `json:"chain"`
 		}
 		if err := json.Unmarshal(b, &info); err != nil {
 			t.Fatal(err)
 		}
-		if len(info.Nodes) != len(cluster.Nodes) || info.Nodes[0].Name != "broker" || info.Nodes[0].API != "http://"+apiAddr {
+		if len(info.Nodes) != len(cluster.Nodes) || info.Nodes[0].Name != "broker" || info.Nodes[0].API != "http://"+apiAddr ||
+			info.NetworkID != devNetworkID || !strings.HasPrefix(info.Chain.RPC, "http://127.0.0.1:") || info.Chain.BlockTime != 1 {
 			t.Fatalf("run %d: info file %s", i, b)
 		}
 		for _, n := range info.Nodes {
@@ -212,6 +279,8 @@ func TestDevCluster(t *testing.T) {
 			if err != nil || len(peers.Peers) != 1 || peers.Peers[0].Address != info.Nodes[1].Overlay {
 				t.Errorf("broker peers %+v (%v), want %s", peers, err, info.Nodes[1].Overlay)
 			}
+			joinCluster(t, cluster, info.Nodes[0].API)
+
 			// The dev command has registered for SIGTERM before reporting
 			// ready, so this reaches it, not the default handler.
 			if err := syscall.Kill(os.Getpid(), syscall.SIGTERM); err != nil {
