@@ -17,25 +17,28 @@
 //   - GET /pubsub/ (and /pubsub) lists the node's topics: the cohorts it
 //     brokers and the streams its sessions share.
 //
-// The mux: every session on this node watching a cohort at a broker shares
-// one p2p subscriber stream (a hub), and every session that publishes as one
-// address shares one publisher stream, which also receives (SWIP-60:
-// publishers receive). Whatever stream brings a message, the cohort's room
-// hands it once to each session of the cohort on this node, and keeps the
-// service feed — the roster — as the node verified it. Each session has one
-// bounded queue and one writer goroutine; a session whose queue is full is
-// closed, never waited for, so a slow dApp stalls neither a stream nor the
-// other sessions.
+// The sessions share the node's p2p streams through bps.Mux: every session
+// watching a cohort at a broker shares one subscriber stream, every session
+// publishing as one address one publisher stream, and the cohort's room
+// hands each message once to each session (a bps.Session) and keeps the
+// service feed as the node verified it. Each session has one bounded queue
+// and one writer goroutine; a session whose queue is full is closed, never
+// waited for, so a slow dApp stalls neither a stream nor the other
+// sessions.
+//
+// Files: bps.go holds the handlers; session.go a session's lifetime and
+// its publisher state; frames.go the frames both ways; request.go and
+// params.go the request's parameters; clients.go a client's share;
+// status.go the statuses and close codes of failures.
 //
 // The original GSOC pubsub client (bee-js) keeps working unchanged: a
 // session without a binding is the implicit ANCHOR cohort of the SOC address
 // in the path, with its binary frames and no text frames at all.
 //
-// Ownership: the Server's mutex guards the session set and the room, hub and
-// publisher maps with their reference counts; a room's mutex guards its
-// members and the service feed, a hub's and a publisher stream's their
-// session sets. Every goroutine the Server starts is counted in its
-// WaitGroup and waited for by Close.
+// Ownership: the Server's mutex guards the session set and the clients'
+// shares; the mux guards what the sessions share. Every goroutine the
+// Server starts is counted in its WaitGroup and waited for by Close, which
+// then closes the mux.
 package api
 
 import (
@@ -125,7 +128,7 @@ const (
 	DefaultPingPeriod           = 60 * time.Second
 	DefaultWriteTimeout         = 10 * time.Second
 	DefaultSessionQueue         = 64
-	DefaultSilentWait           = bps.DefaultClaimDeadline * 2 / 3
+	DefaultSilentWait           = bps.DefaultSilentWait
 	// DefaultReadLimit fits the largest frame a dApp sends — index (8),
 	// signature (65), span (8) and a 4096-byte payload — with room to spare
 	// for a 32-byte id prefix and the text frames.
@@ -214,18 +217,16 @@ type Server struct {
 	validate *validator.Validate
 	upgrader websocket.Upgrader
 
+	mux    bps.Mux         // the streams the sessions share
 	ctx    context.Context // ended by Close: bounds every join
 	cancel context.CancelFunc
-	wg     sync.WaitGroup // sessions, hubs and publisher watchers
+	wg     sync.WaitGroup // sessions and their handlers
 
 	mu       sync.Mutex // guards everything below
 	closed   bool
 	sessions map[*session]struct{} // upgraded sessions
 	pending  int                   // sessions being set up
 	clients  map[string]*clientShare
-	rooms    map[string]*room      // by broker ‖ canonical spec
-	hubs     map[string]*hub       // by broker ‖ canonical spec
-	pubs     map[string]*pubStream // by broker ‖ canonical spec ‖ addr
 }
 
 // New builds the /pubsub handler for the node running svc. conn reaches
@@ -248,9 +249,7 @@ func New(svc *bps.Service, conn Connector, logger log.Logger, o Options) (*Serve
 		validate: newValidator(),
 		sessions: make(map[*session]struct{}),
 		clients:  make(map[string]*clientShare),
-		rooms:    make(map[string]*room),
-		hubs:     make(map[string]*hub),
-		pubs:     make(map[string]*pubStream),
+		mux:      bps.NewMux(svc, bps.MuxOptions{JoinTimeout: o.JoinTimeout, ClaimTimeout: o.ClaimTimeout, SilentWait: o.SilentWait}),
 	}
 	s.ctx, s.cancel = context.WithCancel(context.Background())
 	s.upgrader = websocket.Upgrader{
@@ -302,9 +301,9 @@ func (s *Server) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	s.router.ServeHTTP(w, r)
 }
 
-// Metrics returns the Server's Prometheus collectors.
+// Metrics returns the Server's Prometheus collectors, its mux's included.
 func (s *Server) Metrics() []prometheus.Collector {
-	return m.PrometheusCollectorsFromFields(s.metrics)
+	return append(m.PrometheusCollectorsFromFields(s.metrics), s.mux.Metrics()...)
 }
 
 // Close closes every session with 1001 (going away) and a reason, ends the
@@ -333,12 +332,14 @@ func (s *Server) Close() error {
 		s.wg.Wait()
 		close(done)
 	}()
+	t := time.NewTimer(closeTimeout)
+	defer t.Stop()
 	select {
 	case <-done:
-		return nil
-	case <-time.After(closeTimeout):
-		return errors.New("api: close timed out waiting for sessions")
+	case <-t.C:
+		return errors.Join(errors.New("api: close timed out waiting for sessions"), s.mux.Close())
 	}
+	return s.mux.Close()
 }
 
 // reserve counts a session of client being set up against MaxSessions and
@@ -398,21 +399,6 @@ func (s *Server) unregister(ss *session) {
 	s.metrics.Sessions.Dec()
 	s.mu.Unlock()
 	s.wg.Done()
-}
-
-// goOwned runs f on a goroutine the Server waits for; false once closed.
-func (s *Server) goOwned(f func()) bool {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	if s.closed {
-		return false
-	}
-	s.wg.Add(1)
-	go func() {
-		defer s.wg.Done()
-		f()
-	}()
-	return true
 }
 
 // checkOrigin allows requests without an Origin, from the node's own origin,

@@ -11,6 +11,7 @@ import (
 	"strings"
 
 	"github.com/ethersphere/bee/v2/pkg/swarm"
+	"github.com/ethersphere/bps/pkg/bps"
 )
 
 // clientShare is what one client holds of the node: its sessions (set up
@@ -93,4 +94,9 @@ func (s *Server) dropClientLocked(client string) {
 	if c.sessions--; c.sessions == 0 {
 		delete(s.clients, client)
 	}
+}
+
+// cohortKey names a cohort at a broker in a client's share.
+func cohortKey(broker swarm.Address, sp *bps.Spec) string {
+	return broker.ByteString() + string(sp.Canonical())
 }

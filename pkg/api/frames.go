@@ -6,14 +6,13 @@ package api
 
 import (
 	"bytes"
-	"crypto/sha256"
 	"encoding/binary"
 	"encoding/hex"
 	"encoding/json"
 	"errors"
 	"fmt"
+	"net/http"
 	"strings"
-	"sync"
 
 	"github.com/ethersphere/bee/v2/pkg/soc"
 	"github.com/ethersphere/bee/v2/pkg/swarm"
@@ -100,84 +99,27 @@ func fieldsKey(fields []socField) string {
 	return string(b)
 }
 
-// view is one delivery as the sessions of a hub see it: each field is
-// computed on first use and each frame once per field list. Used by the
-// hub's goroutine only.
-type view struct {
-	spec   *bps.Spec
-	d      bps.Delivery
-	id     []byte
-	parsed *soc.SOC
-	frames map[string][]byte
-	echo   *[32]byte
-}
-
-func newView(sp *bps.Spec, d bps.Delivery) *view {
-	return &view{spec: sp, d: d, frames: make(map[string][]byte, 1)}
-}
-
-// identifier is the signed SOC id: the feed id for a feed update (whose id
-// slot carries the bare index), else the id slot itself.
-func (v *view) identifier() []byte {
-	if v.id == nil {
-		if v.spec.Binding == pb.TopicBinding_FEED_TOPIC {
-			v.id = bps.FeedID(v.spec.Topic, v.d.Index)
-		} else {
-			v.id = v.d.Data[:idSize]
-		}
-	}
-	return v.id
-}
-
-// soc parses the delivery as the SOC it is (one signature recovery); only
-// recoveredPubKey and wrappedAddress need it.
-func (v *view) soc() (*soc.SOC, error) {
-	if v.parsed == nil {
-		data := make([]byte, len(v.d.Data))
-		copy(data, v.identifier())
-		copy(data[idSize:], v.d.Data[idSize:])
-		s, err := soc.FromChunk(swarm.NewChunk(v.d.Address, data))
-		if err != nil {
-			return nil, err
-		}
-		v.parsed = s
-	}
-	return v.parsed, nil
-}
-
-// echoKey identifies the delivery for the no-echo filter: the chunk address
-// and the data as on the wire.
-func (v *view) echoKey() [32]byte {
-	if v.echo == nil {
-		k := echoKey(v.d.Address.Bytes(), v.d.Data)
-		v.echo = &k
-	}
-	return *v.echo
-}
-
-// frame is the delivery encoded as fields.
-func (v *view) frame(fields []socField) ([]byte, error) {
-	key := fieldsKey(fields)
-	if b, ok := v.frames[key]; ok {
-		return b, nil
-	}
+// encodeFields encodes the delivery v views as fields: each field's bytes
+// in order, payload last.
+func encodeFields(v *bps.View, fields []socField) ([]byte, error) {
+	d := v.Delivery()
 	var b []byte
 	for _, f := range fields {
 		switch f {
 		case fieldAddress:
-			b = append(b, v.d.Address.Bytes()...)
+			b = append(b, d.Address.Bytes()...)
 		case fieldIdentifier:
-			b = append(b, v.identifier()...)
+			b = append(b, v.Identifier()...)
 		case fieldSignature:
-			b = append(b, v.d.Signature()...)
+			b = append(b, d.Signature()...)
 		case fieldSpan:
-			b = append(b, v.d.Span()...)
+			b = append(b, d.Span()...)
 		case fieldPayload:
-			b = append(b, v.d.Payload()...)
+			b = append(b, d.Payload()...)
 		case fieldIndex:
-			b = binary.BigEndian.AppendUint64(b, v.d.Index)
+			b = binary.BigEndian.AppendUint64(b, d.Index)
 		case fieldRecoveredPubKey, fieldWrappedAddress:
-			s, err := v.soc()
+			s, err := v.SOC()
 			if err != nil {
 				return nil, fmt.Errorf("parse delivery: %w", err)
 			}
@@ -188,7 +130,6 @@ func (v *view) frame(fields []socField) ([]byte, error) {
 			}
 		}
 	}
-	v.frames[key] = b
 	return b, nil
 }
 
@@ -265,56 +206,6 @@ func asService(sp *bps.Spec, id, payload []byte) *pb.ServiceMessage {
 		return nil
 	}
 	return svc
-}
-
-// echoKey is what the no-echo filter remembers of a message: a hash of its
-// address and data.
-func echoKey(address, data []byte) [32]byte {
-	h := sha256.New()
-	h.Write(address)
-	h.Write(data)
-	var k [32]byte
-	h.Sum(k[:0])
-	return k
-}
-
-// echoFilter remembers the last messages a publishing session sent, so the
-// hub does not hand them back to it (a GSOC client publishes and receives,
-// but not its own messages). Bounded: the oldest is forgotten first. Its
-// mutex guards it: the session's reader adds, the hub takes.
-type echoFilter struct {
-	mu   sync.Mutex
-	keys [][32]byte
-	next int
-}
-
-func newEchoFilter(size int) *echoFilter {
-	return &echoFilter{keys: make([][32]byte, 0, size)}
-}
-
-// add remembers k.
-func (e *echoFilter) add(k [32]byte) {
-	e.mu.Lock()
-	defer e.mu.Unlock()
-	if len(e.keys) < cap(e.keys) {
-		e.keys = append(e.keys, k)
-		return
-	}
-	e.keys[e.next] = k
-	e.next = (e.next + 1) % len(e.keys)
-}
-
-// take forgets k and reports whether it was remembered.
-func (e *echoFilter) take(k [32]byte) bool {
-	e.mu.Lock()
-	defer e.mu.Unlock()
-	for i := range e.keys {
-		if e.keys[i] == k {
-			e.keys[i] = [32]byte{}
-			return true
-		}
-	}
-	return false
 }
 
 // Text frames of the session protocol (docs/api.md). Hex strings carry no
@@ -403,4 +294,50 @@ func fieldNames(fields []socField) string {
 		names[i] = f.String()
 	}
 	return strings.Join(names, ",")
+}
+
+// serviceSOC checks a posted service SOC of sp as the broker will, and
+// returns it as a message, with the status to answer if it is refused: 400
+// for what is not a service SOC of this cohort, 403 for one the admin did
+// not sign.
+func serviceSOC(sp *bps.Spec, body []byte) (*pb.Message, *pb.ServiceMessage, int, error) {
+	if len(body) < idSize+socFrameMin {
+		return nil, nil, http.StatusBadRequest, fmt.Errorf("%d bytes: want id(32) ‖ signature(65) ‖ span(8) ‖ payload", len(body))
+	}
+	id, payload := body[:idSize], body[idSize+socFrameMin:]
+	svc := asService(sp, id, payload)
+	if svc == nil {
+		return nil, nil, http.StatusBadRequest, errors.New(`not a service SOC of this topic: the payload must be a ServiceMessage and the id keccak256("bps-service:v1" ‖ topic ‖ uint64BE(index))`)
+	}
+	switch svc.Kind {
+	case pb.ServiceKind_ROSTER:
+		for _, p := range svc.Publishers {
+			if len(p) != bps.AddressSize {
+				return nil, nil, http.StatusBadRequest, fmt.Errorf("roster names a %d-byte address, want 20", len(p))
+			}
+		}
+	case pb.ServiceKind_END_OF_STREAM:
+		if len(svc.Publishers) != 0 {
+			return nil, nil, http.StatusBadRequest, errors.New("an end of stream names no publishers")
+		}
+	default:
+		return nil, nil, http.StatusBadRequest, fmt.Errorf("unknown service kind %d", svc.Kind)
+	}
+	addr, err := soc.CreateAddress(id, sp.Admin)
+	if err != nil {
+		return nil, nil, http.StatusBadRequest, err
+	}
+	data := bytes.Clone(body)
+	parsed, err := soc.FromChunk(swarm.NewChunk(addr, data))
+	if err != nil {
+		return nil, nil, http.StatusBadRequest, fmt.Errorf("not a single-owner chunk: %w", err)
+	}
+	if owner := parsed.OwnerAddress(); !bytes.Equal(owner, sp.Admin) {
+		return nil, nil, http.StatusForbidden, fmt.Errorf("signed by %x, not by the admin %x", owner, sp.Admin)
+	}
+	msg := &pb.Message{Address: addr.Bytes(), Data: data}
+	if err := sp.Verify(msg, sp.Admin); err != nil {
+		return nil, nil, http.StatusBadRequest, err
+	}
+	return msg, svc, 0, nil
 }

@@ -9,19 +9,17 @@ import (
 	"github.com/prometheus/client_golang/prometheus"
 )
 
+// metrics are the bridge's; the shared streams' are the mux's
+// (bps.Mux.Metrics), under the same subsystem.
 type metrics struct {
 	// all fields exported: Metrics() collects them by reflection.
-	Sessions         prometheus.Gauge
-	Hubs             prometheus.Gauge
-	PublisherStreams prometheus.Gauge
-	Delivered        prometheus.Counter
-	Published        prometheus.Counter
-	InvalidFrames    prometheus.Counter
-	SlowSessions     prometheus.Counter
-	ClaimsFailed     prometheus.Counter
-	Reclaims         prometheus.Counter
-	ServiceRelayed   prometheus.Counter
-	ServiceGaps      prometheus.Counter
+	Sessions       prometheus.Gauge
+	Delivered      prometheus.Counter
+	Published      prometheus.Counter
+	InvalidFrames  prometheus.Counter
+	SlowSessions   prometheus.Counter
+	ClaimsFailed   prometheus.Counter
+	ServiceRelayed prometheus.Counter
 }
 
 func newMetrics() metrics {
@@ -33,16 +31,12 @@ func newMetrics() metrics {
 		return prometheus.NewGauge(prometheus.GaugeOpts{Namespace: m.Namespace, Subsystem: subsystem, Name: name, Help: help})
 	}
 	return metrics{
-		Sessions:         gauge("sessions", "Open WebSocket sessions."),
-		Hubs:             gauge("hubs", "Subscriber streams shared by the sessions."),
-		PublisherStreams: gauge("publisher_streams", "Publisher streams shared by the sessions."),
-		Delivered:        counter("delivered", "Frames queued to sessions."),
-		Published:        counter("published", "Frames published by sessions."),
-		InvalidFrames:    counter("invalid_frames", "Session frames refused before publishing."),
-		SlowSessions:     counter("slow_sessions", "Sessions closed for a full queue."),
-		ClaimsFailed:     counter("claims_failed", "Claims a dApp did not sign, or signed wrongly, in time."),
-		Reclaims:         counter("reclaims", "Claims sent again on a silent stream once a roster named its address."),
-		ServiceRelayed:   counter("service_relayed", "Service SOCs relayed for an admin's dApp."),
-		ServiceGaps:      counter("service_gaps", "Gaps in a service feed seen by the node (liveness faults)."),
+		Sessions:       gauge("sessions", "Open WebSocket sessions."),
+		Delivered:      counter("delivered", "Frames queued to sessions."),
+		Published:      counter("published", "Frames published by sessions."),
+		InvalidFrames:  counter("invalid_frames", "Session frames refused before publishing."),
+		SlowSessions:   counter("slow_sessions", "Sessions closed for a full queue."),
+		ClaimsFailed:   counter("claims_failed", "Claims a dApp did not sign, or signed wrongly, in time."),
+		ServiceRelayed: counter("service_relayed", "Service SOCs relayed for an admin's dApp."),
 	}
 }

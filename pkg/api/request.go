@@ -132,6 +132,19 @@ func (p *plan) spectates() bool {
 	return !p.publish || p.echoes() || (p.claims() && !p.isAdmin() && !p.spec.Closed)
 }
 
+// streamOptions describe the publisher stream the session publishes on.
+func (p *plan) streamOptions() bps.StreamOptions {
+	return bps.StreamOptions{Addr: p.addr, Index: p.index, Receive: !p.echoes()}
+}
+
+// memberOptions say which messages the session does not receive: its own.
+func (p *plan) memberOptions(echo *bps.EchoFilter) bps.MemberOptions {
+	if !p.publish {
+		return bps.MemberOptions{}
+	}
+	return bps.MemberOptions{Owner: p.addr, Echo: echo}
+}
+
 // parseTopic reads {topic}: a topic in hex — 0x-prefixed, or hex digits
 // only — must be 64 hex characters, the 32-byte topic itself; anything else
 // is a name hashed with keccak256. A name needs a character that is not a

@@ -13,6 +13,7 @@ import (
 	"fmt"
 	"io"
 	"net"
+	"strings"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -22,6 +23,7 @@ import (
 	"github.com/ethersphere/bee/v2/pkg/log"
 	"github.com/ethersphere/bee/v2/pkg/swarm"
 	"github.com/ethersphere/bps/pkg/bps"
+	"github.com/ethersphere/bps/pkg/bps/pb"
 	"github.com/gorilla/websocket"
 )
 
@@ -42,10 +44,10 @@ type session struct {
 	plan    *plan
 	broker  swarm.Address
 	logger  log.Logger
-	room    *room
-	hub     *hub                      // nil unless the session watches the subscriber stream
-	pub     atomic.Pointer[pubStream] // set while the session may publish
-	echo    *echoFilter               // GSOC publishers, which receive on the subscriber stream
+	room    *bps.Room
+	hub     *bps.Hub                      // nil unless the session watches the subscriber stream
+	pub     atomic.Pointer[bps.PubStream] // set while the session may publish
+	echo    *bps.EchoFilter               // GSOC publishers, which receive on the subscriber stream
 	queue   chan outFrame
 	claims  chan []byte // claim signatures read from the dApp
 	claimOK atomic.Bool // a claim-request is outstanding
@@ -70,7 +72,7 @@ type session struct {
 
 // newSession builds a session before its upgrade: it queues frames from
 // the start, and its reader and writer start once run is called.
-func newSession(s *Server, p *plan, broker swarm.Address, r *room, h *hub, logger log.Logger) *session {
+func newSession(s *Server, p *plan, broker swarm.Address, r *bps.Room, h *bps.Hub, logger log.Logger) *session {
 	ss := &session{
 		s: s, plan: p, broker: broker, room: r, hub: h, logger: logger,
 		queue:      make(chan outFrame, s.opts.SessionQueue),
@@ -81,7 +83,7 @@ func newSession(s *Server, p *plan, broker swarm.Address, r *room, h *hub, logge
 		writerDone: make(chan struct{}),
 	}
 	if p.echoes() {
-		ss.echo = newEchoFilter(max(s.opts.SessionQueue, 64))
+		ss.echo = bps.NewEchoFilter(max(s.opts.SessionQueue, 64))
 	}
 	return ss
 }
@@ -133,7 +135,8 @@ func (ss *session) fail(code int, reason string) {
 	ss.close(code, reason, final)
 }
 
-func (ss *session) closed() bool {
+// Closed reports whether the session has ended (bps.Session).
+func (ss *session) Closed() bool {
 	select {
 	case <-ss.quit:
 		return true
@@ -170,14 +173,14 @@ func (ss *session) sendText(b []byte) bool {
 // its writer may be stuck until the connection is dropped.
 func (ss *session) slow() {
 	if ss.hub != nil {
-		ss.hub.remove(ss)
+		ss.hub.Remove(ss)
 	}
 	ss.s.metrics.SlowSessions.Inc()
 	ss.fail(websocket.ClosePolicyViolation, slowReason(cap(ss.queue)))
 }
 
-// poke wakes the session's goroutine; it never blocks.
-func (ss *session) poke() {
+// Poke wakes the session's goroutine; it never blocks (bps.Session).
+func (ss *session) Poke() {
 	select {
 	case ss.wake <- struct{}{}:
 	default:
@@ -285,7 +288,7 @@ func (ss *session) readLoop() {
 			ss.readFailed(err)
 			return
 		}
-		if ss.closed() {
+		if ss.Closed() {
 			continue // draining until the dApp's close frame
 		}
 		switch typ {
@@ -390,58 +393,56 @@ func (ss *session) onBinary(data []byte) {
 		return
 	}
 	if ss.echo != nil {
-		ss.echo.add(echoKey(msg.Address, msg.Data))
+		ss.echo.Add(bps.EchoKey(msg.Address, msg.Data))
 	}
-	if err := e.p.Send(ss.s.ctx, msg); err != nil {
+	if err := e.Send(ss.s.ctx, msg); err != nil {
 		ss.fail(websocket.CloseInternalServerErr, "publish: "+err.Error())
 		return
 	}
-	e.sent.Add(1)
 	ss.s.metrics.Published.Inc()
 }
 
 // errClaim marks a claim the dApp did not sign, or signed wrongly, in time.
 var errClaim = errors.New("claim")
 
-// claimSigner asks the dApp to sign a claim: a claim-request text frame out,
-// a claim text frame back within ClaimTimeout. The signature is checked here
-// — 65 bytes, v 27 or 28, recovering to the session's addr over the digest —
-// because the broker answers a bad claim by blocklisting this node.
-func (ss *session) claimSigner() bps.ClaimSigner {
-	return func(ctx context.Context, challenge []byte, broker swarm.Address, index uint64) ([]byte, error) {
-		digest := bps.ClaimDigest(challenge, broker, index)
-		select {
-		case <-ss.claims: // a late answer to an earlier request
-		default:
+// SignClaim asks the dApp to sign a claim (bps.Session): a claim-request
+// text frame out, a claim text frame back within ClaimTimeout. The
+// signature is checked here — 65 bytes, v 27 or 28, recovering to the
+// session's addr over the digest — because the broker answers a bad claim
+// by blocklisting this node.
+func (ss *session) SignClaim(ctx context.Context, challenge []byte, broker swarm.Address, index uint64) ([]byte, error) {
+	digest := bps.ClaimDigest(challenge, broker, index)
+	select {
+	case <-ss.claims: // a late answer to an earlier request
+	default:
+	}
+	ss.claimOK.Store(true)
+	defer ss.claimOK.Store(false)
+	if !ss.sendControl(claimRequest{
+		Type:      typeClaimRequest,
+		Topic:     hex.EncodeToString(ss.plan.spec.Topic),
+		Addr:      hex.EncodeToString(ss.plan.addr),
+		Broker:    broker.String(),
+		Challenge: hex.EncodeToString(challenge),
+		Index:     index,
+		Digest:    hex.EncodeToString(digest),
+	}) {
+		return nil, fmt.Errorf("%w: session queue full", errClaim)
+	}
+	t := time.NewTimer(ss.s.opts.ClaimTimeout)
+	defer t.Stop()
+	select {
+	case sig := <-ss.claims:
+		if err := verifyClaim(sig, digest, ss.plan.addr); err != nil {
+			return nil, err
 		}
-		ss.claimOK.Store(true)
-		defer ss.claimOK.Store(false)
-		if !ss.sendControl(claimRequest{
-			Type:      typeClaimRequest,
-			Topic:     hex.EncodeToString(ss.plan.spec.Topic),
-			Addr:      hex.EncodeToString(ss.plan.addr),
-			Broker:    broker.String(),
-			Challenge: hex.EncodeToString(challenge),
-			Index:     index,
-			Digest:    hex.EncodeToString(digest),
-		}) {
-			return nil, fmt.Errorf("%w: session queue full", errClaim)
-		}
-		t := time.NewTimer(ss.s.opts.ClaimTimeout)
-		defer t.Stop()
-		select {
-		case sig := <-ss.claims:
-			if err := verifyClaim(sig, digest, ss.plan.addr); err != nil {
-				return nil, err
-			}
-			return sig, nil
-		case <-t.C:
-			return nil, fmt.Errorf("%w: no claim within %s", errClaim, ss.s.opts.ClaimTimeout)
-		case <-ss.quit:
-			return nil, fmt.Errorf("%w: session closed", errClaim)
-		case <-ctx.Done():
-			return nil, ctx.Err()
-		}
+		return sig, nil
+	case <-t.C:
+		return nil, fmt.Errorf("%w: no claim within %s", errClaim, ss.s.opts.ClaimTimeout)
+	case <-ss.quit:
+		return nil, fmt.Errorf("%w: session closed", errClaim)
+	case <-ctx.Done():
+		return nil, ctx.Err()
 	}
 }
 
@@ -465,4 +466,267 @@ func verifyClaim(sig, digest, addr []byte) error {
 		return fmt.Errorf("%w: signed by %x, not by addr %x", errClaim, signer, addr)
 	}
 	return nil
+}
+
+// run runs the upgraded session: registered, its reader and writer
+// started, and, where publishing takes a claim, its publisher state kept up
+// to date (negotiate) — until it ends. pre is the publisher stream opened
+// before the upgrade, if any: where publishing takes a claim, joined, its
+// claim pending.
+func (ss *session) run(pre *bps.PubStream) {
+	s := ss.s
+	defer s.unregister(ss)
+	if !s.register(ss) {
+		ss.close(websocket.CloseGoingAway, "node shutting down", nil)
+	}
+	go ss.writeLoop()
+	go ss.readLoop()
+
+	held := pre // the publisher stream this session holds a reference to
+	if ss.plan.claims() {
+		held = ss.negotiate(pre)
+	}
+	<-ss.readerDone
+	<-ss.writerDone
+	ss.release(held)
+}
+
+// release detaches an ended session from its room, hub and publisher
+// stream.
+func (ss *session) release(held *bps.PubStream) {
+	ss.hard.Stop() // set: the session is closed
+	ss.room.Remove(ss)
+	if h := ss.hub; h != nil {
+		h.Remove(ss)
+		h.Release()
+	}
+	if held != nil {
+		held.Remove(ss)
+		held.Release()
+	}
+	ss.room.Release()
+	ss.s.leaveCohort(ss.client, ss.broker, cohortKey(ss.broker, ss.plan.spec))
+}
+
+// attachPub lets the session publish on e and tells the dApp it may.
+func (ss *session) attachPub(e *bps.PubStream) {
+	if !e.Add(ss) {
+		ss.fail(websocket.CloseGoingAway, "the broker ended the publisher stream")
+		return
+	}
+	ss.pub.Store(e)
+	ss.ready("publisher")
+}
+
+// Deliver queues a content message, encoded in the session's fields — once
+// per field list among the room's sessions (bps.Session).
+func (ss *session) Deliver(v *bps.View) bool {
+	fields := ss.plan.fields
+	frame, err := v.Frame(fieldsKey(fields), func(v *bps.View) ([]byte, error) { return encodeFields(v, fields) })
+	if err != nil {
+		ss.fail(websocket.CloseInternalServerErr, err.Error())
+		return false
+	}
+	if !ss.enqueue(websocket.BinaryMessage, frame) {
+		ss.slow()
+		return false
+	}
+	ss.s.metrics.Delivered.Inc()
+	return true
+}
+
+// Service queues a service frame; the GSOC client gets none (bps.Session).
+func (ss *session) Service(svc *pb.ServiceMessage, gap bool) bool {
+	if !ss.plan.control() {
+		return true
+	}
+	if !ss.sendText(newServiceFrame(svc, gap)) {
+		ss.slow()
+		return false
+	}
+	return true
+}
+
+// EndOfCohort closes the session once its queue is out, with the END_OF_STREAM
+// service frame last if it receives (bps.Session).
+func (ss *session) EndOfCohort(final *pb.ServiceMessage, gap bool) {
+	var frame []byte
+	if final != nil && ss.plan.control() {
+		frame = newServiceFrame(final, gap)
+	}
+	ss.closeDrained(websocket.CloseNormalClosure, eosReason, frame)
+}
+
+// End closes the session because the stream it depends on ended
+// (bps.Session).
+func (ss *session) End(err error) {
+	var re *bps.ReclaimError
+	if errors.As(err, &re) && errors.Is(re.Err, errClaim) {
+		ss.s.metrics.ClaimsFailed.Inc()
+	}
+	code, reason := endStatus(err)
+	ss.fail(code, reason)
+}
+
+var _ bps.Session = (*session)(nil)
+
+// Reasons a session publishing under explicit authorship waits.
+const (
+	reasonNotRostered = "not in the roster: the admin's roster does not name addr; the node claims when one does"
+	reasonNotAdmitted = "closed cohort: claim sent, not admitted yet: the broker admits addr once its roster names it"
+)
+
+// negotiate keeps a session publishing under explicit authorship in step
+// with the roster the node holds and with its publisher stream, until the
+// session closes; it returns the publisher stream it holds, if any.
+//
+// The stream is opened — and the claim signed by the dApp — at once for the
+// admin and in a closed cohort, where a claim is the only way in; in an open
+// cohort only once a roster the node verified names addr, so that the claim
+// is taken: the broker gives no answer to a claim, and a node that misjudged
+// it would send a publication on a subscriber stream, or a claim on a
+// publisher stream, against itself. The session may publish while the
+// stream is a publisher stream (bps.PubStream.Taken) and the roster names addr;
+// a roster revoking addr makes it wait again — in an open cohort it lets
+// go of the stream, and claims anew on a later grant.
+func (ss *session) negotiate(pre *bps.PubStream) *bps.PubStream {
+	e := pre
+	if e != nil {
+		e = ss.attachOpened(e)
+	}
+	for {
+		e = ss.evaluate(e)
+		select {
+		case <-ss.wake:
+		case <-ss.quit:
+			return e
+		}
+	}
+}
+
+// attachOpened waits for the publisher stream the session started before
+// its upgrade (Mux.StartPublish) to be open — its claim signed — and
+// attaches the session; it returns the stream it holds after.
+func (ss *session) attachOpened(e *bps.PubStream) *bps.PubStream {
+	select {
+	case <-e.Ready():
+	case <-ss.quit:
+		return e
+	}
+	if err := e.Err(); err != nil {
+		e.Release()
+		if errors.Is(err, errClaim) {
+			ss.s.metrics.ClaimsFailed.Inc()
+		}
+		ss.fail(closeStatus(err), "publish: "+err.Error())
+		return nil
+	}
+	if !e.Add(ss) {
+		ss.fail(websocket.CloseGoingAway, "the broker ended the publisher stream")
+	}
+	return e
+}
+
+// evaluate looks at the session's publisher state once; e is the stream it
+// holds, and it returns the one it holds after.
+func (ss *session) evaluate(e *bps.PubStream) *bps.PubStream {
+	s, p, rm := ss.s, ss.plan, ss.room
+	if ss.Closed() {
+		return e
+	}
+	if e == nil {
+		if !p.spec.Closed && !rm.Rostered(p.addr) {
+			ss.wait(reasonNotRostered)
+			return nil
+		}
+		ctx, cancel := context.WithTimeout(s.ctx, s.opts.JoinTimeout+2*s.opts.ClaimTimeout)
+		var err error
+		e, err = s.mux.Publish(ctx, rm, p.streamOptions(), ss)
+		cancel()
+		if err != nil {
+			if errors.Is(err, errClaim) {
+				s.metrics.ClaimsFailed.Inc()
+			}
+			ss.fail(closeStatus(err), "publish: "+err.Error())
+			return nil
+		}
+		if !e.Add(ss) {
+			ss.fail(websocket.CloseGoingAway, "the broker ended the publisher stream")
+			return e
+		}
+	}
+	switch {
+	case !e.Taken():
+		ss.wait(reasonNotAdmitted)
+	case rm.Rostered(p.addr):
+		ss.allow(e)
+	default:
+		st := rm.Service()
+		ss.wait(fmt.Sprintf("revoked: the admin's roster %d does not name addr", st.Next-1))
+		if !p.spec.Closed {
+			e.Remove(ss)
+			e.Release()
+			return nil
+		}
+	}
+	return e
+}
+
+// wait stops the session publishing and tells the dApp why, once per
+// reason.
+func (ss *session) wait(reason string) {
+	ss.pub.Store(nil)
+	ss.waiting.Store(&reason)
+	if reason == ss.told {
+		return
+	}
+	ss.told = reason
+	if !ss.sendControl(waitingFrame{Type: typeWaiting, Addr: hex.EncodeToString(ss.plan.addr), Reason: reason}) {
+		ss.slow()
+	}
+}
+
+// allow lets the session publish on e: the ready frame, and deliveries from
+// then on.
+func (ss *session) allow(e *bps.PubStream) {
+	if ss.pub.Load() == e {
+		return
+	}
+	ss.told = ""
+	ss.pub.Store(e)
+	ss.waiting.Store(nil)
+	ss.ready("publisher")
+	ss.room.Receive(ss)
+}
+
+// ready sends the ready frame (not to the GSOC client).
+func (ss *session) ready(role string) {
+	if !ss.plan.control() {
+		return
+	}
+	f := readyFrame{
+		Type:    typeReady,
+		Role:    role,
+		Topic:   hex.EncodeToString(ss.plan.spec.Topic),
+		Binding: bindingName(ss.plan.spec.Binding),
+		Broker:  ss.broker.String(),
+		Fields:  fieldNames(ss.plan.fields),
+	}
+	if role == "publisher" {
+		f.Addr = hex.EncodeToString(ss.plan.addr)
+		if ss.plan.claims() && ss.plan.layout == layoutIndex {
+			f.Index = &ss.plan.index
+		}
+	}
+	if !ss.sendControl(f) {
+		ss.slow()
+	}
+}
+
+// bindingName is the binding as the binding query parameter names it.
+func bindingName(b pb.TopicBinding) string {
+	if b == pb.TopicBinding_FEED_TOPIC {
+		return "feed"
+	}
+	return strings.ToLower(b.String())
 }

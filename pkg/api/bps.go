@@ -1,0 +1,367 @@
+// Copyright 2026 The BPS Authors. All rights reserved.
+// Use of this source code is governed by a BSD-style
+// license that can be found in the LICENSE file.
+
+package api
+
+import (
+	"context"
+	"encoding/hex"
+	"errors"
+	"fmt"
+	"io"
+	"net/http"
+	"time"
+
+	"github.com/ethersphere/bee/v2/pkg/jsonhttp"
+	"github.com/ethersphere/bee/v2/pkg/swarm"
+	"github.com/ethersphere/bps/pkg/bps"
+	"github.com/gorilla/mux"
+	"github.com/gorilla/websocket"
+)
+
+// pubsubWsHandler serves GET /pubsub/{topic}: it validates the request,
+// reaches the broker and joins the cohort (the node's shared streams where
+// they exist) before it upgrades, so that every failure it can know of is an
+// HTTP status; then it runs the session until it ends.
+func (s *Server) pubsubWsHandler(w http.ResponseWriter, r *http.Request) {
+	logger := s.logger.WithName("pubsub_ws").Build()
+
+	p, msg, reasons := s.parseSession(r)
+	if len(reasons) > 0 {
+		badRequest(w, logger, msg, reasons...)
+		return
+	}
+	if !websocket.IsWebSocketUpgrade(r) {
+		badRequest(w, logger, "expected a websocket upgrade")
+		return
+	}
+	if !s.checkOrigin(r) {
+		jsonhttp.Forbidden(w, "origin not allowed")
+		return
+	}
+	client := s.clientOf(r)
+	if err := s.reserve(client); err != nil {
+		refused(w, logger, err)
+		return
+	}
+	upgraded, entered := false, false
+	var broker swarm.Address
+	defer func() {
+		if entered {
+			s.leaveCohort(client, broker, cohortKey(broker, p.spec))
+		}
+		if !upgraded {
+			s.unreserve(client)
+		}
+	}()
+
+	ctx, cancel := context.WithTimeout(r.Context(), s.opts.JoinTimeout)
+	defer cancel()
+	stop := context.AfterFunc(s.ctx, cancel)
+	defer stop()
+
+	broker, err := s.peers.resolve(ctx, p.peer)
+	if err != nil {
+		s.joinFailed(w, logger, err)
+		return
+	}
+	if broker.Equal(s.svc.Overlay()) {
+		badRequest(w, logger, "invalid query params", jsonhttp.Reason{Field: "peer", Error: "is this node: a node does not join its own cohorts"})
+		return
+	}
+	if err := s.enterCohort(client, broker, cohortKey(broker, p.spec)); err != nil {
+		refused(w, logger, err)
+		return
+	}
+	entered = true
+
+	rm, err := s.mux.Room(broker, p.spec)
+	if err != nil {
+		s.joinFailed(w, logger, err)
+		return
+	}
+	var h *bps.Hub
+	if p.spectates() {
+		if h, err = s.mux.Subscribe(ctx, rm); err != nil {
+			rm.Release()
+			s.joinFailed(w, logger, err)
+			return
+		}
+	}
+	var e *bps.PubStream
+	if p.publish && !p.claims() {
+		if e, err = s.mux.Publish(ctx, rm, p.streamOptions(), nil); err != nil {
+			if h != nil {
+				h.Release()
+			}
+			rm.Release()
+			s.joinFailed(w, logger, err)
+			return
+		}
+	}
+
+	// The session exists, holding its first frame and a member of its
+	// room, before the dApp sees the upgrade: a session that receives at
+	// once receives everything accepted after that.
+	ss := newSession(s, p, broker, rm, h, logger)
+	ss.client, entered = client, false // the session leaves the cohort (release)
+	if p.claims() && (p.spec.Closed || rm.Rostered(p.addr)) {
+		// The stream opens at once (the admin, a closed cohort, an
+		// address the roster names): joined before the upgrade, so that
+		// a broker that cannot be joined is an HTTP status; the dApp signs
+		// the claim once upgraded.
+		if e, err = s.mux.StartPublish(ctx, rm, p.streamOptions(), ss); err != nil {
+			ss.close(websocket.CloseGoingAway, "join failed", nil)
+			ss.release(nil)
+			s.joinFailed(w, logger, err)
+			return
+		}
+	}
+	receive := true
+	switch {
+	case e != nil && !p.claims():
+		ss.attachPub(e)
+	case !p.publish:
+		ss.ready("subscriber")
+	case p.claims() && h != nil && !rm.Rostered(p.addr):
+		// An open cohort: the session watches it until a roster names addr.
+		ss.wait(reasonNotRostered)
+	default:
+		receive = false // from its ready frame on
+	}
+	rm.Add(ss, p.memberOptions(ss.echo), receive)
+	if h != nil && !h.Add(ss) {
+		ss.close(websocket.CloseGoingAway, "the broker ended the subscription", nil)
+	}
+
+	ws, err := s.upgrader.Upgrade(w, r, nil)
+	if err != nil { // the upgrader has answered
+		logger.Debug("upgrade failed", "error", err)
+		ss.close(websocket.CloseGoingAway, "upgrade failed", nil)
+		ss.release(e)
+		return
+	}
+	upgraded = true
+	ss.ws.Store(ws)
+	ss.run(e)
+}
+
+// maxServiceBody is the largest service SOC: id ‖ signature ‖ span ‖ a
+// 4096-byte payload.
+const maxServiceBody = idSize + socFrameMax
+
+// serviceResponse answers a relayed service SOC.
+type serviceResponse struct {
+	Index uint64 `json:"index"`
+}
+
+// serviceHandler serves POST /pubsub/{topic}/service: the admin's control
+// plane (SWIP-60). The body is a service SOC the admin's dApp signed —
+// id(32) ‖ signature(65) ‖ span(8, LE) ‖ payload, the payload a
+// ServiceMessage, the id keccak256("bps-service:v1" ‖ topic ‖
+// uint64BE(index)) — which the node checks as the broker will (the admin's
+// signature at keccak256(id ‖ admin), a service SOC of this topic, newer
+// than the service index the node holds) and relays on the admin's
+// publisher stream of a session on this node: the node holds no keys, so
+// it cannot claim the admin's stream itself. The broker answers nothing;
+// 202 means relayed.
+func (s *Server) serviceHandler(w http.ResponseWriter, r *http.Request) {
+	logger := s.logger.WithName("pubsub_service").Build()
+	topic, err := parseTopic(mux.Vars(r)["topic"])
+	if err != nil {
+		badRequest(w, logger, "invalid path params", jsonhttp.Reason{Field: "topic", Error: err.Error()})
+		return
+	}
+
+	var q serviceQuery
+	if reasons := s.mapParams(queryGetter(r), &q); len(reasons) > 0 {
+		badRequest(w, logger, "invalid query params", reasons...)
+		return
+	}
+	var reasons reasonList
+	ref := s.parsePeerParam(q.Peer, &reasons)
+	sp := buildSpec(topic, specParams{binding: q.Binding, admin: q.Admin, publishers: q.Publishers, closed: q.Closed, history: q.History}, &reasons)
+	if len(reasons) > 0 {
+		badRequest(w, logger, "invalid query params", reasons...)
+		return
+	}
+
+	body, err := io.ReadAll(http.MaxBytesReader(w, r.Body, maxServiceBody))
+	if err != nil {
+		var tooLarge *http.MaxBytesError
+		if errors.As(err, &tooLarge) {
+			jsonhttp.RequestEntityTooLarge(w, fmt.Sprintf("a service SOC is at most %d bytes", maxServiceBody))
+			return
+		}
+		badRequest(w, logger, "read body: "+err.Error())
+		return
+	}
+	msg, svc, status, err := serviceSOC(sp, body)
+	if err != nil {
+		logger.Debug("service SOC refused", "error", err)
+		jsonhttp.Respond(w, status, err.Error())
+		return
+	}
+
+	ctx, cancel := context.WithTimeout(r.Context(), s.opts.JoinTimeout)
+	defer cancel()
+	stop := context.AfterFunc(s.ctx, cancel)
+	defer stop()
+	broker, err := s.peers.resolve(ctx, ref)
+	if err != nil {
+		s.joinFailed(w, logger, err)
+		return
+	}
+
+	if rm := s.mux.LookupRoom(broker, sp); rm != nil {
+		if st := rm.Service(); st.Seen && svc.Index < st.Next {
+			jsonhttp.Conflict(w, fmt.Sprintf("stale service index %d: this node holds the admin's service feed up to index %d; the next is %d", svc.Index, st.Next-1, st.Next))
+			return
+		}
+	}
+	e := s.mux.HoldPublisher(broker, sp, sp.Admin)
+	if e == nil {
+		jsonhttp.Conflict(w, fmt.Sprintf("no admin session on this node: open GET /pubsub/{topic}?addr=%x (with this spec and peer) first", sp.Admin))
+		return
+	}
+	defer e.Release()
+	if err := e.Send(ctx, msg); err != nil {
+		logger.Debug("relay failed", "error", err)
+		jsonhttp.BadGateway(w, "relay: "+err.Error())
+		return
+	}
+	s.metrics.ServiceRelayed.Inc()
+	// The node takes what it relayed as the roster in force: the admin's
+	// stream never gets its own service SOCs back, and a session here may
+	// be waiting for this very roster.
+	e.Room().Deliver(bps.Delivery{Index: svc.Index, Address: swarm.NewAddress(msg.Address), Owner: sp.Admin, Data: msg.Data, Service: svc})
+	jsonhttp.Accepted(w, serviceResponse{Index: svc.Index})
+}
+
+// topicInfo is one entry of GET /pubsub/. topicAddress, mode, role and
+// connections are the fields the GSOC client reads, with the types bee-js's
+// listTopics checks (a string, an integer, one of three strings, an array
+// of strings); the rest is this node's.
+type topicInfo struct {
+	TopicAddress string `json:"topicAddress"`
+	// Mode is the cohort's binding number (SWIP-60 TopicBinding): ANCHOR = 1
+	// is the GSOC client's mode 1, FEED_TOPIC = 4.
+	Mode int `json:"mode"`
+	// Role is this node's: broker (it brokers the cohort), subscriber (a
+	// subscriber stream its sessions share) or publisher (a publisher stream
+	// its sessions share).
+	Role string `json:"role"`
+	// Connections are the peers of the entry's p2p streams, hex overlays:
+	// broker — the peers whose streams are attached to the cohort, each
+	// once; subscriber and publisher — the broker.
+	Connections []string `json:"connections"`
+	// Sessions: subscriber and publisher — the WebSocket sessions sharing
+	// the stream.
+	Sessions *int   `json:"sessions,omitempty"`
+	Binding  string `json:"binding"`
+	Admin    string `json:"admin,omitempty"`
+	Cohort   string `json:"cohort"`           // short name of the canonical spec
+	Broker   string `json:"broker,omitempty"` // subscriber, publisher: the broker's overlay
+	Addr     string `json:"addr,omitempty"`   // publisher: the address it publishes as
+	Streams  int    `json:"streams"`          // p2p streams behind the entry
+
+	// broker
+	Subscribers *int         `json:"subscribers,omitempty"`
+	Publishers  *int         `json:"publishers,omitempty"`
+	Cursor      *uint64      `json:"cursor,omitempty"`
+	Accepted    *uint64      `json:"accepted,omitempty"`
+	Counters    bps.Counters `json:"counters,omitempty"`
+	Created     *time.Time   `json:"created,omitempty"`
+	LastAccept  *time.Time   `json:"lastAccept,omitempty"`
+
+	// subscriber, publisher
+	Received *uint64 `json:"received,omitempty"` // deliveries handed to the sessions
+	Dropped  *uint64 `json:"dropped,omitempty"`  // deliveries the subscription dropped (stale, invalid)
+	Sent     *uint64 `json:"sent,omitempty"`     // frames published
+	// publisher, explicit authorship: the broker made it a publisher
+	// stream, as far as the node can tell (a closed cohort: admitted).
+	Taken *bool `json:"taken,omitempty"`
+
+	// The admin's service feed (a cohort with an admin): at a broker as it
+	// accepted it, at a client as the node verified it.
+	Roster      *[]string `json:"roster,omitempty"`      // the publishers the roster in force names (admin excluded), hex
+	ServiceNext *uint64   `json:"serviceNext,omitempty"` // the lowest service index taken next (0: none yet)
+	Ended       *bool     `json:"ended,omitempty"`       // END_OF_STREAM taken
+}
+
+type topicsResponse struct {
+	Topics []topicInfo `json:"topics"`
+}
+
+func ptr[T any](v T) *T { return &v }
+
+// topicsHandler serves GET /pubsub/: the cohorts this node brokers, then the
+// subscriber and publisher streams its sessions share.
+func (s *Server) topicsHandler(w http.ResponseWriter, _ *http.Request) {
+	out := topicsResponse{Topics: []topicInfo{}}
+	for _, c := range s.svc.Cohorts() {
+		t := specInfo(c.Spec)
+		t.Role = "broker"
+		t.Streams = c.Subscribers + c.Publishers
+		for _, p := range s.svc.CohortPeers(c.Spec) {
+			t.Connections = append(t.Connections, p.String())
+		}
+		t.Subscribers, t.Publishers = ptr(c.Subscribers), ptr(c.Publishers)
+		t.Accepted, t.Counters = ptr(c.Accepted), c.Counters
+		t.Created, t.LastAccept = ptr(c.Created.UTC()), ptr(c.LastAccept.UTC())
+		if !c.Spec.Implicit() {
+			t.Cursor = ptr(c.Cursor)
+			roster := make([]string, len(c.Roster))
+			for i, p := range c.Roster {
+				roster[i] = hex.EncodeToString(p)
+			}
+			t.Roster, t.ServiceNext, t.Ended = &roster, ptr(c.ServiceNext), ptr(c.Ended)
+		}
+		out.Topics = append(out.Topics, t)
+	}
+
+	for _, st := range s.mux.Streams() {
+		t := specInfo(st.Spec)
+		t.Role = "subscriber"
+		if st.Publisher {
+			t.Role = "publisher"
+		}
+		t.Connections = []string{st.Broker.String()}
+		t.Sessions = ptr(st.Sessions)
+		t.Streams = 1
+		t.Broker = st.Broker.String()
+		if st.Publisher {
+			t.Addr = hex.EncodeToString(st.Addr)
+			t.Sent = ptr(st.Sent)
+			if st.Claims {
+				t.Taken = ptr(st.Taken)
+			}
+		} else {
+			t.Received, t.Dropped = ptr(st.Received), ptr(st.Dropped)
+		}
+		if !st.Spec.Implicit() {
+			roster := make([]string, len(st.Service.Roster))
+			for i, p := range st.Service.Roster {
+				roster[i] = hex.EncodeToString(p)
+			}
+			t.Roster, t.ServiceNext, t.Ended = &roster, ptr(st.Service.Next), ptr(st.Service.Ended)
+		}
+		out.Topics = append(out.Topics, t)
+	}
+	jsonhttp.OK(w, out)
+}
+
+func specInfo(sp *bps.Spec) topicInfo {
+	t := topicInfo{
+		Connections:  []string{},
+		TopicAddress: hex.EncodeToString(sp.Topic),
+		Mode:         int(sp.Binding),
+		Binding:      bindingName(sp.Binding),
+		Cohort:       sp.String(),
+	}
+	if !sp.Implicit() {
+		t.Admin = hex.EncodeToString(sp.Admin)
+	}
+	return t
+}

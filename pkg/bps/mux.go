@@ -1,0 +1,405 @@
+// Copyright 2026 The BPS Authors. All rights reserved.
+// Use of this source code is governed by a BSD-style
+// license that can be found in the LICENSE file.
+
+package bps
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"sync"
+	"time"
+
+	m "github.com/ethersphere/bee/v2/pkg/metrics"
+	"github.com/ethersphere/bee/v2/pkg/swarm"
+	"github.com/ethersphere/bps/pkg/bps/pb"
+	"github.com/prometheus/client_golang/prometheus"
+)
+
+// Mux shares this node's client streams among its local sessions — the
+// WebSocket sessions of the API, say. Every session watching a cohort at a
+// broker shares one subscriber stream (a Hub); every session publishing as
+// one address in it shares one publisher stream (a PubStream), which also
+// receives (SWIP-60: publishers receive). Whatever stream brings a
+// message, the cohort's Room hands it once to each session of the cohort
+// here — a dedup window drops the copies the node's other streams bring —
+// and keeps the admin's service feed as the node verified it: the roster,
+// its index, the end. A Room never waits for a session: a session that
+// cannot take a delivery leaves the room.
+//
+// Every Room, Hub and PubStream is acquired and released: the last release
+// ends it.
+type Mux interface {
+	// Room returns the room of sp at broker, made if there is none.
+	Room(broker swarm.Address, sp *Spec) (*Room, error)
+	// LookupRoom returns the room of sp at broker, if there is one, without
+	// holding it.
+	LookupRoom(broker swarm.Address, sp *Spec) *Room
+	// Subscribe returns the room's subscriber stream, joining the broker if
+	// there is none.
+	Subscribe(ctx context.Context, r *Room) (*Hub, error)
+	// Publish returns the room's publisher stream of o.Addr, opening it if
+	// there is none: a session of the stream signs its claim, opener's
+	// first.
+	Publish(ctx context.Context, r *Room, o StreamOptions, opener Session) (*PubStream, error)
+	// StartPublish is Publish for an opener that can sign only later: it
+	// returns once the broker has taken the Join, the claim possibly still
+	// pending (PubStream.Ready).
+	StartPublish(ctx context.Context, r *Room, o StreamOptions, opener Session) (*PubStream, error)
+	// HoldPublisher returns the open publisher stream of addr in sp at
+	// broker, if there is one.
+	HoldPublisher(broker swarm.Address, sp *Spec, addr []byte) *PubStream
+	// Streams describes the shared streams, subscriber streams first.
+	Streams() []StreamInfo
+	// Metrics returns the mux's collectors.
+	Metrics() []prometheus.Collector
+	// Close ends the shared streams and waits for the mux's goroutines.
+	Close() error
+}
+
+// Session is one local consumer of a cohort: it takes the deliveries a
+// Room hands it, signs claims for the publisher streams it uses, and is
+// ended when the stream it depends on ends. Its methods are called with
+// the room's, hub's or stream's lock held: they must not block, nor call
+// back into the mux.
+type Session interface {
+	// Deliver hands a content message of the cohort; false: the session
+	// cannot take it (it ends itself) and leaves the room.
+	Deliver(v *View) bool
+	// Service hands a service SOC of the admin's feed as the node verified
+	// it (gap: the node missed updates before it); false as for Deliver.
+	Service(svc *pb.ServiceMessage, gap bool) bool
+	// EndOfCohort ends the session after the admin's END_OF_STREAM, once
+	// what it queued is out; final is that service SOC if the session
+	// receives, else nil (gap as for Service).
+	EndOfCohort(final *pb.ServiceMessage, gap bool)
+	// End ends the session because the stream it depends on ended; err says
+	// why (ErrMuxClosed, *StreamEndError, *NotAdmittedError,
+	// *ReclaimError).
+	End(err error)
+	// Poke asks the session to look at its publisher state again: the
+	// roster changed, or its publisher stream was admitted.
+	Poke()
+	// SignClaim signs a claim for a publisher stream the session uses.
+	SignClaim(ctx context.Context, challenge []byte, broker swarm.Address, index uint64) ([]byte, error)
+	// Closed reports whether the session has ended.
+	Closed() bool
+}
+
+// MuxOptions configure a Mux. Zero values take the defaults.
+type MuxOptions struct {
+	// JoinTimeout bounds joining the broker. Default DefaultHandshakeTimeout.
+	JoinTimeout time.Duration
+	// ClaimTimeout bounds a session signing a claim. Default
+	// DefaultClaimDeadline.
+	ClaimTimeout time.Duration
+	// SilentWait bounds how long a publisher stream in a closed cohort may
+	// stay silent — its claim not taken — before the mux closes it; it must
+	// be shorter than the broker's claim deadline, at which the broker
+	// disconnects the stream as a violation and blocklists the node.
+	// Default DefaultSilentWait.
+	SilentWait time.Duration
+}
+
+// DefaultSilentWait is MuxOptions.SilentWait's default: two thirds of the
+// claim deadline.
+const DefaultSilentWait = DefaultClaimDeadline * 2 / 3
+
+// roomWindow bounds the deliveries a room remembers to drop the second copy
+// of a message that reaches the node on two of its streams.
+const roomWindow = 512
+
+// muxCloseTimeout bounds how long Close waits for the mux's goroutines.
+const muxCloseTimeout = 10 * time.Second
+
+// ErrMuxClosed: the mux closed (the node is shutting down).
+var ErrMuxClosed = errors.New("bps: session mux closed")
+
+// StreamEndError: the shared stream a session depends on ended; Err is
+// nil for a clean end by the broker.
+type StreamEndError struct {
+	Publisher bool // a publisher stream, else the subscriber stream
+	Err       error
+}
+
+func (e *StreamEndError) Error() string {
+	switch {
+	case e.Err == nil && e.Publisher:
+		return "the broker ended the publisher stream"
+	case e.Err == nil:
+		return "the broker ended the subscription"
+	case e.Publisher:
+		return "publisher stream reset by the broker: " + e.Err.Error()
+	default:
+		return "subscription lost: " + e.Err.Error()
+	}
+}
+
+func (e *StreamEndError) Unwrap() error { return e.Err }
+
+// NotAdmittedError: a closed cohort's broker did not take the claim of
+// Addr within the silent wait; the mux closed the stream before the
+// broker's claim deadline.
+type NotAdmittedError struct {
+	Addr []byte
+	Wait time.Duration
+}
+
+func (e *NotAdmittedError) Error() string {
+	return fmt.Sprintf("closed cohort: the broker did not admit %x within %s (not in its roster); the node closed the stream before the broker's claim deadline", e.Addr, e.Wait)
+}
+
+// ReclaimError: claiming again on a silent stream failed.
+type ReclaimError struct{ Err error }
+
+func (e *ReclaimError) Error() string { return "claim again: " + e.Err.Error() }
+func (e *ReclaimError) Unwrap() error { return e.Err }
+
+// StreamOptions describe a shared publisher stream.
+type StreamOptions struct {
+	Addr  []byte // the address it publishes as
+	Index uint64 // FEED_TOPIC under explicit authorship: the cursor signed into the claim
+	// Receive: the stream hands what the broker sends it to the room. A
+	// stream whose sessions share its identity with other publishers (the
+	// GSOC key) receives on the subscriber stream instead.
+	Receive bool
+}
+
+// ServiceState is the admin's service feed as the node knows it.
+type ServiceState struct {
+	Seen   bool     // a service SOC was applied
+	Next   uint64   // the lowest service index taken next
+	Roster [][]byte // the publishers the roster in force names (admin excluded), sorted
+	Ended  bool     // END_OF_STREAM taken
+}
+
+// StreamInfo describes a shared stream.
+type StreamInfo struct {
+	Publisher bool // a publisher stream, else a subscriber stream
+	Broker    swarm.Address
+	Spec      *Spec
+	Addr      []byte // publisher: the address
+	Sessions  int    // sessions sharing it
+	Received  uint64 // subscriber: deliveries handed to the room
+	Dropped   uint64 // subscriber: deliveries the subscription dropped
+	Sent      uint64 // publisher: messages published
+	Claims    bool   // publisher: under explicit authorship
+	Taken     bool   // publisher, explicit authorship: the broker made it a publisher stream, as far as the node can tell
+	Service   ServiceState
+}
+
+// mux implements Mux. Each refMap guards its map; a Room's, Hub's and
+// PubStream's own mutex their session sets. Every goroutine it starts is
+// counted in wg and waited for by Close.
+type mux struct {
+	svc     *Service
+	opts    MuxOptions
+	metrics muxMetrics
+
+	ctx    context.Context // ended by Close: bounds every join
+	cancel context.CancelFunc
+
+	mu     sync.Mutex // guards closed and wg.Add
+	closed bool
+	wg     sync.WaitGroup
+
+	rooms *refMap[*Room]      // by broker ‖ canonical spec
+	hubs  *refMap[*Hub]       // by broker ‖ canonical spec
+	pubs  *refMap[*PubStream] // by broker ‖ canonical spec ‖ addr
+}
+
+var _ Mux = (*mux)(nil)
+
+// NewMux returns the mux of the node running svc.
+func NewMux(svc *Service, o MuxOptions) Mux {
+	if o.JoinTimeout <= 0 {
+		o.JoinTimeout = DefaultHandshakeTimeout
+	}
+	if o.ClaimTimeout <= 0 {
+		o.ClaimTimeout = DefaultClaimDeadline
+	}
+	if o.SilentWait <= 0 {
+		o.SilentWait = DefaultSilentWait
+	}
+	x := &mux{svc: svc, opts: o, metrics: newMuxMetrics(),
+		rooms: newRefMap[*Room](), hubs: newRefMap[*Hub](), pubs: newRefMap[*PubStream]()}
+	x.ctx, x.cancel = context.WithCancel(context.Background())
+	return x
+}
+
+func cohortKey(broker swarm.Address, sp *Spec) string {
+	return broker.ByteString() + string(sp.Canonical())
+}
+
+// goOwned runs f on a goroutine Close waits for; false once closed.
+func (x *mux) goOwned(f func()) bool {
+	x.mu.Lock()
+	defer x.mu.Unlock()
+	if x.closed {
+		return false
+	}
+	x.wg.Add(1)
+	go func() {
+		defer x.wg.Done()
+		f()
+	}()
+	return true
+}
+
+func (x *mux) isClosed() bool {
+	x.mu.Lock()
+	defer x.mu.Unlock()
+	return x.closed
+}
+
+// Close ends every shared stream — their sessions are ended with
+// ErrMuxClosed — and waits for the mux's goroutines, at most
+// muxCloseTimeout.
+func (x *mux) Close() error {
+	x.mu.Lock()
+	if x.closed {
+		x.mu.Unlock()
+		return nil
+	}
+	x.closed = true
+	x.mu.Unlock()
+	x.cancel()
+
+	done := make(chan struct{})
+	go func() {
+		x.wg.Wait()
+		close(done)
+	}()
+	t := time.NewTimer(muxCloseTimeout)
+	defer t.Stop()
+	select {
+	case <-done:
+		return nil
+	case <-t.C:
+		return errors.New("bps: mux close timed out waiting for its streams")
+	}
+}
+
+// ended is why the sessions of a stream that ended with err are ended.
+func (x *mux) ended(err error, publisher bool) error {
+	switch {
+	case x.ctx.Err() != nil:
+		return ErrMuxClosed
+	case errors.Is(err, ErrEndOfStream):
+		return ErrEndOfStream
+	default:
+		return &StreamEndError{Publisher: publisher, Err: err}
+	}
+}
+
+// backoff is the backoff the node is in for sp at broker, if any, with
+// why the attempt that imposed it failed.
+func (x *mux) backoff(broker swarm.Address, sp *Spec) *BackoffError {
+	until, reason := x.svc.Backoff(broker, sp)
+	if time.Until(until) <= 0 {
+		return nil
+	}
+	return &BackoffError{Until: until, Cause: reason}
+}
+
+// joinErr turns FULL into a BackoffError, so the session learns when to
+// retry.
+func (x *mux) joinErr(broker swarm.Address, sp *Spec, err error) error {
+	if errors.Is(err, ErrFull) {
+		return &BackoffError{Until: x.svc.BackoffUntil(broker, sp), Cause: err}
+	}
+	return err
+}
+
+// BackoffError: the node may not join this cohort at that broker before
+// Until (the mandatory backoff after FULL, REJECTED or a reset); Cause is
+// why the attempt that imposed it failed — the broker's answer, a reset, a
+// connection that failed — if known.
+type BackoffError struct {
+	Until time.Time
+	Cause error
+}
+
+func (e *BackoffError) Error() string {
+	msg := fmt.Sprintf("backing off from the broker until %s", e.Until.UTC().Format(time.RFC3339))
+	if e.Cause != nil {
+		msg = e.Cause.Error() + ": " + msg
+	}
+	return msg
+}
+
+func (e *BackoffError) Unwrap() error { return e.Cause }
+
+// Room returns the room of sp at broker.
+func (x *mux) Room(broker swarm.Address, sp *Spec) (*Room, error) {
+	if x.isClosed() {
+		return nil, ErrMuxClosed
+	}
+	key := cohortKey(broker, sp)
+	r, _ := x.rooms.acquire(key, func() *Room { return newRoom(x, key, broker, sp) })
+	return r, nil
+}
+
+// LookupRoom returns the room of sp at broker, if any.
+func (x *mux) LookupRoom(broker swarm.Address, sp *Spec) *Room {
+	r, _ := x.rooms.lookup(cohortKey(broker, sp))
+	return r
+}
+
+// Streams describes the open shared streams.
+func (x *mux) Streams() []StreamInfo {
+	var out []StreamInfo
+	for _, h := range x.hubs.values() {
+		if !isDone(h.ready) || h.err != nil {
+			continue // still joining
+		}
+		out = append(out, StreamInfo{Broker: h.room.broker, Spec: h.room.spec, Sessions: h.count(),
+			Received: h.delivered.Load(), Dropped: h.sub.Dropped(), Service: h.room.Service()})
+	}
+	for _, e := range x.pubs.values() {
+		if !isDone(e.ready) || e.err != nil {
+			continue
+		}
+		out = append(out, StreamInfo{Publisher: true, Broker: e.room.broker, Spec: e.room.spec, Addr: e.addr,
+			Sessions: e.count(), Sent: e.sent.Load(), Claims: e.claims, Taken: e.taken.Load(), Service: e.room.Service()})
+	}
+	return out
+}
+
+func isDone(c <-chan struct{}) bool {
+	select {
+	case <-c:
+		return true
+	default:
+		return false
+	}
+}
+
+// muxMetrics keep the names they had as the API's (subsystem bps_api).
+type muxMetrics struct {
+	// all fields exported: Metrics() collects them by reflection.
+	Hubs             prometheus.Gauge
+	PublisherStreams prometheus.Gauge
+	Reclaims         prometheus.Counter
+	ServiceGaps      prometheus.Counter
+}
+
+func newMuxMetrics() muxMetrics {
+	const subsystem = "bps_api"
+	return muxMetrics{
+		Hubs: prometheus.NewGauge(prometheus.GaugeOpts{Namespace: m.Namespace, Subsystem: subsystem,
+			Name: "hubs", Help: "Subscriber streams shared by the sessions."}),
+		PublisherStreams: prometheus.NewGauge(prometheus.GaugeOpts{Namespace: m.Namespace, Subsystem: subsystem,
+			Name: "publisher_streams", Help: "Publisher streams shared by the sessions."}),
+		Reclaims: prometheus.NewCounter(prometheus.CounterOpts{Namespace: m.Namespace, Subsystem: subsystem,
+			Name: "reclaims", Help: "Claims sent again on a silent stream once a roster named its address."}),
+		ServiceGaps: prometheus.NewCounter(prometheus.CounterOpts{Namespace: m.Namespace, Subsystem: subsystem,
+			Name: "service_gaps", Help: "Gaps in a service feed seen by the node (liveness faults)."}),
+	}
+}
+
+// Metrics returns the mux's collectors.
+func (x *mux) Metrics() []prometheus.Collector {
+	return m.PrometheusCollectorsFromFields(x.metrics)
+}

@@ -1,0 +1,350 @@
+// Copyright 2026 The BPS Authors. All rights reserved.
+// Use of this source code is governed by a BSD-style
+// license that can be found in the LICENSE file.
+
+package bps
+
+import (
+	"bytes"
+	"crypto/sha256"
+	"slices"
+	"sync"
+
+	"github.com/ethersphere/bee/v2/pkg/soc"
+	"github.com/ethersphere/bee/v2/pkg/swarm"
+	"github.com/ethersphere/bps/pkg/bps/pb"
+)
+
+// Room is what this node's sessions in one cohort at one broker share
+// besides the streams: the fan-out to the sessions, a dedup window over
+// what the node's streams deliver (a message reaches the node once on each
+// stream it holds in the cohort that is not bound to the message's owner:
+// its subscriber stream and every publisher stream), and the service feed
+// as the node has verified it — the roster, its index, the end.
+//
+// Every stream of the cohort on this node hands its deliveries to deliver.
+// A session is a member from its setup to its end, and receives
+// deliveries while it is marked receiving: a session of a closed cohort
+// only once the broker admitted its address.
+//
+// Its mutex guards everything below it, and deliver runs whole under it: it
+// only hands frames to sessions, which never block.
+type Room struct {
+	x      *mux
+	key    string
+	broker swarm.Address
+	spec   *Spec
+
+	mu      sync.Mutex
+	members map[Session]*roomMember
+	pubs    map[*PubStream]struct{} // poked when the roster changes
+	seen    *Window
+	svcSeen bool                // a service SOC was applied
+	svcNext uint64              // the lowest service index the node takes next
+	latest  *pb.ServiceMessage  // the last service SOC applied
+	roster  map[string]struct{} // the publishers latest names (admin excluded)
+	ended   bool                // END_OF_STREAM applied
+}
+
+// roomMember is a session in a room.
+type roomMember struct {
+	MemberOptions
+	receive bool
+}
+
+// MemberOptions say which messages of the cohort a session does not get:
+// a publisher never receives its own messages (SWIP-60).
+type MemberOptions struct {
+	// Owner is the address the session publishes as (nil: it does not).
+	Owner []byte
+	// Echo, for a session that shares its identity with other publishers
+	// (the GSOC key), skips exactly the messages it sent, by their
+	// EchoKey, instead of every message of Owner.
+	Echo *EchoFilter
+}
+
+func newRoom(x *mux, key string, broker swarm.Address, sp *Spec) *Room {
+	return &Room{x: x, key: key, broker: broker, spec: sp, members: make(map[Session]*roomMember),
+		pubs: make(map[*PubStream]struct{}), seen: NewWindow(roomWindow)}
+}
+
+// Broker is the room's broker.
+func (r *Room) Broker() swarm.Address { return r.broker }
+
+// Spec is the room's cohort.
+func (r *Room) Spec() *Spec { return r.spec }
+
+// Release drops the caller's reference to the room.
+func (r *Room) Release() { r.x.rooms.release(r.key, r) }
+
+// Add makes s a member, receiving at once if receive. A session joining a
+// cohort that has ended is ended as the others were.
+func (r *Room) Add(s Session, o MemberOptions, receive bool) {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	if r.ended {
+		s.EndOfCohort(nil, false)
+		return
+	}
+	rm := &roomMember{MemberOptions: o}
+	r.members[s] = rm
+	if receive {
+		r.receiveLocked(s, rm)
+	}
+}
+
+// Receive marks a member receiving.
+func (r *Room) Receive(s Session) {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	if rm, ok := r.members[s]; ok && !rm.receive {
+		r.receiveLocked(s, rm)
+	}
+}
+
+// receiveLocked marks s receiving and tells it the roster the node holds,
+// as a broker tells a new stream (SWIP-60: the latest service SOC first).
+func (r *Room) receiveLocked(s Session, rm *roomMember) {
+	rm.receive = true
+	if r.latest != nil && !s.Service(r.latest, false) {
+		delete(r.members, s)
+	}
+}
+
+// Remove takes s out of the room.
+func (r *Room) Remove(s Session) {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	delete(r.members, s)
+}
+
+func (r *Room) addPub(e *PubStream) {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	r.pubs[e] = struct{}{}
+}
+
+func (r *Room) removePub(e *PubStream) {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	delete(r.pubs, e)
+}
+
+// Rostered reports whether addr may publish as far as the node knows: the
+// admin, or named by the latest roster it verified.
+func (r *Room) Rostered(addr []byte) bool {
+	if bytes.Equal(addr, r.spec.Admin) {
+		return true
+	}
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	_, ok := r.roster[string(addr)]
+	return ok
+}
+
+// Service is the service feed as the node knows it.
+func (r *Room) Service() ServiceState {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	st := ServiceState{Seen: r.svcSeen, Next: r.svcNext, Ended: r.ended, Roster: make([][]byte, 0, len(r.roster))}
+	for p := range r.roster {
+		st.Roster = append(st.Roster, []byte(p))
+	}
+	slices.SortFunc(st.Roster, bytes.Compare)
+	return st
+}
+
+// Deliver hands one verified delivery to the members: once, whichever of
+// the node's streams brought it first — or the node itself, for a service
+// SOC it relayed. A content message goes to every receiving member but
+// those publishing as its owner (SWIP-60: a publisher never receives its
+// own messages; a member with an echo filter skips exactly what it sent).
+// A service SOC updates the node's roster and goes to every receiving
+// member; END_OF_STREAM then ends every member.
+func (r *Room) Deliver(d Delivery) {
+	k := EchoKey(d.Address.Bytes(), d.Data)
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	if !r.seen.Add(k) {
+		return
+	}
+	if d.Service != nil {
+		r.serviceLocked(d)
+		return
+	}
+	v := &View{spec: r.spec, d: d, memo: make(map[string][]byte, 1)}
+	for s, rm := range r.members {
+		if !rm.receive || s.Closed() {
+			continue
+		}
+		if rm.Echo != nil {
+			if rm.Echo.Take(k) {
+				continue
+			}
+		} else if rm.Owner != nil && bytes.Equal(rm.Owner, d.Owner) {
+			continue
+		}
+		if !s.Deliver(v) {
+			delete(r.members, s)
+		}
+	}
+}
+
+// serviceLocked applies a service SOC newer than what the node holds and
+// tells the members; the caller holds r.mu. A gap is one the stream saw,
+// or one the node sees across its streams.
+func (r *Room) serviceLocked(d Delivery) {
+	svc := d.Service
+	if r.svcSeen && svc.Index < r.svcNext {
+		return // older than what the node holds: a late copy
+	}
+	gap := d.Gap || (r.svcSeen && svc.Index > r.svcNext)
+	r.svcSeen, r.svcNext, r.latest = true, svc.Index+1, svc
+	switch svc.Kind {
+	case pb.ServiceKind_ROSTER:
+		r.roster = make(map[string]struct{}, len(svc.Publishers))
+		for _, p := range svc.Publishers {
+			r.roster[string(p)] = struct{}{}
+		}
+	case pb.ServiceKind_END_OF_STREAM:
+		r.ended = true
+	}
+	if gap {
+		r.x.metrics.ServiceGaps.Inc()
+	}
+	if r.ended {
+		for s, rm := range r.members {
+			var final *pb.ServiceMessage
+			if rm.receive {
+				final = svc
+			}
+			s.EndOfCohort(final, gap)
+		}
+		clear(r.members)
+		return
+	}
+	for s, rm := range r.members {
+		if !rm.receive || s.Closed() {
+			continue
+		}
+		if !s.Service(svc, gap) {
+			delete(r.members, s)
+		}
+	}
+	// The roster may admit or revoke a publishing session: each looks again.
+	for s := range r.members {
+		s.Poke()
+	}
+	for e := range r.pubs {
+		e.poke()
+	}
+}
+
+// View is one content delivery as the sessions of a room see it: what
+// each derives from it is computed on first use and shared — the signed
+// SOC id, the parsed SOC, a frame per encoding. Used under the room's lock
+// only, while the delivery is handed out.
+type View struct {
+	spec   *Spec
+	d      Delivery
+	id     []byte
+	parsed *soc.SOC
+	memo   map[string][]byte
+}
+
+// Delivery is the delivery viewed.
+func (v *View) Delivery() Delivery { return v.d }
+
+// Identifier is the signed SOC id: the feed id for a feed update (whose id
+// slot carries the bare index), else the id slot itself.
+func (v *View) Identifier() []byte {
+	if v.id == nil {
+		if v.spec.Binding == pb.TopicBinding_FEED_TOPIC {
+			v.id = FeedID(v.spec.Topic, v.d.Index)
+		} else {
+			v.id = v.d.Data[:idSize]
+		}
+	}
+	return v.id
+}
+
+// SOC parses the delivery as the SOC it is (one signature recovery, the
+// first time).
+func (v *View) SOC() (*soc.SOC, error) {
+	if v.parsed == nil {
+		data := make([]byte, len(v.d.Data))
+		copy(data, v.Identifier())
+		copy(data[idSize:], v.d.Data[idSize:])
+		s, err := soc.FromChunk(swarm.NewChunk(v.d.Address, data))
+		if err != nil {
+			return nil, err
+		}
+		v.parsed = s
+	}
+	return v.parsed, nil
+}
+
+// Frame returns the delivery encoded by encode, encoded once per key among
+// all the sessions it is handed to.
+func (v *View) Frame(key string, encode func(*View) ([]byte, error)) ([]byte, error) {
+	if b, ok := v.memo[key]; ok {
+		return b, nil
+	}
+	b, err := encode(v)
+	if err != nil {
+		return nil, err
+	}
+	v.memo[key] = b
+	return b, nil
+}
+
+// EchoKey is what the dedup window and an echo filter remember of a
+// message: a hash of its address and its data.
+func EchoKey(address, data []byte) [32]byte {
+	h := sha256.New()
+	h.Write(address)
+	h.Write(data)
+	var k [32]byte
+	h.Sum(k[:0])
+	return k
+}
+
+// EchoFilter remembers the last messages a publishing session sent, so the
+// room does not hand them back to it (a GSOC client publishes and
+// receives, but not its own messages). Bounded: the oldest is forgotten
+// first. Its mutex guards it: the session adds, the room takes.
+type EchoFilter struct {
+	mu   sync.Mutex
+	keys [][32]byte
+	next int
+}
+
+// NewEchoFilter remembers the last size messages.
+func NewEchoFilter(size int) *EchoFilter {
+	return &EchoFilter{keys: make([][32]byte, 0, size)}
+}
+
+// Add remembers k.
+func (e *EchoFilter) Add(k [32]byte) {
+	e.mu.Lock()
+	defer e.mu.Unlock()
+	if len(e.keys) < cap(e.keys) {
+		e.keys = append(e.keys, k)
+		return
+	}
+	e.keys[e.next] = k
+	e.next = (e.next + 1) % len(e.keys)
+}
+
+// Take forgets k and reports whether it was remembered.
+func (e *EchoFilter) Take(k [32]byte) bool {
+	e.mu.Lock()
+	defer e.mu.Unlock()
+	for i := range e.keys {
+		if e.keys[i] == k {
+			e.keys[i] = [32]byte{}
+			return true
+		}
+	}
+	return false
+}
