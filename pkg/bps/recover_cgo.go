@@ -7,13 +7,10 @@
 package bps
 
 import (
-	"crypto/ecdsa"
 	"errors"
-	"math/big"
 	"strconv"
 
 	"github.com/ethereum/go-ethereum/crypto/secp256k1"
-	"github.com/ethersphere/bee/v2/pkg/crypto"
 	"github.com/ethersphere/bee/v2/pkg/swarm"
 )
 
@@ -46,12 +43,10 @@ func recoverOwner(sig, digest []byte) ([]byte, error) {
 	if err != nil {
 		return nil, err
 	}
-	// pub is 0x04 ‖ X ‖ Y, a point libsecp256k1 recovered: on the curve.
-	return crypto.NewEthereumAddress(ecdsa.PublicKey{
-		Curve: secp256k1.S256(),
-		X:     new(big.Int).SetBytes(pub[1:33]),
-		Y:     new(big.Int).SetBytes(pub[33:]),
-	})
+	// pub is 0x04 ‖ X ‖ Y. The key's Ethereum address, as bee's
+	// crypto.NewEthereumAddress derives it: the last 20 bytes of
+	// keccak256(X ‖ Y).
+	return keccak(pub[1:])[12:], nil
 }
 
 // signedHash is the hash bee's signer signs for data: EIP-191's personal
