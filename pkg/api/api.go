@@ -123,7 +123,7 @@ type Options struct {
 const (
 	DefaultMaxSessions          = 1024
 	DefaultMaxSessionsPerClient = 128
-	DefaultMaxCohortsPerClient  = 4
+	DefaultMaxCohortsPerClient  = 8
 	DefaultMaxKeepAlive         = 5 * time.Minute
 	DefaultPingPeriod           = 60 * time.Second
 	DefaultWriteTimeout         = 10 * time.Second
