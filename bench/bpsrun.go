@@ -195,6 +195,7 @@ func runBPS(ctx context.Context, cfg config, n int) (res result, err error) {
 	wg.Wait()
 	res.p50, res.p99 = t.lat.quantile(0.50), t.lat.quantile(0.99)
 	res.notes = append(res.notes, t.notes...)
+	res.idleLoad = t.idleLoad
 	if r := queueResets.Load(); r > 0 {
 		res.notes = append(res.notes, fmt.Sprintf("%d queue resets", r))
 	}

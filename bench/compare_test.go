@@ -25,6 +25,7 @@ func smallConfig() config {
 		dials:    3,
 		drain:    10 * time.Second,
 		meshWait: 5 * time.Second,
+		idle:     100 * time.Millisecond,
 		seed:     1,
 		systems:  "bps,gossipsub",
 	}

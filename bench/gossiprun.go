@@ -197,6 +197,7 @@ func runGossipsub(ctx context.Context, cfg config, n int) (res result, err error
 	wg.Wait()
 	res.p50, res.p99 = t.lat.quantile(0.50), t.lat.quantile(0.99)
 	res.notes = append(res.notes, t.notes...)
+	res.idleLoad = t.idleLoad
 	if d := cnt.dropped.Load(); d > 0 {
 		res.notes = append(res.notes, fmt.Sprintf("%d RPCs dropped for full peer queues", d))
 	}

@@ -169,6 +169,7 @@ type tally struct {
 	lat              latencies
 	warm, measured   *countdown
 	count            atomic.Int64 // measured first deliveries
+	idleLoad         float64      // cores used with no traffic, before the measurement
 	notes            []string
 }
 
@@ -211,7 +212,7 @@ func (r *receiver) deliver(index uint64) {
 func (r *receiver) flush() { r.t.lat.add(r.own) }
 
 // publish sends the warm-up messages and waits (at most cfg.drain) for
-// them, calls begin, sends the measured messages at cfg.rate, waits until
+// them, measures the CPU use of cfg.idle without traffic, calls begin, sends the measured messages at cfg.rate, waits until
 // every subscriber has them or cfg.drain has passed since the last one,
 // and calls end.
 func (t *tally) publish(ctx context.Context, cfg config, send func(i int) error, begin, end func()) error {
@@ -222,6 +223,16 @@ func (t *tally) publish(ctx context.Context, cfg config, send func(i int) error,
 	case <-t.warm.done:
 	default:
 		t.notes = append(t.notes, fmt.Sprintf("warm-up incomplete: %d deliveries missing", t.warm.left.Load()))
+	}
+	if cfg.idle > 0 {
+		// No traffic: what the nodes cost by themselves (timers, heartbeats).
+		cpu0, t0 := cpuTime(), time.Now()
+		select {
+		case <-time.After(cfg.idle):
+		case <-ctx.Done():
+			return ctx.Err()
+		}
+		t.idleLoad = ratio(float64(cpuTime()-cpu0), float64(time.Since(t0)))
 	}
 	begin()
 	err := t.steady(ctx, cfg, t.warmup, t.messages, t.measured.done, send)
