@@ -475,9 +475,14 @@ func (p *publisher) describe(u sentUpdate) string {
 
 // undelivered explains an update that did not come back.
 func (p *publisher) undelivered(u sentUpdate) error {
-	why := "the broker drops an identical message it has seen (GSOC: same id, same payload), and everything once the admin has ended the cohort"
+	why := "the broker drops a message identical to one it has seen: in GSOC mode, the same id and the same payload"
 	if p.o.Mode == wsclient.Feed {
-		why = "the broker drops an update whose index its feed cursor has passed: if this feed was published past it from elsewhere, continue with --index <the next index>"
+		why = "the broker drops an update whose index its feed cursor has passed, and every update once the admin has ended the cohort"
+		if next, ok := p.state.get(p.stateKey); ok && next > u.index {
+			why += fmt.Sprintf("; this key has signed this feed up to index %d (%s): run pub without --index to continue at %d", next-1, p.state.path, next)
+		} else {
+			why += "; if this feed was published past it from elsewhere, give --index <its next index>"
+		}
 	}
 	return fmt.Errorf("%s was not delivered: it did not come back through the broker within %s (%s)", p.describe(u), p.timeout, why)
 }

@@ -232,6 +232,43 @@ func TestDevClusterPubSub(t *testing.T) {
 		if want := []string{"0:first:" + addr, "1:second:" + addr, "2:third:" + addr, "3:fourth:" + addr}; strings.Join(got, ",") != strings.Join(want, ",") {
 			t.Fatalf("sub printed %v, want %v", got, want)
 		}
+
+		// GSOC mode: confirmed the same way; a repeated message (the same
+		// SOC) is dropped by the broker's dedup window and fails pub.
+		gc, _ := newCommand(func(c *command) { c.homeDir = t.TempDir() })
+		gdone, gout := run(tctx, t, gc, "sub", "--cluster", info, "--node", "2", "--gsoc-id", "cli-gsoc", "--gsoc-owner", addr, "--count", "2")
+		waitHub(t, tctx, cl.Nodes[2].API)
+		if !strings.Contains(gout.String(), "GSOC mode") {
+			t.Errorf("sub did not say it chose GSOC mode:\n%s", gout)
+		}
+		gpub := func(args ...string) (error, string) {
+			pc, _ := newCommand(func(c *command) { c.homeDir = t.TempDir() })
+			pdone, pout := run(tctx, t, pc, append([]string{"pub", "--cluster", info, "--node", "1", "--gsoc-id", "cli-gsoc", "--key-file", keyFile}, args...)...)
+			err := <-pdone
+			t.Logf("pub %v: %v\n%s", args, err, pout)
+			return err, pout.String()
+		}
+		if err, out := gpub("hello"); err != nil || !strings.Contains(out, "1 of 1 messages delivered") {
+			t.Fatalf("GSOC pub: %v\n%s", err, out)
+		}
+		if err, out := gpub("--timeout", "2s", "hello"); err == nil || !strings.Contains(err.Error(), "was not delivered") {
+			t.Fatalf("GSOC pub of a repeated message: %v, want not delivered\n%s", err, out)
+		}
+		if err, out := gpub("world"); err != nil {
+			t.Fatalf("GSOC pub: %v\n%s", err, out)
+		}
+		if err := <-gdone; err != nil {
+			t.Fatalf("GSOC sub: %v\n%s", err, gout)
+		}
+		var payloads []string
+		for _, l := range strings.Split(strings.TrimSpace(gout.String()), "\n") {
+			if l == "hello" || l == "world" {
+				payloads = append(payloads, l)
+			}
+		}
+		if strings.Join(payloads, ",") != "hello,world" {
+			t.Fatalf("GSOC sub printed %q, want hello then world", gout)
+		}
 	})
 	_ = os.Remove(info)
 }
