@@ -11,11 +11,12 @@ import (
 )
 
 var (
-	ProtocolName    = protocolName
-	ProtocolVersion = protocolVersion
-	StreamName      = streamName
-	EncodeFrame     = encodeFrame
-	ErrEndGrace     = errEndGrace
+	ProtocolName     = protocolName
+	ProtocolVersion  = protocolVersion
+	StreamName       = streamName
+	EncodeFrame      = encodeFrame
+	ErrEndGrace      = errEndGrace
+	MaxPendingClaims = maxPendingClaims
 )
 
 // BootSecret exposes S_C so tests can check the challenge derivation.
@@ -41,3 +42,6 @@ func NewEndedSpecs(max int, ttl time.Duration) EndedSpecs {
 func (e EndedSpecs) Put(key string, frame []byte) { e.e.put(key, frame) }
 func (e EndedSpecs) Get(key string) []byte        { return e.e.get(key) }
 func (e EndedSpecs) Len() int                     { return e.e.len() }
+
+// Challenge is the challenge this broker issues for addr on sp.
+func (s *Service) Challenge(sp *Spec, addr []byte) []byte { return s.challenge(sp, addr) }

@@ -1,0 +1,384 @@
+// Copyright 2026 The BPS Authors. All rights reserved.
+// Use of this source code is governed by a BSD-style
+// license that can be found in the LICENSE file.
+
+package bps_test
+
+import (
+	"bufio"
+	"bytes"
+	"context"
+	"errors"
+
+	"io"
+	"testing"
+	"time"
+
+	"github.com/ethersphere/bee/v2/pkg/p2p"
+	beestreamtest "github.com/ethersphere/bee/v2/pkg/p2p/streamtest"
+	"github.com/ethersphere/bee/v2/pkg/swarm"
+	"github.com/ethersphere/bps/pkg/bps"
+	"github.com/ethersphere/bps/pkg/bps/pb"
+	"google.golang.org/protobuf/encoding/protodelim"
+	"google.golang.org/protobuf/proto"
+)
+
+// oneHop is a broker behind bee's streamtest recorder: each stream a test
+// opens runs the broker's handler on its own goroutine, with
+// context.Background() and the recorder's base address as the peer, and
+// Records waits for every handler to return. It suits exchanges that end;
+// long-lived streams and networks use pkg/bps/streamtest.
+type oneHop struct {
+	t      *testing.T
+	svc    *bps.Service
+	rec    *beestreamtest.Recorder
+	broker swarm.Address
+}
+
+func newOneHop(t *testing.T, o bps.Options) *oneHop {
+	t.Helper()
+	broker := swarm.RandAddress(t)
+	svc, err := bps.New(beestreamtest.New(), broker, o)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() {
+		if err := svc.Close(); err != nil {
+			t.Errorf("close: %v", err)
+		}
+	})
+	rec := beestreamtest.New(beestreamtest.WithProtocols(svc.Protocol()), beestreamtest.WithBaseAddr(swarm.RandAddress(t)))
+	return &oneHop{t: t, svc: svc, rec: rec, broker: broker}
+}
+
+// open opens a stream to the broker and writes frames on it in one write:
+// after a violation the broker's reset fails any later write.
+func (h *oneHop) open(frames ...[]byte) p2p.Stream {
+	h.t.Helper()
+	s, err := h.rec.NewStream(context.Background(), h.broker, nil, bps.ProtocolName, bps.ProtocolVersion, bps.StreamName)
+	if err != nil {
+		h.t.Fatal(err)
+	}
+	if b := bytes.Join(frames, nil); len(b) > 0 {
+		if _, err := s.Write(b); err != nil {
+			h.t.Fatalf("write: %v", err)
+		}
+	}
+	return s
+}
+
+// join opens a stream, sends j and reads the Ack the broker answered.
+func (h *oneHop) join(j *pb.Join, more ...[]byte) (p2p.Stream, *pb.Ack) {
+	h.t.Helper()
+	s := h.open(append([][]byte{bps.EncodeFrame(j)}, more...)...)
+	ack := new(pb.Ack)
+	if err := protodelim.UnmarshalFrom(bufio.NewReader(s), ack); err != nil {
+		h.t.Fatalf("read ack: %v", err)
+	}
+	return s, ack
+}
+
+// records waits for every handler and returns the records of the streams
+// opened so far, in order.
+func (h *oneHop) records() []*beestreamtest.Record {
+	h.t.Helper()
+	recs, err := h.rec.Records(h.broker, bps.ProtocolName, bps.ProtocolVersion, bps.StreamName)
+	if err != nil {
+		h.t.Fatal(err)
+	}
+	return recs
+}
+
+// frames decodes b, the bytes one direction of a stream carried, into
+// frames of the types of want, and checks they are want exactly, with
+// nothing after them.
+func checkFrames(t *testing.T, dir string, b []byte, want ...proto.Message) {
+	t.Helper()
+	r := bufio.NewReader(bytes.NewReader(b))
+	for i, w := range want {
+		got := w.ProtoReflect().New().Interface()
+		if err := (protodelim.UnmarshalOptions{MaxSize: -1}).UnmarshalFrom(r, got); err != nil {
+			t.Fatalf("%s frame %d (%T): %v; bytes %x", dir, i, w, err, b)
+		}
+		if !proto.Equal(got, w) {
+			t.Fatalf("%s frame %d: got %v, want %v", dir, i, got, w)
+		}
+	}
+	if rest, _ := io.ReadAll(r); len(rest) > 0 {
+		t.Fatalf("%s: %d bytes after the %d frames wanted: %x", dir, len(rest), len(want), rest)
+	}
+}
+
+// checkBlock checks that the handler returned a *p2p.BlockPeerError (the
+// peer provably misbehaved), or nothing if !block.
+func checkBlock(t *testing.T, err error, block bool) {
+	t.Helper()
+	var be *p2p.BlockPeerError
+	switch {
+	case block && !errors.As(err, &be):
+		t.Fatalf("handler returned %v, want a BlockPeerError", err)
+	case !block && err != nil:
+		t.Fatalf("handler returned %v, want nil", err)
+	}
+}
+
+// TestOneHopRefusals: a Join the broker refuses — REJECTED for a spec
+// outside the SWIPs, FULL at each bound — is answered with exactly one Ack
+// and the stream closed; the handler returns nil, nobody is blocklisted.
+func TestOneHopRefusals(t *testing.T) {
+	t.Parallel()
+	admin := newKey(t)
+	topic := topicOf("one hop")
+	feed := &pb.CohortSpec{Topic: topic, Binding: pb.TopicBinding_FEED_TOPIC, Admin: admin.addr}
+	with := func(f func(c *pb.CohortSpec)) *pb.CohortSpec {
+		c := proto.Clone(feed).(*pb.CohortSpec)
+		f(c)
+		return c
+	}
+	type pre struct {
+		join  func(h *oneHop) *pb.Join
+		state pb.Status
+	}
+	subscriberOf := func(c *pb.CohortSpec) func(*oneHop) *pb.Join {
+		return func(*oneHop) *pb.Join { return &pb.Join{Cohort: c} }
+	}
+	adminClaimed := func(h *oneHop) *pb.Join {
+		sp := specOf(t, feed)
+		return &pb.Join{Cohort: feed, Addr: admin.addr, Claim: claimFor(t, admin, h.svc.Challenge(sp, admin.addr), h.broker, 0)}
+	}
+	other := with(func(c *pb.CohortSpec) { c.Topic = topicOf("another") })
+	for _, tc := range []struct {
+		name   string
+		opts   bps.Options
+		before []func(h *oneHop) *pb.Join // streams that stay open while the Join is refused
+		join   func(h *oneHop) *pb.Join
+		status pb.Status
+	}{
+		{name: "no cohort spec", join: subscriberOf(nil), status: pb.Status_REJECTED},
+		{name: "topic of 31 bytes", join: subscriberOf(with(func(c *pb.CohortSpec) { c.Topic = topic[:31] })), status: pb.Status_REJECTED},
+		{name: "admin of 19 bytes", join: subscriberOf(with(func(c *pb.CohortSpec) { c.Admin = admin.addr[:19] })), status: pb.Status_REJECTED},
+		{name: "binding unspecified", join: subscriberOf(with(func(c *pb.CohortSpec) { c.Binding = 0 })), status: pb.Status_REJECTED},
+		{name: "binding unknown", join: subscriberOf(with(func(c *pb.CohortSpec) { c.Binding = 9 })), status: pb.Status_REJECTED},
+		{name: "ALL without admin", join: subscriberOf(with(func(c *pb.CohortSpec) {
+			c.Binding, c.Admin, c.Publishers = pb.TopicBinding_MNEMONIC, nil, pb.PublisherRegime_ALL
+		})), status: pb.Status_REJECTED},
+		{name: "ALL on a feed topic", join: subscriberOf(with(func(c *pb.CohortSpec) { c.Publishers = pb.PublisherRegime_ALL })), status: pb.Status_REJECTED},
+		{name: "publisher regime unknown", join: subscriberOf(with(func(c *pb.CohortSpec) { c.Publishers = 7 })), status: pb.Status_REJECTED},
+		{name: "closed without admin", join: subscriberOf(with(func(c *pb.CohortSpec) { c.Admin, c.Closed = nil, true })), status: pb.Status_REJECTED},
+		{name: "closed with ALL", join: subscriberOf(with(func(c *pb.CohortSpec) {
+			c.Binding, c.Publishers, c.Closed = pb.TopicBinding_MNEMONIC, pb.PublisherRegime_ALL, true
+		})), status: pb.Status_REJECTED},
+		{name: "history", join: subscriberOf(with(func(c *pb.CohortSpec) { c.History = true })), status: pb.Status_REJECTED},
+		{name: "addr of 19 bytes", join: func(*oneHop) *pb.Join { return &pb.Join{Cohort: feed, Addr: admin.addr[:19]} }, status: pb.Status_REJECTED},
+		{name: "cohorts at the broker's bound", opts: bps.Options{MaxCohorts: 1},
+			before: []func(*oneHop) *pb.Join{subscriberOf(other)}, join: subscriberOf(feed), status: pb.Status_FULL},
+		{name: "cohorts of the peer at their bound", opts: bps.Options{MaxCohortsPerPeer: 1},
+			before: []func(*oneHop) *pb.Join{subscriberOf(other)}, join: subscriberOf(feed), status: pb.Status_FULL},
+		{name: "subscriber streams at their bound", opts: bps.Options{MaxStreamsPerCohort: 1},
+			before: []func(*oneHop) *pb.Join{subscriberOf(feed)}, join: subscriberOf(feed), status: pb.Status_FULL},
+		{name: "publisher streams at their bound", opts: bps.Options{MaxPublisherStreams: 1},
+			before: []func(*oneHop) *pb.Join{adminClaimed}, join: adminClaimed, status: pb.Status_FULL},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			t.Parallel()
+			h := newOneHop(t, tc.opts)
+			var open []p2p.Stream
+			for _, b := range tc.before {
+				s, ack := h.join(b(h))
+				if ack.Status != pb.Status_OK {
+					t.Fatalf("a stream before: %s", ack.Status)
+				}
+				open = append(open, s)
+			}
+			join := tc.join(h)
+			h.join(join) // answered before the streams before close
+			// The refused stream's handler returns on its own; the streams
+			// before end when their peer closes.
+			for _, s := range open {
+				_ = s.Close()
+			}
+			recs := h.records()
+			if len(recs) != len(open)+1 {
+				t.Fatalf("%d records, want %d", len(recs), len(open)+1)
+			}
+			r := recs[len(open)]
+			checkFrames(t, "in", r.In(), join)
+			checkFrames(t, "out", r.Out(), &pb.Ack{Status: tc.status})
+			checkBlock(t, r.Err(), false)
+			for i, r := range recs[:len(open)] {
+				if err := r.Err(); err != nil {
+					t.Errorf("stream %d before ended with %v", i, err)
+				}
+			}
+		})
+	}
+}
+
+// TestOneHopViolations: each violation ends the exchange with the stream
+// reset and the handler returning a *p2p.BlockPeerError; what crossed the
+// wire is exactly the peer's frames and, where the Join was taken, the
+// Ack (and nothing after it). A claim that fails — after the Ack, or never
+// made in a closed cohort — is one of them.
+func TestOneHopViolations(t *testing.T) {
+	t.Parallel()
+	admin, bob := newKey(t), newKey(t)
+	feed := &pb.CohortSpec{Topic: topicOf("violations"), Binding: pb.TopicBinding_FEED_TOPIC, Admin: admin.addr}
+	closed := &pb.CohortSpec{Topic: topicOf("violations"), Binding: pb.TopicBinding_ANCHOR, Admin: admin.addr, Closed: true}
+	chat := &pb.CohortSpec{Topic: topicOf("violations"), Binding: pb.TopicBinding_MNEMONIC, Admin: admin.addr, Publishers: pb.PublisherRegime_ALL}
+	frame := func(m proto.Message) []byte { return bps.EncodeFrame(m) }
+	ack := func(h *oneHop, c *pb.CohortSpec, addr []byte) *pb.Ack {
+		a := &pb.Ack{Status: pb.Status_OK}
+		if addr != nil {
+			a.Challenge = h.svc.Challenge(specOf(t, c), addr)
+		}
+		return a
+	}
+	claim := func(h *oneHop, c *pb.CohortSpec, k key) *pb.Claim {
+		return claimFor(t, k, h.svc.Challenge(specOf(t, c), k.addr), h.broker, 0)
+	}
+	type exchange struct {
+		in  [][]byte        // what the peer writes, in one write
+		out []proto.Message // what the broker must have written
+	}
+	for _, tc := range []struct {
+		name     string
+		opts     bps.Options
+		exchange func(h *oneHop) exchange
+	}{
+		{name: "a Join that does not decode", exchange: func(*oneHop) exchange {
+			return exchange{in: [][]byte{{3, 0xff, 0xff, 0xff}}}
+		}},
+		{name: "a Join over the frame size", exchange: func(*oneHop) exchange {
+			return exchange{in: [][]byte{{0x81, 0x40}}} // uvarint 8193
+		}},
+		{name: "the peer check fails", opts: bps.Options{PeerCheck: func(context.Context, p2p.Peer, p2p.Stream) error {
+			return errors.New("record names another peer")
+		}}, exchange: func(*oneHop) exchange {
+			return exchange{in: [][]byte{frame(&pb.Join{Cohort: feed})}}
+		}},
+		{name: "a subscriber sends a publication", exchange: func(h *oneHop) exchange {
+			return exchange{in: [][]byte{frame(&pb.Join{Cohort: feed}), frame(update(t, admin, specOf(t, feed), 0, "x"))}, out: []proto.Message{ack(h, feed, nil)}}
+		}},
+		{name: "a subscriber under ALL sends a claim", exchange: func(h *oneHop) exchange {
+			return exchange{in: [][]byte{frame(&pb.Join{Cohort: chat}), frame(claim(h, feed, admin))}, out: []proto.Message{ack(h, chat, nil)}}
+		}},
+		{name: "a claim after the Ack that does not verify", exchange: func(h *oneHop) exchange {
+			bad := claimFor(t, admin, make([]byte, 32), h.broker, 0) // over another challenge
+			return exchange{in: [][]byte{frame(&pb.Join{Cohort: feed, Addr: admin.addr}), frame(bad)}, out: []proto.Message{ack(h, feed, admin.addr)}}
+		}},
+		{name: "a claim for another address than declared", exchange: func(h *oneHop) exchange {
+			return exchange{in: [][]byte{frame(&pb.Join{Cohort: feed, Addr: admin.addr}), frame(claim(h, feed, bob))}, out: []proto.Message{ack(h, feed, admin.addr)}}
+		}},
+		{name: "claims not taken past the bound", exchange: func(h *oneHop) exchange {
+			in := [][]byte{frame(&pb.Join{Cohort: feed, Addr: bob.addr})}
+			for range bps.MaxPendingClaims + 1 {
+				in = append(in, frame(claim(h, feed, bob))) // bob is not rostered
+			}
+			return exchange{in: in, out: []proto.Message{ack(h, feed, bob.addr)}}
+		}},
+		{name: "invalid publications past the bound", opts: bps.Options{MaxInvalidFrames: 2}, exchange: func(h *oneHop) exchange {
+			forged := update(t, bob, specOf(t, feed), 0, "not the admin's")
+			return exchange{in: [][]byte{frame(&pb.Join{Cohort: feed, Addr: admin.addr, Claim: claim(h, feed, admin)}), frame(forged), frame(forged)},
+				out: []proto.Message{ack(h, feed, admin.addr)}}
+		}},
+		{name: "no claim within the claim deadline in a closed cohort", opts: bps.Options{ClaimDeadline: 10 * time.Millisecond}, exchange: func(h *oneHop) exchange {
+			return exchange{in: [][]byte{frame(&pb.Join{Cohort: closed})}, out: []proto.Message{ack(h, closed, nil)}}
+		}},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			t.Parallel()
+			h := newOneHop(t, tc.opts)
+			x := tc.exchange(h)
+			if len(x.out) == 0 {
+				h.open(x.in...)
+			} else {
+				// A peer that waits for the Ack before it goes on, so that
+				// the Ack is on the wire before the broker's reset.
+				s := h.open(x.in[0])
+				if err := protodelim.UnmarshalFrom(bufio.NewReader(s), new(pb.Ack)); err != nil {
+					t.Fatalf("read ack: %v", err)
+				}
+				if rest := bytes.Join(x.in[1:], nil); len(rest) > 0 {
+					if _, err := s.Write(rest); err != nil {
+						t.Fatalf("write: %v", err)
+					}
+				}
+			}
+			recs := h.records()
+			if len(recs) != 1 {
+				t.Fatalf("%d records", len(recs))
+			}
+			if got, want := recs[0].In(), bytes.Join(x.in, nil); !bytes.Equal(got, want) {
+				t.Fatalf("in: %x, want %x", got, want)
+			}
+			checkFrames(t, "out", recs[0].Out(), x.out...)
+			checkBlock(t, recs[0].Err(), true)
+		})
+	}
+}
+
+// TestOneHopEndsWithoutPenalty: exchanges that end cleanly. A claim in the
+// Join that does not verify is treated as absent (the broker cannot tell a
+// stale claim from a wrong one): Ack OK with the challenge, no penalty. A
+// late Join to a cohort its admin ended is told: Ack OK, END_OF_STREAM as
+// the first delivery, then the close; the handler returns nil.
+func TestOneHopEndsWithoutPenalty(t *testing.T) {
+	t.Parallel()
+	admin := newKey(t)
+	feed := &pb.CohortSpec{Topic: topicOf("clean ends"), Binding: pb.TopicBinding_FEED_TOPIC, Admin: admin.addr}
+	sp := specOf(t, feed)
+	end := endMsg(t, admin, sp, 0)
+
+	t.Run("a stale claim in the Join", func(t *testing.T) {
+		t.Parallel()
+		h := newOneHop(t, bps.Options{})
+		stale := claimFor(t, admin, make([]byte, 32), h.broker, 0)
+		join := &pb.Join{Cohort: feed, Addr: admin.addr, Claim: stale}
+		s, _ := h.join(join)
+		_ = s.Close()
+		recs := h.records()
+		checkFrames(t, "in", recs[0].In(), join)
+		checkFrames(t, "out", recs[0].Out(), &pb.Ack{Status: pb.Status_OK, Challenge: h.svc.Challenge(sp, admin.addr)})
+		checkBlock(t, recs[0].Err(), false)
+	})
+
+	for _, late := range []struct {
+		name string
+		join func(h *oneHop) *pb.Join
+		ack  func(h *oneHop) *pb.Ack
+	}{
+		{name: "a late subscriber", join: func(*oneHop) *pb.Join { return &pb.Join{Cohort: feed} },
+			ack: func(*oneHop) *pb.Ack { return &pb.Ack{Status: pb.Status_OK} }},
+		{name: "a late publisher", join: func(*oneHop) *pb.Join { return &pb.Join{Cohort: feed, Addr: admin.addr} },
+			ack: func(h *oneHop) *pb.Ack {
+				return &pb.Ack{Status: pb.Status_OK, Challenge: h.svc.Challenge(sp, admin.addr)}
+			}},
+	} {
+		t.Run(late.name, func(t *testing.T) {
+			t.Parallel()
+			h := newOneHop(t, bps.Options{})
+			// The admin ends the cohort: its stream, not sent its own end,
+			// is closed by the broker.
+			claimed := &pb.Join{Cohort: feed, Addr: admin.addr, Claim: claimFor(t, admin, h.svc.Challenge(sp, admin.addr), h.broker, 0)}
+			a, _ := h.join(claimed, bps.EncodeFrame(end))
+			if b, err := io.ReadAll(a); err != nil || len(b) != 0 {
+				t.Fatalf("the admin's stream after its end: %x, %v", b, err)
+			}
+			join := late.join(h)
+			h.open(bps.EncodeFrame(join))
+			recs := h.records()
+			if len(recs) != 2 {
+				t.Fatalf("%d records", len(recs))
+			}
+			checkFrames(t, "the admin's in", recs[0].In(), claimed, end)
+			checkFrames(t, "the admin's out", recs[0].Out(), &pb.Ack{Status: pb.Status_OK, Challenge: h.svc.Challenge(sp, admin.addr)})
+			checkBlock(t, recs[0].Err(), false)
+			checkFrames(t, "in", recs[1].In(), join)
+			checkFrames(t, "out", recs[1].Out(), late.ack(h), end)
+			checkBlock(t, recs[1].Err(), false)
+			if n := len(h.svc.Cohorts()); n != 0 {
+				t.Fatalf("%d cohorts after the late Join", n)
+			}
+		})
+	}
+}
