@@ -205,6 +205,10 @@ func (s *Service) serve(ctx context.Context, m *member, fr *frameReader, ack []b
 	// disconnected); the service's own Close kills every member.
 	stop := context.AfterFunc(ctx, func() { m.kill(context.Cause(ctx)) })
 	defer stop()
+	// The service's Close kills every member of a live cohort; this also
+	// ends one whose cohort ended and was forgotten, waiting for its peer.
+	stopSvc := context.AfterFunc(s.ctx, func() { m.kill(errServiceClosed) })
+	defer stopSvc()
 
 	rerr := s.readLoop(m, fr)
 	if m.ending.Load() {

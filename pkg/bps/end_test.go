@@ -162,3 +162,26 @@ func TestEndedSpecsTTL(t *testing.T) {
 		}
 	})
 }
+
+// TestCloseDuringEndGrace: the service's Close ends a stream of an ended
+// cohort whose peer has not closed yet, within Close's bound.
+func TestCloseDuringEndGrace(t *testing.T) {
+	t.Parallel()
+	_, broker, cl := cluster(t, bps.Options{EndGrace: time.Hour}, 2)
+	admin := newKey(t)
+	sp := feedSpec(t, "closed while ending", admin)
+	stay := openRaw(t, cl[0], broker)
+	if ack := stay.join(&pb.Join{Cohort: sp.PB()}); ack.Status != pb.Status_OK {
+		t.Fatal(ack.Status)
+	}
+	a := publishOpts(t, cl[1], broker, sp, admin, false)
+	send(t, a, endMsg(t, admin, sp, 0))
+	stay.recvMessage()
+	if err := stay.expectEnd(); !errors.Is(err, io.EOF) {
+		t.Fatalf("after the end: %v, want EOF", err)
+	}
+	broker.rec.wait(t, "cohort ended", kind(bps.EventEnd))
+	if err := broker.svc.Close(); err != nil {
+		t.Fatalf("close: %v", err)
+	}
+}
