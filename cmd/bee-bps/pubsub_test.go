@@ -196,10 +196,8 @@ func TestDevClusterPubSub(t *testing.T) {
 
 		sc, _ := newCommand(func(c *command) { c.homeDir = t.TempDir() })
 		sdone, sout := run(tctx, t, sc, "sub", "--cluster", info, "--node", "2", "--topic", "cli", "--admin", addr, "--json", "--count", "4")
-		waitHub(t, tctx, cl.Nodes[2].API)
-		if !strings.Contains(sout.String(), "connected to "+cl.Nodes[2].API) || !strings.Contains(sout.String(), "feed mode") {
-			t.Errorf("sub did not say it is connected, in which mode:\n%s", sout)
-		}
+		cliTopic, _ := crypto.LegacyKeccak256([]byte("cli"))
+		waitHub(t, tctx, cl.Nodes[2].API, hex.EncodeToString(cliTopic))
 		pub := func(args ...string) (error, string) {
 			pc, _ := newCommand(func(c *command) { c.homeDir = t.TempDir() })
 			pdone, pout := run(tctx, t, pc, append([]string{"pub", "--cluster", info, "--node", "1", "--topic", "cli", "--admin", addr, "--key-file", keyFile}, args...)...)
@@ -222,6 +220,9 @@ func TestDevClusterPubSub(t *testing.T) {
 		if err := <-sdone; err != nil {
 			t.Fatalf("sub: %v\n%s", err, sout)
 		}
+		if !strings.Contains(sout.String(), "connected to "+cl.Nodes[2].API) || !strings.Contains(sout.String(), "feed mode") {
+			t.Errorf("sub did not say it is connected, in which mode:\n%s", sout)
+		}
 		var got []string
 		for _, l := range strings.Split(strings.TrimSpace(sout.String()), "\n") {
 			var rec map[string]any
@@ -237,10 +238,10 @@ func TestDevClusterPubSub(t *testing.T) {
 		// SOC) is dropped by the broker's dedup window and fails pub.
 		gc, _ := newCommand(func(c *command) { c.homeDir = t.TempDir() })
 		gdone, gout := run(tctx, t, gc, "sub", "--cluster", info, "--node", "2", "--gsoc-id", "cli-gsoc", "--gsoc-owner", addr, "--count", "2")
-		waitHub(t, tctx, cl.Nodes[2].API)
-		if !strings.Contains(gout.String(), "GSOC mode") {
-			t.Errorf("sub did not say it chose GSOC mode:\n%s", gout)
-		}
+		gid, _ := crypto.LegacyKeccak256([]byte("cli-gsoc"))
+		owner, _ := hex.DecodeString(addr)
+		soc, _ := wsclient.GSOCAddress(gid, owner)
+		waitHub(t, tctx, cl.Nodes[2].API, hex.EncodeToString(soc))
 		gpub := func(args ...string) (error, string) {
 			pc, _ := newCommand(func(c *command) { c.homeDir = t.TempDir() })
 			pdone, pout := run(tctx, t, pc, append([]string{"pub", "--cluster", info, "--node", "1", "--gsoc-id", "cli-gsoc", "--key-file", keyFile}, args...)...)
@@ -259,6 +260,9 @@ func TestDevClusterPubSub(t *testing.T) {
 		}
 		if err := <-gdone; err != nil {
 			t.Fatalf("GSOC sub: %v\n%s", err, gout)
+		}
+		if !strings.Contains(gout.String(), "GSOC mode") {
+			t.Errorf("sub did not say it chose GSOC mode:\n%s", gout)
 		}
 		var payloads []string
 		for _, l := range strings.Split(strings.TrimSpace(gout.String()), "\n") {
@@ -286,9 +290,10 @@ func nextBinary(t *testing.T, ctx context.Context, s *wsclient.Session) wsclient
 	}
 }
 
-// waitHub waits until the node's bridge lists a subscriber hub: the sub
-// command has joined. It polls the node's listing against a deadline.
-func waitHub(t *testing.T, ctx context.Context, api string) {
+// waitHub waits until the node's bridge lists a subscriber hub, on topic
+// if it is not empty: the sub command has joined. It polls the node's
+// listing against a deadline.
+func waitHub(t *testing.T, ctx context.Context, api string, topic ...string) {
 	t.Helper()
 	tick := time.NewTicker(50 * time.Millisecond)
 	defer tick.Stop()
@@ -296,12 +301,15 @@ func waitHub(t *testing.T, ctx context.Context, api string) {
 		resp, err := http.Get(api + "/pubsub/")
 		if err == nil {
 			var l struct {
-				Topics []struct{ Role string } `json:"topics"`
+				Topics []struct {
+					Role         string `json:"role"`
+					TopicAddress string `json:"topicAddress"`
+				} `json:"topics"`
 			}
 			_ = json.NewDecoder(resp.Body).Decode(&l)
 			resp.Body.Close()
 			for _, tp := range l.Topics {
-				if tp.Role == "subscriber" {
+				if tp.Role == "subscriber" && (len(topic) == 0 || strings.EqualFold(strings.TrimPrefix(tp.TopicAddress, "0x"), topic[0])) {
 					return
 				}
 			}

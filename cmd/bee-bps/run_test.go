@@ -10,9 +10,11 @@ import (
 	"encoding/json"
 	"errors"
 	"io"
+	mrand "math/rand/v2"
 	"net"
 	"net/http"
 	"os"
+	"strconv"
 	"strings"
 	"sync"
 	"syscall"
@@ -195,6 +197,33 @@ func joinCluster(t *testing.T, cluster devCluster, brokerAPI string) {
 	}
 }
 
+// freePorts returns a loopback address whose port and the n-1 ports above
+// it are free, below the kernel's ephemeral range (32768 and up on Linux),
+// where no outgoing connection of another test takes one of them meanwhile.
+func freePorts(t *testing.T, n int) string {
+	t.Helper()
+
+	for range 100 {
+		p := 20000 + mrand.IntN(12000-n)
+		var ls []net.Listener
+		for i := range n {
+			l, err := net.Listen("tcp", net.JoinHostPort("127.0.0.1", strconv.Itoa(p+i)))
+			if err != nil {
+				break
+			}
+			ls = append(ls, l)
+		}
+		for _, l := range ls {
+			l.Close()
+		}
+		if len(ls) == n {
+			return net.JoinHostPort("127.0.0.1", strconv.Itoa(p))
+		}
+	}
+	t.Fatalf("no %d free ports in a row", n)
+	return ""
+}
+
 // TestDevCluster runs the dev cluster twice on the same broker API port:
 // the first run, which another node joins with the start command it
 // prints, is stopped by SIGTERM, the second starts clean.
@@ -203,12 +232,7 @@ func TestDevCluster(t *testing.T) {
 		t.Skip("starts bee nodes")
 	}
 
-	l, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		t.Fatal(err)
-	}
-	apiAddr := l.Addr().String()
-	l.Close()
+	apiAddr := freePorts(t, 2)
 	infoFile := t.TempDir() + "/nodes.json"
 
 	var dataDirs []string
