@@ -142,6 +142,13 @@ func (b *rateBody) Read(p []byte) (int, error) {
 		b.n += int64(n)
 		_ = b.rc.SetReadDeadline(b.deadline())
 	}
+	if errors.Is(err, io.EOF) {
+		// The whole body is in. net/http now reads the connection in the
+		// background to notice a client that goes away, and a deadline
+		// that passed then would cancel the request's context while the
+		// handler still works; without a ReadTimeout it has none.
+		_ = b.rc.SetReadDeadline(time.Time{})
+	}
 	return n, err
 }
 

@@ -56,6 +56,16 @@ func serveFront(t *testing.T, timeouts node.FrontTimeouts, ws func(*websocket.Co
 			http.Error(w, err.Error(), http.StatusBadRequest)
 			return
 		}
+		if r.URL.Path == "/slow" {
+			// A handler that works on after the whole body is in, for
+			// longer than the body's allowance: its context stays alive.
+			select {
+			case <-r.Context().Done():
+				http.Error(w, "request context ended", http.StatusInternalServerError)
+				return
+			case <-time.After(3 * timeouts.BodyGrace):
+			}
+		}
 		fmt.Fprintf(w, "%d bytes", n)
 	})
 	shutdown := node.ServeFrontWith(ln, h, h, timeouts)
@@ -134,6 +144,21 @@ func TestFrontCutsSlowClients(t *testing.T) {
 				t.Errorf("%s: the handler's read ended with %v, want a deadline", path, err)
 			}
 			t.Logf("%s: held %s", path, held)
+		}
+	})
+
+	t.Run("slow handler", func(t *testing.T) {
+		resp, err := http.Post("http://"+addr+"/slow", "text/plain", strings.NewReader("short body"))
+		if err != nil {
+			t.Fatal(err)
+		}
+		got, _ := io.ReadAll(resp.Body)
+		resp.Body.Close()
+		if string(got) != "10 bytes" {
+			t.Fatalf("got %d %q: the body's deadline reached the handler", resp.StatusCode, got)
+		}
+		if err := <-bodies; err != nil {
+			t.Fatal(err)
 		}
 	})
 
