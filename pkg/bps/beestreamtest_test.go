@@ -237,8 +237,9 @@ func TestOneHopViolations(t *testing.T) {
 		return claimFor(t, k, h.svc.Challenge(specOf(t, c), k.addr), h.broker, 0)
 	}
 	type exchange struct {
-		in  [][]byte        // what the peer writes, in one write
-		out []proto.Message // what the broker must have written
+		in    [][]byte        // what the peer writes: the Join, then the rest
+		out   []proto.Message // what the broker must have written
+		close bool            // the peer closes its side after writing
 	}
 	for _, tc := range []struct {
 		name     string
@@ -281,6 +282,20 @@ func TestOneHopViolations(t *testing.T) {
 			return exchange{in: [][]byte{frame(&pb.Join{Cohort: feed, Addr: admin.addr, Claim: claim(h, feed, admin)}), frame(forged), frame(forged)},
 				out: []proto.Message{ack(h, feed, admin.addr)}}
 		}},
+		{name: "a publication over the frame size", exchange: func(h *oneHop) exchange {
+			return exchange{in: [][]byte{frame(&pb.Join{Cohort: feed, Addr: admin.addr, Claim: claim(h, feed, admin)}), {0x81, 0x40}},
+				out: []proto.Message{ack(h, feed, admin.addr)}}
+		}},
+		{name: "a publication cut short by the peer's close", exchange: func(h *oneHop) exchange {
+			pub := frame(update(t, admin, specOf(t, feed), 0, "cut short"))
+			return exchange{in: [][]byte{frame(&pb.Join{Cohort: feed, Addr: admin.addr, Claim: claim(h, feed, admin)}), pub[:len(pub)/2]},
+				out: []proto.Message{ack(h, feed, admin.addr)}, close: true}
+		}},
+		{name: "a claim cut short by the peer's close", exchange: func(h *oneHop) exchange {
+			c := frame(claim(h, feed, admin))
+			return exchange{in: [][]byte{frame(&pb.Join{Cohort: feed, Addr: admin.addr}), c[:len(c)/2]},
+				out: []proto.Message{ack(h, feed, admin.addr)}, close: true}
+		}},
 		{name: "no claim within the claim deadline in a closed cohort", opts: bps.Options{ClaimDeadline: 10 * time.Millisecond}, exchange: func(h *oneHop) exchange {
 			return exchange{in: [][]byte{frame(&pb.Join{Cohort: closed})}, out: []proto.Message{ack(h, closed, nil)}}
 		}},
@@ -302,6 +317,9 @@ func TestOneHopViolations(t *testing.T) {
 					if _, err := s.Write(rest); err != nil {
 						t.Fatalf("write: %v", err)
 					}
+				}
+				if x.close {
+					_ = s.Close()
 				}
 			}
 			recs := h.records()
@@ -381,4 +399,62 @@ func TestOneHopEndsWithoutPenalty(t *testing.T) {
 			}
 		})
 	}
+}
+
+// TestOneHopPublicationAfterRevocation: a publisher whose stream was
+// written the roster revoking it, and that publishes after it, is reset
+// and blocklisted (SWIP-60's second phase); the admin's stream, which
+// carried the grant and the revocation, ends cleanly.
+func TestOneHopPublicationAfterRevocation(t *testing.T) {
+	t.Parallel()
+	admin, bob := newKey(t), newKey(t)
+	feed := &pb.CohortSpec{Topic: topicOf("revoked"), Binding: pb.TopicBinding_FEED_TOPIC, Admin: admin.addr}
+	sp := specOf(t, feed)
+	rec := newRecorder()
+	h := newOneHop(t, bps.Options{Tracer: rec})
+	grant, revoke := rosterMsg(t, admin, sp, 0, bob), rosterMsg(t, admin, sp, 1)
+	adminJoin := &pb.Join{Cohort: feed, Addr: admin.addr, Claim: claimFor(t, admin, h.svc.Challenge(sp, admin.addr), h.broker, 0)}
+	a, _ := h.join(adminJoin)
+	write := func(s p2p.Stream, ms ...proto.Message) {
+		t.Helper()
+		var b []byte
+		for _, m := range ms {
+			b = append(b, bps.EncodeFrame(m)...)
+		}
+		if _, err := s.Write(b); err != nil {
+			t.Fatal(err)
+		}
+	}
+	write(a, grant)
+	rec.wait(t, "grant accepted", kind(bps.EventAccept))
+
+	bobJoin := &pb.Join{Cohort: feed, Addr: bob.addr, Claim: claimFor(t, bob, h.svc.Challenge(sp, bob.addr), h.broker, 0)}
+	b := h.open(bps.EncodeFrame(bobJoin))
+	r := bufio.NewReader(b)
+	for _, m := range []proto.Message{new(pb.Ack), new(pb.Message)} { // the Ack, the grant
+		if err := protodelim.UnmarshalFrom(r, m); err != nil {
+			t.Fatal(err)
+		}
+	}
+	write(a, revoke)
+	if err := protodelim.UnmarshalFrom(r, new(pb.Message)); err != nil { // told
+		t.Fatal(err)
+	}
+	// The first may be read before the broker noted the revocation as
+	// written (tolerated); the next is a violation.
+	pubs := []proto.Message{update(t, bob, sp, 0, "after 0"), update(t, bob, sp, 1, "after 1"), update(t, bob, sp, 2, "after 2")}
+	write(b, pubs...)
+	rec.wait(t, "bob blocklisted", kind(bps.EventViolation))
+	_ = a.Close()
+
+	recs := h.records()
+	if len(recs) != 2 {
+		t.Fatalf("%d records", len(recs))
+	}
+	checkFrames(t, "the admin's in", recs[0].In(), adminJoin, grant, revoke)
+	checkFrames(t, "the admin's out", recs[0].Out(), &pb.Ack{Status: pb.Status_OK, Challenge: h.svc.Challenge(sp, admin.addr)})
+	checkBlock(t, recs[0].Err(), false)
+	checkFrames(t, "bob's in", recs[1].In(), append([]proto.Message{bobJoin}, pubs...)...)
+	checkFrames(t, "bob's out", recs[1].Out(), &pb.Ack{Status: pb.Status_OK, Challenge: h.svc.Challenge(sp, bob.addr)}, grant, revoke)
+	checkBlock(t, recs[1].Err(), true)
 }
