@@ -436,9 +436,16 @@ func BenchmarkIdleSessions(b *testing.B) {
 	}
 	idleResult = nil
 
+	// Every session comes from this process, one API client at node-1:
+	// its share of the node's sessions and cohorts is raised to all of
+	// them. A phase opens idleSessions+1 sessions, on up to idleSessions
+	// cohorts, while the previous phase's may still be closing.
 	cl, stop := startBenchCluster(b, "--nodes", "2",
 		"--bps-max-cohorts-per-peer", strconv.Itoa(2*idleSessions),
-		"--bps-max-cohorts", strconv.Itoa(4*idleSessions))
+		"--bps-max-cohorts", strconv.Itoa(4*idleSessions),
+		"--bps-api-max-sessions", strconv.Itoa(4*idleSessions),
+		"--bps-api-max-sessions-per-client", strconv.Itoa(4*idleSessions),
+		"--bps-api-max-cohorts-per-client", strconv.Itoa(2*idleSessions))
 	defer stop()
 	broker := cl.Nodes[0].Underlays[0]
 	pk, err := crypto.GenerateSecp256k1Key()

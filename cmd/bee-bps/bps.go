@@ -8,6 +8,7 @@ import (
 	"errors"
 	"fmt"
 	"net/http"
+	"strings"
 	"time"
 
 	"github.com/ethersphere/bee/v2/pkg/log"
@@ -31,6 +32,12 @@ const (
 	optionNameBPSQueueLen            = "bps-queue-len"
 	optionNameBPSInactivity          = "bps-inactivity"
 	optionNameBPSClaimDeadline       = "bps-claim-deadline"
+
+	optionNameBPSAPIMaxSessions          = "bps-api-max-sessions"
+	optionNameBPSAPIMaxSessionsPerClient = "bps-api-max-sessions-per-client"
+	optionNameBPSAPIMaxCohortsPerClient  = "bps-api-max-cohorts-per-client"
+	optionNameBPSAPIMaxKeepAlive         = "bps-api-max-keep-alive"
+	optionNameBPSAPIClientHeader         = "bps-api-client-header"
 )
 
 var (
@@ -50,6 +57,11 @@ func setBPSFlags(f *pflag.FlagSet, withEnable bool) {
 	f.Int(optionNameBPSQueueLen, bps.DefaultQueueLen, "BPS: outbound queue per stream, in frames (full: the stream is reset)")
 	f.Duration(optionNameBPSInactivity, bps.DefaultInactivity, "BPS: a cohort without messages for this long is reclaimed")
 	f.Duration(optionNameBPSClaimDeadline, bps.DefaultClaimDeadline, "BPS: time an unclaimed publisher seat is held")
+	f.Int(optionNameBPSAPIMaxSessions, api.DefaultMaxSessions, "BPS API: WebSocket sessions on this node (past it: 503)")
+	f.Int(optionNameBPSAPIMaxSessionsPerClient, api.DefaultMaxSessionsPerClient, "BPS API: WebSocket sessions of one client (past it: 429)")
+	f.Int(optionNameBPSAPIMaxCohortsPerClient, api.DefaultMaxCohortsPerClient, "BPS API: cohorts one client holds sessions in, at each broker (past it: 429)")
+	f.Duration(optionNameBPSAPIMaxKeepAlive, api.DefaultMaxKeepAlive, "BPS API: the largest swarm-keep-alive a session may ask for, in whole seconds (larger: 400)")
+	f.String(optionNameBPSAPIClientHeader, "", "BPS API: header a reverse proxy on this host sets to the client's address, e.g. X-Forwarded-For (empty: the client is the connection's address)")
 }
 
 // The bounds bee-bps accepts for the bps-* options. The upper ones keep a
@@ -58,6 +70,8 @@ const (
 	maxBPSCount    = 1 << 16 // streams per cohort, cohorts per peer, queue length
 	maxBPSCohorts  = 1 << 20
 	minBPSDuration = time.Second
+
+	maxBPSAPIKeepAlive = time.Hour
 )
 
 // bpsOptions reads the bps-* options and checks each, naming the option
@@ -99,6 +113,53 @@ func bpsOptions(v *viper.Viper) (bps.Options, error) {
 	return o, errors.Join(errs...)
 }
 
+// bpsAPIOptions reads the bps-api-* options, the bounds of the /pubsub API
+// (the node's sessions, and each client's share of them and of the node's
+// cohorts at a broker), and checks each, naming the option that is out of
+// range, as bpsOptions does. cors is bee's cors-allowed-origins.
+func bpsAPIOptions(v *viper.Viper, cors []string) (api.Options, error) {
+	o := api.Options{
+		MaxSessions:          v.GetInt(optionNameBPSAPIMaxSessions),
+		MaxSessionsPerClient: v.GetInt(optionNameBPSAPIMaxSessionsPerClient),
+		MaxCohortsPerClient:  v.GetInt(optionNameBPSAPIMaxCohortsPerClient),
+		MaxKeepAlive:         v.GetDuration(optionNameBPSAPIMaxKeepAlive),
+		ClientHeader:         v.GetString(optionNameBPSAPIClientHeader),
+		CORSAllowedOrigins:   cors,
+	}
+	var errs []error
+	for _, c := range []struct {
+		name string
+		v    int
+	}{
+		{optionNameBPSAPIMaxSessions, o.MaxSessions},
+		{optionNameBPSAPIMaxSessionsPerClient, o.MaxSessionsPerClient},
+		{optionNameBPSAPIMaxCohortsPerClient, o.MaxCohortsPerClient},
+	} {
+		if c.v < 1 || c.v > maxBPSCount {
+			errs = append(errs, fmt.Errorf("--%s %d: must be between 1 and %d", c.name, c.v, maxBPSCount))
+		}
+	}
+	// swarm-keep-alive is in seconds: the bound is too.
+	if k := o.MaxKeepAlive; k < minBPSDuration || k > maxBPSAPIKeepAlive || k%time.Second != 0 {
+		errs = append(errs, fmt.Errorf("--%s %s: must be whole seconds between %s and %s", optionNameBPSAPIMaxKeepAlive, k, minBPSDuration, maxBPSAPIKeepAlive))
+	}
+	if h := o.ClientHeader; h != "" && !isHeaderName(h) {
+		errs = append(errs, fmt.Errorf("--%s %q: not an HTTP header name", optionNameBPSAPIClientHeader, h))
+	}
+	return o, errors.Join(errs...)
+}
+
+// isHeaderName reports whether s is an HTTP field name: a token (RFC 9110,
+// section 5.1).
+func isHeaderName(s string) bool {
+	for _, c := range []byte(s) {
+		if !('a' <= c && c <= 'z' || 'A' <= c && c <= 'Z' || '0' <= c && c <= '9' || strings.IndexByte("!#$%&'*+-.^_`|~", c) >= 0) {
+			return false
+		}
+	}
+	return s != ""
+}
+
 // bpsPlugin attaches a bps.Service with options o to a node.
 func bpsPlugin(o bps.Options) node.PluginFactory {
 	return func(streamer p2p.Streamer, overlay swarm.Address, logger log.Logger) (node.Plugin, error) {
@@ -125,14 +186,14 @@ func serviceOf(pl node.Plugin) *bps.Service {
 }
 
 // bpsPubSub serves /pubsub (pkg/api, the WebSocket bridge) on the node's API
-// port, over the node's BPS service; cors is bee's cors-allowed-origins.
-func bpsPubSub(cors []string) node.PubSubHandlerFactory {
+// port, over the node's BPS service, with options o (bpsAPIOptions).
+func bpsPubSub(o api.Options) node.PubSubHandlerFactory {
 	return func(pl node.Plugin, conn node.Connector, logger log.Logger) (http.Handler, error) {
 		svc := serviceOf(pl)
 		if svc == nil {
 			return nil, errors.New("bee-bps: /pubsub needs the BPS plugin")
 		}
-		return api.New(svc, conn, logger, api.Options{CORSAllowedOrigins: cors})
+		return api.New(svc, conn, logger, o)
 	}
 }
 

@@ -132,7 +132,8 @@ func (c *command) runDev(cmd *cobra.Command) (err error) {
 		return fmt.Errorf("--%s: %w", optionNameVerbosity, err)
 	}
 	bpsOpts, err := bpsOptions(v)
-	if err != nil {
+	apiOpts, apiErr := bpsAPIOptions(v, v.GetStringSlice(optionNameCORSAllowedOrigins))
+	if err = errors.Join(err, apiErr); err != nil {
 		return err
 	}
 	infoFile := v.GetString(optionNameDevInfoFile)
@@ -216,7 +217,7 @@ func (c *command) runDev(cmd *cobra.Command) (err error) {
 			return err
 		}
 		cfg.Plugin = plugin
-		cfg.PubSubHandler = bpsPubSub(cfg.CORSAllowedOrigins)
+		cfg.PubSubHandler = bpsPubSub(apiOpts)
 		if cfg.APIAddr, err = devAPIAddr(v.GetString(optionNameAPIAddr), i); err != nil {
 			return err
 		}

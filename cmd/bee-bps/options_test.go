@@ -7,19 +7,39 @@ package main
 import (
 	"os"
 	"path/filepath"
+	"reflect"
 	"slices"
 	"strings"
 	"testing"
 	"time"
 
 	chaincfg "github.com/ethersphere/bee/v2/pkg/config"
+	"github.com/ethersphere/bps/pkg/api"
 	"github.com/ethersphere/bps/pkg/bps"
 	"github.com/ethersphere/bps/pkg/node"
+	"github.com/spf13/viper"
 )
 
 // parseStart runs start's configuration layer on args (and the BEE_…
 // environment the test set) without starting a node.
 func parseStart(t *testing.T, args ...string) (node.Config, bps.Options, bool, error) {
+	t.Helper()
+
+	v, err := parseStartOptions(t, args...)
+	if err != nil {
+		return node.Config{}, bps.Options{}, false, err
+	}
+	cfg, err := nodeConfig(v)
+	if err != nil {
+		return cfg, bps.Options{}, false, err
+	}
+	o, err := bpsOptions(v)
+	return cfg, o, v.GetBool(optionNameBPSEnable), err
+}
+
+// parseStartOptions runs start's flags, environment and configuration file
+// on args and returns the options as start reads them.
+func parseStartOptions(t *testing.T, args ...string) (*viper.Viper, error) {
 	t.Helper()
 
 	c, err := newCommand(func(c *command) { c.homeDir = t.TempDir() })
@@ -31,20 +51,30 @@ func parseStart(t *testing.T, args ...string) (node.Config, bps.Options, bool, e
 		t.Fatal(err)
 	}
 	if err := cmd.ParseFlags(rest); err != nil {
-		return node.Config{}, bps.Options{}, false, err
+		return nil, err
 	}
 	if err := c.initConfig(); err != nil {
-		return node.Config{}, bps.Options{}, false, err
+		return nil, err
 	}
 	if err := cmd.PreRunE(cmd, nil); err != nil {
-		return node.Config{}, bps.Options{}, false, err
+		return nil, err
 	}
-	cfg, err := nodeConfig(c.config)
+	return c.config, nil
+}
+
+// parseStartAPI is the /pubsub API's options start reads from args.
+func parseStartAPI(t *testing.T, args ...string) (api.Options, error) {
+	t.Helper()
+
+	v, err := parseStartOptions(t, args...)
 	if err != nil {
-		return cfg, bps.Options{}, false, err
+		return api.Options{}, err
 	}
-	o, err := bpsOptions(c.config)
-	return cfg, o, c.config.GetBool(optionNameBPSEnable), err
+	cfg, err := nodeConfig(v)
+	if err != nil {
+		return api.Options{}, err
+	}
+	return bpsAPIOptions(v, cfg.CORSAllowedOrigins)
 }
 
 func writeFile(t *testing.T, name, content string) string {
@@ -217,5 +247,92 @@ func TestStartTestnetAndPrivateNetworks(t *testing.T) {
 	}
 	if cfg.NetworkID != 4242 || cfg.BlockTime != 3*time.Second || len(cfg.Bootnodes) != 0 || cfg.Password != "" || cfg.DataDir != "" {
 		t.Errorf("private network: %+v", cfg)
+	}
+}
+
+// TestStartAPIOptions: the /pubsub API's bounds have pkg/api's defaults and
+// are read from flags, BEE_… variables and the YAML file like bee's options.
+func TestStartAPIOptions(t *testing.T) {
+	o, err := parseStartAPI(t, "--password", "x", "--cors-allowed-origins", "https://a.example")
+	if err != nil {
+		t.Fatal(err)
+	}
+	want := api.Options{
+		MaxSessions:          api.DefaultMaxSessions,
+		MaxSessionsPerClient: api.DefaultMaxSessionsPerClient,
+		MaxCohortsPerClient:  api.DefaultMaxCohortsPerClient,
+		MaxKeepAlive:         api.DefaultMaxKeepAlive,
+		CORSAllowedOrigins:   []string{"https://a.example"},
+	}
+	if !reflect.DeepEqual(o, want) {
+		t.Errorf("defaults:\n got %+v\nwant %+v", o, want)
+	}
+
+	yaml := writeFile(t, "bee.yaml", `
+bps-api-max-sessions: 2000
+bps-api-max-sessions-per-client: 7
+bps-api-client-header: X-Real-IP
+`)
+	t.Setenv("BEE_BPS_API_MAX_COHORTS_PER_CLIENT", "3")
+	t.Setenv("BEE_BPS_API_MAX_SESSIONS_PER_CLIENT", "9") // environment over file
+	o, err = parseStartAPI(t, "--config", yaml, "--password", "x",
+		"--bps-api-max-keep-alive", "90s",
+		"--bps-api-client-header", "X-Forwarded-For") // flag over file
+	if err != nil {
+		t.Fatal(err)
+	}
+	want = api.Options{
+		MaxSessions:          2000,
+		MaxSessionsPerClient: 9,
+		MaxCohortsPerClient:  3,
+		MaxKeepAlive:         90 * time.Second,
+		ClientHeader:         "X-Forwarded-For",
+		CORSAllowedOrigins:   []string{},
+	}
+	if !reflect.DeepEqual(o, want) {
+		t.Errorf("flags, environment and file:\n got %+v\nwant %+v", o, want)
+	}
+}
+
+// TestBadBPSAPIOptionsRefusedByName: every bps-api-* value out of range is
+// refused before anything starts, with the option's name, by dev and by
+// start (with or without bps-enable).
+func TestBadBPSAPIOptionsRefusedByName(t *testing.T) {
+	for _, tc := range [][]string{
+		{"--bps-api-max-sessions", "0"},
+		{"--bps-api-max-sessions", "-1"},
+		{"--bps-api-max-sessions", "100000000"},
+		{"--bps-api-max-sessions-per-client", "0"},
+		{"--bps-api-max-sessions-per-client", "-128"},
+		{"--bps-api-max-cohorts-per-client", "0"},
+		{"--bps-api-max-cohorts-per-client", "70000"},
+		{"--bps-api-max-keep-alive", "0s"},
+		{"--bps-api-max-keep-alive", "-5m"},
+		{"--bps-api-max-keep-alive", "500ms"},
+		{"--bps-api-max-keep-alive", "1.5s"},
+		{"--bps-api-max-keep-alive", "24h0m0s"},
+		{"--bps-api-client-header", "X Forwarded For"},
+		{"--bps-api-client-header", "X-Real-IP:"},
+	} {
+		t.Run(strings.Join(tc, " "), func(t *testing.T) {
+			refused(t, append([]string{"dev", "--verbosity", "0"}, tc...), []string{tc[0], tc[1]})
+			refused(t, append([]string{"start", "--data-dir", "", "--bps-enable"}, tc...), []string{tc[0], tc[1]})
+			refused(t, append([]string{"start", "--data-dir", ""}, tc...), []string{tc[0], tc[1]})
+		})
+	}
+	t.Run("all at once, with a bps option", func(t *testing.T) {
+		refused(t, []string{"dev", "--bps-queue-len", "0", "--bps-api-max-sessions", "0", "--bps-api-max-keep-alive", "2h0m0s"},
+			[]string{"--bps-queue-len 0", "--bps-api-max-sessions 0", "--bps-api-max-keep-alive 2h0m0s"})
+	})
+	for _, tc := range [][]string{
+		{"--bps-api-max-sessions", "1"},
+		{"--bps-api-max-sessions", "65536"},
+		{"--bps-api-max-keep-alive", "1s"},
+		{"--bps-api-max-keep-alive", "1h"},
+		{"--bps-api-client-header", "x-forwarded-for"},
+	} {
+		if _, err := parseStartAPI(t, append([]string{"--password", "x"}, tc...)...); err != nil {
+			t.Errorf("%v refused: %v", tc, err)
+		}
 	}
 }

@@ -5,6 +5,7 @@
 package main
 
 import (
+	"errors"
 	"fmt"
 	"io"
 	"os"
@@ -44,7 +45,8 @@ func (c *command) runStart(cmd *cobra.Command) error {
 		return err
 	}
 	o, err := bpsOptions(c.config) // checked with or without bps-enable
-	if err != nil {
+	apiOpts, apiErr := bpsAPIOptions(c.config, cfg.CORSAllowedOrigins)
+	if err = errors.Join(err, apiErr); err != nil {
 		return err
 	}
 	if cfg.Logger, err = node.NewLogger(cfg.Verbosity, cmd.OutOrStdout(), ""); err != nil {
@@ -52,7 +54,7 @@ func (c *command) runStart(cmd *cobra.Command) error {
 	}
 	if c.config.GetBool(optionNameBPSEnable) {
 		cfg.Plugin = bpsPlugin(o)
-		cfg.PubSubHandler = bpsPubSub(cfg.CORSAllowedOrigins)
+		cfg.PubSubHandler = bpsPubSub(apiOpts)
 	}
 
 	ctx, stop := signal.NotifyContext(cmd.Context(), os.Interrupt, syscall.SIGTERM)
