@@ -5,6 +5,7 @@
 package api_test
 
 import (
+	"encoding/hex"
 	"encoding/json"
 	"net/http"
 	"net/url"
@@ -160,32 +161,53 @@ func TestKeepAliveBound(t *testing.T) {
 	}
 }
 
-// TestHexLookingTopics: a topic path in hex that is not 32 bytes of hex is
-// a 400 on both routes, never hashed as a name.
+// TestHexLookingTopics: a 0x-prefixed path, or 40 or more hex digits,
+// is a topic address and must be 64 hex characters: otherwise a 400 on
+// both routes, never hashed as a name. Shorter hex digits are a name.
 func TestHexLookingTopics(t *testing.T) {
 	t.Parallel()
-	c := newCluster(t, 1, api.Options{})
+	// One client holds a session on each of the 11 topics accepted below.
+	c := newCluster(t, 1, api.Options{MaxCohortsPerClient: 16})
 	a := c.clients[0]
 	q := url.Values{"peer": {c.broker.addr}}
-	for name, topic := range map[string]string{
-		"0x and 64 non-hex": "0x" + strings.Repeat("zz", 32),
-		"63 hex":            strings.Repeat("a", 63),
-		"0x and 63 hex":     "0x" + strings.Repeat("a", 63),
-		"65 hex":            strings.Repeat("a", 65),
-		"0x alone":          "0x",
-		"short hex":         "cafe",
+	for name, tc := range map[string]struct{ topic, why string }{
+		"0x and 64 non-hex": {"0x" + strings.Repeat("zz", 32), "0x-prefixed: a topic address is 64 hex characters, got U+007A 'z'"},
+		"0x, 0x and 62 hex": {"0x0x" + strings.Repeat("a", 62), "0x-prefixed: a topic address is 64 hex characters, got U+0078 'x'"},
+		"0x and 63 hex":     {"0x" + strings.Repeat("a", 63), "0x-prefixed: a topic address is 64 hex characters, got 63"},
+		"0x and 65 hex":     {"0x" + strings.Repeat("a", 65), "0x-prefixed: a topic address is 64 hex characters, got 65"},
+		"0x alone":          {"0x", "0x-prefixed: a topic address is 64 hex characters, got 0"},
+		"0x and a name":     {"0xcafe", "0x-prefixed: a topic address is 64 hex characters, got 4"},
+		"63 hex":            {strings.Repeat("a", 63), "looks like a hex address but is 63 characters; a topic address is 64 hex characters"},
+		"65 hex":            {strings.Repeat("a", 65), "looks like a hex address but is 65 characters"},
+		"40 hex":            {strings.Repeat("ab", 20), "looks like a hex address but is 40 characters"},
 	} {
 		t.Run(name, func(t *testing.T) {
-			code, msg := refusal(t, a, topic, q, nil)
-			if code != http.StatusBadRequest || !strings.Contains(msg, "topic: a topic in hex is 64 hex characters") {
-				t.Fatalf("GET %s: %d %q, want 400 naming topic", topic, code, msg)
+			code, msg := refusal(t, a, tc.topic, q, nil)
+			if code != http.StatusBadRequest || !strings.Contains(msg, "topic: "+tc.why) {
+				t.Fatalf("GET %s: %d %q, want 400 saying %q", tc.topic, code, msg, tc.why)
 			}
 			sq := url.Values{"peer": {c.broker.addr}, "binding": {"feed"}, "admin": {strings.Repeat("ab", 20)}}
-			if code, body := postService(t, a, topic, sq, []byte("x")); code != http.StatusBadRequest || !strings.Contains(body["reasons"].([]any)[0].(map[string]any)["error"].(string), "64 hex characters") {
-				t.Fatalf("POST %s/service: %d %v, want 400 naming topic", topic, code, body)
+			code, body := postService(t, a, tc.topic, sq, []byte("x"))
+			reasons, _ := body["reasons"].([]any)
+			var reason map[string]any
+			if len(reasons) == 1 {
+				reason, _ = reasons[0].(map[string]any)
+			}
+			if why, _ := reason["error"].(string); code != http.StatusBadRequest || reason["field"] != "topic" || !strings.HasPrefix(why, tc.why) {
+				t.Fatalf("POST %s/service: %d %v, want 400 saying %q", tc.topic, code, body, tc.why)
 			}
 		})
 	}
-	dial(t, a, "0x"+strings.Repeat("aB", 32), q, nil)
-	dial(t, a, "demo", q, nil)
+
+	// Topic addresses, with or without 0x, either case.
+	for _, topic := range []string{"0x" + strings.Repeat("aB", 32), strings.Repeat("Cd", 32), "0X" + strings.Repeat("01", 32)} {
+		want, _ := hex.DecodeString(strings.TrimPrefix(strings.TrimPrefix(topic, "0x"), "0X"))
+		dial(t, a, topic, q, nil)
+		topicEntry(t, a, want, "subscriber")
+	}
+	// Names, hashed: hex digits shorter than an Ethereum address included.
+	for _, name := range []string{"demo", "cafe", "beef", "add", "0", "2024", strings.Repeat("a", 39), "x" + strings.Repeat("a", 64)} {
+		dial(t, a, name, q, nil)
+		topicEntry(t, a, keccak([]byte(name)), "subscriber")
+	}
 }

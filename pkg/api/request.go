@@ -6,10 +6,12 @@ package api
 
 import (
 	"bytes"
+	"encoding/hex"
 	"fmt"
 	"net/http"
 	"strings"
 	"time"
+	"unicode/utf8"
 
 	"github.com/ethersphere/bee/v2/pkg/crypto"
 	"github.com/ethersphere/bee/v2/pkg/jsonhttp"
@@ -145,38 +147,50 @@ func (p *plan) memberOptions(echo *bps.EchoFilter) bps.MemberOptions {
 	return bps.MemberOptions{Owner: p.addr, Echo: echo}
 }
 
-// parseTopic reads {topic}: a topic in hex — 0x-prefixed, or hex digits
-// only — must be 64 hex characters, the 32-byte topic itself; anything else
-// is a name hashed with keccak256. A name needs a character that is not a
-// hex digit, so that a mistyped hex topic is refused rather than taken for
-// a name.
+// minHexLooking is the length from which a path of hex digits only looks
+// like a topic address (or an overlay, or an Ethereum address: 40 hex
+// characters) rather than a name: below it, hex digits are a name like
+// any other (cafe, add, 2024).
+const minHexLooking = 40
+
+// parseTopic reads {topic}: 0x followed by 64 hex characters, or 64 hex
+// characters, is the 32-byte topic itself; any other string is a name,
+// hashed with keccak256. What looks like a mistyped topic address is
+// refused rather than taken for a name: 0x followed by anything but 64 hex
+// characters, and hex digits only, at least minHexLooking of them, but not
+// 64.
 func parseTopic(s string) ([]byte, error) {
+	const want = 2 * bps.TopicSize
 	h, prefixed := strings.CutPrefix(s, "0x")
 	if !prefixed {
 		h, prefixed = strings.CutPrefix(s, "0X")
 	}
-	if prefixed || isHexDigits(h) {
-		if len(h) != 2*bps.TopicSize {
-			return nil, fmt.Errorf("a topic in hex is %d hex characters, got %d (a name needs a character that is not a hex digit)", 2*bps.TopicSize, len(h))
-		}
-		b, err := decodeHex(h)
-		if err != nil {
-			return nil, fmt.Errorf("a topic in hex is %d hex characters: %w", 2*bps.TopicSize, err)
-		}
-		return b, nil
+	switch {
+	case prefixed && utf8.RuneCountInString(h) != want:
+		return nil, fmt.Errorf("0x-prefixed: a topic address is %d hex characters, got %d", want, utf8.RuneCountInString(h))
+	case prefixed && !isHexDigits(h):
+		return nil, fmt.Errorf("0x-prefixed: a topic address is %d hex characters, got %#U", want, firstNonHex(h))
+	case prefixed || isHexDigits(s) && len(s) == want:
+		return hex.DecodeString(h)
+	case isHexDigits(s) && len(s) >= minHexLooking:
+		return nil, fmt.Errorf("looks like a hex address but is %d characters; a topic address is %d hex characters", len(s), want)
 	}
 	sum, _ := crypto.LegacyKeccak256([]byte(s)) // cannot fail
 	return sum, nil
 }
 
 // isHexDigits reports whether s is non-empty and hex digits only.
-func isHexDigits(s string) bool {
-	for _, c := range []byte(s) {
+func isHexDigits(s string) bool { return s != "" && firstNonHex(s) < 0 }
+
+// firstNonHex is the first character of s that is not a hex digit, -1 if
+// there is none.
+func firstNonHex(s string) rune {
+	for _, c := range s {
 		if !('0' <= c && c <= '9' || 'a' <= c && c <= 'f' || 'A' <= c && c <= 'F') {
-			return false
+			return c
 		}
 	}
-	return s != ""
+	return -1
 }
 
 // parseSession validates a session request; on failure it returns the
