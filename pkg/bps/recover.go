@@ -5,6 +5,7 @@
 package bps
 
 import (
+	"bytes"
 	"errors"
 	"fmt"
 
@@ -26,10 +27,21 @@ import (
 //   - the wrapped chunk is hashed by bee's SIMD BMT hasher where the CPU has
 //     it (AVX2 or AVX-512 on linux/amd64), bee's goroutine hasher elsewhere.
 //
-// TestRecoverDifferential and FuzzRecoverSOC hold it to FromChunk's verdict
-// and owner on valid, malformed and hostile chunks.
+// It adds the one rule soc.Valid has beyond FromChunk and the SOC address:
+// the dispersed replicas' owner's (errReplicaID). TestRecoverDifferential
+// and FuzzRecoverSOC hold it to FromChunk's verdict and owner, and to
+// soc.Valid's verdict, on valid, malformed and hostile chunks.
 
-var errSOCSize = errors.New("bps: soc: data size out of range")
+var (
+	errSOCSize = errors.New("bps: soc: data size out of range")
+	// errReplicaID is a SOC of swarm.ReplicasOwner whose id is not a
+	// replica's. bee disperses replicas of a chunk as SOCs of that one
+	// owner, whose key is public (pkg/replicas); so that the key cannot
+	// forge anything else, soc.Valid takes a SOC of that owner only where
+	// its id is the wrapped chunk's address but for the first byte, which
+	// tells the replicas apart.
+	errReplicaID = errors.New("bps: soc: the replica owner's SOC does not carry its chunk's address in its id")
+)
 
 // chunkHashers is the BMT pool readSOC hashes wrapped chunks with: bee's
 // SIMD pool where bee has one for this CPU, its goroutine pool otherwise.
@@ -49,10 +61,11 @@ func simdPool() bmt.Pool {
 
 // readSOC reads data as a single-owner chunk — id ‖ signature ‖ span ‖
 // payload — as bee's soc.FromChunk does, recovering its owner with
-// recoverOwner and hashing its wrapped chunk with chunkHashers. The SOC it
-// returns has an id, signature, owner and wrapped chunk but no owner public
-// key. data must not change while the SOC is in use: id, signature and
-// wrapped chunk are slices of it.
+// recoverOwner and hashing its wrapped chunk with chunkHashers, and refuses
+// a SOC of the replica owner that soc.Valid refuses (errReplicaID). The SOC
+// it returns has an id, signature, owner and wrapped chunk but no owner
+// public key. data must not change while the SOC is in use: id, signature
+// and wrapped chunk are slices of it.
 func readSOC(data []byte) (*soc.SOC, error) { return readSOCWith(chunkHashers, data) }
 
 // readSOCWith is readSOC hashing with hashers.
@@ -70,6 +83,9 @@ func readSOCWith(hashers bmt.Pool, data []byte) (*soc.SOC, error) {
 	owner, err := recoverOwner(sig, keccak(id, wrapped.Address().Bytes()))
 	if err != nil {
 		return nil, err
+	}
+	if bytes.Equal(owner, swarm.ReplicasOwner) && !bytes.Equal(id[1:], wrapped.Address().Bytes()[1:]) {
+		return nil, errReplicaID
 	}
 	return soc.NewSigned(id, wrapped, owner, sig)
 }

@@ -14,6 +14,10 @@ import (
 // ReadSOC reads data as a SOC on the fast signature path.
 func ReadSOC(data []byte) (*soc.SOC, error) { return readSOC(data) }
 
+// ErrReplicaID is ReadSOC's error for a SOC of bee's replica owner that
+// soc.Valid refuses.
+var ErrReplicaID = errReplicaID
+
 // RecoverOwner is the owner the fast signature path recovers from a SOC
 // signature over digest.
 func RecoverOwner(sig, digest []byte) ([]byte, error) { return recoverOwner(sig, digest) }

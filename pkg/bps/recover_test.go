@@ -6,11 +6,13 @@ package bps_test
 
 import (
 	"bytes"
+	"errors"
 	"math/big"
 	"math/rand/v2"
 	"strconv"
 	"testing"
 
+	"github.com/ethersphere/bee/v2/pkg/cac"
 	"github.com/ethersphere/bee/v2/pkg/crypto"
 	"github.com/ethersphere/bee/v2/pkg/soc"
 	"github.com/ethersphere/bee/v2/pkg/swarm"
@@ -27,22 +29,31 @@ const sigOffset = swarm.HashSize // a SOC's data: id ‖ signature (r ‖ s ‖ 
 
 // sameAsBee reads (address, data) on the fast signature path and with bee's
 // soc.FromChunk and fails t unless both give the same verdict, owner, id,
-// signature, wrapped chunk and SOC address; validation's verdict must be
-// soc.Valid's. It returns that verdict.
+// signature, wrapped chunk and SOC address — but for a SOC of bee's replica
+// owner that soc.Valid refuses, which the fast path refuses too
+// (bps.ErrReplicaID); validation's verdict must be soc.Valid's. It returns
+// that verdict.
 func sameAsBee(t testing.TB, address, data []byte) bool {
 	t.Helper()
 	ch := swarm.NewChunk(swarm.NewAddress(address), data)
+	valid := bps.ValidSOC(address, data)
+	if bee := soc.Valid(ch); valid != bee {
+		t.Fatalf("verdict: validation %v, soc.Valid %v (data %x)", valid, bee, data)
+	}
 	want, wantErr := soc.FromChunk(ch)
 	got, err := bps.ReadSOC(data)
+	refused := wantErr == nil && refusedAsReplica(want, data)
+	if errors.Is(err, bps.ErrReplicaID) != refused {
+		t.Fatalf("replica rule: fast path err %v, soc.Valid refuses the SOC at its own address: %v", err, refused)
+	}
+	if refused {
+		return valid
+	}
 	if (err == nil) != (wantErr == nil) {
 		t.Fatalf("read: fast path err %v, bee's err %v (data %x)", err, wantErr, data)
 	}
-	valid := bps.ValidSOC(address, data)
 	if wantErr != nil {
-		if valid {
-			t.Fatalf("validation accepts what soc.FromChunk rejects: %v", wantErr)
-		}
-		return false
+		return valid
 	}
 	if !bytes.Equal(got.OwnerAddress(), want.OwnerAddress()) {
 		t.Fatalf("owner: fast path %x, bee's %x", got.OwnerAddress(), want.OwnerAddress())
@@ -59,13 +70,15 @@ func sameAsBee(t testing.TB, address, data []byte) bool {
 	if (gerr == nil) != (werr == nil) || !ga.Equal(wa) {
 		t.Fatalf("SOC address: fast path %s (%v), bee's %s (%v)", ga, gerr, wa, werr)
 	}
-	// soc.Valid adds one rule to FromChunk + CreateAddress: a SOC of the
-	// dispersed-replica owner must carry its wrapped chunk's address in its
-	// id. Validation leaves that rule out (TestRecoverReplicaOwner).
-	if bee := soc.Valid(ch); valid != bee && !bytes.Equal(want.OwnerAddress(), swarm.ReplicasOwner) {
-		t.Fatalf("verdict: validation %v, soc.Valid %v", valid, bee)
-	}
 	return valid
+}
+
+// refusedAsReplica reports whether soc.Valid refuses s, which
+// soc.FromChunk read from data, at s's own address: where FromChunk reads
+// a SOC, soc.Valid has one rule more, the replica owner's.
+func refusedAsReplica(s *soc.SOC, data []byte) bool {
+	a, err := s.Address()
+	return err == nil && !soc.Valid(swarm.NewChunk(a, data))
 }
 
 // signedSOC is a SOC by k over id wrapping payload: its address and data.
@@ -249,13 +262,10 @@ func TestRecoverOwnerDifferential(t *testing.T) {
 	}
 }
 
-// TestRecoverReplicaOwner pins the one rule soc.Valid has beyond
-// FromChunk and the SOC address, which validation leaves out as it always
-// did: a SOC of bee's dispersed-replica owner (whose key is public) that
-// does not carry its wrapped chunk's address in its id is valid to BPS,
-// not to soc.Valid. Its owner is still bee's.
-func TestRecoverReplicaOwner(t *testing.T) {
-	t.Parallel()
+// replicaKey is bee's dispersed-replica owner (pkg/replicas), whose
+// private key is public: 1 followed by 31 zero bytes.
+func replicaKey(t testing.TB) key {
+	t.Helper()
 	pk, err := crypto.DecodeSecp256k1PrivateKey(append([]byte{1}, make([]byte, 31)...))
 	if err != nil {
 		t.Fatal(err)
@@ -268,12 +278,54 @@ func TestRecoverReplicaOwner(t *testing.T) {
 	if !bytes.Equal(owner.Bytes(), swarm.ReplicasOwner) {
 		t.Fatalf("replica owner %s, bee's %x", owner, swarm.ReplicasOwner)
 	}
-	addr, data := signedSOC(t, key{signer: signer, addr: owner.Bytes()}, topicOf("replica"), []byte("not a replica"))
-	if !sameAsBee(t, addr, data) {
-		t.Fatal("validation rejects a replica owner's SOC")
+	return key{signer: signer, addr: owner.Bytes()}
+}
+
+// TestRecoverReplicaOwner: validation has the one rule soc.Valid has beyond
+// FromChunk and the SOC address. A SOC of bee's dispersed-replica owner
+// (whose key is public) is valid only where its id is its wrapped chunk's
+// address but for the first byte — a replica; any other is refused, where
+// the same id from another owner is valid.
+func TestRecoverReplicaOwner(t *testing.T) {
+	t.Parallel()
+	replicas, other := replicaKey(t), newKey(t)
+	payload := []byte("a replica")
+	wrapped, err := cac.New(payload)
+	if err != nil {
+		t.Fatal(err)
 	}
-	if soc.Valid(swarm.NewChunk(swarm.NewAddress(addr), data)) {
-		t.Fatal("soc.Valid accepts a replica owner's SOC whose id is not its chunk's")
+	chunkAddr := wrapped.Address().Bytes()
+	replicaID := bytes.Clone(chunkAddr)
+	replicaID[0] ^= 0x5a
+
+	for _, tc := range []struct {
+		name  string
+		id    []byte
+		valid bool
+	}{
+		{"a replica's id", replicaID, true},
+		{"the chunk's address as id", chunkAddr, true},
+		{"another id", topicOf("replica"), false},
+		{"a replica's id, second byte flipped", flipped(replicaID, 1), false},
+		{"a replica's id, last byte flipped", flipped(replicaID, swarm.HashSize-1), false},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			addr, data := signedSOC(t, replicas, tc.id, payload)
+			if got := sameAsBee(t, addr, data); got != tc.valid {
+				t.Fatalf("validation %v, want %v", got, tc.valid)
+			}
+			s, err := bps.ReadSOC(data)
+			switch {
+			case tc.valid && (err != nil || !bytes.Equal(s.OwnerAddress(), swarm.ReplicasOwner)):
+				t.Fatalf("read: %v", err)
+			case !tc.valid && !errors.Is(err, bps.ErrReplicaID):
+				t.Fatalf("read: err %v, want %v", err, bps.ErrReplicaID)
+			}
+			// The rule is the replica owner's alone.
+			if addr, data := signedSOC(t, other, tc.id, payload); !sameAsBee(t, addr, data) {
+				t.Fatal("validation refuses another owner's SOC with the same id")
+			}
+		})
 	}
 }
 
@@ -294,6 +346,16 @@ func FuzzRecoverSOC(f *testing.F) {
 	f.Add(addr, data[:sigOffset+10])
 	f.Add([]byte{}, []byte{})
 	f.Add(addr, make([]byte, swarm.SocMinChunkSize))
+	// The replica owner's, with an id that is not a replica's and with one
+	// that is.
+	wrapped, err := cac.New([]byte("seed payload"))
+	if err != nil {
+		f.Fatal(err)
+	}
+	for _, id := range [][]byte{topicOf("fuzz-replica"), flipped(wrapped.Address().Bytes(), 0)} {
+		a, d := signedSOC(f, replicaKey(f), id, []byte("seed payload"))
+		f.Add(a, d)
+	}
 	f.Fuzz(func(t *testing.T, address, data []byte) {
 		sameAsBee(t, address, data)
 	})
