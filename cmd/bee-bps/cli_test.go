@@ -184,6 +184,8 @@ func TestClientMessages(t *testing.T) {
 		{"bad admin", []string{"sub", "--cluster", cluster, "--topic", "demo", "--admin", "0x12"}, []string{"--admin 0x12", "40 hex characters"}, nil},
 		{"pub not the admin", append([]string{"pub", "--key-file", good}, feed...), []string{"is not the admin"}, nil},
 		{"pub gsoc without id", []string{"pub", "--key-file", good, "--cluster", cluster, "--topic", strings.Repeat("ab", 32)}, []string{"--gsoc-id"}, nil},
+		{"mistyped topic address", []string{"sub", "--cluster", cluster, "--topic", "0x" + strings.Repeat("a", 63), "--admin", strings.Repeat("ab", 20)}, []string{"--topic 0x", "64 hex characters"}, nil},
+		{"hex-looking topic", []string{"sub", "--cluster", cluster, "--topic", strings.Repeat("a", 63), "--admin", strings.Repeat("ab", 20)}, []string{"looks like a hex address"}, nil},
 		{"sub stray argument", []string{"sub", "--cluster", cluster, "--topic", "demo", "--admin", strings.Repeat("ab", 20), "extra"}, []string{"unknown command"}, nil},
 	} {
 		t.Run(tc.name, func(t *testing.T) { refused(t, tc.args, tc.want, tc.notWant...) })

@@ -17,6 +17,7 @@ import (
 	"syscall"
 
 	"github.com/ethersphere/bee/v2/pkg/crypto"
+	"github.com/ethersphere/bps/pkg/api"
 	"github.com/ethersphere/bps/pkg/wsclient"
 	"github.com/spf13/cobra"
 )
@@ -86,12 +87,15 @@ func nodeRange(last int) string {
 	return fmt.Sprintf("--node 1 to %d", last)
 }
 
-// hash32 reads 64 hex characters, or hashes anything else.
-func hash32(s string) ([]byte, error) {
-	if b, ok := hex32(s); ok {
-		return b, nil
+// hash32 reads a topic or GSOC id as the node's API reads {topic}: 64 hex
+// characters (0x optional) are the value itself, anything else a name that
+// is hashed, and what looks like a mistyped address is refused.
+func hash32(name, s string) ([]byte, error) {
+	b, err := api.ParseTopic(s)
+	if err != nil {
+		return nil, fmt.Errorf("--%s %s: %w", name, s, err)
 	}
-	return crypto.LegacyKeccak256([]byte(s))
+	return b, nil
 }
 
 // hex32 reads 64 hex characters (0x optional).
@@ -126,7 +130,7 @@ func (f *clientFlags) options(owner []byte, publishing bool) (o wsclient.Options
 		if f.topic == "" {
 			return o, nil, errors.New("--topic is required in feed mode")
 		}
-		o.Topic, err = hash32(f.topic)
+		o.Topic, err = hash32("topic", f.topic)
 		return o, nil, err
 	}
 	socAddr, isAddr := hex32(f.topic)
@@ -139,7 +143,7 @@ func (f *clientFlags) options(owner []byte, publishing bool) (o wsclient.Options
 	}
 	o.Mode = wsclient.GSOC
 	if f.gsocID != "" {
-		if id, err = hash32(f.gsocID); err != nil {
+		if id, err = hash32("gsoc-id", f.gsocID); err != nil {
 			return o, nil, err
 		}
 	}

@@ -168,7 +168,7 @@ type serviceResponse struct {
 // 202 means relayed.
 func (s *Server) serviceHandler(w http.ResponseWriter, r *http.Request) {
 	logger := s.logger.WithName("pubsub_service").Build()
-	topic, err := parseTopic(mux.Vars(r)["topic"])
+	topic, err := ParseTopic(mux.Vars(r)["topic"])
 	if err != nil {
 		badRequest(w, logger, "invalid path params", jsonhttp.Reason{Field: "topic", Error: err.Error()})
 		return

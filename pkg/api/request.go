@@ -153,13 +153,13 @@ func (p *plan) memberOptions(echo *bps.EchoFilter) bps.MemberOptions {
 // any other (cafe, add, 2024).
 const minHexLooking = 40
 
-// parseTopic reads {topic}: 0x followed by 64 hex characters, or 64 hex
+// ParseTopic reads {topic}: 0x followed by 64 hex characters, or 64 hex
 // characters, is the 32-byte topic itself; any other string is a name,
 // hashed with keccak256. What looks like a mistyped topic address is
 // refused rather than taken for a name: 0x followed by anything but 64 hex
 // characters, and hex digits only, at least minHexLooking of them, but not
 // 64.
-func parseTopic(s string) ([]byte, error) {
+func ParseTopic(s string) ([]byte, error) {
 	const want = 2 * bps.TopicSize
 	h, prefixed := strings.CutPrefix(s, "0x")
 	if !prefixed {
@@ -196,7 +196,7 @@ func firstNonHex(s string) rune {
 // parseSession validates a session request; on failure it returns the
 // message and a reason per parameter for a 400.
 func (s *Server) parseSession(r *http.Request) (*plan, string, []jsonhttp.Reason) {
-	topic, err := parseTopic(mux.Vars(r)["topic"])
+	topic, err := ParseTopic(mux.Vars(r)["topic"])
 	if err != nil {
 		return nil, "invalid path params", []jsonhttp.Reason{{Field: "topic", Error: err.Error()}}
 	}
