@@ -53,6 +53,7 @@ bench-compare:
 fuzz:
 	$(GO) test -run '^$$' -fuzz FuzzVerify -fuzztime 60s ./pkg/bps/
 	$(GO) test -run '^$$' -fuzz FuzzBrokerStream -fuzztime 60s ./pkg/bps/
+	$(GO) test -run '^$$' -fuzz FuzzRecoverSOC -fuzztime 60s ./pkg/bps/
 
 .PHONY: lint
 lint:
