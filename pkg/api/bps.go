@@ -292,6 +292,29 @@ type topicInfo struct {
 
 type topicsResponse struct {
 	Topics []topicInfo `json:"topics"`
+	// Audience says what bounds this node's audience as a broker.
+	Audience audienceInfo `json:"audience"`
+}
+
+// What bee v2.8.1 bounds of a broker's audience, fixed in bee (its
+// libp2p service's light-node limit, its kademlia's oversaturation): the
+// node makes kademlia not count peers that hold BPS streams, so the second
+// bounds only newcomers whose bin is full of peers without one.
+const (
+	beeLightNodes      = 100
+	beeFullNodesPerBin = 18
+)
+
+// audienceInfo is what bounds a broker's audience in practice: this node's
+// BPS bounds and bee's own (docs/protocol.md, "What bounds a broker's
+// audience").
+type audienceInfo struct {
+	StreamsPerCohort    int `json:"streamsPerCohort"`    // subscriber streams per cohort (FULL past it)
+	PublishersPerCohort int `json:"publishersPerCohort"` // claimed publisher streams per cohort
+	Cohorts             int `json:"cohorts"`             // live cohorts
+	CohortsPerPeer      int `json:"cohortsPerPeer"`      // cohorts one peer connection may hold
+	LightNodes          int `json:"lightNodes"`          // bee: light peers of the node, all cohorts together
+	FullNodesPerBin     int `json:"fullNodesPerBin"`     // bee: reachable full peers without a BPS stream per kademlia bin
 }
 
 func ptr[T any](v T) *T { return &v }
@@ -299,7 +322,15 @@ func ptr[T any](v T) *T { return &v }
 // topicsHandler serves GET /pubsub/: the cohorts this node brokers, then the
 // subscriber and publisher streams its sessions share.
 func (s *Server) topicsHandler(w http.ResponseWriter, _ *http.Request) {
-	out := topicsResponse{Topics: []topicInfo{}}
+	a := s.svc.Audience()
+	out := topicsResponse{Topics: []topicInfo{}, Audience: audienceInfo{
+		StreamsPerCohort:    a.StreamsPerCohort,
+		PublishersPerCohort: a.PublisherStreams,
+		Cohorts:             a.Cohorts,
+		CohortsPerPeer:      a.CohortsPerPeer,
+		LightNodes:          beeLightNodes,
+		FullNodesPerBin:     beeFullNodesPerBin,
+	}}
 	for _, c := range s.svc.Cohorts() {
 		t := specInfo(c.Spec)
 		t.Role = "broker"
