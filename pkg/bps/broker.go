@@ -10,7 +10,6 @@ import (
 	"errors"
 	"fmt"
 	"io"
-	"time"
 
 	"github.com/ethersphere/bee/v2/pkg/p2p"
 	"github.com/ethersphere/bps/pkg/bps/pb"
@@ -163,16 +162,6 @@ func (s *Service) tellEnded(ctx context.Context, peer p2p.Peer, stream p2p.Strea
 // closed its side at the end of a cohort: frames in flight, not a flood.
 const endDrainLimit = 4 * MaxFrameSize
 
-// closeWrite closes stream for writing, the peer reading EOF after what was
-// written, if the stream can half-close (bee's libp2p streams can); else it
-// closes the stream whole. It reports whether it half-closed.
-func closeWrite(stream p2p.Stream) (half bool, err error) {
-	if cw, ok := stream.(interface{ CloseWrite() error }); ok {
-		return true, cw.CloseWrite()
-	}
-	return false, stream.FullClose()
-}
-
 // refuse answers a Join with a non-OK status and ends the stream cleanly.
 func (s *Service) refuse(ctx context.Context, peer p2p.Peer, stream p2p.Stream, status pb.Status, join *pb.Join) error {
 	s.metrics.Joins.WithLabelValues(status.String()).Inc()
@@ -258,53 +247,6 @@ func (s *Service) ended(m *member, rerr, werr error) error {
 		return werr
 	}
 	return nil // EOF, or the read end closed under the reader
-}
-
-// writeLoop writes the Ack and then every queued frame to a subscriber stream.
-// One timer per stream bounds each write; a stalled write kills the member.
-// The cohort's end is the last frame: the writer writes END_OF_STREAM, if
-// the stream receives it, closes our side and returns.
-func (s *Service) writeLoop(m *member, ack []byte) error {
-	t := time.AfterFunc(time.Hour, func() { m.kill(errWriteTimeout) })
-	t.Stop()
-	defer t.Stop()
-	write := func(frame []byte) error {
-		t.Reset(s.opts.WriteTimeout)
-		_, err := m.stream.Write(frame)
-		t.Stop()
-		return err
-	}
-	if err := write(ack); err != nil {
-		m.kill(err)
-		return fmt.Errorf("write ack: %w", err)
-	}
-	for {
-		select {
-		case <-m.quit:
-			return nil
-		case f := <-m.queue:
-			if f.end {
-				m.ending.Store(true)
-			}
-			if f.b != nil {
-				if err := write(f.b); err != nil {
-					m.kill(err)
-					return fmt.Errorf("write delivery: %w", err)
-				}
-			}
-			if f.svc > 0 {
-				m.told.Store(f.svc)
-			}
-			if f.end {
-				m.endTimer = time.AfterFunc(s.opts.EndGrace, func() { m.kill(errEndGrace) })
-				if _, err := closeWrite(m.stream); err != nil {
-					m.kill(err)
-					return fmt.Errorf("close at the end: %w", err)
-				}
-				return nil
-			}
-		}
-	}
 }
 
 // maxPendingClaims bounds the verified claims a stream may send that are not
@@ -449,21 +391,4 @@ func (s *Service) checkClaim(m *member, claim *pb.Claim) error {
 		return errClaimAddr
 	}
 	return s.verifyClaim(m.c.spec, claim)
-}
-
-// withDeadline runs f, resetting stream if f has not returned within d or
-// when ctx or the service ends first. p2p.Stream has no deadlines; a reset is
-// how a blocked read or write is ended.
-func (s *Service) withDeadline(ctx context.Context, stream p2p.Stream, d time.Duration, f func() error) error {
-	t := time.AfterFunc(d, func() { _ = stream.Reset() })
-	stopCtx := context.AfterFunc(ctx, func() { _ = stream.Reset() })
-	stopSvc := context.AfterFunc(s.ctx, func() { _ = stream.Reset() })
-	err := f()
-	timedOut := !t.Stop()
-	stopCtx()
-	stopSvc()
-	if err != nil && timedOut {
-		return fmt.Errorf("%w after %s: %w", context.DeadlineExceeded, d, err)
-	}
-	return err
 }
