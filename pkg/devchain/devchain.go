@@ -7,17 +7,25 @@
 // incentives off.
 //
 // It is for development clusters and tests only: it has no state, no
-// transactions, no contracts and no logs. Every eth_call answers zeros (no
-// stake, postage contract not paused), every balance is zero, and the head
-// advances by one empty block per block time so that bee's postage listener
-// sees progress (with a fixed head bee shuts down after ten minutes, "postage
-// syncing stalled"). Never point a production node at it.
+// transactions and no contracts but one. It plays bee's postage stamp
+// contract (bee's address and ABI for the chain id): its history holds a
+// PriceUpdate event and a BatchCreated event for each batch in
+// Options.Batches, and CreateBatch announces more, so that bee's own postage
+// listener and batch service give a node its batch as on a network; the
+// contract's getters bee calls (paused, lastPrice, minimumValidityBlocks)
+// answer from that state. Every other eth_call answers zeros (no stake),
+// every balance is zero, and the head advances by one empty block per block
+// time so that bee's postage listener sees progress (with a fixed head bee
+// shuts down after ten minutes, "postage syncing stalled"). Never point a
+// production node at it.
 //
 // A Chain reports the chain id of a chain bee knows (bee's testnet by
 // default, whatever the Swarm network id), because bee refuses to start on a
 // chain it has no contract addresses for. Its first block is a little past
 // that chain's postage contract start block, so that a fresh full node's
-// batch service is synced after a single eth_getLogs.
+// batch service is synced after a single eth_getLogs, and finds the batches
+// of Options.Batches, announced right after the contract's start block,
+// already usable.
 package devchain
 
 import (
@@ -85,6 +93,16 @@ type Options struct {
 	FirstBlock uint64
 	// Logger logs unknown methods. Default: no logging.
 	Logger log.Logger
+	// Price is the storage price, PLUR per chunk per block, the postage
+	// contract announces in its first block. Default DefaultPrice.
+	Price uint64
+	// MinimumValidityBlocks is what the postage contract's getter answers.
+	// Default DefaultMinimumValidityBlocks.
+	MinimumValidityBlocks uint64
+	// Batches are announced in the chain's history, in the block after the
+	// postage contract's start block: a node that starts on the chain finds
+	// its batch usable once its first sync is done.
+	Batches []Batch
 }
 
 func (o *Options) setDefaults() {
@@ -101,6 +119,12 @@ func (o *Options) setDefaults() {
 	if o.Logger == nil {
 		o.Logger = log.Noop
 	}
+	if o.Price == 0 {
+		o.Price = DefaultPrice
+	}
+	if o.MinimumValidityBlocks == 0 {
+		o.MinimumValidityBlocks = DefaultMinimumValidityBlocks
+	}
 }
 
 func (o *Options) validate() error {
@@ -110,14 +134,18 @@ func (o *Options) validate() error {
 	if o.BlockTime < time.Millisecond {
 		return fmt.Errorf("devchain: block time %s below 1ms", o.BlockTime)
 	}
+	if len(o.Batches) > maxBatches {
+		return fmt.Errorf("devchain: %d batches, at most %d", len(o.Batches), maxBatches)
+	}
 	return nil
 }
 
 // Chain is a development JSON-RPC endpoint. Start it, hand URL to bee as its
 // blockchain RPC endpoint, Close it after the nodes have shut down.
 type Chain struct {
-	o      Options
-	logger log.Logger
+	o       Options
+	logger  log.Logger
+	postage *postageContract // guarded by mu
 
 	// mu guards head and headTime, written by the block loop and read by
 	// request handlers.
@@ -147,10 +175,32 @@ func New(o Options) (*Chain, error) {
 	if err := o.validate(); err != nil {
 		return nil, err
 	}
+	p, postageStart, err := newPostageContract(o.ChainID)
+	if err != nil {
+		return nil, err
+	}
+	// The genesis events: the price, then the batches, right after the
+	// contract's start block, far enough before the first block for bee to
+	// use the batches once synced.
+	genesis := genesisBlock(postageStart)
+	if o.FirstBlock >= genesis+genesisGap {
+		if err := p.updatePrice(genesis, o.Price); err != nil {
+			return nil, err
+		}
+	} else if len(o.Batches) > 0 {
+		return nil, fmt.Errorf("devchain: first block %d: batches need it at or past %d", o.FirstBlock, genesis+genesisGap)
+	}
+	for i, b := range o.Batches {
+		if _, err := p.createBatch(genesis, b, o.BlockTime); err != nil {
+			return nil, fmt.Errorf("batch %d: %w", i, err)
+		}
+	}
 	return &Chain{
-		o:      o,
-		logger: o.Logger.WithName(loggerName).Register(),
-		quit:   make(chan struct{}),
+		o:       o,
+		logger:  o.Logger.WithName(loggerName).Register(),
+		postage: p,
+		head:    o.FirstBlock,
+		quit:    make(chan struct{}),
 	}, nil
 }
 
@@ -352,9 +402,9 @@ func (c *Chain) call(method string, params []json.RawMessage) (any, error) {
 	case "eth_getBlockByNumber":
 		return c.blockByNumber(params)
 	case "eth_getLogs":
-		return []types.Log{}, nil
+		return c.getLogs(params)
 	case "eth_call":
-		return hexutil.Bytes(make([]byte, callResultSize)), nil
+		return c.ethCall(params)
 	case "eth_getBalance":
 		return "0x0", nil
 	case "eth_gasPrice", "eth_maxPriorityFeePerGas":

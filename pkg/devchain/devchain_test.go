@@ -116,8 +116,8 @@ func TestAnswersWhatBeeCalls(t *testing.T) {
 		ToBlock:   new(big.Int).SetUint64(n),
 		Addresses: []common.Address{config.Testnet.PostageStampAddress},
 	})
-	if err != nil || len(logs) != 0 {
-		t.Fatalf("eth_getLogs: %v, %v", logs, err)
+	if err != nil || len(logs) != 1 {
+		t.Fatalf("eth_getLogs: %v, %v: want the postage contract's price", logs, err)
 	}
 
 	out, err := ec.CallContract(ctx, ethereum.CallMsg{To: &config.Testnet.StakingAddress, Data: []byte{1, 2, 3, 4}}, nil)
