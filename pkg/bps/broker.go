@@ -256,14 +256,13 @@ func (s *Service) ended(m *member, rerr, werr error) error {
 // recovery, and an honest client claims again only on a new roster.
 const maxPendingClaims = 4
 
-// readLoop reads the peer's frames for as long as the stream lives. It
-// returns nil on the peer's clean close, a *violation for misbehaviour, and
-// the transport error otherwise. A frame is decoded by the stream's role when
-// it is read, not when the read began: a roster may upgrade a stream while
-// its reader waits.
+// readLoop reads the peer's frames for as long as the stream lives and hands
+// each to the cohort's ingest. It returns nil on the peer's clean close, a
+// *violation for misbehaviour, and the transport error otherwise. A frame is
+// decoded by the stream's role when it is read, not when the read began: a
+// roster may upgrade a stream while its reader waits.
 func (s *Service) readLoop(m *member, fr *frameReader) error {
 	c := m.c
-	auth := cohortAuthority{r: s.reg, c: c}
 	for {
 		b, err := fr.readRaw()
 		publisher := m.isPub.Load()
@@ -273,65 +272,41 @@ func (s *Service) readLoop(m *member, fr *frameReader) error {
 			}
 			return s.readErr(c, err, CounterInvalidSOC)
 		}
-		if !publisher {
-			claim := new(pb.Claim)
-			if err := decodeFrame(b, claim); err != nil || !c.spec.explicit() || !claimWellFormed(claim) {
-				s.count(c, CounterWrongStream)
-				return violationf("subscriber stream sent a frame that is not a claim")
-			}
-			if err := s.takeClaim(m, claim); err != nil {
-				return err
-			}
-			continue
+		f, k, err := decodeUp(b, publisher, c.spec.explicit())
+		if err != nil {
+			s.count(c, k)
+			return err
 		}
-
-		msg := new(pb.Message)
-		if err := decodeFrame(b, msg); err != nil {
-			s.count(c, CounterInvalidSOC)
-			return &violation{err: err}
-		}
-		if c.spec.explicit() && len(msg.ProtoReflect().GetUnknown()) > 0 {
-			// A publication has no field beyond address and data; a claim
-			// (addr=1, index=2, auth=3) read as one does.
-			if claim := new(pb.Claim); decodeFrame(b, claim) == nil && claimWellFormed(claim) {
-				if err := s.takeClaim(m, claim); err != nil {
-					return err
-				}
-				continue
-			}
-		}
-		// m.addr is not written again once isPub is set.
-		addr := m.addr
-		pub, v := check(c.spec, msg, addr, auth)
-		if v == accepted && !s.reg.accept(c, pub, encodeFrame(&pb.Message{Address: msg.Address, Data: msg.Data})) {
-			v = retransmit // a duplicate, or another publisher stream got there first
-		}
-		switch v {
-		case accepted:
-			s.metrics.Accepted.Inc()
-			s.trace(Event{Kind: EventAccept, Cohort: c.spec.String(), Peer: m.peer, Index: pub.index, Service: pub.service != nil})
-			if pub.service != nil && pub.service.Kind == pb.ServiceKind_END_OF_STREAM {
-				s.reg.end(c)
-			}
-			continue
-		case retransmit:
-			s.count(c, CounterRetransmit)
-			continue
-		}
-		s.count(c, v.counter())
-		if v == wrongOwner {
-			// A revoked publisher is tolerated until the roster revoking it
-			// has been written to its stream; after that it is a violation.
-			if revoked, told := s.reg.revoked(m); told {
-				return violationf("publication after the roster revoking %x", addr)
-			} else if revoked {
-				continue
-			}
-		}
-		if m.invalid++; m.invalid >= s.opts.MaxInvalidFrames {
-			return violationf("%d invalid publications", m.invalid)
+		if err := c.ingest(f, m); err != nil {
+			return err
 		}
 	}
+}
+
+// decodeUp decodes a bare frame (SWIP-74, SWIP-60) that a child sent up a
+// stream, by the stream's role: a subscriber stream may send only a claim
+// (explicit authorship), a publisher stream publications, and under explicit
+// authorship a claim again — a publication has no field beyond address and
+// data, a claim (addr=1, index=2, auth=3) read as one does. A frame that is
+// none of these is a violation, with the counter it increments.
+func decodeUp(b []byte, publisher, explicit bool) (*pb.Frame, Counter, error) {
+	if !publisher {
+		claim := new(pb.Claim)
+		if err := decodeFrame(b, claim); err != nil || !explicit || !claimWellFormed(claim) {
+			return nil, CounterWrongStream, violationf("subscriber stream sent a frame that is not a claim")
+		}
+		return &pb.Frame{Kind: &pb.Frame_Claim{Claim: claim}}, 0, nil
+	}
+	msg := new(pb.Message)
+	if err := decodeFrame(b, msg); err != nil {
+		return nil, CounterInvalidSOC, &violation{err: err}
+	}
+	if explicit && len(msg.ProtoReflect().GetUnknown()) > 0 {
+		if claim := new(pb.Claim); decodeFrame(b, claim) == nil && claimWellFormed(claim) {
+			return &pb.Frame{Kind: &pb.Frame_Claim{Claim: claim}}, 0, nil
+		}
+	}
+	return &pb.Frame{Kind: &pb.Frame_Message{Message: msg}}, 0, nil
 }
 
 // takeClaim handles a well-formed Claim sent after the Ack, under explicit

@@ -51,6 +51,7 @@ type registry struct {
 
 // cohort is one live cohort at this broker.
 type cohort struct {
+	r    *registry
 	spec *Spec
 	mu   sync.Mutex // guards the fields below but counters; after registry.mu
 
@@ -241,6 +242,7 @@ func (r *registry) attach(peer swarm.Address, stream p2p.Stream, sp *Spec, addr 
 	if c == nil {
 		now := time.Now()
 		c = &cohort{
+			r:          r,
 			spec:       sp,
 			members:    make(map[*member]struct{}),
 			claimed:    make(map[string]int),
@@ -552,6 +554,72 @@ func (r *registry) accept(c *cohort, pub publication, frame []byte) bool {
 	}
 	r.s.metrics.Delivered.Add(float64(delivered))
 	return true
+}
+
+// ingest is the one way a frame from a stream enters the cohort at this
+// node. At the root (the broker) a claim upgrades the stream it came on; a
+// publication is validated against the cohort's authority, deduplicated by
+// the feed cursor or the window, and fanned out to every member (accept);
+// what fails is counted, and a stream that keeps sending what fails — or
+// publishes after the roster revoking it was written to it — is a
+// violation. It runs on from's reader goroutine and returns a *violation to
+// end from's stream; any other frame kind has no business travelling up.
+func (c *cohort) ingest(f *pb.Frame, from *member) error {
+	s := c.r.s
+	switch k := f.Kind.(type) {
+	case *pb.Frame_Claim:
+		if !c.spec.explicit() {
+			s.count(c, CounterWrongStream)
+			return violationf("a claim where publishing takes none")
+		}
+		return s.takeClaim(from, k.Claim)
+	case *pb.Frame_Message:
+		return c.publication(k.Message, from)
+	default:
+		s.count(c, CounterWrongStream)
+		return violationf("a %T frame travelled up", f.Kind)
+	}
+}
+
+// publication is ingest's path for a publication on a publisher stream.
+func (c *cohort) publication(msg *pb.Message, from *member) error {
+	s := c.r.s
+	if !from.isPub.Load() {
+		s.count(c, CounterWrongStream)
+		return violationf("subscriber stream sent a publication")
+	}
+	// from.addr is not written again once isPub is set.
+	addr := from.addr
+	pub, v := check(c.spec, msg, addr, cohortAuthority{r: c.r, c: c})
+	if v == accepted && !c.r.accept(c, pub, encodeFrame(&pb.Message{Address: msg.Address, Data: msg.Data})) {
+		v = retransmit // a duplicate, or another publisher stream got there first
+	}
+	switch v {
+	case accepted:
+		s.metrics.Accepted.Inc()
+		s.trace(Event{Kind: EventAccept, Cohort: c.spec.String(), Peer: from.peer, Index: pub.index, Service: pub.service != nil})
+		if pub.service != nil && pub.service.Kind == pb.ServiceKind_END_OF_STREAM {
+			c.r.end(c)
+		}
+		return nil
+	case retransmit:
+		s.count(c, CounterRetransmit)
+		return nil
+	}
+	s.count(c, v.counter())
+	if v == wrongOwner {
+		// A revoked publisher is tolerated until the roster revoking it
+		// has been written to its stream; after that it is a violation.
+		if revoked, told := c.r.revoked(from); told {
+			return violationf("publication after the roster revoking %x", addr)
+		} else if revoked {
+			return nil
+		}
+	}
+	if from.invalid++; from.invalid >= s.opts.MaxInvalidFrames {
+		return violationf("%d invalid publications", from.invalid)
+	}
+	return nil
 }
 
 // applyService applies an accepted service message: a ROSTER replaces the
