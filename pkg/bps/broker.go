@@ -94,7 +94,10 @@ func (s *Service) handler(ctx context.Context, peer p2p.Peer, stream p2p.Stream)
 		ro, claim = rolePublisher, join.Claim
 	}
 
-	m, status, ended := s.reg.attach(peer.Address, stream, sp, join.Addr, ro, claim)
+	// This node does not serve the multihop envelope yet: its Ack leaves
+	// multihop unset, and every stream it answers stays bare.
+	ack := &pb.Ack{Status: pb.Status_OK}
+	m, status, ended := s.reg.attach(peer.Address, stream, negotiated(join, ack), sp, join.Addr, ro, claim)
 	if ended != nil {
 		return s.tellEnded(ctx, peer, stream, sp, join, ended)
 	}
@@ -106,7 +109,6 @@ func (s *Service) handler(ctx context.Context, peer p2p.Peer, stream p2p.Stream)
 		s.trace(Event{Kind: EventLeave, Cohort: sp.String(), Peer: peer.Address, Err: err})
 	}()
 
-	ack := &pb.Ack{Status: pb.Status_OK}
 	if join.Addr != nil {
 		ack.Challenge = s.challenge(sp, join.Addr)
 	}
@@ -185,7 +187,7 @@ func (s *Service) refuse(ctx context.Context, peer p2p.Peer, stream p2p.Stream, 
 // its role. Both are owned here; serve returns after both have stopped.
 func (s *Service) serve(ctx context.Context, m *member, fr *frameReader, ack []byte) error {
 	writerDone := make(chan error, 1)
-	if !s.goOwned(func() { writerDone <- s.writeLoop(m, ack) }) {
+	if !s.goOwned(func() { writerDone <- m.writeLoop(ack) }) {
 		m.kill(errServiceClosed)
 		return errServiceClosed
 	}
@@ -272,7 +274,7 @@ func (s *Service) readLoop(m *member, fr *frameReader) error {
 			}
 			return s.readErr(c, err, CounterInvalidSOC)
 		}
-		f, k, err := decodeUp(b, publisher, c.spec.explicit())
+		f, k, err := m.codec.decodeUp(b, publisher, c.spec.explicit())
 		if err != nil {
 			s.count(c, k)
 			return err
@@ -281,32 +283,6 @@ func (s *Service) readLoop(m *member, fr *frameReader) error {
 			return err
 		}
 	}
-}
-
-// decodeUp decodes a bare frame (SWIP-74, SWIP-60) that a child sent up a
-// stream, by the stream's role: a subscriber stream may send only a claim
-// (explicit authorship), a publisher stream publications, and under explicit
-// authorship a claim again — a publication has no field beyond address and
-// data, a claim (addr=1, index=2, auth=3) read as one does. A frame that is
-// none of these is a violation, with the counter it increments.
-func decodeUp(b []byte, publisher, explicit bool) (*pb.Frame, Counter, error) {
-	if !publisher {
-		claim := new(pb.Claim)
-		if err := decodeFrame(b, claim); err != nil || !explicit || !claimWellFormed(claim) {
-			return nil, CounterWrongStream, violationf("subscriber stream sent a frame that is not a claim")
-		}
-		return &pb.Frame{Kind: &pb.Frame_Claim{Claim: claim}}, 0, nil
-	}
-	msg := new(pb.Message)
-	if err := decodeFrame(b, msg); err != nil {
-		return nil, CounterInvalidSOC, &violation{err: err}
-	}
-	if explicit && len(msg.ProtoReflect().GetUnknown()) > 0 {
-		if claim := new(pb.Claim); decodeFrame(b, claim) == nil && claimWellFormed(claim) {
-			return &pb.Frame{Kind: &pb.Frame_Claim{Claim: claim}}, 0, nil
-		}
-	}
-	return &pb.Frame{Kind: &pb.Frame_Message{Message: msg}}, 0, nil
 }
 
 // takeClaim handles a well-formed Claim sent after the Ack, under explicit

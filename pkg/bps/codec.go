@@ -11,6 +11,7 @@ import (
 	"fmt"
 	"io"
 
+	"github.com/ethersphere/bps/pkg/bps/pb"
 	"google.golang.org/protobuf/encoding/protodelim"
 	"google.golang.org/protobuf/encoding/protowire"
 	"google.golang.org/protobuf/proto"
@@ -129,4 +130,92 @@ func encodeFrame(m proto.Message) []byte {
 		panic(fmt.Sprintf("bps: marshal %T: %v", m, err))
 	}
 	return b
+}
+
+// codec is how a stream carries frames after the Ack: bare SWIP-74/60
+// frames, or — once both the Join and the Ack set multihop (SWIP-61) —
+// each inside the envelope pb.Frame, in both directions. The handshake
+// itself (Join, Ack) is always bare.
+type codec uint8
+
+const (
+	codecBare     codec = iota // SWIP-74 and SWIP-60 peers: no envelope, ever
+	codecEnvelope              // both ends speak multihop
+)
+
+// negotiated is the codec of a stream whose Join and Ack were join and ack.
+func negotiated(join *pb.Join, ack *pb.Ack) codec {
+	if join.GetMultihop() && ack.GetMultihop() {
+		return codecEnvelope
+	}
+	return codecBare
+}
+
+// frameKind is which frame an outFrame's bare bytes are: the envelope's
+// field number for it.
+type frameKind uint8
+
+const (
+	kindMessage frameKind = 1 // pb.Frame.message
+	kindClaim   frameKind = 2 // pb.Frame.claim
+)
+
+// out is what the stream writes for f: its bare bytes as they are, or
+// inside the envelope. A bare frame is uvarint(n) ‖ the frame's n bytes; the
+// envelope holding it is those bytes as field kind of a pb.Frame, framed
+// again — the same bytes proto.Marshal of the pb.Frame gives, without
+// decoding and encoding the frame again for every stream.
+func (cd codec) out(f outFrame) []byte {
+	if cd == codecBare {
+		return f.b
+	}
+	kind := f.kind
+	if kind == 0 {
+		kind = kindMessage
+	}
+	n, k := protowire.ConsumeVarint(f.b)
+	if k < 0 || uint64(len(f.b)-k) != n {
+		panic("bps: out: not a bare frame")
+	}
+	inner := f.b[k:]
+	size := protowire.SizeTag(protowire.Number(kind)) + protowire.SizeBytes(len(inner))
+	b := make([]byte, 0, protowire.SizeVarint(uint64(size))+size)
+	b = protowire.AppendVarint(b, uint64(size))
+	b = protowire.AppendTag(b, protowire.Number(kind), protowire.BytesType)
+	b = protowire.AppendBytes(b, inner)
+	return b
+}
+
+// decodeUp decodes a frame that a child sent up a stream. The envelope says
+// what the frame is; which kinds may travel up is the cohort's to judge
+// (ingest). A bare frame (SWIP-74, SWIP-60) is decoded by the stream's role: a subscriber stream may send only a claim
+// (explicit authorship), a publisher stream publications, and under explicit
+// authorship a claim again — a publication has no field beyond address and
+// data, a claim (addr=1, index=2, auth=3) read as one does. A frame that is
+// none of these is a violation, with the counter it increments.
+func (cd codec) decodeUp(b []byte, publisher, explicit bool) (*pb.Frame, Counter, error) {
+	if cd == codecEnvelope {
+		f := new(pb.Frame)
+		if err := decodeFrame(b, f); err != nil || f.Kind == nil {
+			return nil, CounterWrongStream, violationf("not an envelope: %w", err)
+		}
+		return f, 0, nil
+	}
+	if !publisher {
+		claim := new(pb.Claim)
+		if err := decodeFrame(b, claim); err != nil || !explicit || !claimWellFormed(claim) {
+			return nil, CounterWrongStream, violationf("subscriber stream sent a frame that is not a claim")
+		}
+		return &pb.Frame{Kind: &pb.Frame_Claim{Claim: claim}}, 0, nil
+	}
+	msg := new(pb.Message)
+	if err := decodeFrame(b, msg); err != nil {
+		return nil, CounterInvalidSOC, &violation{err: err}
+	}
+	if explicit && len(msg.ProtoReflect().GetUnknown()) > 0 {
+		if claim := new(pb.Claim); decodeFrame(b, claim) == nil && claimWellFormed(claim) {
+			return &pb.Frame{Kind: &pb.Frame_Claim{Claim: claim}}, 0, nil
+		}
+	}
+	return &pb.Frame{Kind: &pb.Frame_Message{Message: msg}}, 0, nil
 }

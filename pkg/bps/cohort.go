@@ -76,16 +76,15 @@ type cohort struct {
 	counters   counters
 }
 
-// member is one stream attached to a cohort at this broker. Every member
-// receives the cohort's deliveries except those bound to its own identity:
-// a publisher never gets its own messages back (SWIP-74, SWIP-60). Under
-// SWIP-74 every publisher stream is the admin's, so publisher streams
-// receive nothing there. A silent member (closed cohort, not yet claimed)
-// receives nothing at all.
+// member is one stream attached to a cohort at this broker: a child of the
+// node in that cohort. Every member receives the cohort's deliveries except
+// those bound to its own identity: a publisher never gets its own messages
+// back (SWIP-74, SWIP-60). Under SWIP-74 every publisher stream is the
+// admin's, so publisher streams receive nothing there. A silent member
+// (closed cohort, not yet claimed) receives nothing at all.
 type member struct {
+	peerStream
 	c        *cohort
-	peer     swarm.Address
-	stream   p2p.Stream
 	declared []byte // Join.addr, nil if none; never written after attach
 	// guarded by the cohort's mu; the member's reader reads addr unlocked
 	// once isPub is set, after which neither changes
@@ -98,38 +97,10 @@ type member struct {
 	svcAt     uint64    // the cohort's service cursor when the stream attached
 	isPub     atomic.Bool
 
-	queue  chan outFrame // encoded frames for the writer
-	told   atomic.Uint64 // service index + 1 of the latest service SOC written to the stream
-	quit   chan struct{} // closed by kill
-	once   sync.Once
-	reason error // why kill was called; read after quit is closed
-
-	ending   atomic.Bool // the writer took the cohort's end: it closes our side
-	endTimer *time.Timer // set by the writer before it returns: resets a peer that stays
-
 	claimTimer *time.Timer // the deadline of an extra seat or a silent stream
 	// reader goroutine only
 	invalid int // invalid publications so far
 	pending int // verified claims not taken: not (yet) rostered, or redundant
-}
-
-// outFrame is one encoded frame queued to a member; svc is the service index
-// + 1 of a service SOC, 0 for a message. end: the cohort ended; the writer
-// writes b, if any, then closes the stream.
-type outFrame struct {
-	b   []byte
-	svc uint64
-	end bool
-}
-
-// kill ends the member's stream from outside its handler: the reset unblocks
-// its reader and writer, and the handler returns reason.
-func (m *member) kill(reason error) {
-	m.once.Do(func() {
-		m.reason = reason
-		close(m.quit)
-		_ = m.stream.Reset()
-	})
 }
 
 func newRegistry(s *Service) *registry {
@@ -177,12 +148,12 @@ func (a cohortAuthority) serviceNext() uint64 {
 }
 
 // attach creates or attaches the cohort for sp and adds a member for the
-// stream in the given role, enforcing every bound. claim is a verified claim
+// stream, speaking cd, in the given role, enforcing every bound. claim is a verified claim
 // in the Join (a claimed publisher only); it is taken only if addr may
 // publish, else the stream joins as if unclaimed and the claim is held until
 // a roster names addr. A cohort that ended is not attached: attach returns
 // its END_OF_STREAM frame instead, which the Join is told.
-func (r *registry) attach(peer swarm.Address, stream p2p.Stream, sp *Spec, addr []byte, ro role, claim *pb.Claim) (_ *member, _ pb.Status, ended []byte) {
+func (r *registry) attach(peer swarm.Address, stream p2p.Stream, cd codec, sp *Spec, addr []byte, ro role, claim *pb.Claim) (_ *member, _ pb.Status, ended []byte) {
 	o := &r.s.opts
 	r.mu.Lock()
 	defer r.mu.Unlock()
@@ -215,9 +186,8 @@ func (r *registry) attach(peer swarm.Address, stream p2p.Stream, sp *Spec, addr 
 	if claimed && c == nil && !bytes.Equal(addr, sp.Admin) {
 		claimed, ro, held = false, roleSubscriber, claim // a fresh cohort has no roster
 	}
-	m := &member{peer: peer, stream: stream, declared: addr, addr: addr, role: ro, counted: !claimed,
-		silent: sp.Closed && !claimed, held: held,
-		quit: make(chan struct{}), queue: make(chan outFrame, o.QueueLen)}
+	m := &member{peerStream: newPeerStream(stream, peer, cd, o), declared: addr, addr: addr, role: ro, counted: !claimed,
+		silent: sp.Closed && !claimed, held: held}
 	if ro == rolePublisher {
 		m.isPub.Store(true)
 	}
@@ -296,10 +266,7 @@ func (r *registry) firstDelivery(m *member) {
 	if c.latest == nil || m.silent || bytes.Equal(m.addr, c.spec.Admin) {
 		return
 	}
-	select {
-	case m.queue <- outFrame{b: c.latest, svc: c.svcNext}:
-	default: // a fresh queue has room
-	}
+	m.offer(outFrame{b: c.latest, svc: c.svcNext}) // a fresh queue has room
 }
 
 // gauge moves the stream gauges for m by d.
@@ -541,12 +508,11 @@ func (r *registry) accept(c *cohort, pub publication, frame []byte) bool {
 			}
 			f.b, f.svc = nil, 0
 		}
-		select {
-		case m.queue <- f:
+		if m.offer(f) {
 			if f.b != nil {
 				delivered++
 			}
-		default:
+		} else {
 			r.s.count(c, CounterQueueReset)
 			r.s.trace(Event{Kind: EventQueueReset, Cohort: c.spec.String(), Peer: m.peer})
 			m.kill(errQueueFull)

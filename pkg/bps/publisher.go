@@ -13,7 +13,6 @@ import (
 	"io"
 	"sync"
 	"sync/atomic"
-	"time"
 
 	"github.com/ethersphere/bee/v2/pkg/cac"
 	"github.com/ethersphere/bee/v2/pkg/crypto"
@@ -115,11 +114,11 @@ func (p *Publisher) Reclaim(ctx context.Context) error {
 	if !p.spec.explicit() {
 		return nil
 	}
-	held := p.s.challenges.get(p.broker.ByteString() + p.spec.key + string(p.addr))
+	held := p.s.challenges.get(p.peer.ByteString() + p.spec.key + string(p.addr))
 	if held == nil {
 		return errors.New("bps: no challenge held for this stream")
 	}
-	sig, err := p.sign(ctx, held, p.broker, p.index)
+	sig, err := p.sign(ctx, held, p.peer, p.index)
 	if err != nil {
 		return fmt.Errorf("sign claim: %w", err)
 	}
@@ -129,10 +128,7 @@ func (p *Publisher) Reclaim(ctx context.Context) error {
 	}
 	p.writeMu.Lock()
 	defer p.writeMu.Unlock()
-	return p.s.withDeadline(ctx, p.stream, p.s.opts.WriteTimeout, func() error {
-		_, err := p.stream.Write(encodeFrame(claim))
-		return err
-	})
+	return p.send(ctx, p.s, outFrame{b: encodeFrame(claim), kind: kindClaim})
 }
 
 // Publish joins sp at broker declaring o.Addr and claims the stream: in the
@@ -178,27 +174,22 @@ func (s *Service) Publish(ctx context.Context, broker swarm.Address, sp *Spec, o
 	if o.Joined != nil {
 		o.Joined()
 	}
+	p := &Publisher{
+		clientStream: newClientStream(s, broker, sp, stream),
+		addr:         bytes.Clone(o.Addr),
+		sign:         o.Sign,
+		index:        o.Index,
+	}
 	if sp.explicit() && (held == nil || !bytes.Equal(held, ack.Challenge)) {
 		s.challenges.put(ckey, ack.Challenge)
 		claim, err := sign(ack.Challenge)
 		if err == nil {
-			err = s.withDeadline(ctx, stream, s.opts.WriteTimeout, func() error {
-				_, err := stream.Write(encodeFrame(claim))
-				return err
-			})
+			err = p.send(ctx, s, outFrame{b: encodeFrame(claim), kind: kindClaim})
 		}
 		if err != nil {
 			_ = stream.Reset()
 			return nil, fmt.Errorf("claim: %w", err)
 		}
-	}
-
-	p := &Publisher{
-		clientStream: clientStream{s: s, broker: broker, spec: sp, stream: stream, started: time.Now(),
-			quit: make(chan struct{}), done: make(chan struct{})},
-		addr:  bytes.Clone(o.Addr),
-		sign:  o.Sign,
-		index: o.Index,
 	}
 	p.receiver.init(&p.clientStream, o.Receive)
 	if err := p.run(p, p.read, fr, func() { close(p.c) }); err != nil {
@@ -242,10 +233,7 @@ func (p *Publisher) Send(ctx context.Context, msg *pb.Message) error {
 		return ErrClosed
 	default:
 	}
-	return p.s.withDeadline(ctx, p.stream, p.s.opts.WriteTimeout, func() error {
-		_, err := p.stream.Write(frame)
-		return err
-	})
+	return p.send(ctx, p.s, outFrame{b: frame, kind: kindMessage})
 }
 
 // PublishUpdate signs update index of the feed with signer and sends it.

@@ -10,33 +10,267 @@ import (
 	"fmt"
 	"io"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/ethersphere/bee/v2/pkg/p2p"
 	"github.com/ethersphere/bee/v2/pkg/swarm"
 )
 
-// clientStream is what subscriptions and publishers share: the stream, its
-// reader goroutine, and the end-of-life signalling.
-type clientStream struct {
-	s       *Service
-	broker  swarm.Address
-	spec    *Spec
-	stream  p2p.Stream
-	started time.Time
+// peerStream is one BPS stream after its Join and Ack, in either direction:
+// a child's stream at this node (a broker's member) or this node's stream to
+// a parent (a subscription, a publisher). It owns the codec the stream
+// speaks, one bounded queue of frames and the one writer that drains it;
+// kill and closeOnce end it from outside, once.
+//
+// The writer of a child's stream is resident: the stream's handler starts
+// writeLoop, which writes the Ack and then drains the queue until the stream
+// ends. The writer of a parent stream runs on demand: push starts it on a
+// goroutine owned by the Service when a frame is queued and none is running,
+// and it returns once the queue is empty — a stream to a parent writes
+// rarely (a publication, a claim), and an idle subscription costs its
+// reader alone.
+type peerStream struct {
+	stream       p2p.Stream
+	peer         swarm.Address // the other end
+	codec        codec
+	queue        chan outFrame
+	writeTimeout time.Duration // bounds one write; a stalled write kills the stream
+	endGrace     time.Duration // how long the peer may keep its side open after the end
 
-	quit     chan struct{} // closed by Close or abort
-	quitOnce sync.Once
-	done     chan struct{} // closed when the reader has ended
-	err      error         // why it ended; read after done
+	quit   chan struct{} // closed by kill or closeOnce
+	once   sync.Once
+	reason error // why kill was called; read after quit is closed
+
+	told     atomic.Uint64 // service index + 1 of the latest service SOC written to the stream
+	ending   atomic.Bool   // the writer took the cohort's end: it closes our side
+	endTimer *time.Timer   // set by the writer before it returns: resets a peer that stays
+
+	wmu     sync.Mutex // an on-demand writer: guards writing and pushes
+	writing bool
 }
 
-func (cs *clientStream) abort() {
-	cs.quitOnce.Do(func() {
-		close(cs.quit)
-		_ = cs.stream.Reset()
+func newPeerStream(stream p2p.Stream, peer swarm.Address, c codec, o *Options) peerStream {
+	return peerStream{stream: stream, peer: peer, codec: c, queue: make(chan outFrame, o.QueueLen),
+		writeTimeout: o.WriteTimeout, endGrace: o.EndGrace, quit: make(chan struct{})}
+}
+
+// price is what a frame costs the stream's receiver (docs/design.md,
+// charging for depth): a hook the writer will hand to bee's accounting. No
+// frame is priced yet.
+type price uint64
+
+// outFrame is one frame queued to a stream. b is a bare frame, encoded
+// once for every stream it is queued to; the stream's codec puts it in the
+// envelope where the stream negotiated one. svc is the service index + 1 of
+// a service SOC, 0 otherwise. end: the cohort ended; the writer writes b, if
+// any, then closes the stream. done, if set, is told the write's outcome.
+type outFrame struct {
+	b     []byte
+	kind  frameKind
+	svc   uint64
+	end   bool
+	price price
+	done  chan error
+}
+
+// kill ends the stream from outside its handler or reader: the reset
+// unblocks its reader and writer, and its owner learns reason.
+func (ps *peerStream) kill(reason error) {
+	ps.once.Do(func() {
+		ps.reason = reason
+		close(ps.quit)
+		_ = ps.stream.Reset()
 	})
 }
+
+// closeOnce closes our side of the stream cleanly, unless it was already
+// ended; the peer reads EOF after what was written.
+func (ps *peerStream) closeOnce() {
+	ps.once.Do(func() {
+		close(ps.quit)
+		_ = ps.stream.Close()
+	})
+}
+
+// writeTimer is the one timer that bounds each write of a writer.
+func (ps *peerStream) writeTimer() *time.Timer {
+	t := time.AfterFunc(time.Hour, func() { ps.kill(errWriteTimeout) })
+	t.Stop()
+	return t
+}
+
+// write writes b, the write bounded by t.
+func (ps *peerStream) write(t *time.Timer, b []byte) error {
+	t.Reset(ps.writeTimeout)
+	_, err := ps.stream.Write(b)
+	if !t.Stop() && err != nil {
+		return fmt.Errorf("%w after %s: %w", context.DeadlineExceeded, ps.writeTimeout, err)
+	}
+	return err
+}
+
+// put writes one queued frame in the stream's codec. It reports whether the
+// stream is over for the writer: a write failed (the stream is killed), or
+// the frame was the cohort's end (our side is closed).
+func (ps *peerStream) put(t *time.Timer, f outFrame) (last bool, err error) {
+	if f.end {
+		ps.ending.Store(true)
+	}
+	if f.b != nil {
+		err := ps.write(t, ps.codec.out(f))
+		if f.done != nil {
+			f.done <- err
+		}
+		if err != nil {
+			ps.kill(err)
+			return true, fmt.Errorf("write delivery: %w", err)
+		}
+	}
+	if f.svc > 0 {
+		ps.told.Store(f.svc)
+	}
+	if f.end {
+		ps.endTimer = time.AfterFunc(ps.endGrace, func() { ps.kill(errEndGrace) })
+		if _, err := closeWrite(ps.stream); err != nil {
+			ps.kill(err)
+			return true, fmt.Errorf("close at the end: %w", err)
+		}
+		return true, nil
+	}
+	return false, nil
+}
+
+// writeLoop is the resident writer of a child's stream: it writes first
+// (the Ack, always bare) and then every queued frame until the stream ends.
+// The cohort's end is the last frame: the writer writes END_OF_STREAM, if
+// the stream receives it, closes our side and returns.
+func (ps *peerStream) writeLoop(first []byte) error {
+	t := ps.writeTimer()
+	defer t.Stop()
+	if err := ps.write(t, first); err != nil {
+		ps.kill(err)
+		return fmt.Errorf("write ack: %w", err)
+	}
+	for {
+		select {
+		case <-ps.quit:
+			return nil
+		case f := <-ps.queue:
+			if last, err := ps.put(t, f); last {
+				return err
+			}
+		}
+	}
+}
+
+// offer queues f without blocking, for a fan-out that must never wait on
+// one stream; false if the queue is full (the caller resets the stream).
+func (ps *peerStream) offer(f outFrame) bool {
+	select {
+	case ps.queue <- f:
+		return true
+	default:
+		return false
+	}
+}
+
+// push queues f on a parent stream and starts its on-demand writer if none
+// is running; false if the queue is full or the service is closed.
+func (ps *peerStream) push(s *Service, f outFrame) bool {
+	ps.wmu.Lock()
+	defer ps.wmu.Unlock()
+	if !ps.offer(f) {
+		return false
+	}
+	if ps.writing {
+		return true
+	}
+	ps.writing = true
+	if !s.goOwned(ps.drain) {
+		ps.writing = false
+		return false
+	}
+	return true
+}
+
+// drain is the on-demand writer of a parent stream: it writes what is
+// queued and returns when the queue is empty or the stream is over.
+func (ps *peerStream) drain() {
+	t := ps.writeTimer()
+	defer t.Stop()
+	for {
+		ps.wmu.Lock()
+		var f outFrame
+		select {
+		case f = <-ps.queue:
+		default:
+			ps.writing = false
+			ps.wmu.Unlock()
+			return
+		}
+		ps.wmu.Unlock()
+		if last, _ := ps.put(t, f); last {
+			ps.wmu.Lock()
+			ps.writing = false // the stream is over: nothing is written again
+			ps.wmu.Unlock()
+			return
+		}
+	}
+}
+
+// send writes f on a parent stream and waits until it is written: it
+// returns the write's outcome, ErrClosed if the stream ends first, and
+// ctx's error (resetting the stream, which ends a write in progress) if ctx
+// ends first.
+func (ps *peerStream) send(ctx context.Context, s *Service, f outFrame) error {
+	f.done = make(chan error, 1)
+	if !ps.push(s, f) {
+		return fmt.Errorf("bps: stream to %s: outbound queue full or service closed", ps.peer)
+	}
+	select {
+	case err := <-f.done:
+		return err
+	case <-ps.quit:
+		select {
+		case err := <-f.done:
+			return err
+		default:
+			return ErrClosed
+		}
+	case <-ctx.Done():
+		select {
+		case err := <-f.done:
+			return err
+		default:
+		}
+		ps.kill(context.Cause(ctx))
+		return ctx.Err()
+	case <-s.ctx.Done():
+		ps.kill(errServiceClosed)
+		return ErrClosed
+	}
+}
+
+// clientStream is a stream from this node to a parent — the broker a
+// subscription or a publisher joined — with its reader goroutine and its
+// end-of-life signalling.
+type clientStream struct {
+	peerStream
+	s       *Service
+	spec    *Spec
+	started time.Time
+
+	done chan struct{} // closed when the reader has ended
+	err  error         // why it ended; read after done
+}
+
+func newClientStream(s *Service, broker swarm.Address, sp *Spec, stream p2p.Stream) clientStream {
+	return clientStream{peerStream: newPeerStream(stream, broker, codecBare, &s.opts),
+		s: s, spec: sp, started: time.Now(), done: make(chan struct{})}
+}
+
+func (cs *clientStream) abort() { cs.kill(nil) }
 
 // closeWait bounds how long a clean close waits for the broker's side.
 const closeWait = 5 * time.Second
@@ -45,10 +279,7 @@ const closeWait = 5 * time.Second
 // and closes its own. It waits for the reader to end, at most closeWait,
 // then resets.
 func (cs *clientStream) closeClean() error {
-	cs.quitOnce.Do(func() {
-		close(cs.quit)
-		_ = cs.stream.Close()
-	})
+	cs.closeOnce()
 	t := time.NewTimer(closeWait)
 	defer t.Stop()
 	select {
@@ -76,7 +307,7 @@ func (cs *clientStream) Err() error {
 }
 
 // Broker is the overlay of the broker this stream is attached to.
-func (cs *clientStream) Broker() swarm.Address { return cs.broker }
+func (cs *clientStream) Broker() swarm.Address { return cs.peer }
 
 // Spec is the cohort this stream joined.
 func (cs *clientStream) Spec() *Spec { return cs.spec }
@@ -96,7 +327,12 @@ func (cs *clientStream) run(h handle, read func(fr *frameReader) error, fr *fram
 		}
 		select {
 		case <-cs.quit:
-			cs.err = nil // we ended it
+			if cs.reason == nil {
+				cs.err = nil // we ended it
+				break
+			}
+			cs.err = err // a write failed, or a send's context ended
+			_ = cs.stream.Reset()
 		default:
 			if errors.Is(err, ErrEndOfStream) {
 				cs.err = err
@@ -111,7 +347,7 @@ func (cs *clientStream) run(h handle, read func(fr *frameReader) error, fr *fram
 				_ = cs.stream.Reset()
 			}
 		}
-		s.streamEnded(cs.broker, cs.spec, cs.started, cs.err)
+		s.streamEnded(cs.peer, cs.spec, cs.started, cs.err)
 	})
 	if !ok {
 		s.handles.remove(h)
@@ -130,53 +366,6 @@ func closeWrite(stream p2p.Stream) (half bool, err error) {
 		return true, cw.CloseWrite()
 	}
 	return false, stream.FullClose()
-}
-
-// writeLoop writes the Ack and then every queued frame to a subscriber stream.
-// One timer per stream bounds each write; a stalled write kills the member.
-// The cohort's end is the last frame: the writer writes END_OF_STREAM, if
-// the stream receives it, closes our side and returns.
-func (s *Service) writeLoop(m *member, ack []byte) error {
-	t := time.AfterFunc(time.Hour, func() { m.kill(errWriteTimeout) })
-	t.Stop()
-	defer t.Stop()
-	write := func(frame []byte) error {
-		t.Reset(s.opts.WriteTimeout)
-		_, err := m.stream.Write(frame)
-		t.Stop()
-		return err
-	}
-	if err := write(ack); err != nil {
-		m.kill(err)
-		return fmt.Errorf("write ack: %w", err)
-	}
-	for {
-		select {
-		case <-m.quit:
-			return nil
-		case f := <-m.queue:
-			if f.end {
-				m.ending.Store(true)
-			}
-			if f.b != nil {
-				if err := write(f.b); err != nil {
-					m.kill(err)
-					return fmt.Errorf("write delivery: %w", err)
-				}
-			}
-			if f.svc > 0 {
-				m.told.Store(f.svc)
-			}
-			if f.end {
-				m.endTimer = time.AfterFunc(s.opts.EndGrace, func() { m.kill(errEndGrace) })
-				if _, err := closeWrite(m.stream); err != nil {
-					m.kill(err)
-					return fmt.Errorf("close at the end: %w", err)
-				}
-				return nil
-			}
-		}
-	}
 }
 
 // withDeadline runs f, resetting stream if f has not returned within d or

@@ -11,7 +11,6 @@ import (
 	"slices"
 	"sync"
 	"sync/atomic"
-	"time"
 
 	"github.com/ethersphere/bee/v2/pkg/swarm"
 	"github.com/ethersphere/bps/pkg/bps/pb"
@@ -126,8 +125,7 @@ func (s *Service) Subscribe(ctx context.Context, broker swarm.Address, sp *Spec)
 	if err != nil {
 		return nil, err
 	}
-	sub := &Subscription{clientStream: clientStream{s: s, broker: broker, spec: sp, stream: stream, started: time.Now(),
-		quit: make(chan struct{}), done: make(chan struct{})}}
+	sub := &Subscription{clientStream: newClientStream(s, broker, sp, stream)}
 	sub.receiver.init(&sub.clientStream, true)
 	if err := sub.run(sub, sub.readOne, fr, func() { close(sub.c) }); err != nil {
 		return nil, err
@@ -189,7 +187,7 @@ func (sub *receiver) readOne(fr *frameReader) error {
 	if v != accepted {
 		sub.dropped.Add(1)
 		s.metrics.ClientDropped.Inc()
-		s.trace(Event{Kind: EventClientDrop, Cohort: sub.spec.String(), Peer: sub.broker, Counter: v.counter(), Index: pub.index})
+		s.trace(Event{Kind: EventClientDrop, Cohort: sub.spec.String(), Peer: sub.peer, Counter: v.counter(), Index: pub.index})
 		return nil
 	}
 	if d.Gap {
@@ -197,7 +195,7 @@ func (sub *receiver) readOne(fr *frameReader) error {
 	}
 	sub.received.Add(1)
 	s.metrics.ClientReceived.Inc()
-	s.trace(Event{Kind: EventDeliver, Cohort: sub.spec.String(), Peer: sub.broker, Index: pub.index, Service: pub.service != nil})
+	s.trace(Event{Kind: EventDeliver, Cohort: sub.spec.String(), Peer: sub.peer, Index: pub.index, Service: pub.service != nil})
 	if sub.keep {
 		select {
 		case sub.c <- d:

@@ -1,0 +1,154 @@
+// Copyright 2026 The BPS Authors. All rights reserved.
+// Use of this source code is governed by a BSD-style
+// license that can be found in the LICENSE file.
+
+package bps
+
+import (
+	"bytes"
+	"errors"
+	"testing"
+
+	"github.com/ethersphere/bee/v2/pkg/swarm"
+	"github.com/ethersphere/bps/pkg/bps/pb"
+	"google.golang.org/protobuf/proto"
+)
+
+// TestCodecNegotiated: the envelope only when both the Join and the Ack set
+// multihop; a SWIP-74 or SWIP-60 peer never sees one.
+func TestCodecNegotiated(t *testing.T) {
+	for _, tc := range []struct {
+		join, ack bool
+		want      codec
+	}{
+		{false, false, codecBare},
+		{true, false, codecBare},
+		{false, true, codecBare},
+		{true, true, codecEnvelope},
+	} {
+		if got := negotiated(&pb.Join{Multihop: tc.join}, &pb.Ack{Multihop: tc.ack}); got != tc.want {
+			t.Errorf("join multihop %v, ack multihop %v: codec %d, want %d", tc.join, tc.ack, got, tc.want)
+		}
+	}
+}
+
+// TestCodecOut: a bare frame goes out as it was encoded; in the envelope it
+// is exactly the delimited marshal of the pb.Frame holding it, and decodes
+// back to it.
+func TestCodecOut(t *testing.T) {
+	msg := &pb.Message{Address: bytes.Repeat([]byte{1}, 32), Data: bytes.Repeat([]byte{2}, 4200)}
+	claim := &pb.Claim{Addr: bytes.Repeat([]byte{3}, 20), Index: 7, Auth: &pb.Auth{R: bytes.Repeat([]byte{4}, 32), S: bytes.Repeat([]byte{5}, 32), V: 27}}
+	for _, tc := range []struct {
+		name  string
+		f     outFrame
+		frame *pb.Frame
+	}{
+		{"message", outFrame{b: encodeFrame(msg), kind: kindMessage}, &pb.Frame{Kind: &pb.Frame_Message{Message: msg}}},
+		{"message, kind unset", outFrame{b: encodeFrame(msg)}, &pb.Frame{Kind: &pb.Frame_Message{Message: msg}}},
+		{"claim", outFrame{b: encodeFrame(claim), kind: kindClaim}, &pb.Frame{Kind: &pb.Frame_Claim{Claim: claim}}},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			if got := codecBare.out(tc.f); !bytes.Equal(got, tc.f.b) {
+				t.Fatal("bare: the frame was re-encoded")
+			}
+			got := codecEnvelope.out(tc.f)
+			if want := encodeFrame(tc.frame); !bytes.Equal(got, want) {
+				t.Fatalf("envelope: %x\nwant %x", got, want)
+			}
+			fr := newFrameReader(bytes.NewReader(got))
+			b, err := fr.readRaw()
+			if err != nil {
+				t.Fatal(err)
+			}
+			f, _, err := codecEnvelope.decodeUp(b, false, true)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if !proto.Equal(f, tc.frame) {
+				t.Fatalf("decoded %v, want %v", f, tc.frame)
+			}
+		})
+	}
+}
+
+// TestCodecDecodeUp: a bare frame is read by the stream's role — a claim on
+// a subscriber stream under explicit authorship, a publication or a claim
+// on a publisher stream — and anything else is a violation with its
+// counter; an envelope that holds nothing is one too.
+func TestCodecDecodeUp(t *testing.T) {
+	msg, err := proto.Marshal(&pb.Message{Address: bytes.Repeat([]byte{1}, 32), Data: []byte("data")})
+	if err != nil {
+		t.Fatal(err)
+	}
+	claim, err := proto.Marshal(&pb.Claim{Addr: bytes.Repeat([]byte{3}, 20), Index: 1, Auth: &pb.Auth{R: bytes.Repeat([]byte{4}, 32), S: bytes.Repeat([]byte{5}, 32), V: 27}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, tc := range []struct {
+		name                string
+		cd                  codec
+		b                   []byte
+		publisher, explicit bool
+		want                string // "message", "claim", or "" for a violation
+		counter             Counter
+	}{
+		{"subscriber claims", codecBare, claim, false, true, "claim", 0},
+		{"subscriber claims where none is taken", codecBare, claim, false, false, "", CounterWrongStream},
+		{"subscriber publishes", codecBare, msg, false, true, "", CounterWrongStream},
+		{"publisher publishes", codecBare, msg, true, true, "message", 0},
+		{"publisher claims again", codecBare, claim, true, true, "claim", 0},
+		{"publisher sends garbage", codecBare, []byte{0xff, 0xff}, true, true, "", CounterInvalidSOC},
+		{"empty envelope", codecEnvelope, nil, true, true, "", CounterWrongStream},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			f, k, err := tc.cd.decodeUp(tc.b, tc.publisher, tc.explicit)
+			if tc.want == "" {
+				var v *violation
+				if !errors.As(err, &v) || k != tc.counter {
+					t.Fatalf("err %v, counter %v: want a violation counted as %v", err, k, tc.counter)
+				}
+				return
+			}
+			if err != nil {
+				t.Fatal(err)
+			}
+			got := "message"
+			if f.GetClaim() != nil {
+				got = "claim"
+			}
+			if got != tc.want {
+				t.Fatalf("decoded a %s, want a %s", got, tc.want)
+			}
+		})
+	}
+}
+
+// TestIngestDirection: a frame that may only travel down (a probe, a
+// reparent) or answer a probe this node never sent (candidates) ends the
+// stream it came up on as a violation, counted wrong_stream.
+func TestIngestDirection(t *testing.T) {
+	s, err := New(nil, swarm.ZeroAddress, Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer s.Close()
+	sp, err := NewFeedSpec(bytes.Repeat([]byte{9}, 32), bytes.Repeat([]byte{8}, 20))
+	if err != nil {
+		t.Fatal(err)
+	}
+	c := &cohort{r: s.reg, spec: sp}
+	m := &member{c: c}
+	for i, f := range []*pb.Frame{
+		{Kind: &pb.Frame_Probe{Probe: &pb.Probe{Depth: 1, Nonce: 2}}},
+		{Kind: &pb.Frame_Reparent{Reparent: &pb.Reparent{To: bytes.Repeat([]byte{1}, 32)}}},
+		{Kind: &pb.Frame_Candidates{Candidates: &pb.Candidates{Nonce: 2}}},
+	} {
+		var v *violation
+		if err := c.ingest(f, m); !errors.As(err, &v) {
+			t.Fatalf("%T up: %v, want a violation", f.Kind, err)
+		}
+		if n := c.counters.snapshot()[CounterWrongStream.String()]; n != uint64(i+1) {
+			t.Fatalf("%T up: wrong_stream %d, want %d", f.Kind, n, i+1)
+		}
+	}
+}
