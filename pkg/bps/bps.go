@@ -237,7 +237,7 @@ type Service struct {
 	backoff    *backoffs    // client side: per (broker, cohort)
 	cursors    *cursorCache // client side: per (topic, admin)
 	challenges *lru[[]byte] // client side: S held per (broker, cohort, address)
-	handles    *handleSet   // client side: open subscriptions and publishers
+	tree       *tree        // client side: the parents of the cohorts this node follows
 	ctx        context.Context
 	cancel     context.CancelFunc
 	wg         sync.WaitGroup // every goroutine the service owns
@@ -268,7 +268,7 @@ func New(streamer p2p.Streamer, overlay swarm.Address, o Options) (*Service, err
 	s.backoff = newBackoffs(o.BackoffMin, o.BackoffMax)
 	s.cursors = newCursorCache(o.ClientCursors)
 	s.challenges = newLRU[[]byte](o.ClientCursors)
-	s.handles = newHandleSet()
+	s.tree = newTree()
 	return s, nil
 }
 
@@ -302,7 +302,7 @@ func (s *Service) Close() error {
 
 	s.cancel()
 	s.reg.closeAll()
-	s.handles.closeAll()
+	s.tree.closeAll()
 
 	done := make(chan struct{})
 	go func() {

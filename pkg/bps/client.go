@@ -7,48 +7,12 @@ package bps
 import (
 	"context"
 	"fmt"
-	"sync"
 	"time"
 
 	"github.com/ethersphere/bee/v2/pkg/p2p"
 	"github.com/ethersphere/bee/v2/pkg/swarm"
 	"github.com/ethersphere/bps/pkg/bps/pb"
 )
-
-// handle is a client-side stream the Service closes on shutdown.
-type handle interface{ abort() }
-
-// handleSet tracks the open client handles; guarded by its mutex.
-type handleSet struct {
-	mu sync.Mutex
-	m  map[handle]struct{}
-}
-
-func newHandleSet() *handleSet { return &handleSet{m: make(map[handle]struct{})} }
-
-func (h *handleSet) add(x handle) {
-	h.mu.Lock()
-	h.m[x] = struct{}{}
-	h.mu.Unlock()
-}
-
-func (h *handleSet) remove(x handle) {
-	h.mu.Lock()
-	delete(h.m, x)
-	h.mu.Unlock()
-}
-
-func (h *handleSet) closeAll() {
-	h.mu.Lock()
-	all := make([]handle, 0, len(h.m))
-	for x := range h.m {
-		all = append(all, x)
-	}
-	h.mu.Unlock()
-	for _, x := range all {
-		x.abort()
-	}
-}
 
 // join opens a stream to broker, sends join and reads the Ack, honouring the
 // mandatory backoff for (broker, cohort). On OK it returns the open stream.

@@ -55,13 +55,13 @@ type cohort struct {
 	spec *Spec
 	mu   sync.Mutex // guards the fields below but counters; after registry.mu
 
-	members map[*member]struct{} // every attached stream
-	fanout  int                  // members counted against MaxStreamsPerCohort (extra seats excluded)
-	claimed map[string]int       // claimed publisher streams per address (explicit authorship)
-	nclaim  int                  // sum of claimed
-	extras  map[string]*member   // extra seats, one per absent legitimate publisher
-	cursors map[string]uint64    // FEED_TOPIC, explicit: lowest index accepted next, per publisher feed
-	seen    *Window              // dedup bindings: recent chunk identifiers
+	links                      // its children: every attached stream (a broker is the root: no parent)
+	fanout  int                // members counted against MaxStreamsPerCohort (extra seats excluded)
+	claimed map[string]int     // claimed publisher streams per address (explicit authorship)
+	nclaim  int                // sum of claimed
+	extras  map[string]*member // extra seats, one per absent legitimate publisher
+	cursors map[string]uint64  // FEED_TOPIC, explicit: lowest index accepted next, per publisher feed
+	seen    *Window            // dedup bindings: recent chunk identifiers
 
 	roster  map[string]struct{} // the publishers the latest ROSTER names (admin excluded)
 	svcNext uint64              // lowest service index accepted next
@@ -214,7 +214,7 @@ func (r *registry) attach(peer swarm.Address, stream p2p.Stream, cd codec, sp *S
 		c = &cohort{
 			r:          r,
 			spec:       sp,
-			members:    make(map[*member]struct{}),
+			links:      newLinks(),
 			claimed:    make(map[string]int),
 			extras:     make(map[string]*member),
 			cursors:    make(map[string]uint64),
@@ -237,7 +237,7 @@ func (r *registry) attach(peer swarm.Address, stream p2p.Stream, cd codec, sp *S
 	}
 	pc[sp.key]++
 
-	c.members[m] = struct{}{}
+	c.children[m] = struct{}{}
 	r.gauge(m, 1)
 	switch {
 	case claimed:
@@ -368,8 +368,8 @@ func (r *registry) detach(m *member) {
 	defer r.mu.Unlock()
 	c.mu.Lock()
 	defer c.mu.Unlock()
-	if _, ok := c.members[m]; ok {
-		delete(c.members, m)
+	if _, ok := c.children[m]; ok {
+		delete(c.children, m)
 		r.gauge(m, -1)
 		switch {
 		case m.counted:
@@ -396,7 +396,7 @@ func (r *registry) detach(m *member) {
 			delete(r.peers, pk)
 		}
 	}
-	if !c.dead && len(c.members) == 0 {
+	if !c.dead && len(c.children) == 0 {
 		r.forget(c)
 	}
 }
@@ -417,7 +417,7 @@ func (r *registry) forget(c *cohort) {
 // r.mu and c.mu. Members detach themselves as their handlers return.
 func (r *registry) reclaim(c *cohort, reason error) {
 	r.forget(c)
-	for m := range c.members {
+	for m := range c.children {
 		m.kill(reason)
 	}
 }
@@ -498,7 +498,7 @@ func (r *registry) accept(c *cohort, pub publication, frame []byte) bool {
 	c.accepted++
 	c.lastAccept = time.Now()
 	delivered := 0
-	for m := range c.members {
+	for m := range c.children {
 		// After END_OF_STREAM every stream closes, those that do not
 		// receive it included.
 		f := outFrame{b: frame, svc: svc, end: c.ended}
@@ -605,7 +605,7 @@ func (r *registry) applyService(c *cohort, svc *pb.ServiceMessage, told uint64) 
 		roster[string(p)] = struct{}{}
 	}
 	c.roster = roster
-	for m := range c.members {
+	for m := range c.children {
 		if m.role == rolePublisher && !c.isPublisherLocked(m.addr) && m.revokedAt == 0 {
 			m.revokedAt = told
 		} else if c.isPublisherLocked(m.addr) {
@@ -620,7 +620,7 @@ func (r *registry) applyService(c *cohort, svc *pb.ServiceMessage, told uint64) 
 	// A claim that reached the broker before this roster is taken now,
 	// whichever came first; the fan-out of this roster that follows is the
 	// upgraded stream's first delivery.
-	for m := range c.members {
+	for m := range c.children {
 		if h := m.held; h != nil && m.role == roleSubscriber && c.isPublisherLocked(h.Addr) {
 			if r.upgradeLocked(m, h.Addr, h.Index, false) == upgraded {
 				r.s.trace(Event{Kind: EventClaim, Cohort: c.spec.String(), Peer: m.peer, Index: h.Index})
@@ -710,14 +710,14 @@ func (c *cohort) info() CohortInfo {
 	c.mu.Lock()
 	defer c.mu.Unlock()
 	pubs := 0
-	for m := range c.members {
+	for m := range c.children {
 		if m.role == rolePublisher {
 			pubs++
 		}
 	}
 	info := CohortInfo{
 		Spec:        c.spec,
-		Subscribers: len(c.members) - pubs,
+		Subscribers: len(c.children) - pubs,
 		Publishers:  pubs,
 		Cursor:      c.cursors[string(c.spec.Admin)],
 		Cursors:     make(map[string]uint64, len(c.cursors)),

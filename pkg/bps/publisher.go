@@ -192,7 +192,7 @@ func (s *Service) Publish(ctx context.Context, broker swarm.Address, sp *Spec, o
 		}
 	}
 	p.receiver.init(&p.clientStream, o.Receive)
-	if err := p.run(p, p.read, fr, func() { close(p.c) }); err != nil {
+	if err := p.run(p.read, fr, func() { close(p.c) }); err != nil {
 		return nil, err
 	}
 	return p, nil

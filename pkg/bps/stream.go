@@ -312,14 +312,15 @@ func (cs *clientStream) Broker() swarm.Address { return cs.peer }
 // Spec is the cohort this stream joined.
 func (cs *clientStream) Spec() *Spec { return cs.spec }
 
-// run starts the reader on a goroutine owned by the Service; read handles one
-// frame and returns false to stop.
-func (cs *clientStream) run(h handle, read func(fr *frameReader) error, fr *frameReader, onEnd func()) error {
+// run records the stream as a parent of this node in its cohort (the tree)
+// and starts the reader on a goroutine owned by the Service; read handles
+// one frame, and an error ends the stream.
+func (cs *clientStream) run(read func(fr *frameReader) error, fr *frameReader, onEnd func()) error {
 	s := cs.s
-	s.handles.add(h)
+	s.tree.addParent(cs)
 	ok := s.goOwned(func() {
 		defer close(cs.done)
-		defer s.handles.remove(h)
+		defer s.tree.removeParent(cs)
 		defer onEnd()
 		var err error
 		for err == nil {
@@ -350,7 +351,7 @@ func (cs *clientStream) run(h handle, read func(fr *frameReader) error, fr *fram
 		s.streamEnded(cs.peer, cs.spec, cs.started, cs.err)
 	})
 	if !ok {
-		s.handles.remove(h)
+		s.tree.removeParent(cs)
 		_ = cs.stream.Reset()
 		close(cs.done)
 		return ErrClosed

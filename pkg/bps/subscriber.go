@@ -127,7 +127,7 @@ func (s *Service) Subscribe(ctx context.Context, broker swarm.Address, sp *Spec)
 	}
 	sub := &Subscription{clientStream: newClientStream(s, broker, sp, stream)}
 	sub.receiver.init(&sub.clientStream, true)
-	if err := sub.run(sub, sub.readOne, fr, func() { close(sub.c) }); err != nil {
+	if err := sub.run(sub.readOne, fr, func() { close(sub.c) }); err != nil {
 		return nil, err
 	}
 	return sub, nil
