@@ -219,3 +219,23 @@ func (cd codec) decodeUp(b []byte, publisher, explicit bool) (*pb.Frame, Counter
 	}
 	return &pb.Frame{Kind: &pb.Frame_Message{Message: msg}}, 0, nil
 }
+
+// decodeDown decodes a frame that a parent sent down a stream: a bare frame
+// is a delivery (SWIP-74's Message); the envelope says what it is.
+func (cd codec) decodeDown(b []byte) (*pb.Frame, error) {
+	if cd == codecEnvelope {
+		f := new(pb.Frame)
+		if err := decodeFrame(b, f); err != nil {
+			return nil, err
+		}
+		if f.Kind == nil {
+			return nil, fmt.Errorf("%w: an empty envelope", errMalformed)
+		}
+		return f, nil
+	}
+	msg := new(pb.Message)
+	if err := decodeFrame(b, msg); err != nil {
+		return nil, err
+	}
+	return &pb.Frame{Kind: &pb.Frame_Message{Message: msg}}, nil
+}

@@ -152,3 +152,35 @@ func TestIngestDirection(t *testing.T) {
 		}
 	}
 }
+
+// TestCodecDecodeDown: what a parent sends is a delivery on a bare stream;
+// the envelope says what it is; bytes that are neither are malformed.
+func TestCodecDecodeDown(t *testing.T) {
+	msg := &pb.Message{Address: bytes.Repeat([]byte{1}, 32), Data: []byte("data")}
+	bare, err := proto.Marshal(msg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	probe := &pb.Frame{Kind: &pb.Frame_Probe{Probe: &pb.Probe{Depth: 2, Nonce: 3}}}
+	env, err := proto.Marshal(probe)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if f, err := codecBare.decodeDown(bare); err != nil || !proto.Equal(f.GetMessage(), msg) {
+		t.Fatalf("bare: %v, %v; want the message", f, err)
+	}
+	if f, err := codecEnvelope.decodeDown(env); err != nil || !proto.Equal(f, probe) {
+		t.Fatalf("envelope: %v, %v; want the probe", f, err)
+	}
+	for name, tc := range map[string]struct {
+		cd codec
+		b  []byte
+	}{
+		"bare garbage":   {codecBare, []byte{0xff, 0xff}},
+		"empty envelope": {codecEnvelope, nil},
+	} {
+		if _, err := tc.cd.decodeDown(tc.b); !errors.Is(err, errMalformed) {
+			t.Errorf("%s: %v, want malformed", name, err)
+		}
+	}
+}

@@ -8,6 +8,7 @@ import (
 	"bytes"
 	"context"
 	"errors"
+	"fmt"
 	"slices"
 	"sync"
 	"sync/atomic"
@@ -159,9 +160,19 @@ func (sp *Spec) feedKey(owner []byte) string { return string(sp.Topic) + string(
 // delivered.
 func (sub *receiver) readOne(fr *frameReader) error {
 	s := sub.s
-	msg := new(pb.Message)
-	if err := fr.read(msg); err != nil {
+	b, err := fr.readRaw()
+	if err != nil {
 		return err
+	}
+	f, err := sub.codec.decodeDown(b)
+	if err != nil {
+		return err
+	}
+	msg := f.GetMessage()
+	if msg == nil {
+		// Probes and reparents are a relay's to answer; this node
+		// negotiates no envelope before it relays.
+		return fmt.Errorf("%w: a %T frame from the parent: this node takes deliveries only", errMalformed, f.Kind)
 	}
 	if !sub.keep && !mayBeService(sub.spec, msg) {
 		// Nobody takes it: no signature check, and no move of the node's
