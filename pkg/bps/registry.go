@@ -1,0 +1,390 @@
+// Copyright 2026 The BPS Authors. All rights reserved.
+// Use of this source code is governed by a BSD-style
+// license that can be found in the LICENSE file.
+
+package bps
+
+import (
+	"bytes"
+	"slices"
+	"sync"
+	"time"
+
+	"github.com/ethersphere/bee/v2/pkg/p2p"
+	"github.com/ethersphere/bee/v2/pkg/swarm"
+	"github.com/ethersphere/bps/pkg/bps/pb"
+)
+
+// registry holds the broker's cohorts. Its mutex guards the registry's maps
+// (cohorts, per-peer counts); each cohort's own mutex guards the cohort
+// (membership, roster, cursors, timers), so fan-outs of different cohorts
+// run in parallel. Lock order: registry, then cohort. Critical sections are
+// map updates and non-blocking queue sends, never I/O.
+type registry struct {
+	s       *Service
+	mu      sync.Mutex
+	cohorts map[string]*cohort
+	peers   map[string]map[string]int // peer overlay -> cohort key -> streams
+	ended   *endedSpecs               // cohorts ended by END_OF_STREAM, remembered for late Joins
+	closed  bool
+}
+
+func newRegistry(s *Service) *registry {
+	return &registry{
+		s:       s,
+		cohorts: make(map[string]*cohort),
+		peers:   make(map[string]map[string]int),
+		ended:   newEndedSpecs(s.opts.EndedCohorts, s.opts.EndedTTL),
+	}
+}
+
+// attach creates or attaches the cohort for sp and adds a member for the
+// stream, speaking cd, in the given role, enforcing every bound. claim is a verified claim
+// in the Join (a claimed publisher only); it is taken only if addr may
+// publish, else the stream joins as if unclaimed and the claim is held until
+// a roster names addr. A cohort that ended is not attached: attach returns
+// its END_OF_STREAM frame instead, which the Join is told.
+func (r *registry) attach(peer swarm.Address, stream p2p.Stream, cd codec, sp *Spec, addr []byte, ro role, claim *pb.Claim) (_ *member, _ pb.Status, ended []byte) {
+	o := &r.s.opts
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	if r.closed {
+		return nil, pb.Status_FULL, nil
+	}
+	c := r.cohorts[sp.key]
+	if c != nil {
+		c.mu.Lock()
+		defer c.mu.Unlock()
+		if c.ended {
+			return nil, pb.Status_OK, c.latest // ended, not yet forgotten
+		}
+	} else if eos := r.ended.get(sp.key); eos != nil {
+		return nil, pb.Status_OK, eos
+	}
+	if c == nil && len(r.cohorts) >= o.MaxCohorts {
+		return nil, pb.Status_FULL, nil
+	}
+	pc := r.peers[peer.ByteString()]
+	if _, in := pc[sp.key]; !in && len(pc) >= o.MaxCohortsPerPeer {
+		return nil, pb.Status_FULL, nil
+	}
+
+	claimed := ro == rolePublisher && sp.explicit()
+	var held *pb.Claim
+	if claimed && c != nil && !c.isPublisherLocked(addr) {
+		claimed, ro, held = false, roleSubscriber, claim // verified, but not (or no longer) a publisher
+	}
+	if claimed && c == nil && !bytes.Equal(addr, sp.Admin) {
+		claimed, ro, held = false, roleSubscriber, claim // a fresh cohort has no roster
+	}
+	m := &member{peerStream: newPeerStream(stream, peer, cd, o), declared: addr, addr: addr, role: ro, counted: !claimed,
+		silent: sp.Closed && !claimed, held: held}
+	if ro == rolePublisher {
+		m.isPub.Store(true)
+	}
+	extra := false
+	if c != nil {
+		m.svcAt = c.svcNext
+		switch {
+		case claimed:
+			if c.nclaim >= o.MaxPublisherStreams {
+				return nil, pb.Status_FULL, nil
+			}
+		case c.fanout >= o.MaxStreamsPerCohort:
+			// One extra seat per legitimate publisher that is absent.
+			a := string(addr)
+			if !sp.explicit() || addr == nil || !c.isPublisherLocked(addr) || c.claimed[a] > 0 || c.extras[a] != nil {
+				return nil, pb.Status_FULL, nil
+			}
+			extra = true
+		}
+	}
+
+	if c == nil {
+		now := time.Now()
+		c = &cohort{
+			r:          r,
+			spec:       sp,
+			links:      newLinks(),
+			claimed:    make(map[string]int),
+			extras:     make(map[string]*member),
+			cursors:    make(map[string]uint64),
+			created:    now,
+			lastAccept: now,
+		}
+		c.mu.Lock()
+		defer c.mu.Unlock()
+		if !(sp.Binding == pb.TopicBinding_FEED_TOPIC && sp.explicit()) {
+			c.seen = NewWindow(o.DedupWindow)
+		}
+		r.cohorts[sp.key] = c
+		r.armInactivity(c, o.Inactivity)
+		r.s.metrics.Cohorts.Inc()
+	}
+	m.c = c
+	if pc == nil {
+		pc = make(map[string]int)
+		r.peers[peer.ByteString()] = pc
+	}
+	pc[sp.key]++
+
+	c.children[m] = struct{}{}
+	r.gauge(m, 1)
+	switch {
+	case claimed:
+		c.claimed[string(addr)]++
+		c.nclaim++
+		if sp.Binding == pb.TopicBinding_FEED_TOPIC {
+			c.cursors[string(addr)] = max(c.cursors[string(addr)], claim.Index)
+		}
+	case extra:
+		m.counted = false
+		c.extras[string(addr)] = m
+	default:
+		c.fanout++
+	}
+	if extra || m.silent {
+		m.claimTimer = time.AfterFunc(o.ClaimDeadline, func() { r.claimDeadline(m) })
+	}
+	r.firstDelivery(m)
+	return m, pb.Status_OK, nil
+}
+
+// firstDelivery queues the latest service SOC on a stream that is not the
+// admin's and not silent; the caller holds c.mu.
+func (r *registry) firstDelivery(m *member) {
+	c := m.c
+	if c.latest == nil || m.silent || bytes.Equal(m.addr, c.spec.Admin) {
+		return
+	}
+	m.offer(outFrame{b: c.latest, svc: c.svcNext}) // a fresh queue has room
+}
+
+// gauge moves the stream gauges for m by d.
+func (r *registry) gauge(m *member, d float64) {
+	if m.role == rolePublisher {
+		r.s.metrics.Publishers.Add(d)
+	} else {
+		r.s.metrics.Subscribers.Add(d)
+	}
+}
+
+// upgrade outcomes.
+type upgradeResult int
+
+const (
+	upgraded     upgradeResult = iota
+	notPublisher               // a verified claim by an address not in the publisher set: held
+	redundant                  // a claim on a stream already upgraded for that address
+	upgradeFull                // publisher streams at their bound, or the cohort is gone
+)
+
+// upgrade turns a subscriber member into a claimed publisher stream after a
+// verified claim. A claim by an address that is not (yet) a publisher
+// leaves the stream as it is and is held: the roster that names the address
+// upgrades the stream (SWIP-60: silent, or a spectator, "until the roster
+// names it"). A claim for the address a stream was already upgraded for is
+// redundant: a client cannot tell whether its earlier claim was taken before
+// the stream's first delivery, so it may claim again. upgrade also reports
+// how many service messages the cohort accepted since the stream attached,
+// which bounds the claims a stream may send that are not taken.
+func (r *registry) upgrade(m *member, claim *pb.Claim) (upgradeResult, uint64) {
+	c := m.c
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	rosters := c.svcNext - m.svcAt
+	switch {
+	case c.dead || c.ended:
+		return upgradeFull, rosters
+	case m.role == rolePublisher && bytes.Equal(m.addr, claim.Addr):
+		c.moveCursor(claim.Addr, claim.Index)
+		return redundant, rosters
+	case !c.isPublisherLocked(claim.Addr):
+		m.held = claim
+		return notPublisher, rosters
+	}
+	return r.upgradeLocked(m, claim.Addr, claim.Index, true), rosters
+}
+
+// upgradeLocked turns subscriber member m into a claimed publisher stream for
+// addr, which may publish: it leaves the fan-out count and moves addr's
+// cursor forward. A stream that was silent gets its first delivery if
+// deliver is set (the caller that is fanning out a roster delivers that
+// instead). The caller holds c.mu.
+func (r *registry) upgradeLocked(m *member, addr []byte, index uint64, deliver bool) upgradeResult {
+	c := m.c
+	if m.role != roleSubscriber || c.nclaim >= r.s.opts.MaxPublisherStreams {
+		return upgradeFull
+	}
+	r.gauge(m, -1)
+	if m.counted {
+		c.fanout--
+		m.counted = false
+	}
+	if c.extras[string(addr)] == m {
+		delete(c.extras, string(addr))
+	}
+	if m.claimTimer != nil {
+		m.claimTimer.Stop()
+	}
+	m.held = nil
+	m.addr = bytes.Clone(addr)
+	m.role = rolePublisher
+	m.isPub.Store(true) // after addr: the reader reads addr once it sees this
+	wasSilent := m.silent
+	m.silent = false
+	r.gauge(m, 1)
+	c.claimed[string(addr)]++
+	c.nclaim++
+	c.moveCursor(addr, index)
+	if wasSilent && deliver {
+		r.firstDelivery(m)
+	}
+	return upgraded
+}
+
+// detach removes a member whose handler is returning. A cohort left with no
+// stream is reclaimed at once (SWIP-74 allows it): its state is forgotten.
+func (r *registry) detach(m *member) {
+	c := m.c
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if _, ok := c.children[m]; ok {
+		delete(c.children, m)
+		r.gauge(m, -1)
+		switch {
+		case m.counted:
+			c.fanout--
+		case m.role == rolePublisher && c.spec.explicit():
+			if c.claimed[string(m.addr)]--; c.claimed[string(m.addr)] <= 0 {
+				delete(c.claimed, string(m.addr))
+			}
+			c.nclaim--
+		}
+	}
+	if c.extras[string(m.addr)] == m {
+		delete(c.extras, string(m.addr))
+	}
+	if m.claimTimer != nil {
+		m.claimTimer.Stop()
+	}
+	pk := m.peer.ByteString()
+	if pc := r.peers[pk]; pc != nil {
+		if pc[c.spec.key]--; pc[c.spec.key] <= 0 {
+			delete(pc, c.spec.key)
+		}
+		if len(pc) == 0 {
+			delete(r.peers, pk)
+		}
+	}
+	if !c.dead && len(c.children) == 0 {
+		r.forget(c)
+	}
+}
+
+// forget removes a cohort from the registry; the caller holds r.mu and c.mu.
+func (r *registry) forget(c *cohort) {
+	c.dead = true
+	if c.timer != nil {
+		c.timer.Stop()
+	}
+	if r.cohorts[c.spec.key] == c {
+		delete(r.cohorts, c.spec.key)
+		r.s.metrics.Cohorts.Dec()
+	}
+}
+
+// reclaim forgets a cohort and resets every stream in it; the caller holds
+// r.mu and c.mu. Members detach themselves as their handlers return.
+func (r *registry) reclaim(c *cohort, reason error) {
+	r.forget(c)
+	for m := range c.children {
+		m.kill(reason)
+	}
+}
+
+// armInactivity schedules the inactivity check of c after d.
+func (r *registry) armInactivity(c *cohort, d time.Duration) {
+	c.timer = time.AfterFunc(d, func() {
+		if !r.s.track() {
+			return
+		}
+		defer r.s.wg.Done()
+		r.mu.Lock()
+		defer r.mu.Unlock()
+		c.mu.Lock()
+		defer c.mu.Unlock()
+		if c.dead {
+			return
+		}
+		if left := r.s.opts.Inactivity - time.Since(c.lastAccept); left > 0 {
+			r.armInactivity(c, left)
+			return
+		}
+		r.s.metrics.Reclaimed.Inc()
+		r.s.trace(Event{Kind: EventReclaim, Cohort: c.spec.String()})
+		r.s.logger.Debug("cohort reclaimed for inactivity", "cohort", c.spec.String())
+		r.reclaim(c, errReclaimed)
+	})
+}
+
+// claimDeadline disconnects an extra seat or a silent stream that has not
+// claimed.
+func (r *registry) claimDeadline(m *member) {
+	if !r.s.track() {
+		return
+	}
+	defer r.s.wg.Done()
+	m.c.mu.Lock()
+	unclaimed := m.role == roleSubscriber
+	m.c.mu.Unlock()
+	if unclaimed {
+		r.s.count(m.c, CounterClaimTimeout)
+		m.kill(errClaimTimeout)
+	}
+}
+
+// end forgets a cohort that accepted END_OF_STREAM and remembers the end for
+// the Joins that come later; its streams close themselves after the
+// delivery (accept queued the end on each).
+func (r *registry) end(c *cohort) {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if c.dead || !c.ended {
+		return
+	}
+	r.forget(c)
+	r.ended.put(c.spec.key, c.latest)
+	r.s.metrics.Ended.Inc()
+	r.s.trace(Event{Kind: EventEnd, Cohort: c.spec.String()})
+	r.s.logger.Debug("cohort ended by its admin", "cohort", c.spec.String())
+}
+
+// closeAll reclaims every cohort; later Joins are refused.
+func (r *registry) closeAll() {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	r.closed = true
+	for _, c := range r.cohorts {
+		c.mu.Lock()
+		r.reclaim(c, errServiceClosed)
+		c.mu.Unlock()
+	}
+}
+
+// Cohorts lists the cohorts this node brokers, ordered by canonical spec.
+func (s *Service) Cohorts() []CohortInfo {
+	r := s.reg
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	out := make([]CohortInfo, 0, len(r.cohorts))
+	for _, c := range r.cohorts {
+		out = append(out, c.info())
+	}
+	slices.SortFunc(out, func(a, b CohortInfo) int { return bytes.Compare(a.Spec.canonical, b.Spec.canonical) })
+	return out
+}
