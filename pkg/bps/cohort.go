@@ -259,6 +259,16 @@ func (c *cohort) publication(msg *pb.Message, from *member) error {
 	return nil
 }
 
+// rosterOf is the publisher set a ROSTER names (the admin excluded), by
+// address.
+func rosterOf(svc *pb.ServiceMessage) map[string]struct{} {
+	roster := make(map[string]struct{}, len(svc.Publishers))
+	for _, p := range svc.Publishers {
+		roster[string(p)] = struct{}{}
+	}
+	return roster
+}
+
 // applyService applies an accepted service message: a ROSTER replaces the
 // publisher set, marking the streams of revoked publishers and taking the
 // claims held for the addresses it names; END_OF_STREAM ends the cohort
@@ -271,11 +281,7 @@ func (r *registry) applyService(c *cohort, svc *pb.ServiceMessage, told uint64) 
 	if !c.spec.explicit() {
 		return // under ALL a roster decides nothing
 	}
-	roster := make(map[string]struct{}, len(svc.Publishers))
-	for _, p := range svc.Publishers {
-		roster[string(p)] = struct{}{}
-	}
-	c.roster = roster
+	c.roster = rosterOf(svc)
 	for m := range c.children {
 		if m.role == rolePublisher && !c.isPublisherLocked(m.addr) && m.revokedAt == 0 {
 			m.revokedAt = told

@@ -202,10 +202,7 @@ func (r *Room) serviceLocked(d Delivery) {
 	r.svcSeen, r.svcNext, r.latest = true, svc.Index+1, svc
 	switch svc.Kind {
 	case pb.ServiceKind_ROSTER:
-		r.roster = make(map[string]struct{}, len(svc.Publishers))
-		for _, p := range svc.Publishers {
-			r.roster[string(p)] = struct{}{}
-		}
+		r.roster = rosterOf(svc)
 	case pb.ServiceKind_END_OF_STREAM:
 		r.ended = true
 	}

@@ -376,15 +376,19 @@ func (r *registry) closeAll() {
 	}
 }
 
-// Cohorts lists the cohorts this node brokers, ordered by canonical spec.
-func (s *Service) Cohorts() []CohortInfo {
-	r := s.reg
+// each calls f for every live cohort, under the registry's lock.
+func (r *registry) each(f func(*cohort)) {
 	r.mu.Lock()
 	defer r.mu.Unlock()
-	out := make([]CohortInfo, 0, len(r.cohorts))
 	for _, c := range r.cohorts {
-		out = append(out, c.info())
+		f(c)
 	}
+}
+
+// Cohorts lists the cohorts this node brokers, ordered by canonical spec.
+func (s *Service) Cohorts() []CohortInfo {
+	out := make([]CohortInfo, 0)
+	s.reg.each(func(c *cohort) { out = append(out, c.info()) })
 	slices.SortFunc(out, func(a, b CohortInfo) int { return bytes.Compare(a.Spec.canonical, b.Spec.canonical) })
 	return out
 }

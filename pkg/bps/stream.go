@@ -74,6 +74,16 @@ type outFrame struct {
 	done  chan error
 }
 
+// written reports whether the writer has told f's outcome, and the outcome.
+func (f outFrame) written() (done bool, err error) {
+	select {
+	case err := <-f.done:
+		return true, err
+	default:
+		return false, nil
+	}
+}
+
 // kill ends the stream from outside its handler or reader: the reset
 // unblocks its reader and writer, and its owner learns reason.
 func (ps *peerStream) kill(reason error) {
@@ -232,17 +242,13 @@ func (ps *peerStream) send(ctx context.Context, s *Service, f outFrame) error {
 	case err := <-f.done:
 		return err
 	case <-ps.quit:
-		select {
-		case err := <-f.done:
+		if done, err := f.written(); done {
 			return err
-		default:
-			return ErrClosed
 		}
+		return ErrClosed
 	case <-ctx.Done():
-		select {
-		case err := <-f.done:
+		if done, err := f.written(); done {
 			return err
-		default:
 		}
 		ps.kill(context.Cause(ctx))
 		return ctx.Err()

@@ -229,11 +229,7 @@ func (sub *receiver) applyService(svc *pb.ServiceMessage) bool {
 	sub.svcSeen = true
 	sub.svcNext = max(sub.svcNext, svc.Index+1)
 	if svc.Kind == pb.ServiceKind_ROSTER {
-		roster := make(map[string]struct{}, len(svc.Publishers))
-		for _, p := range svc.Publishers {
-			roster[string(p)] = struct{}{}
-		}
-		sub.roster = roster
+		sub.roster = rosterOf(svc)
 	}
 	return contiguous
 }

@@ -44,26 +44,22 @@ func (l *links) depth() uint32 {
 // childPeers lists the overlays of the peers whose streams are children
 // here, each once, sorted.
 func (l *links) childPeers() []swarm.Address {
-	out := make([]swarm.Address, 0, len(l.children))
-	for m := range l.children {
-		out = append(out, m.peer)
-	}
-	return uniquePeers(out)
+	return peersOf(l.children, func(m *member) swarm.Address { return m.peer })
 }
 
 // parentPeers lists the overlays of the parents, each once, sorted.
 func (l *links) parentPeers() []swarm.Address {
-	out := make([]swarm.Address, 0, len(l.parents))
-	for cs := range l.parents {
-		out = append(out, cs.peer)
-	}
-	return uniquePeers(out)
+	return peersOf(l.parents, func(cs *clientStream) swarm.Address { return cs.peer })
 }
 
-// uniquePeers sorts peers and drops repeats.
-func uniquePeers(peers []swarm.Address) []swarm.Address {
-	slices.SortFunc(peers, func(a, b swarm.Address) int { return a.Compare(b) })
-	return slices.CompactFunc(peers, swarm.Address.Equal)
+// peersOf lists the peers of a set of streams, each once, sorted.
+func peersOf[S comparable](streams map[S]struct{}, peer func(S) swarm.Address) []swarm.Address {
+	out := make([]swarm.Address, 0, len(streams))
+	for st := range streams {
+		out = append(out, peer(st))
+	}
+	slices.SortFunc(out, func(a, b swarm.Address) int { return a.Compare(b) })
+	return slices.CompactFunc(out, swarm.Address.Equal)
 }
 
 // position describes l for spec.
@@ -155,15 +151,12 @@ type Position struct {
 // cohort and also follows it at another broker has a position for each:
 // they are not joined.
 func (s *Service) Tree() []Position {
-	r := s.reg
-	r.mu.Lock()
-	roots := make([]Position, 0, len(r.cohorts))
-	for _, c := range r.cohorts {
+	roots := make([]Position, 0)
+	s.reg.each(func(c *cohort) {
 		c.mu.Lock()
+		defer c.mu.Unlock()
 		roots = append(roots, c.position(c.spec))
-		c.mu.Unlock()
-	}
-	r.mu.Unlock()
+	})
 	follows := s.tree.positions()
 	byCanonical := func(a, b Position) int { return bytes.Compare(a.Spec.canonical, b.Spec.canonical) }
 	slices.SortFunc(roots, byCanonical)
