@@ -48,6 +48,11 @@ type peerStream struct {
 
 	wmu     sync.Mutex // an on-demand writer: guards writing and pushes
 	writing bool
+
+	// charge, if set, is told the price of every priced frame once it is
+	// written: the hook for charging for depth (docs/design.md), which
+	// bee's accounting will take. Nothing prices a frame or sets it yet.
+	charge func(peer swarm.Address, p price)
 }
 
 func newPeerStream(stream p2p.Stream, peer swarm.Address, c codec, o *Options) peerStream {
@@ -56,15 +61,16 @@ func newPeerStream(stream p2p.Stream, peer swarm.Address, c codec, o *Options) p
 }
 
 // price is what a frame costs the stream's receiver (docs/design.md,
-// charging for depth): a hook the writer will hand to bee's accounting. No
-// frame is priced yet.
+// charging for depth), in bee's accounting units; 0: not priced.
 type price uint64
 
 // outFrame is one frame queued to a stream. b is a bare frame, encoded
 // once for every stream it is queued to; the stream's codec puts it in the
 // envelope where the stream negotiated one. svc is the service index + 1 of
 // a service SOC, 0 otherwise. end: the cohort ended; the writer writes b, if
-// any, then closes the stream. done, if set, is told the write's outcome.
+// any, then closes the stream. price is what the frame costs, told to the
+// stream's charge hook once written. done, if set, is told the write's
+// outcome.
 type outFrame struct {
 	b     []byte
 	kind  frameKind
@@ -135,6 +141,9 @@ func (ps *peerStream) put(t *time.Timer, f outFrame) (last bool, err error) {
 		if err != nil {
 			ps.kill(err)
 			return true, fmt.Errorf("write delivery: %w", err)
+		}
+		if f.price > 0 && ps.charge != nil {
+			ps.charge(ps.peer, f.price)
 		}
 	}
 	if f.svc > 0 {
