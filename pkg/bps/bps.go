@@ -14,6 +14,15 @@
 // queue and one writer per stream. As a client it joins other brokers as a
 // subscriber (Subscribe) or as a publisher (Publish).
 //
+// The files follow the roles: broker.go answers a Join and serves the
+// stream (its reader hands every frame to the cohort's ingest); registry.go
+// admits streams into the broker's cohorts; cohort.go is a cohort — its
+// ingest, validation and fan-out; subscriber.go and publisher.go are the
+// client's streams, client.go joins a broker; stream.go is the one stream
+// type both directions share (codec, bounded queue, writer), codec.go its
+// framing; tree.go is the node's parents, children and depth per cohort;
+// mux*.go shares the client's streams among sessions.
+//
 // Every stream handler is resident: it blocks for the stream's lifetime and
 // returns p2p.NewBlockPeerError when the peer provably misbehaved. Every
 // goroutine the Service starts is owned by it and waited for by Close.
