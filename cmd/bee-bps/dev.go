@@ -67,6 +67,8 @@ type devNode struct {
 	API       string   `json:"api"`
 	Overlay   string   `json:"overlay"`
 	Underlays []string `json:"underlays"`
+	// Batch is the id of the node's postage batch (swarm-postage-batch-id).
+	Batch string `json:"batch"`
 }
 
 // join is the bee-bps start command line (bee's options: a stock bee start
@@ -91,12 +93,14 @@ func (c *command) initDevCmd() {
 		Use:   "dev",
 		Short: "Run a local BPS cluster on loopback (development only)",
 		Long: `Run a local cluster in one process, for development: a development chain
-on loopback (not a blockchain: no state, no transactions), a full-node
-broker and --nodes minus one more nodes that bootstrap from it, all with BPS,
-on a private network, with data directories in a temporary directory that is
-removed at exit. Prints each node's API URL, overlay and underlays, and
-writes them as JSON to --info-file (removed at exit too). Interrupt (Ctrl-C)
-or SIGTERM stops everything.`,
+on loopback (not a blockchain: no transactions; it plays bee's postage
+contract), a full-node broker and --nodes minus one more nodes that
+bootstrap from it, all with BPS, on a private network, with data directories
+in a temporary directory that is removed at exit. Each node owns a postage
+batch, announced by the chain as bee's postage contract does: its id is
+what swarm-postage-batch-id takes on that node. Prints each node's API URL,
+overlay, batch and underlays, and writes them as JSON to --info-file
+(removed at exit too). Interrupt (Ctrl-C) or SIGTERM stops everything.`,
 		Args: cobra.NoArgs,
 		PreRunE: func(cmd *cobra.Command, _ []string) error {
 			return c.bindFlags(cmd)
@@ -163,15 +167,6 @@ func (c *command) runDev(cmd *cobra.Command) (err error) {
 	if err != nil {
 		return err
 	}
-	chain, err := devchain.New(devchain.Options{BlockTime: blockTime, Logger: logger})
-	if err != nil {
-		return err
-	}
-	if err := chain.Start(ctx); err != nil {
-		return err
-	}
-	cleanup = append(cleanup, chain.Close)
-
 	dataDir, err := os.MkdirTemp("", "bee-bps-dev-")
 	if err != nil {
 		return err
@@ -181,6 +176,21 @@ func (c *command) runDev(cmd *cobra.Command) (err error) {
 	if err != nil {
 		return err
 	}
+	// Each node owns a postage batch in the chain's history: its keys are
+	// made first, and the chain announces a batch for each node's Ethereum
+	// address, which bee's postage listener finds on the node's first sync.
+	batches, err := devBatches(dataDir, password, count)
+	if err != nil {
+		return err
+	}
+	chain, err := devchain.New(devchain.Options{BlockTime: blockTime, Logger: logger, Batches: batches})
+	if err != nil {
+		return err
+	}
+	if err := chain.Start(ctx); err != nil {
+		return err
+	}
+	cleanup = append(cleanup, chain.Close)
 
 	cluster := devCluster{
 		NetworkID: v.GetUint64(optionNameNetworkID),
@@ -192,10 +202,7 @@ func (c *command) runDev(cmd *cobra.Command) (err error) {
 	var broker *node.Node
 	var bootnodes []string
 	for i := range count {
-		name := fmt.Sprintf("node-%d", i)
-		if i == 0 {
-			name = "broker"
-		}
+		name := devNodeName(i)
 		cfg := node.DefaultConfig()
 		cfg.Name = name
 		cfg.DataDir = filepath.Join(dataDir, name)
@@ -238,6 +245,7 @@ func (c *command) runDev(cmd *cobra.Command) (err error) {
 		if err != nil {
 			return err
 		}
+		info.Batch = chain.Batches()[i].ID.Hex()[2:]
 		cluster.Nodes = append(cluster.Nodes, info)
 		if i == 0 {
 			broker, bootnodes = n, info.Underlays
@@ -284,6 +292,31 @@ func (c *command) runDev(cmd *cobra.Command) (err error) {
 	return nil
 }
 
+// devNodeName is the name of the dev cluster's node i.
+func devNodeName(i int) string {
+	if i == 0 {
+		return "broker"
+	}
+	return fmt.Sprintf("node-%d", i)
+}
+
+// devBatches are the postage batches of the dev cluster's count nodes, one
+// each, owned by the Ethereum address of the node's keys, which it makes in
+// the node's data directory under dataDir: the devchain's defaults (depth,
+// a year's worth of balance at its price, immutable as bee's API buys).
+func devBatches(dataDir, password string, count int) ([]devchain.Batch, error) {
+	batches := make([]devchain.Batch, 0, count)
+	for i := range count {
+		cfg := node.Config{DataDir: filepath.Join(dataDir, devNodeName(i)), Password: password}
+		owner, err := cfg.EthereumAddress()
+		if err != nil {
+			return nil, fmt.Errorf("%s: %w", devNodeName(i), err)
+		}
+		batches = append(batches, devchain.Batch{Owner: owner, Immutable: true})
+	}
+	return batches, nil
+}
+
 // describe is a node's entry in the cluster info.
 func describe(name string, n *node.Node) (devNode, error) {
 	underlays, err := n.Underlays()
@@ -298,7 +331,7 @@ func describe(name string, n *node.Node) (devNode, error) {
 }
 
 func printDevNode(w io.Writer, n devNode) {
-	fmt.Fprintf(w, "%s\n  api      %s\n  overlay  %s\n", n.Name, n.API, n.Overlay)
+	fmt.Fprintf(w, "%s\n  api      %s\n  overlay  %s\n  batch    %s\n", n.Name, n.API, n.Overlay, n.Batch)
 	for _, u := range n.Underlays {
 		fmt.Fprintf(w, "  underlay %s\n", u)
 	}

@@ -324,3 +324,23 @@ func (c *Config) beeOptions(logger log.Logger, internalAPIAddr string) (*beenode
 		WhitelistedWithdrawalAddress:  c.WithdrawalAddresses,
 	}, nil
 }
+
+// EthereumAddress is the Ethereum address of the node c configures: the
+// address of its swarm key, which bee uses as the node's Ethereum address
+// (the owner of its postage batches, what GET /addresses calls ethereum).
+// It loads the keys in c.DataDir, creating them if there are none yet, so
+// that a node started from c has this address. A node that keeps its keys
+// in memory (no DataDir) has none before it starts.
+func (c *Config) EthereumAddress() (common.Address, error) {
+	if c.DataDir == "" {
+		return common.Address{}, errors.New("a node without data-dir has new keys at each start: no Ethereum address before it starts")
+	}
+	if c.Password == "" {
+		return common.Address{}, errors.New("a password is required to encrypt the keys in data-dir")
+	}
+	k, err := loadKeys(c.DataDir, c.Password)
+	if err != nil {
+		return common.Address{}, err
+	}
+	return k.signer.EthereumAddress()
+}
