@@ -94,10 +94,16 @@ type member struct {
 // isPublisherLocked reports whether owner may publish under explicit
 // authorship: the admin, or named by the roster in force.
 func (c *cohort) isPublisherLocked(owner []byte) bool {
-	if bytes.Equal(owner, c.spec.Admin) {
+	return mayPublish(c.spec, c.roster, owner)
+}
+
+// mayPublish reports whether owner may publish under explicit authorship,
+// as a holder of roster knows it: the admin, or named by roster.
+func mayPublish(sp *Spec, roster map[string]struct{}, owner []byte) bool {
+	if bytes.Equal(owner, sp.Admin) {
 		return true
 	}
-	_, ok := c.roster[string(owner)]
+	_, ok := roster[string(owner)]
 	return ok
 }
 

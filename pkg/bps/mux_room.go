@@ -133,13 +133,9 @@ func (r *Room) removePub(e *PubStream) {
 // Rostered reports whether addr may publish as far as the node knows: the
 // admin, or named by the latest roster it verified.
 func (r *Room) Rostered(addr []byte) bool {
-	if bytes.Equal(addr, r.spec.Admin) {
-		return true
-	}
 	r.mu.Lock()
 	defer r.mu.Unlock()
-	_, ok := r.roster[string(addr)]
-	return ok
+	return mayPublish(r.spec, r.roster, addr)
 }
 
 // Service is the service feed as the node knows it.

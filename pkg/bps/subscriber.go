@@ -82,13 +82,9 @@ type Subscription struct {
 
 // authority of a subscription: the admin and the roster it has received.
 func (sub *receiver) isPublisher(owner []byte) bool {
-	if bytes.Equal(owner, sub.spec.Admin) {
-		return true
-	}
 	sub.mu.Lock()
 	defer sub.mu.Unlock()
-	_, ok := sub.roster[string(owner)]
-	return ok
+	return mayPublish(sub.spec, sub.roster, owner)
 }
 
 func (sub *receiver) feedCursor(owner []byte) uint64 {
