@@ -15,6 +15,8 @@ import (
 
 	"github.com/ethereum/go-ethereum/common"
 	chaincfg "github.com/ethersphere/bee/v2/pkg/config"
+	"github.com/ethersphere/bee/v2/pkg/crypto"
+	filekeystore "github.com/ethersphere/bee/v2/pkg/keystore/file"
 	"github.com/ethersphere/bee/v2/pkg/log"
 	beenode "github.com/ethersphere/bee/v2/pkg/node"
 	"github.com/ethersphere/bee/v2/pkg/resolver/multiresolver"
@@ -338,9 +340,10 @@ func (c *Config) EthereumAddress() (common.Address, error) {
 	if c.Password == "" {
 		return common.Address{}, errors.New("a password is required to encrypt the keys in data-dir")
 	}
-	k, err := loadKeys(c.DataDir, c.Password)
+	// The swarm key only: each key costs bee's keystore a scrypt round.
+	key, _, err := filekeystore.New(filepath.Join(c.DataDir, "keys")).Key(swarmKeyName, c.Password, crypto.EDGSecp256_K1)
 	if err != nil {
-		return common.Address{}, err
+		return common.Address{}, fmt.Errorf("swarm key: %w", err)
 	}
-	return k.signer.EthereumAddress()
+	return crypto.NewDefaultSigner(key).EthereumAddress()
 }
