@@ -117,6 +117,16 @@ type Options struct {
 	// open a session, as bee's cors-allowed-origins option ("*": any).
 	// Requests without an Origin header are always allowed.
 	CORSAllowedOrigins []string
+	// Storage is the node's Swarm storage (SWIP-65): a publishing session
+	// that names swarm-postage-batch-id uploads every update it publishes
+	// through it, and subscribing sessions recover missed feed updates
+	// from it. Nil: the Connector given to New, if it is also a
+	// bps.Storage (pkg/node's is: bee's own upload and retrieval), else
+	// none — live only, and a session naming a batch is refused.
+	Storage bps.Storage
+	// PersistTimeout bounds the upload of one published update. Default
+	// DefaultPersistTimeout.
+	PersistTimeout time.Duration
 }
 
 // Default values of Options.
@@ -129,6 +139,7 @@ const (
 	DefaultWriteTimeout         = 10 * time.Second
 	DefaultSessionQueue         = 64
 	DefaultSilentWait           = bps.DefaultSilentWait
+	DefaultPersistTimeout       = 30 * time.Second
 	// DefaultReadLimit fits the largest frame a dApp sends — index (8),
 	// signature (65), span (8) and a 4096-byte payload — with room to spare
 	// for a 32-byte id prefix and the text frames.
@@ -177,6 +188,9 @@ func (o *Options) setDefaults() {
 	if o.SilentWait == 0 {
 		o.SilentWait = DefaultSilentWait
 	}
+	if o.PersistTimeout == 0 {
+		o.PersistTimeout = DefaultPersistTimeout
+	}
 }
 
 func (o *Options) validate() error {
@@ -194,7 +208,7 @@ func (o *Options) validate() error {
 	for name, d := range map[string]time.Duration{
 		"PingPeriod": o.PingPeriod, "WriteTimeout": o.WriteTimeout,
 		"ClaimTimeout": o.ClaimTimeout, "JoinTimeout": o.JoinTimeout, "SilentWait": o.SilentWait,
-		"MaxKeepAlive": o.MaxKeepAlive,
+		"MaxKeepAlive": o.MaxKeepAlive, "PersistTimeout": o.PersistTimeout,
 	} {
 		if d < 0 {
 			return fmt.Errorf("api: option %s must not be negative, got %s", name, d)
@@ -236,6 +250,9 @@ func New(svc *bps.Service, conn Connector, logger log.Logger, o Options) (*Serve
 	o.setDefaults()
 	if err := o.validate(); err != nil {
 		return nil, err
+	}
+	if st, ok := conn.(bps.Storage); ok && o.Storage == nil {
+		o.Storage = st
 	}
 	if logger == nil {
 		logger = log.Noop

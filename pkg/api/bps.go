@@ -40,6 +40,9 @@ func (s *Server) pubsubWsHandler(w http.ResponseWriter, r *http.Request) {
 		jsonhttp.Forbidden(w, "origin not allowed")
 		return
 	}
+	if p.batch != nil && !s.checkBatch(w, r, logger, p.batch) {
+		return
+	}
 	client := s.clientOf(r)
 	if err := s.reserve(client); err != nil {
 		refused(w, logger, err)

@@ -20,6 +20,8 @@ type metrics struct {
 	SlowSessions   prometheus.Counter
 	ClaimsFailed   prometheus.Counter
 	ServiceRelayed prometheus.Counter
+	Persisted      prometheus.Counter
+	PersistFailed  prometheus.Counter
 }
 
 func newMetrics() metrics {
@@ -38,5 +40,7 @@ func newMetrics() metrics {
 		SlowSessions:   counter("slow_sessions", "Sessions closed for a full queue."),
 		ClaimsFailed:   counter("claims_failed", "Claims a dApp did not sign, or signed wrongly, in time."),
 		ServiceRelayed: counter("service_relayed", "Service SOCs relayed for an admin's dApp."),
+		Persisted:      counter("persisted", "Published updates uploaded with the session's postage batch (SWIP-65)."),
+		PersistFailed:  counter("persist_failed", "Published updates whose upload failed; the session is closed."),
 	}
 }

@@ -67,6 +67,8 @@ type serviceQuery struct {
 type sessionHeaders struct {
 	KeepAlive *uint64 `map:"swarm-keep-alive" validate:"omitempty,min=1"`
 	SOCFields *string `map:"swarm-soc-fields"`
+	// PostageBatch makes a publishing session persistent (SWIP-65).
+	PostageBatch hexBytes `map:"swarm-postage-batch-id" validate:"omitempty,len=32"`
 }
 
 // layout is the shape of a dApp's binary frame: what precedes signature(65)
@@ -101,6 +103,7 @@ type plan struct {
 	index     uint64 // explicit FEED_TOPIC: the publisher's cursor, signed into its claim
 	fields    []socField
 	keepAlive time.Duration
+	batch     []byte // swarm-postage-batch-id: every update published is uploaded, stamped with it
 }
 
 // control reports whether the session speaks the text frames of the session
@@ -239,6 +242,15 @@ func (s *Server) parseSession(r *http.Request) (*plan, string, []jsonhttp.Reason
 			bad("swarm-soc-fields", "%v", err)
 		}
 		p.fields = fields
+	}
+	if h.PostageBatch != nil {
+		switch {
+		case !p.publish:
+			bad("swarm-postage-batch-id", "only a publishing session uploads: give addr (or gsoc-eth-address and gsoc-topic)")
+		case s.opts.Storage == nil:
+			bad("swarm-postage-batch-id", "this node has no storage: it publishes live only")
+		}
+		p.batch = h.PostageBatch
 	}
 	if len(reasons) > 0 {
 		return nil, "invalid header params", reasons

@@ -400,6 +400,14 @@ func (ss *session) onBinary(data []byte) {
 		return
 	}
 	ss.s.metrics.Published.Inc()
+	if ss.plan.batch != nil {
+		if err := ss.persist(msg); err != nil {
+			ss.s.metrics.PersistFailed.Inc()
+			ss.fail(websocket.CloseInternalServerErr, "persist: "+err.Error())
+			return
+		}
+		ss.s.metrics.Persisted.Inc()
+	}
 }
 
 // errClaim marks a claim the dApp did not sign, or signed wrongly, in time.

@@ -168,7 +168,8 @@ func Start(ctx context.Context, c Config) (n *Node, err error) {
 		}
 	}
 	if c.PubSubHandler != nil {
-		if n.pubsub, err = c.PubSubHandler(n.plugin, n.in.P2P, logger); err != nil {
+		conn := storageConn{Connector: n.in.P2P, Storage: &Storage{bee: beeAPI}}
+		if n.pubsub, err = c.PubSubHandler(n.plugin, conn, logger); err != nil {
 			err = fmt.Errorf("pubsub api: %w", err)
 			if n.plugin != nil {
 				err = errors.Join(err, n.plugin.Close())
