@@ -413,6 +413,8 @@ func (c *Chain) call(method string, params []json.RawMessage) (any, error) {
 		return "0x0", nil
 	case "eth_getCode":
 		return "0x", nil
+	case MethodCreateBatch:
+		return c.createBatchRPC(params)
 	}
 	c.logger.Warning("unknown JSON-RPC method", "method", method)
 	return nil, &rpcError{codeMethodNotFound, fmt.Sprintf("the method %s does not exist/is not available in the development chain", method)}

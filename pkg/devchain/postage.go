@@ -424,3 +424,60 @@ func (c *Chain) ethCall(params []json.RawMessage) (any, error) {
 	}
 	return hexutil.Bytes(out), nil
 }
+
+// MethodCreateBatch is the development chain's own JSON-RPC method (not an
+// Ethereum one) that buys a batch for anyone who can reach the endpoint:
+// params [{"owner":"0x…","depth":17,"amount":"…","immutable":true}] (depth,
+// amount and immutable optional, as in Batch), result {"batchId":"0x…",
+// "block":"0x…"}. bee uses the batch 10 blocks after that block.
+const MethodCreateBatch = "devchain_createBatch"
+
+type createBatchParams struct {
+	Owner     *common.Address `json:"owner"`
+	Depth     uint8           `json:"depth"`
+	Amount    *hexOrDecimal   `json:"amount"`
+	Immutable bool            `json:"immutable"`
+}
+
+// hexOrDecimal is a big integer written as a decimal string or 0x hex.
+type hexOrDecimal big.Int
+
+func (h *hexOrDecimal) UnmarshalJSON(b []byte) error {
+	var s string
+	if err := json.Unmarshal(b, &s); err != nil {
+		return fmt.Errorf("amount must be a string: %w", err)
+	}
+	n, ok := new(big.Int).SetString(s, 0)
+	if !ok {
+		return fmt.Errorf("amount %q is not an integer", s)
+	}
+	*h = hexOrDecimal(*n)
+	return nil
+}
+
+type createBatchResult struct {
+	BatchID common.Hash    `json:"batchId"`
+	Block   hexutil.Uint64 `json:"block"`
+}
+
+func (c *Chain) createBatchRPC(params []json.RawMessage) (any, error) {
+	if len(params) != 1 {
+		return nil, &rpcError{codeInvalidParams, MethodCreateBatch + " takes one batch object"}
+	}
+	var p createBatchParams
+	if err := json.Unmarshal(params[0], &p); err != nil {
+		return nil, &rpcError{codeInvalidParams, "invalid batch: " + err.Error()}
+	}
+	if p.Owner == nil {
+		return nil, &rpcError{codeInvalidParams, "invalid batch: no owner"}
+	}
+	b := Batch{Owner: *p.Owner, Depth: p.Depth, Immutable: p.Immutable}
+	if p.Amount != nil {
+		b.Amount = (*big.Int)(p.Amount)
+	}
+	created, err := c.CreateBatch(b)
+	if err != nil {
+		return nil, &rpcError{codeInvalidParams, err.Error()}
+	}
+	return createBatchResult{BatchID: created.ID, Block: hexutil.Uint64(created.Block)}, nil
+}

@@ -7,6 +7,7 @@ package devchain_test
 import (
 	"bytes"
 	"context"
+	"errors"
 	"fmt"
 	"math/big"
 	"testing"
@@ -14,8 +15,10 @@ import (
 
 	"github.com/ethereum/go-ethereum"
 	"github.com/ethereum/go-ethereum/common"
+	"github.com/ethereum/go-ethereum/common/hexutil"
 	"github.com/ethereum/go-ethereum/core/types"
 	"github.com/ethereum/go-ethereum/ethclient"
+	"github.com/ethereum/go-ethereum/rpc"
 	"github.com/ethersphere/bee/v2/pkg/cac"
 	"github.com/ethersphere/bee/v2/pkg/config"
 	"github.com/ethersphere/bee/v2/pkg/crypto"
@@ -262,20 +265,23 @@ func TestBeeListenerGivesTheBatch(t *testing.T) {
 	}
 	stampValid(t, node, st, key, otherNode)
 
-	// A batch bought while the node runs.
-	later, err := c.CreateBatch(devchain.Batch{Owner: owner, Depth: 18})
-	if err != nil {
+	// A batch bought while the node runs, through the chain's own method.
+	var later struct {
+		ID    common.Hash    `json:"batchId"`
+		Block hexutil.Uint64 `json:"block"`
+	}
+	if err := rc.CallContext(context.Background(), &later, devchain.MethodCreateBatch, map[string]any{"owner": owner, "depth": 18, "amount": "0x10000000000"}); err != nil {
 		t.Fatal(err)
 	}
-	if later.Block <= b.Block || later.ID == b.ID {
-		t.Fatalf("later batch %+v after %+v", later, b)
+	if got := c.Batches(); len(got) != 3 || got[2].ID != later.ID || uint64(later.Block) <= b.Block || got[2].Owner != owner || got[2].Amount.Cmp(big.NewInt(1<<40)) != 0 {
+		t.Fatalf("later batch %+v after %+v: chain has %+v", later, b, got)
 	}
 	st2 := node.issuer(t, later.ID, 10*time.Second)
 	if st2.Depth() != 18 {
 		t.Fatalf("later batch depth %d", st2.Depth())
 	}
-	if cs := node.store.GetChainState(); cs.Block < later.Block+10 {
-		t.Fatalf("usable at block %d, %d blocks after its creation", cs.Block, cs.Block-later.Block)
+	if cs := node.store.GetChainState(); cs.Block < uint64(later.Block)+10 {
+		t.Fatalf("usable at block %d, %d blocks after its creation", cs.Block, cs.Block-uint64(later.Block))
 	}
 	otherNode.until(t, 10*time.Second, "the later batch known to the other node", func() bool {
 		_, err := otherNode.store.Get(later.ID.Bytes())
@@ -356,8 +362,23 @@ func TestRejectsBadBatches(t *testing.T) {
 			t.Errorf("%s: no error", name)
 		}
 	}
-	c, _ := start(t, devchain.Options{BlockTime: time.Hour})
+	c, rc := start(t, devchain.Options{BlockTime: time.Hour})
 	if _, err := c.CreateBatch(devchain.Batch{Owner: owner, Depth: 65}); err == nil {
 		t.Error("CreateBatch of depth 65: no error")
+	}
+	for name, params := range map[string][]any{
+		"no params": nil,
+		"no owner":  {map[string]any{"depth": 20}},
+		"amount":    {map[string]any{"owner": owner, "amount": 5}},
+		"not int":   {map[string]any{"owner": owner, "amount": "five"}},
+		"shallow":   {map[string]any{"owner": owner, "depth": 3}},
+	} {
+		var rerr rpc.Error
+		if err := rc.CallContext(context.Background(), new(any), devchain.MethodCreateBatch, params...); !errors.As(err, &rerr) || rerr.ErrorCode() != -32602 {
+			t.Errorf("%s: %v, want an invalid-params error", name, err)
+		}
+	}
+	if len(c.Batches()) != 0 {
+		t.Errorf("refused batches announced: %+v", c.Batches())
 	}
 }
