@@ -13,6 +13,7 @@ import (
 	"fmt"
 	"io"
 	"runtime"
+	"sort"
 	"sync"
 	"sync/atomic"
 	"syscall"
@@ -73,7 +74,7 @@ func BenchmarkFanout(b *testing.B) {
 	for _, n := range fanoutSubs {
 		for _, p := range benchPayloads {
 			b.Run(fmt.Sprintf("subs=%d/payload=%s", n, p.name), func(b *testing.B) {
-				benchFanout(b, n, p.size, false)
+				benchRawFanout(b, memTransport, n, p.size, false)
 			})
 		}
 	}
@@ -83,7 +84,7 @@ func BenchmarkFanoutSubscription(b *testing.B) {
 	for _, n := range subscriptionSubs {
 		for _, p := range benchPayloads {
 			b.Run(fmt.Sprintf("subs=%d/payload=%s", n, p.name), func(b *testing.B) {
-				benchFanout(b, n, p.size, true)
+				benchFanout(b, memTransport, n, p.size, false, true)
 			})
 		}
 	}
@@ -93,7 +94,7 @@ func BenchmarkFanoutFloor(b *testing.B) {
 	for _, n := range fanoutSubs {
 		for _, p := range benchPayloads {
 			b.Run(fmt.Sprintf("subs=%d/payload=%s", n, p.name), func(b *testing.B) {
-				benchFanoutFloor(b, n, p.size, false)
+				benchFanoutFloor(b, memTransport, n, p.size, false)
 			})
 		}
 	}
@@ -103,22 +104,81 @@ func BenchmarkFanoutFloorPaced(b *testing.B) {
 	for _, n := range fanoutSubs {
 		for _, p := range benchPayloads {
 			b.Run(fmt.Sprintf("subs=%d/payload=%s", n, p.name), func(b *testing.B) {
-				benchFanoutFloor(b, n, p.size, true)
+				benchFanoutFloor(b, memTransport, n, p.size, true)
 			})
 		}
 	}
+}
+
+// BenchmarkFanoutPaced is BenchmarkFanout with live traffic: the publisher
+// publishes an update once every subscriber has received the previous one.
+func BenchmarkFanoutPaced(b *testing.B) {
+	for _, n := range fanoutSubs {
+		for _, p := range benchPayloads {
+			b.Run(fmt.Sprintf("subs=%d/payload=%s", n, p.name), func(b *testing.B) {
+				benchFanoutPaced(b, memTransport, n, p.size)
+			})
+		}
+	}
+}
+
+// fanoutTransport is the network a fan-out benchmark runs on:
+// pkg/bps/streamtest's in-memory pipes (memTransport), or bee's libp2p
+// service, yamux over TCP on loopback (fanout_libp2p_bench_test.go).
+type fanoutTransport interface {
+	// node starts a node, with a BPS service with *o if o is not nil.
+	node(tb testing.TB, o *bps.Options) (fanoutNode, *bps.Service)
+	// connect connects a to b.
+	connect(tb testing.TB, a, b fanoutNode)
+}
+
+// fanoutNode is a node of a fanoutTransport.
+type fanoutNode interface {
+	p2p.Streamer
+	AddProtocol(p2p.ProtocolSpec) error
+	Overlay() swarm.Address
+}
+
+type memNet struct{ net *streamtest.Network }
+
+// memTransport is a fresh streamtest network, closed by tb's cleanup.
+func memTransport(tb testing.TB) fanoutTransport { return memNet{benchNetwork(tb)} }
+
+func (m memNet) node(tb testing.TB, o *bps.Options) (fanoutNode, *bps.Service) {
+	if o == nil {
+		return m.net.NewNode(), nil
+	}
+	return benchNode(tb, m.net, *o)
+}
+
+func (m memNet) connect(tb testing.TB, a, b fanoutNode) {
+	benchConnect(tb, m.net, a.(*streamtest.Node), b.(*streamtest.Node))
+}
+
+// benchRawFanout is benchFanout with raw subscriber streams.
+func benchRawFanout(b *testing.B, tr func(testing.TB) fanoutTransport, n, size int, paced bool) {
+	benchFanout(b, tr, n, size, paced, false)
+}
+
+// benchFanoutPaced is benchRawFanout with live traffic.
+func benchFanoutPaced(b *testing.B, tr func(testing.TB) fanoutTransport, n, size int) {
+	benchFanout(b, tr, n, size, true, false)
 }
 
 // benchFanout publishes b.N pre-signed updates of size bytes on one claimed
 // publisher stream and waits until each of n subscribers received all of
 // them: raw streams drained into a buffer (the broker's cost alone), or
 // bps.Subscriptions on n nodes (adding each subscriber's re-verification).
-// A warm-up of the same updates runs first, untimed.
+// A warm-up of the same updates runs first, untimed. Paced (raw streams
+// only), the publisher publishes an update once every subscriber has
+// received the previous one, as a live stream's messages arrive; unpaced,
+// it publishes them all at once and the broker's writers find a backlog.
 //
-// The broker's QueueLen is raised above the number of updates: the
-// publisher is not paced, so with the default of 64 a subscriber queue
-// would overflow and be reset. The benchmark fails on any queue_reset.
-func benchFanout(b *testing.B, n, size int, subscriptions bool) {
+// The broker's QueueLen is raised above the number of updates: unpaced,
+// the publisher outruns the fan-out, and with the default of 64 a
+// subscriber queue would overflow and be reset. The benchmark fails on any
+// queue_reset.
+func benchFanout(b *testing.B, newTransport func(testing.TB) fanoutTransport, n, size int, paced, subscriptions bool) {
 	warm := warmup(b, size)
 	if subscriptions {
 		// Re-verification (~100 µs per delivery) dwarfs the buffers'
@@ -126,7 +186,6 @@ func benchFanout(b *testing.B, n, size int, subscriptions bool) {
 		warm = 4
 	}
 	admin, sp, frames := benchFeed.updates(b, size, warm+b.N)
-	bytesAt := []int{sum(frames[:warm]), sum(frames)}
 
 	var resets, accepts atomic.Int64
 	claimed, warmed := make(chan struct{}), make(chan struct{})
@@ -145,8 +204,8 @@ func benchFanout(b *testing.B, n, size int, subscriptions bool) {
 
 	var readers sync.WaitGroup
 	b.Cleanup(readers.Wait) // runs last: the streams are down by then
-	net := benchNetwork(b)
-	bnode, broker := benchNode(b, net, bps.Options{
+	tr := newTransport(b)
+	bnode, broker := tr.node(b, &bps.Options{
 		MaxStreamsPerCohort: n + 1, // the publisher joins as a subscriber first
 		QueueLen:            len(frames) + 1,
 		Tracer:              tracer,
@@ -157,8 +216,8 @@ func benchFanout(b *testing.B, n, size int, subscriptions bool) {
 	if subscriptions {
 		ms = newMilestones(n, warm, len(frames))
 		for range n {
-			nd, svc := benchNode(b, net, bps.Options{})
-			benchConnect(b, net, nd, bnode)
+			nd, svc := tr.node(b, &bps.Options{})
+			tr.connect(b, nd, bnode)
 			sub, err := svc.Subscribe(context.Background(), bnode.Overlay(), sp)
 			if err != nil {
 				b.Fatalf("subscribe: %v", err)
@@ -174,17 +233,17 @@ func benchFanout(b *testing.B, n, size int, subscriptions bool) {
 			})
 		}
 	} else {
-		snode := net.NewNode()
-		benchConnect(b, net, snode, bnode)
+		snode, _ := tr.node(b, nil)
+		tr.connect(b, snode, bnode)
 		streams := make([]p2p.Stream, n)
 		for i := range streams {
 			streams[i], _ = joinRaw(b, snode, bnode.Overlay(), &pb.Join{Cohort: sp.PB()})
 		}
-		ms = drainAll(b, &readers, streams, warmed, bytesAt...)
+		ms = drainAll(b, &readers, streams, warmed, byteMilestones(frames, warm, paced)...)
 	}
 
-	pnode := net.NewNode()
-	benchConnect(b, net, pnode, bnode)
+	pnode, _ := tr.node(b, nil)
+	tr.connect(b, pnode, bnode)
 	pub, ack := joinRaw(b, pnode, bnode.Overlay(), &pb.Join{Cohort: sp.PB(), Addr: admin.addr})
 	claim, err := bps.SignClaim(admin.signer, admin.addr, ack.Challenge, bnode.Overlay(), 0)
 	if err != nil {
@@ -199,18 +258,23 @@ func benchFanout(b *testing.B, n, size int, subscriptions bool) {
 		b.Fatal("claim not taken")
 	}
 
-	publish := func(frames [][]byte) {
-		for _, f := range frames {
-			if _, err := pub.Write(f); err != nil {
-				b.Fatalf("publish: %v", err)
-			}
+	publish := func(f []byte) {
+		if _, err := pub.Write(f); err != nil {
+			b.Fatalf("publish: %v", err)
 		}
 	}
-	publish(frames[:warm])
+	for _, f := range frames[:warm] {
+		publish(f)
+	}
 	ms.wait(b, 0)
 	m := startMeasure(b)
-	publish(frames[warm:])
-	ms.wait(b, 1)
+	for i, f := range frames[warm:] {
+		publish(f)
+		if paced {
+			ms.wait(b, 1+i)
+		}
+	}
+	ms.wait(b, len(ms.at)-1)
 	m.stop(b, n)
 
 	if r := resets.Load(); r != 0 {
@@ -233,40 +297,47 @@ func benchFanout(b *testing.B, n, size int, subscriptions bool) {
 	}
 }
 
+// byteMilestones are the bytes a reader has received once the warm-up is
+// through and, paced, once each later frame is, or else once all are.
+func byteMilestones(frames [][]byte, warm int, paced bool) []int {
+	at := []int{sum(frames[:warm])}
+	if !paced {
+		return append(at, sum(frames))
+	}
+	for _, f := range frames[warm:] {
+		at = append(at, at[len(at)-1]+len(f))
+	}
+	return at
+}
+
 // benchFanoutFloor is BenchmarkFanout without BPS: the same encoded frames
-// go to n streamtest streams, each written by one goroutine draining a
-// bounded channel the producer never blocks on, and are drained by the same
-// readers, after the same warm-up. No decode, validation, re-encode, lock,
-// timer or metric.
+// go to n streams of the same transport, each written by one goroutine
+// draining a bounded channel the producer never blocks on, and are drained
+// by the same readers, after the same warm-up. No decode, validation,
+// re-encode, lock, timer or metric.
 //
 // Unpaced, the producer queues every frame at once, so a writer finds many
-// frames waiting and writes them back to back: the cheapest possible
-// fan-out. Paced, the producer queues a frame only once every writer wrote
-// the previous one, as messages of a live stream arrive: every delivery
-// then costs a writer's wake-up, as it does at the broker, where frames
-// arrive one validation at a time.
-func benchFanoutFloor(b *testing.B, n, size int, paced bool) {
+// frames waiting and writes them back to back, one write each: the batched
+// floor. Paced, the producer queues a frame only once every reader has
+// received the previous one, as messages of a live stream arrive: every
+// delivery then costs a writer's and a reader's wake-up, as it does at the
+// broker when frames arrive one at a time.
+func benchFanoutFloor(b *testing.B, newTransport func(testing.TB) fanoutTransport, n, size int, paced bool) {
 	warm := warmup(b, size)
 	_, _, pool := benchFeed.updates(b, size, floorFrames)
-	frame := func(i int) []byte { return pool[i%len(pool)] }
-	bytesAt := []int{0, 0}
-	for i := range warm + b.N {
-		if i < warm {
-			bytesAt[0] += len(frame(i))
-		}
-		bytesAt[1] += len(frame(i))
+	frames := make([][]byte, warm+b.N)
+	for i := range frames {
+		frames[i] = pool[i%len(pool)]
 	}
 
 	var readers sync.WaitGroup
 	b.Cleanup(readers.Wait)
-	net := benchNetwork(b)
-	src, dst := net.NewNode(), net.NewNode()
+	tr := newTransport(b)
+	src, _ := tr.node(b, nil)
+	dst, _ := tr.node(b, nil)
 
 	queues := make(chan chan []byte, n)
-	quit, failed := make(chan struct{}), make(chan struct{})
-	var failOnce sync.Once
-	var left atomic.Int64             // paced: writers yet to write the current frame
-	written := make(chan struct{}, 1) // paced: the last of them did
+	quit := make(chan struct{})
 	b.Cleanup(func() { close(quit) }) // before the network waits for the writers
 	err := src.AddProtocol(p2p.ProtocolSpec{
 		Name:    "floor",
@@ -274,7 +345,7 @@ func benchFanoutFloor(b *testing.B, n, size int, paced bool) {
 		StreamSpecs: []p2p.StreamSpec{{
 			Name: "stream",
 			Handler: func(_ context.Context, _ p2p.Peer, s p2p.Stream) error {
-				q := make(chan []byte, warm+b.N+1)
+				q := make(chan []byte, len(frames)+1)
 				queues <- q
 				for {
 					select {
@@ -282,11 +353,8 @@ func benchFanoutFloor(b *testing.B, n, size int, paced bool) {
 						return nil
 					case f := <-q:
 						if _, err := s.Write(f); err != nil {
-							failOnce.Do(func() { close(failed) })
+							_ = s.Reset() // the reader fails
 							return err
-						}
-						if paced && left.Add(-1) == 0 {
-							written <- struct{}{}
 						}
 					}
 				}
@@ -296,7 +364,7 @@ func benchFanoutFloor(b *testing.B, n, size int, paced bool) {
 	if err != nil {
 		b.Fatal(err)
 	}
-	benchConnect(b, net, dst, src)
+	tr.connect(b, dst, src)
 	streams := make([]p2p.Stream, n)
 	for i := range streams {
 		if streams[i], err = dst.NewStream(context.Background(), src.Overlay(), nil, "floor", "1.0.0", "stream"); err != nil {
@@ -308,39 +376,30 @@ func benchFanoutFloor(b *testing.B, n, size int, paced bool) {
 		qs[i] = <-queues
 	}
 	start := make(chan struct{})
-	if paced {
-		close(start) // writers must not block on a full buffer
-	}
-	ms := drainAll(b, &readers, streams, start, bytesAt...)
+	ms := drainAll(b, &readers, streams, start, byteMilestones(frames, warm, paced)...)
 
-	publish := func(from, to int) {
-		for i := from; i < to; i++ {
-			f := frame(i)
-			left.Store(int64(n))
-			for _, q := range qs {
-				select {
-				case q <- f:
-				default:
-					b.Fatal("floor queue overflowed")
-				}
-			}
-			if paced {
-				select {
-				case <-written:
-				case <-failed:
-					b.Fatal("floor stream failed")
-				}
+	queue := func(f []byte) {
+		for _, q := range qs {
+			select {
+			case q <- f:
+			default:
+				b.Fatal("floor queue overflowed")
 			}
 		}
 	}
-	publish(0, warm)
-	if !paced {
-		close(start)
+	for _, f := range frames[:warm] {
+		queue(f)
 	}
+	close(start)
 	ms.wait(b, 0)
 	m := startMeasure(b)
-	publish(warm, warm+b.N)
-	ms.wait(b, 1)
+	for i, f := range frames[warm:] {
+		queue(f)
+		if paced {
+			ms.wait(b, 1+i)
+		}
+	}
+	ms.wait(b, len(ms.at)-1)
 	m.stop(b, n)
 }
 
@@ -615,7 +674,7 @@ func benchConnect(tb testing.TB, net *streamtest.Network, a, b *streamtest.Node)
 
 // joinRaw opens a BPS stream from one node to a broker, sends j and reads an
 // OK Ack, consuming no byte past it.
-func joinRaw(tb testing.TB, from *streamtest.Node, broker swarm.Address, j *pb.Join) (p2p.Stream, *pb.Ack) {
+func joinRaw(tb testing.TB, from p2p.Streamer, broker swarm.Address, j *pb.Join) (p2p.Stream, *pb.Ack) {
 	tb.Helper()
 	s, err := from.NewStream(context.Background(), broker, nil, bps.ProtocolName, bps.ProtocolVersion, bps.StreamName)
 	if err != nil {
@@ -686,10 +745,8 @@ func newMilestones(readers int, at ...int) *milestones {
 
 // advance reports one reader's progress from prev to now.
 func (m *milestones) advance(prev, now int) {
-	for i, at := range m.at {
-		if prev < at && now >= at {
-			m.arr[i].done(nil)
-		}
+	for i := sort.SearchInts(m.at, prev+1); i < len(m.at) && m.at[i] <= now; i++ {
+		m.arr[i].done(nil)
 	}
 }
 

@@ -10,6 +10,10 @@ import (
 	"go.uber.org/goleak"
 )
 
+// leakOptions are goleak's exceptions: none, but for what a build-tagged
+// benchmark file adds (fanout_libp2p_bench_test.go: libp2p's).
+var leakOptions []goleak.Option
+
 func TestMain(m *testing.M) {
-	goleak.VerifyTestMain(m)
+	goleak.VerifyTestMain(m, leakOptions...)
 }
