@@ -127,6 +127,10 @@ type Options struct {
 	// PersistTimeout bounds the upload of one published update. Default
 	// DefaultPersistTimeout.
 	PersistTimeout time.Duration
+	// RecoverMax and RecoverTimeout bound one gap's recovery (bps.MuxOptions;
+	// defaults bps.DefaultRecoverMax, bps.DefaultRecoverTimeout).
+	RecoverMax     int
+	RecoverTimeout time.Duration
 }
 
 // Default values of Options.
@@ -266,7 +270,8 @@ func New(svc *bps.Service, conn Connector, logger log.Logger, o Options) (*Serve
 		validate: newValidator(),
 		sessions: make(map[*session]struct{}),
 		clients:  make(map[string]*clientShare),
-		mux:      bps.NewMux(svc, bps.MuxOptions{JoinTimeout: o.JoinTimeout, ClaimTimeout: o.ClaimTimeout, SilentWait: o.SilentWait}),
+		mux: bps.NewMux(svc, bps.MuxOptions{JoinTimeout: o.JoinTimeout, ClaimTimeout: o.ClaimTimeout, SilentWait: o.SilentWait,
+			Storage: o.Storage, RecoverMax: o.RecoverMax, RecoverTimeout: o.RecoverTimeout}),
 	}
 	s.ctx, s.cancel = context.WithCancel(context.Background())
 	s.upgrader = websocket.Upgrader{

@@ -103,7 +103,8 @@ type plan struct {
 	index     uint64 // explicit FEED_TOPIC: the publisher's cursor, signed into its claim
 	fields    []socField
 	keepAlive time.Duration
-	batch     []byte // swarm-postage-batch-id: every update published is uploaded, stamped with it
+	batch     []byte  // swarm-postage-batch-id: every update published is uploaded, stamped with it
+	from      *uint64 // a subscriber's index: each publisher feed resumes there (SWIP-65 recovery)
 }
 
 // control reports whether the session speaks the text frames of the session
@@ -145,7 +146,7 @@ func (p *plan) streamOptions() bps.StreamOptions {
 // memberOptions say which messages the session does not receive: its own.
 func (p *plan) memberOptions(echo *bps.EchoFilter) bps.MemberOptions {
 	if !p.publish {
-		return bps.MemberOptions{}
+		return bps.MemberOptions{From: p.from}
 	}
 	return bps.MemberOptions{Owner: p.addr, Echo: echo}
 }
@@ -223,6 +224,9 @@ func (s *Server) parseSession(r *http.Request) (*plan, string, []jsonhttp.Reason
 		parseGSOC(p, &q, &reasons)
 	} else {
 		parseBinding(p, &q, &reasons)
+	}
+	if p.from != nil && s.opts.Storage == nil {
+		bad("index", "this node has no storage: a subscriber cannot resume from an index")
 	}
 	if len(reasons) > 0 {
 		return nil, "invalid query params", reasons
@@ -405,8 +409,11 @@ func parseBinding(p *plan, q *sessionQuery, reasons *reasonList) {
 	}
 
 	if q.Index != nil {
-		if p.layout != layoutIndex || !p.claims() {
-			bad("index", "only with binding=feed, admin and addr: the cursor signed into the claim")
+		switch {
+		case p.layout == layoutIndex && !p.publish:
+			p.from = q.Index // a subscriber resuming: SWIP-65 recovery from there
+		case p.layout != layoutIndex || !p.claims():
+			bad("index", "only with binding=feed: with admin and addr the cursor signed into the claim, without addr the index a subscriber resumes at")
 		}
 		p.index = *q.Index
 	}

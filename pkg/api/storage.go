@@ -7,6 +7,7 @@ package api
 import (
 	"context"
 	"encoding/binary"
+	"encoding/hex"
 	"errors"
 	"net/http"
 
@@ -66,4 +67,42 @@ func (ss *session) persist(msg *pb.Message) error {
 	ctx, cancel := context.WithTimeout(ss.s.ctx, ss.s.opts.PersistTimeout)
 	defer cancel()
 	return ss.s.opts.Storage.Upload(ctx, p.batch, p.addr, id, sig, data)
+}
+
+// Text frame types of SWIP-65 recovery.
+const (
+	typeRecovered = "recovered"
+	typeGap       = "gap"
+)
+
+// feedRangeFrame announces updates from … to of addr's feed: recovered
+// from storage (they follow, in index order, as binary frames like live
+// ones), or a gap (missed, not recovered).
+type feedRangeFrame struct {
+	Type string `json:"type"`
+	Addr string `json:"addr"`
+	From uint64 `json:"from"`
+	To   uint64 `json:"to"`
+}
+
+// Recovered queues the announcement of recovered updates (bps.GapSession).
+func (ss *session) Recovered(owner []byte, from, to uint64) bool {
+	return ss.feedRange(typeRecovered, owner, from, to)
+}
+
+// Gap queues the report of updates missed and not recovered
+// (bps.GapSession).
+func (ss *session) Gap(owner []byte, from, to uint64) bool {
+	return ss.feedRange(typeGap, owner, from, to)
+}
+
+func (ss *session) feedRange(typ string, owner []byte, from, to uint64) bool {
+	if !ss.plan.control() {
+		return true
+	}
+	if !ss.sendControl(feedRangeFrame{Type: typ, Addr: hex.EncodeToString(owner), From: from, To: to}) {
+		ss.slow()
+		return false
+	}
+	return true
 }

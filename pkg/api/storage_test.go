@@ -9,6 +9,7 @@ import (
 	"context"
 	"encoding/hex"
 	"errors"
+	"fmt"
 	"net/http"
 	"sync"
 	"testing"
@@ -188,4 +189,69 @@ func TestPersistUploadsEachUpdate(t *testing.T) {
 	st.mu.Unlock()
 	pub.send(websocket.BinaryMessage, feedFrame(t, alice, topic, 3, "update 3"))
 	pub.expectClose(websocket.CloseInternalServerErr, "persist: postage batch: batch exhausted")
+}
+
+// TestPersistSubscriberResumes: a subscriber that comes back resumes at the
+// index it had reached: the updates it missed, uploaded by the persistent
+// publisher on another node, are recovered from storage and handed in index
+// order — announced by a `recovered` text frame, then binary frames like
+// live ones — before the first live update; one that was never stored is a
+// `gap` frame. Without storage, `index` on a subscriber is a 400.
+func TestPersistSubscriberResumes(t *testing.T) {
+	t.Parallel()
+	st := newFakeStorage()
+	c := newCluster(t, 2, api.Options{Storage: st})
+	a, b := c.clients[0], c.clients[1]
+	alice := newKey(t)
+	topic := keccak([]byte("resume"))
+	q := spec(c.broker.addr, "feed", &alice)
+
+	pub := dial(t, a, "resume", as(q, alice), http.Header{"Swarm-Postage-Batch-Id": {hex.EncodeToString(goodBatch)}})
+	claim(t, pub, alice.signer, c.broker.Overlay(), 0)
+	pub.control("ready")
+	for i := range uint64(3) {
+		pub.send(websocket.BinaryMessage, feedFrame(t, alice, topic, i, fmt.Sprint("update ", i)))
+		want, _ := soc.CreateAddress(bps.FeedID(topic, i), alice.addr)
+		st.awaitUpload(t, want)
+	}
+
+	rq := spec(c.broker.addr, "feed", &alice)
+	rq.Set("index", "0")
+	sub := dial(t, b, "resume", rq, nil)
+	sub.control("ready")
+	pub.send(websocket.BinaryMessage, feedFrame(t, alice, topic, 3, "update 3"))
+	if r := sub.control("recovered"); r["from"] != float64(0) || r["to"] != float64(2) || r["addr"] != hex.EncodeToString(alice.addr) {
+		t.Fatalf("recovered frame %v", r)
+	}
+	for i := range 4 {
+		sub.payload(fmt.Sprint("update ", i))
+	}
+
+	// An update storage no longer holds is missed by a subscriber that
+	// resumes before it: a gap, between what it recovers.
+	lost, _ := soc.CreateAddress(bps.FeedID(topic, 2), alice.addr)
+	st.mu.Lock()
+	delete(st.chunks, lost.ByteString())
+	st.mu.Unlock()
+	lq := spec(c.broker.addr, "feed", &alice)
+	lq.Set("index", "1")
+	late := dial(t, b, "resume", lq, nil)
+	late.control("ready")
+	pub.send(websocket.BinaryMessage, feedFrame(t, alice, topic, 4, "update 4"))
+	sub.payload("update 4")
+	if r := late.control("recovered"); r["from"] != float64(1) || r["to"] != float64(1) {
+		t.Fatalf("recovered frame %v", r)
+	}
+	late.payload("update 1")
+	if g := late.control("gap"); g["from"] != float64(2) || g["to"] != float64(2) {
+		t.Fatalf("gap frame %v", g)
+	}
+	late.control("recovered")
+	late.payload("update 3")
+	late.payload("update 4")
+
+	noStore := newCluster(t, 1, api.Options{})
+	nq := spec(noStore.broker.addr, "feed", &alice)
+	nq.Set("index", "0")
+	refuseWith(t, noStore.clients[0], "resume", nq, nil, http.StatusBadRequest, "index", "no storage")
 }

@@ -100,6 +100,17 @@ type MuxOptions struct {
 	// disconnects the stream as a violation and blocklists the node.
 	// Default DefaultSilentWait.
 	SilentWait time.Duration
+	// Storage, if set, is where sessions of FEED_TOPIC cohorts recover the
+	// updates they missed (SWIP-65): each session follows each publisher's
+	// feed, and a gap is retrieved, verified and handed in index order
+	// before the update that revealed it. Nil: a gap is not seen.
+	Storage Storage
+	// RecoverMax bounds the updates one gap recovers (the latest before
+	// the update that revealed it; older ones are reported as a gap).
+	// Default DefaultRecoverMax.
+	RecoverMax int
+	// RecoverTimeout bounds one recovery. Default DefaultRecoverTimeout.
+	RecoverTimeout time.Duration
 }
 
 // DefaultSilentWait is MuxOptions.SilentWait's default: two thirds of the
@@ -221,6 +232,12 @@ func NewMux(svc *Service, o MuxOptions) Mux {
 	}
 	if o.SilentWait <= 0 {
 		o.SilentWait = DefaultSilentWait
+	}
+	if o.RecoverMax <= 0 {
+		o.RecoverMax = DefaultRecoverMax
+	}
+	if o.RecoverTimeout <= 0 {
+		o.RecoverTimeout = DefaultRecoverTimeout
 	}
 	x := &mux{svc: svc, opts: o, metrics: newMuxMetrics(),
 		rooms: newRefMap[*Room](), hubs: newRefMap[*Hub](), pubs: newRefMap[*PubStream]()}
@@ -383,6 +400,9 @@ type muxMetrics struct {
 	PublisherStreams prometheus.Gauge
 	Reclaims         prometheus.Counter
 	ServiceGaps      prometheus.Counter
+	Recovered        prometheus.Counter
+	RecoveryGaps     prometheus.Counter
+	RecoveryFetches  prometheus.Counter
 }
 
 func newMuxMetrics() muxMetrics {
@@ -396,6 +416,12 @@ func newMuxMetrics() muxMetrics {
 			Name: "reclaims", Help: "Claims sent again on a silent stream once a roster named its address."}),
 		ServiceGaps: prometheus.NewCounter(prometheus.CounterOpts{Namespace: m.Namespace, Subsystem: subsystem,
 			Name: "service_gaps", Help: "Gaps in a service feed seen by the node (liveness faults)."}),
+		Recovered: prometheus.NewCounter(prometheus.CounterOpts{Namespace: m.Namespace, Subsystem: subsystem,
+			Name: "recovered_updates", Help: "Missed feed updates recovered from storage and handed to a session (SWIP-65)."}),
+		RecoveryGaps: prometheus.NewCounter(prometheus.CounterOpts{Namespace: m.Namespace, Subsystem: subsystem,
+			Name: "unrecovered_updates", Help: "Missed feed updates a session was told of as a gap: not recovered."}),
+		RecoveryFetches: prometheus.NewCounter(prometheus.CounterOpts{Namespace: m.Namespace, Subsystem: subsystem,
+			Name: "recovery_retrievals", Help: "Chunk retrievals made to recover missed feed updates."}),
 	}
 }
 

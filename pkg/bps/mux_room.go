@@ -50,6 +50,7 @@ type Room struct {
 type roomMember struct {
 	MemberOptions
 	receive bool
+	f       *follower // FEED_TOPIC with storage: the session's gap recovery
 }
 
 // MemberOptions say which messages of the cohort a session does not get:
@@ -61,6 +62,10 @@ type MemberOptions struct {
 	// (the GSOC key), skips exactly the messages it sent, by their
 	// EchoKey, instead of every message of Owner.
 	Echo *EchoFilter
+	// From, in a FEED_TOPIC cohort on a node with storage, is the index
+	// the session resumes each publisher's feed at: a feed first seen past
+	// it is recovered from it (SWIP-65). Nil: from the first update seen.
+	From *uint64
 }
 
 func newRoom(x *mux, key string, broker swarm.Address, sp *Spec) *Room {
@@ -87,6 +92,9 @@ func (r *Room) Add(s Session, o MemberOptions, receive bool) {
 		return
 	}
 	rm := &roomMember{MemberOptions: o}
+	if r.x.opts.Storage != nil && r.spec.Binding == pb.TopicBinding_FEED_TOPIC {
+		rm.f = newFollower(r.x, r.spec, s, o.From)
+	}
 	r.members[s] = rm
 	if receive {
 		r.receiveLocked(s, rm)
@@ -107,7 +115,7 @@ func (r *Room) Receive(s Session) {
 func (r *Room) receiveLocked(s Session, rm *roomMember) {
 	rm.receive = true
 	if r.latest != nil && !s.Service(r.latest, false) {
-		delete(r.members, s)
+		r.dropLocked(s)
 	}
 }
 
@@ -115,6 +123,15 @@ func (r *Room) receiveLocked(s Session, rm *roomMember) {
 func (r *Room) Remove(s Session) {
 	r.mu.Lock()
 	defer r.mu.Unlock()
+	r.dropLocked(s)
+}
+
+// dropLocked takes s out of the room and stops its follower; the caller
+// holds r.mu.
+func (r *Room) dropLocked(s Session) {
+	if rm, ok := r.members[s]; ok && rm.f != nil {
+		rm.f.stop()
+	}
 	delete(r.members, s)
 }
 
@@ -180,8 +197,12 @@ func (r *Room) Deliver(d Delivery) {
 		} else if rm.Owner != nil && bytes.Equal(rm.Owner, d.Owner) {
 			continue
 		}
-		if !s.Deliver(v) {
-			delete(r.members, s)
+		deliver := s.Deliver
+		if rm.f != nil {
+			deliver = rm.f.Deliver
+		}
+		if !deliver(v) {
+			r.dropLocked(s)
 		}
 	}
 }
@@ -213,7 +234,9 @@ func (r *Room) serviceLocked(d Delivery) {
 			}
 			s.EndOfCohort(final, gap)
 		}
-		clear(r.members)
+		for s := range r.members {
+			r.dropLocked(s)
+		}
 		return
 	}
 	for s, rm := range r.members {
@@ -221,7 +244,7 @@ func (r *Room) serviceLocked(d Delivery) {
 			continue
 		}
 		if !s.Service(svc, gap) {
-			delete(r.members, s)
+			r.dropLocked(s)
 		}
 	}
 	// The roster may admit or revoke a publishing session: each looks again.

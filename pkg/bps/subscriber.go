@@ -29,6 +29,9 @@ type Delivery struct {
 	// Gap reports service updates missed before this one: a liveness fault
 	// (withholding), never a silent skip.
 	Gap bool
+	// Recovered marks a feed update retrieved from storage after a gap
+	// (SWIP-65), verified as a live delivery is.
+	Recovered bool
 }
 
 // ID is the id slot of the SOC as carried (a bare index under FEED_TOPIC).

@@ -1,0 +1,264 @@
+// Copyright 2026 The BPS Authors. All rights reserved.
+// Use of this source code is governed by a BSD-style
+// license that can be found in the LICENSE file.
+
+package bps
+
+import (
+	"context"
+	"errors"
+	"sync"
+	"time"
+)
+
+// Defaults of the recovery bounds (MuxOptions).
+const (
+	// DefaultRecoverMax is the most updates one gap recovers: the latest
+	// ones before the update that revealed it; older ones are a gap.
+	DefaultRecoverMax = 64
+	// DefaultRecoverTimeout bounds one recovery: what is not retrieved by
+	// then is a gap.
+	DefaultRecoverTimeout = 10 * time.Second
+	// recoverParallel is how many retrievals one recovery runs at once.
+	recoverParallel = 8
+	// followerHold bounds the live deliveries a session's follower holds
+	// while it recovers; one more ends the session as a slow consumer.
+	followerHold = 256
+)
+
+// ErrRecoveryBacklog ends a session whose follower held more live
+// deliveries than it may while recovering.
+var ErrRecoveryBacklog = errors.New("bps: too many live updates arrived while recovering missed ones")
+
+// GapSession is a Session told what gap recovery did (SWIP-65): before the
+// updates it recovered from storage, and for those it could not. A Session
+// without these methods gets the recovered updates all the same, and no
+// word of a gap.
+type GapSession interface {
+	Session
+	// Recovered says that updates from … to (inclusive) of owner's feed,
+	// retrieved from storage and verified, follow in index order; false: the
+	// session ended.
+	Recovered(owner []byte, from, to uint64) bool
+	// Gap says that updates from … to of owner's feed were missed and not
+	// recovered (not in storage, or not in time, or beyond the bound).
+	Gap(owner []byte, from, to uint64) bool
+}
+
+// follower is one session's view of the publisher feeds of a FEED_TOPIC
+// cohort, on a node with storage (SWIP-65's follower): the next index it
+// expects of each feed. An update past it reveals a gap: the follower
+// retrieves the missed updates from storage (bee's retrieval, as feed
+// updates), verifies each as a live delivery is verified, and hands them
+// to the session in index order before the update that revealed the gap;
+// what it cannot recover is a Gap, never a silent skip. While it recovers,
+// the room's live deliveries to the session are held, in order, and
+// follow.
+//
+// Deliver is called under the room's lock and never blocks; the recovery
+// runs on a goroutine the mux owns, one at a time per session.
+type follower struct {
+	x    *mux
+	spec *Spec
+	s    Session
+	ctx  context.Context // ended when the session leaves the room
+	stop context.CancelFunc
+
+	mu   sync.Mutex
+	from *uint64           // a feed first seen past it is recovered from it
+	next map[string]uint64 // per owner: the lowest index not yet handed or reported
+	busy bool              // a recovery runs; live deliveries are held
+	held []Delivery
+	dead bool
+}
+
+func newFollower(x *mux, sp *Spec, s Session, from *uint64) *follower {
+	f := &follower{x: x, spec: sp, s: s, from: from, next: make(map[string]uint64)}
+	f.ctx, f.stop = context.WithCancel(x.ctx)
+	return f
+}
+
+// step is what a follower does with a delivery.
+type step int
+
+const (
+	stepDeliver step = iota
+	stepDrop         // already handed, recovered or reported
+	stepRecover      // a gap before it
+)
+
+// plan decides what to do with d and moves the feed's next index; the
+// caller holds f.mu. For stepRecover, from … to is the gap.
+func (f *follower) plan(d Delivery) (st step, from, to uint64) {
+	o := string(d.Owner)
+	n, known := f.next[o]
+	if !known {
+		if f.from == nil || d.Index <= *f.from {
+			f.next[o] = d.Index + 1
+			return stepDeliver, 0, 0
+		}
+		n = *f.from
+	}
+	switch {
+	case d.Index < n:
+		return stepDrop, 0, 0
+	case d.Index == n:
+		f.next[o] = n + 1
+		return stepDeliver, 0, 0
+	}
+	f.next[o] = d.Index + 1
+	return stepRecover, n, d.Index - 1
+}
+
+// Deliver takes one live delivery of the room (under the room's lock).
+func (f *follower) Deliver(v *View) bool {
+	d := v.Delivery()
+	if d.Service != nil {
+		return f.s.Deliver(v)
+	}
+	f.mu.Lock()
+	if f.dead {
+		f.mu.Unlock()
+		return false
+	}
+	if f.busy {
+		if len(f.held) >= followerHold {
+			f.dead = true
+			f.mu.Unlock()
+			f.stop()
+			f.s.End(ErrRecoveryBacklog)
+			return false
+		}
+		f.held = append(f.held, d)
+		f.mu.Unlock()
+		return true
+	}
+	st, from, to := f.plan(d)
+	switch st {
+	case stepDrop:
+		f.mu.Unlock()
+		return true
+	case stepDeliver:
+		f.mu.Unlock()
+		return f.s.Deliver(v)
+	}
+	f.busy = true
+	f.mu.Unlock()
+	if !f.x.goOwned(func() { f.run(d, from, to) }) {
+		return false // the mux closed
+	}
+	return true
+}
+
+// run recovers from … to before live, then what was held meanwhile, in
+// order, recovering again at each gap, until nothing is held.
+func (f *follower) run(live Delivery, from, to uint64) {
+	for {
+		if !f.recover(live.Owner, from, to) || !f.hand(live) {
+			f.die()
+			return
+		}
+		for {
+			f.mu.Lock()
+			if len(f.held) == 0 {
+				f.busy = false
+				f.mu.Unlock()
+				return
+			}
+			live = f.held[0]
+			f.held = f.held[1:]
+			var st step
+			st, from, to = f.plan(live)
+			f.mu.Unlock()
+			if st == stepRecover {
+				break
+			}
+			if st == stepDeliver && !f.hand(live) {
+				f.die()
+				return
+			}
+		}
+	}
+}
+
+func (f *follower) die() {
+	f.mu.Lock()
+	f.dead, f.busy, f.held = true, false, nil
+	f.mu.Unlock()
+	f.stop()
+}
+
+// hand gives d to the session as a delivery of its own.
+func (f *follower) hand(d Delivery) bool {
+	return f.s.Deliver(&View{spec: f.spec, d: d, memo: make(map[string][]byte, 1)})
+}
+
+// recover retrieves updates from … to of owner's feed — the latest
+// RecoverMax of them, within RecoverTimeout, recoverParallel at a time —
+// and hands them to the session in index order, each run of recovered
+// updates announced, each run of missing ones a gap. It reports false if
+// the session ended.
+func (f *follower) recover(owner []byte, from, to uint64) bool {
+	o := f.x.opts
+	gs, _ := f.s.(GapSession)
+	if to-from >= uint64(o.RecoverMax) {
+		lost := to - uint64(o.RecoverMax)
+		f.x.metrics.RecoveryGaps.Add(float64(lost - from + 1))
+		if gs != nil && !gs.Gap(owner, from, lost) {
+			return false
+		}
+		from = lost + 1
+	}
+	ctx, cancel := context.WithTimeout(f.ctx, o.RecoverTimeout)
+	defer cancel()
+	got := make([]*Delivery, to-from+1)
+	var wg sync.WaitGroup
+	sem := make(chan struct{}, recoverParallel)
+	for i := range got {
+		select {
+		case sem <- struct{}{}:
+		case <-ctx.Done():
+		}
+		if ctx.Err() != nil {
+			break
+		}
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			defer func() { <-sem }()
+			f.x.metrics.RecoveryFetches.Inc()
+			d, err := FetchUpdate(ctx, o.Storage, f.spec, owner, from+uint64(i))
+			if err == nil {
+				got[i] = &d
+			}
+		}()
+	}
+	wg.Wait()
+
+	for i := 0; i < len(got); {
+		j := i
+		for j < len(got) && (got[j] != nil) == (got[i] != nil) {
+			j++
+		}
+		a, b := from+uint64(i), from+uint64(j-1)
+		if got[i] == nil {
+			f.x.metrics.RecoveryGaps.Add(float64(j - i))
+			if gs != nil && !gs.Gap(owner, a, b) {
+				return false
+			}
+		} else {
+			if gs != nil && !gs.Recovered(owner, a, b) {
+				return false
+			}
+			for _, d := range got[i:j] {
+				d.Recovered = true
+				if !f.hand(*d) {
+					return false
+				}
+				f.x.metrics.Recovered.Inc()
+			}
+		}
+		i = j
+	}
+	return true
+}

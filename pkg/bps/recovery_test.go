@@ -1,0 +1,294 @@
+// Copyright 2026 The BPS Authors. All rights reserved.
+// Use of this source code is governed by a BSD-style
+// license that can be found in the LICENSE file.
+
+package bps_test
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"slices"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/ethersphere/bee/v2/pkg/soc"
+	"github.com/ethersphere/bee/v2/pkg/swarm"
+	"github.com/ethersphere/bps/pkg/bps"
+	"github.com/ethersphere/bps/pkg/bps/pb"
+)
+
+// memStorage is a node's Swarm storage in memory: the SOCs of feed updates
+// as bee stores them (the signed feed id in the id slot). A fetch may be
+// held until gate is closed, or until its context ends.
+type memStorage struct {
+	mu      sync.Mutex
+	chunks  map[string][]byte
+	fetches int
+	gate    chan struct{} // nil: fetches answer at once
+}
+
+func newMemStorage() *memStorage { return &memStorage{chunks: make(map[string][]byte)} }
+
+// put stores update m of the feed on sp as bee would: the id slot restored
+// to keccak256(topic ‖ index).
+func (s *memStorage) put(sp *bps.Spec, m *pb.Message, index uint64) {
+	data := slices.Clone(m.Data)
+	copy(data, bps.FeedID(sp.Topic, index))
+	s.putAt(swarm.NewAddress(m.Address), data)
+}
+
+func (s *memStorage) putAt(addr swarm.Address, data []byte) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	s.chunks[addr.ByteString()] = data
+}
+
+func (s *memStorage) fetched() int {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.fetches
+}
+
+func (s *memStorage) CheckBatch(context.Context, []byte) error { return nil }
+
+func (s *memStorage) Upload(context.Context, []byte, []byte, []byte, []byte, []byte) error {
+	return errors.New("read only")
+}
+
+func (s *memStorage) Fetch(ctx context.Context, addr swarm.Address) (swarm.Chunk, error) {
+	s.mu.Lock()
+	s.fetches++
+	gate := s.gate
+	s.mu.Unlock()
+	if gate != nil {
+		select {
+		case <-gate:
+		case <-ctx.Done():
+			return nil, ctx.Err()
+		}
+	}
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if d, ok := s.chunks[addr.ByteString()]; ok {
+		return swarm.NewChunk(addr, d), nil
+	}
+	return nil, errors.New("not found")
+}
+
+// gapSession records deliveries and recovery frames, in order, as strings:
+// "payload", "payload*" (recovered), "recovered a-b", "gap a-b".
+type gapSession struct {
+	fakeSession
+	mu     sync.Mutex
+	events []string
+	moved  chan struct{} // a token per event
+}
+
+func newGapSession() *gapSession { return &gapSession{moved: make(chan struct{}, 1024)} }
+
+func (g *gapSession) record(e string) bool {
+	g.mu.Lock()
+	g.events = append(g.events, e)
+	g.mu.Unlock()
+	g.moved <- struct{}{}
+	return true
+}
+
+func (g *gapSession) Deliver(v *bps.View) bool {
+	d := v.Delivery()
+	e := string(d.Payload())
+	if d.Recovered {
+		e += "*"
+	}
+	return g.record(e)
+}
+
+func (g *gapSession) Recovered(_ []byte, from, to uint64) bool {
+	return g.record(fmt.Sprintf("recovered %d-%d", from, to))
+}
+
+func (g *gapSession) Gap(_ []byte, from, to uint64) bool {
+	return g.record(fmt.Sprintf("gap %d-%d", from, to))
+}
+
+// await waits for n events in all and returns them.
+func (g *gapSession) await(t *testing.T, n int) []string {
+	t.Helper()
+	deadline := time.After(waitTimeout)
+	for {
+		g.mu.Lock()
+		got := slices.Clone(g.events)
+		g.mu.Unlock()
+		if len(got) >= n {
+			return got
+		}
+		select {
+		case <-g.moved:
+		case <-deadline:
+			t.Fatalf("%d events, want %d: %q", len(got), n, got)
+		}
+	}
+}
+
+// recoveryRoom is a FEED_TOPIC room on a mux with st as its storage, and
+// the admin's updates 0…n-1, each stored in st unless skip says so.
+type recoveryRoom struct {
+	room *bps.Room
+	key  key
+	sp   *bps.Spec
+	msgs []*pb.Message
+	st   *memStorage
+}
+
+func newRecoveryRoom(t *testing.T, o bps.MuxOptions, n int, skip ...uint64) *recoveryRoom {
+	t.Helper()
+	net := newNetwork(t)
+	nd := newNode(t, net, bps.Options{})
+	st := newMemStorage()
+	o.Storage = st
+	x := bps.NewMux(nd.svc, o)
+	t.Cleanup(func() {
+		if err := x.Close(); err != nil {
+			t.Error(err)
+		}
+	})
+	admin := newKey(t)
+	sp := feedSpec(t, t.Name(), admin)
+	r, err := x.Room(swarm.RandAddress(t), sp)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(r.Release)
+	rr := &recoveryRoom{room: r, key: admin, sp: sp, st: st}
+	for i := range uint64(n) {
+		m := update(t, admin, sp, i, fmt.Sprint(i))
+		rr.msgs = append(rr.msgs, m)
+		if !slices.Contains(skip, i) {
+			st.put(sp, m, i)
+		}
+	}
+	return rr
+}
+
+// live delivers update i as a stream would.
+func (rr *recoveryRoom) live(i uint64) {
+	rr.room.Deliver(delivery(rr.msgs[i], rr.key.addr, i, nil))
+}
+
+func wantEvents(t *testing.T, got []string, want ...string) {
+	t.Helper()
+	if !slices.Equal(got, want) {
+		t.Fatalf("session saw %q, want %q", got, want)
+	}
+}
+
+// TestRecoveryGapInOrder (SWIP-65 conformance item 3, without the pot
+// profile): a session that verified update 0 and then sees 5 gets 1…4
+// from storage — one retrieval each, each verified as a live delivery —
+// announced, in index order, before 5; the next live update follows, and a
+// late live copy of a recovered update is not handed twice.
+func TestRecoveryGapInOrder(t *testing.T) {
+	t.Parallel()
+	rr := newRecoveryRoom(t, bps.MuxOptions{}, 8)
+	s := newGapSession()
+	rr.room.Add(s, bps.MemberOptions{}, true)
+	rr.live(0)
+	rr.live(5)
+	rr.live(6)
+	got := s.await(t, 8)
+	wantEvents(t, got, "0", "recovered 1-4", "1*", "2*", "3*", "4*", "5", "6")
+	rr.live(3) // a late copy
+	rr.live(7)
+	wantEvents(t, s.await(t, 9), append(got, "7")...)
+	if n := rr.st.fetched(); n != 4 {
+		t.Fatalf("%d retrievals for 4 recovered updates", n)
+	}
+}
+
+// TestRecoveryHoldsLive: live updates that arrive while a gap is being
+// recovered are held and follow the recovered ones, in order; a second gap
+// among them is recovered in turn.
+func TestRecoveryHoldsLive(t *testing.T) {
+	t.Parallel()
+	rr := newRecoveryRoom(t, bps.MuxOptions{}, 10)
+	rr.st.gate = make(chan struct{})
+	s := newGapSession()
+	rr.room.Add(s, bps.MemberOptions{}, true)
+	rr.live(0)
+	rr.live(3) // recovery of 1-2 waits at the gate
+	rr.live(4)
+	rr.live(7) // another gap, among the held
+	if got := s.await(t, 1); len(got) != 1 {
+		t.Fatalf("handed %q while recovering", got)
+	}
+	close(rr.st.gate)
+	wantEvents(t, s.await(t, 10), "0", "recovered 1-2", "1*", "2*", "3", "4", "recovered 5-6", "5*", "6*", "7")
+}
+
+// TestRecoveryUnrecoverable: an update nobody stored, or a chunk at its
+// address that is not that update (another index's SOC), is reported as a
+// gap — never skipped silently, never handed.
+func TestRecoveryUnrecoverable(t *testing.T) {
+	t.Parallel()
+	rr := newRecoveryRoom(t, bps.MuxOptions{}, 6, 2, 4)
+	// At update 4's address, update 3's SOC: valid, but not update 4.
+	addr4, err := soc.CreateAddress(bps.FeedID(rr.sp.Topic, 4), rr.key.addr)
+	if err != nil {
+		t.Fatal(err)
+	}
+	forged := slices.Clone(rr.msgs[3].Data)
+	copy(forged, bps.FeedID(rr.sp.Topic, 3))
+	rr.st.putAt(addr4, forged)
+	s := newGapSession()
+	rr.room.Add(s, bps.MemberOptions{}, true)
+	rr.live(0)
+	rr.live(5)
+	wantEvents(t, s.await(t, 7), "0", "recovered 1-1", "1*", "gap 2-2", "recovered 3-3", "3*", "gap 4-4", "5")
+}
+
+// TestRecoveryBounds: one gap recovers at most RecoverMax updates, the
+// latest; older ones are a gap. A recovery that runs out of time reports
+// what it has not retrieved as a gap, and live delivery goes on.
+func TestRecoveryBounds(t *testing.T) {
+	t.Parallel()
+	t.Run("max", func(t *testing.T) {
+		t.Parallel()
+		rr := newRecoveryRoom(t, bps.MuxOptions{RecoverMax: 3}, 10)
+		s := newGapSession()
+		rr.room.Add(s, bps.MemberOptions{}, true)
+		rr.live(0)
+		rr.live(9)
+		wantEvents(t, s.await(t, 7), "0", "gap 1-5", "recovered 6-8", "6*", "7*", "8*", "9")
+		if n := rr.st.fetched(); n != 3 {
+			t.Fatalf("%d retrievals, want 3", n)
+		}
+	})
+	t.Run("time", func(t *testing.T) {
+		t.Parallel()
+		rr := newRecoveryRoom(t, bps.MuxOptions{RecoverTimeout: 50 * time.Millisecond}, 4)
+		rr.st.gate = make(chan struct{}) // never opened: storage does not answer
+		s := newGapSession()
+		rr.room.Add(s, bps.MemberOptions{}, true)
+		rr.live(0)
+		rr.live(3)
+		wantEvents(t, s.await(t, 3), "0", "gap 1-2", "3")
+	})
+}
+
+// TestRecoveryResume: a session that resumes at an index (a subscriber
+// back after a restart) gets every update from there, the missed ones
+// recovered before the first live one; without it, the first live update
+// starts the session's feed.
+func TestRecoveryResume(t *testing.T) {
+	t.Parallel()
+	rr := newRecoveryRoom(t, bps.MuxOptions{}, 5)
+	from := uint64(1)
+	resumed, fresh := newGapSession(), newGapSession()
+	rr.room.Add(resumed, bps.MemberOptions{From: &from}, true)
+	rr.room.Add(fresh, bps.MemberOptions{}, true)
+	rr.live(4)
+	wantEvents(t, resumed.await(t, 5), "recovered 1-3", "1*", "2*", "3*", "4")
+	wantEvents(t, fresh.await(t, 1), "4")
+}
