@@ -126,30 +126,105 @@ func (ps *peerStream) write(t *time.Timer, b []byte) error {
 	return err
 }
 
-// put writes one queued frame in the stream's codec. It reports whether the
-// stream is over for the writer: a write failed (the stream is killed), or
-// the frame was the cohort's end (our side is closed).
+// Batches: a writer that wakes to a frame takes, without waiting, the
+// frames queued behind it too, and writes them all in one write — one
+// syscall (and one yamux frame) instead of one each when a backlog builds,
+// as at a broker whose fan-out lags its publishers. A batch is bounded in
+// frames and in bytes; one frame alone is written as it is, uncopied.
+const (
+	maxBatchFrames = 32
+	maxBatchBytes  = 32 << 10 // one frame more at most
+)
+
+// batchBufs are the buffers batches are copied into, held only for a write:
+// an idle stream holds none.
+var batchBufs = sync.Pool{New: func() any {
+	b := make([]byte, 0, maxBatchBytes+MaxFrameSize)
+	return &b
+}}
+
+// batch is the frames one write carries.
+type batch struct {
+	frames [maxBatchFrames]outFrame
+	n      int
+}
+
+// gather takes first, and after it what is queued, until the batch is full
+// or holds the cohort's end; it never waits.
+func (ps *peerStream) gather(bt *batch, first outFrame) {
+	bt.frames[0], bt.n = first, 1
+	size := len(first.b)
+	for !bt.frames[bt.n-1].end && bt.n < maxBatchFrames && size < maxBatchBytes {
+		select {
+		case f := <-ps.queue:
+			bt.frames[bt.n] = f
+			bt.n++
+			size += len(f.b)
+		default:
+			return
+		}
+	}
+}
+
+// put writes one frame as putBatch writes a batch.
 func (ps *peerStream) put(t *time.Timer, f outFrame) (last bool, err error) {
-	if f.end {
+	bt := batch{n: 1}
+	bt.frames[0] = f
+	return ps.putBatch(t, &bt)
+}
+
+// putBatch writes a batch of queued frames in the stream's codec, in one write.
+// It reports whether the stream is over for the writer: the write failed
+// (the stream is killed), or the batch ended with the cohort's end (our
+// side is closed).
+func (ps *peerStream) putBatch(t *time.Timer, bt *batch) (last bool, err error) {
+	frames := bt.frames[:bt.n]
+	end := frames[len(frames)-1].end
+	if end {
 		ps.ending.Store(true)
 	}
-	if f.b != nil {
-		err := ps.write(t, ps.codec.out(f))
-		if f.done != nil {
-			f.done <- err
-		}
-		if err != nil {
-			ps.kill(err)
-			return true, fmt.Errorf("write delivery: %w", err)
-		}
-		if f.price > 0 && ps.charge != nil {
-			ps.charge(ps.peer, f.price)
+	var b []byte
+	var buf *[]byte
+	for _, f := range frames {
+		switch {
+		case f.b == nil:
+		case b == nil && buf == nil:
+			b = ps.codec.out(f)
+		default:
+			if buf == nil {
+				buf = batchBufs.Get().(*[]byte)
+				b = append((*buf)[:0], b...)
+			}
+			b = append(b, ps.codec.out(f)...)
 		}
 	}
-	if f.svc > 0 {
-		ps.told.Store(f.svc)
+	if b != nil {
+		err = ps.write(t, b)
 	}
-	if f.end {
+	if buf != nil {
+		*buf = b[:0]
+		batchBufs.Put(buf)
+	}
+	for i := range frames {
+		f := &frames[i]
+		if f.b != nil {
+			if f.done != nil {
+				f.done <- err
+			}
+			if err == nil && f.price > 0 && ps.charge != nil {
+				ps.charge(ps.peer, f.price)
+			}
+		}
+		if err == nil && f.svc > 0 {
+			ps.told.Store(f.svc)
+		}
+		*f = outFrame{} // the batch holds no frame past its write
+	}
+	if err != nil {
+		ps.kill(err)
+		return true, fmt.Errorf("write delivery: %w", err)
+	}
+	if end {
 		ps.endTimer = time.AfterFunc(ps.endGrace, func() { ps.kill(errEndGrace) })
 		if _, err := closeWrite(ps.stream); err != nil {
 			ps.kill(err)
@@ -161,9 +236,9 @@ func (ps *peerStream) put(t *time.Timer, f outFrame) (last bool, err error) {
 }
 
 // writeLoop is the resident writer of a child's stream: it writes first
-// (the Ack, always bare) and then every queued frame until the stream ends.
-// The cohort's end is the last frame: the writer writes END_OF_STREAM, if
-// the stream receives it, closes our side and returns.
+// (the Ack, always bare) and then every queued frame, in batches, until the
+// stream ends. The cohort's end is the last frame: the writer writes
+// END_OF_STREAM, if the stream receives it, closes our side and returns.
 func (ps *peerStream) writeLoop(first []byte) error {
 	t := ps.writeTimer()
 	defer t.Stop()
@@ -171,12 +246,14 @@ func (ps *peerStream) writeLoop(first []byte) error {
 		ps.kill(err)
 		return fmt.Errorf("write ack: %w", err)
 	}
+	bt := new(batch)
 	for {
 		select {
 		case <-ps.quit:
 			return nil
 		case f := <-ps.queue:
-			if last, err := ps.put(t, f); last {
+			ps.gather(bt, f)
+			if last, err := ps.putBatch(t, bt); last {
 				return err
 			}
 		}
@@ -214,22 +291,23 @@ func (ps *peerStream) push(s *Service, f outFrame) bool {
 }
 
 // drain is the on-demand writer of a parent stream: it writes what is
-// queued and returns when the queue is empty or the stream is over.
+// queued, in batches, and returns when the queue is empty or the stream is over.
 func (ps *peerStream) drain() {
 	t := ps.writeTimer()
 	defer t.Stop()
+	bt := new(batch)
 	for {
 		ps.wmu.Lock()
-		var f outFrame
 		select {
-		case f = <-ps.queue:
+		case f := <-ps.queue:
+			ps.gather(bt, f)
 		default:
 			ps.writing = false
 			ps.wmu.Unlock()
 			return
 		}
 		ps.wmu.Unlock()
-		if last, _ := ps.put(t, f); last {
+		if last, _ := ps.putBatch(t, bt); last {
 			ps.wmu.Lock()
 			ps.writing = false // the stream is over: nothing is written again
 			ps.wmu.Unlock()

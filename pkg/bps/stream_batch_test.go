@@ -1,0 +1,171 @@
+// Copyright 2026 The BPS Authors. All rights reserved.
+// Use of this source code is governed by a BSD-style
+// license that can be found in the LICENSE file.
+
+package bps
+
+import (
+	"bytes"
+	"testing"
+
+	"github.com/ethersphere/bee/v2/pkg/swarm"
+)
+
+// countStream is a bufStream that counts its writes.
+type countStream struct {
+	bufStream
+	writes int
+}
+
+func (c *countStream) Write(p []byte) (int, error) {
+	c.writes++
+	return c.bufStream.Write(p)
+}
+
+// rawFrame is a bare frame of n payload bytes (n < 128), each byte b.
+func rawFrame(n int, b byte) []byte {
+	return append([]byte{byte(n)}, bytes.Repeat([]byte{b}, n)...)
+}
+
+// bigFrame is a bare frame of n ≥ 128 payload bytes.
+func bigFrame(n int) []byte {
+	return append([]byte{byte(n&0x7f | 0x80), byte(n >> 7)}, make([]byte, n)...)
+}
+
+// TestStreamBatch: a writer that finds frames queued writes them in one
+// write, in order and in the stream's codec; every frame's done, price and
+// service index are told as if it had been written alone.
+func TestStreamBatch(t *testing.T) {
+	peer := swarm.MustParseHexAddress("ca1e9f3938cc1425c6061b96ad9eb93e134dfe8734ad490164ef20af9d1cf59c")
+	for _, cd := range []codec{codecBare, codecEnvelope} {
+		st := &countStream{}
+		ps := newPeerStream(st, peer, cd, &Options{QueueLen: 8, WriteTimeout: DefaultWriteTimeout})
+		var charged []price
+		ps.charge = func(_ swarm.Address, p price) { charged = append(charged, p) }
+		var want []byte
+		var dones []chan error
+		for i := range 5 {
+			f := outFrame{b: rawFrame(10+i, byte(i)), kind: kindMessage, price: price(i + 1), svc: uint64(i), done: make(chan error, 1)}
+			dones = append(dones, f.done)
+			want = append(want, cd.out(f)...)
+			if !ps.offer(f) {
+				t.Fatal("queue full")
+			}
+		}
+		tm := ps.writeTimer()
+		bt := new(batch)
+		ps.gather(bt, <-ps.queue)
+		if bt.n != 5 {
+			t.Fatalf("codec %d: batch of %d frames, want 5", cd, bt.n)
+		}
+		last, err := ps.putBatch(tm, bt)
+		tm.Stop()
+		if last || err != nil {
+			t.Fatalf("codec %d: putBatch: last %v, err %v", cd, last, err)
+		}
+		if st.writes != 1 || !bytes.Equal(st.Bytes(), want) {
+			t.Fatalf("codec %d: %d writes of %x, want 1 of %x", cd, st.writes, st.Bytes(), want)
+		}
+		for i, d := range dones {
+			if err := <-d; err != nil {
+				t.Fatalf("codec %d: frame %d told %v", cd, i, err)
+			}
+		}
+		if len(charged) != 5 || charged[0] != 1 || charged[4] != 5 {
+			t.Fatalf("codec %d: charged %v", cd, charged)
+		}
+		if ps.told.Load() != 4 {
+			t.Fatalf("codec %d: told %d, want 4", cd, ps.told.Load())
+		}
+		for _, f := range bt.frames {
+			if f.b != nil || f.done != nil {
+				t.Fatalf("codec %d: the batch holds a frame after its write", cd)
+			}
+		}
+	}
+}
+
+// TestStreamBatchBounds: a batch ends at maxBatchFrames, past maxBatchBytes
+// (by one frame at most) and at the cohort's end, which closes our side.
+func TestStreamBatchBounds(t *testing.T) {
+	peer := swarm.MustParseHexAddress("ca1e9f3938cc1425c6061b96ad9eb93e134dfe8734ad490164ef20af9d1cf59c")
+	fill := func(frames ...outFrame) *peerStream {
+		ps := newPeerStream(&countStream{}, peer, codecBare, &Options{QueueLen: len(frames), WriteTimeout: DefaultWriteTimeout, EndGrace: DefaultEndGrace})
+		for _, f := range frames {
+			if !ps.offer(f) {
+				t.Fatal("queue full")
+			}
+		}
+		return &ps
+	}
+	var small, large []outFrame
+	for i := range maxBatchFrames + 8 {
+		small = append(small, outFrame{b: rawFrame(20, byte(i))})
+	}
+	for range 8 {
+		large = append(large, outFrame{b: bigFrame(10 << 10)})
+	}
+	end := []outFrame{{b: rawFrame(1, 1)}, {b: rawFrame(1, 2), end: true}, {b: rawFrame(1, 3)}}
+
+	bt := new(batch)
+	ps := fill(small...)
+	if ps.gather(bt, <-ps.queue); bt.n != maxBatchFrames {
+		t.Fatalf("small frames: batch of %d, want %d", bt.n, maxBatchFrames)
+	}
+	ps = fill(large...)
+	if ps.gather(bt, <-ps.queue); bt.n != 4 { // 3 × 10 KiB < 32 KiB ≤ 4 × 10 KiB
+		t.Fatalf("10 KiB frames: batch of %d, want 4", bt.n)
+	}
+	ps = fill(end...)
+	if ps.gather(bt, <-ps.queue); bt.n != 2 {
+		t.Fatalf("end: batch of %d, want 2", bt.n)
+	}
+	tm := ps.writeTimer()
+	defer tm.Stop()
+	last, err := ps.putBatch(tm, bt)
+	if !last || err != nil || !ps.ending.Load() {
+		t.Fatalf("end: last %v, err %v, ending %v", last, err, ps.ending.Load())
+	}
+	ps.endTimer.Stop()
+	if st := ps.stream.(*countStream); st.writes != 1 || !bytes.Equal(st.Bytes(), append(rawFrame(1, 1), rawFrame(1, 2)...)) {
+		t.Fatalf("end: %d writes of %x", st.writes, st.Bytes())
+	}
+}
+
+// TestStreamBatchFails: a batch whose write fails tells every frame the
+// error, charges none and kills the stream.
+func TestStreamBatchFails(t *testing.T) {
+	peer := swarm.MustParseHexAddress("ca1e9f3938cc1425c6061b96ad9eb93e134dfe8734ad490164ef20af9d1cf59c")
+	ps := newPeerStream(&bufStream{fail: true}, peer, codecBare, &Options{QueueLen: 3, WriteTimeout: DefaultWriteTimeout})
+	ps.charge = func(swarm.Address, price) { t.Error("charged for a frame not written") }
+	var dones []chan error
+	for i := range 3 {
+		f := outFrame{b: rawFrame(5, byte(i)), price: 1, svc: 7, done: make(chan error, 1)}
+		dones = append(dones, f.done)
+		ps.offer(f)
+	}
+	tm := ps.writeTimer()
+	defer tm.Stop()
+	bt := new(batch)
+	ps.gather(bt, <-ps.queue)
+	last, err := ps.putBatch(tm, bt)
+	if !last || err == nil {
+		t.Fatalf("putBatch: last %v, err %v", last, err)
+	}
+	for i, d := range dones {
+		if err := <-d; err == nil {
+			t.Fatalf("frame %d told no error", i)
+		}
+	}
+	if ps.told.Load() != 0 {
+		t.Fatalf("told %d after a failed write", ps.told.Load())
+	}
+	select {
+	case <-ps.quit:
+	default:
+		t.Fatal("stream not killed")
+	}
+	if ps.reason == nil {
+		t.Fatal("killed without a reason")
+	}
+}
