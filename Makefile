@@ -5,6 +5,11 @@ GOLANGCI_LINT_VERSION ?= v2.6.2
 # bee's version and API version are set at start from the bee module the
 # binary links (pkg/node/version.go), however it is built.
 LDFLAGS ?= -s -w
+# The dev cluster runs on loopback, where autonat never finds a node
+# reachable, and bee's pushsync then never stores a chunk at the closest
+# node: uploads bounce until they time out. bee's own switch for local
+# clusters reports every node reachable; it is for dev binaries only.
+DEV_LDFLAGS ?= -X github.com/ethersphere/bee/v2/pkg/p2p/libp2p.reachabilityOverridePublic=true
 # RUN_ARGS are more options for the dev cluster of make run.
 RUN_ARGS ?=
 TEST_TIMEOUT ?= 15m
@@ -21,8 +26,8 @@ build:
 # interrupt however the program ended).
 .PHONY: run
 run:
-	$(GO) build -trimpath -ldflags "$(LDFLAGS)" -o bin/bee-bps ./cmd/bee-bps
-	bin/bee-bps dev --info-file bps-dev.json $(RUN_ARGS)
+	$(GO) build -trimpath -ldflags "$(LDFLAGS) $(DEV_LDFLAGS)" -o bin/bee-bps-dev ./cmd/bee-bps
+	bin/bee-bps-dev dev --info-file bps-dev.json $(RUN_ARGS)
 
 .PHONY: demo
 demo:
