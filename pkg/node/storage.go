@@ -113,22 +113,29 @@ func (s *Storage) CheckBatch(ctx context.Context, batch []byte) error {
 
 // Upload stores the wrapped chunk (POST /chunks: span ‖ payload) and the
 // SOC (POST /soc/{owner}/{id}?sig=…), both stamped with batch and pushed to
-// the network before it returns: bee's feed reader retrieves the wrapped
-// chunk by its own address, pot descent too (SWIP-65).
+// the network before it returns — the two at once: bee's feed reader
+// retrieves the wrapped chunk by its own address, pot descent too
+// (SWIP-65).
 func (s *Storage) Upload(ctx context.Context, batch []byte, owner, id, sig, data []byte) error {
 	b := hex.EncodeToString(batch)
-	rec := s.call(ctx, http.MethodPost, "/chunks", data,
-		"Swarm-Postage-Batch-Id", b, "Content-Type", "application/octet-stream")
-	if rec.Code != http.StatusCreated {
-		return fmt.Errorf("wrapped chunk: %w", failure(rec))
-	}
+	var wrapped error
+	done := make(chan struct{})
+	go func() {
+		defer close(done)
+		rec := s.call(ctx, http.MethodPost, "/chunks", data,
+			"Swarm-Postage-Batch-Id", b, "Content-Type", "application/octet-stream")
+		if rec.Code != http.StatusCreated {
+			wrapped = fmt.Errorf("wrapped chunk: %w", failure(rec))
+		}
+	}()
 	path := fmt.Sprintf("/soc/%s/%s?sig=%s", hex.EncodeToString(owner), hex.EncodeToString(id), hex.EncodeToString(sig))
-	rec = s.call(ctx, http.MethodPost, path, data,
+	rec := s.call(ctx, http.MethodPost, path, data,
 		"Swarm-Postage-Batch-Id", b, "Swarm-Deferred-Upload", "false", "Content-Type", "application/octet-stream")
+	<-done
 	if rec.Code != http.StatusCreated {
-		return fmt.Errorf("soc: %w", failure(rec))
+		return errors.Join(fmt.Errorf("soc: %w", failure(rec)), wrapped)
 	}
-	return nil
+	return wrapped
 }
 
 // Fetch retrieves the chunk at addr (GET /chunks/{address}): from the

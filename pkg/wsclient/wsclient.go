@@ -82,6 +82,16 @@ type Options struct {
 	// Publishing only.
 	ID    []byte // binding=anchor without an admin: the session's SOC id
 	Index uint64 // binding=feed with an admin: the cursor signed into the claim
+	// PostageBatch (swarm-postage-batch-id) makes a publishing session
+	// persistent (SWIP-65): the node uploads every update, stamped with it.
+	PostageBatch []byte
+
+	// Subscribing only: Resume, under binding=feed on a node with storage,
+	// is the index the session resumes each publisher's feed at; the
+	// updates missed before the first live one are recovered from storage
+	// (a "recovered" text frame, then binary frames like live ones; what
+	// cannot be recovered is a "gap" text frame).
+	Resume *uint64
 
 	Fields string // swarm-soc-fields; empty: the node's default
 }
@@ -200,6 +210,9 @@ func dial(ctx context.Context, o Options, extra url.Values) (*Session, error) {
 	if o.Fields != "" {
 		h.Set("swarm-soc-fields", o.Fields)
 	}
+	if o.PostageBatch != nil {
+		h.Set("swarm-postage-batch-id", hex.EncodeToString(o.PostageBatch))
+	}
 	conn, resp, err := websocket.DefaultDialer.DialContext(ctx, u, h)
 	if err != nil {
 		if resp != nil {
@@ -222,7 +235,11 @@ func dial(ctx context.Context, o Options, extra url.Values) (*Session, error) {
 // node's ready frame. A closed cohort has no audience: the node refuses it
 // with an *HTTPError (400).
 func Subscribe(ctx context.Context, o Options) (*Session, error) {
-	s, err := dial(ctx, o, nil)
+	var extra url.Values
+	if o.Resume != nil {
+		extra = url.Values{"index": {strconv.FormatUint(*o.Resume, 10)}}
+	}
+	s, err := dial(ctx, o, extra)
 	if err != nil {
 		return nil, err
 	}
