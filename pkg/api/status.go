@@ -133,6 +133,8 @@ func endStatus(err error) (int, string) {
 		return websocket.CloseGoingAway, "node shutting down"
 	case errors.Is(err, bps.ErrEndOfStream):
 		return websocket.CloseNormalClosure, eosReason
+	case errors.Is(err, bps.ErrRecoveryBacklog):
+		return websocket.ClosePolicyViolation, err.Error()
 	case errors.As(err, &na):
 		return websocket.ClosePolicyViolation, err.Error()
 	case errors.As(err, &re):
