@@ -73,7 +73,11 @@ type follower struct {
 }
 
 func newFollower(x *mux, sp *Spec, s Session, from *uint64) *follower {
-	f := &follower{x: x, spec: sp, s: s, from: from, next: make(map[string]uint64)}
+	f := &follower{x: x, spec: sp, s: s, next: make(map[string]uint64)}
+	if from != nil {
+		v := *from
+		f.from = &v
+	}
 	f.ctx, f.stop = context.WithCancel(x.ctx)
 	return f
 }
@@ -93,11 +97,11 @@ func (f *follower) plan(d Delivery) (st step, from, to uint64) {
 	o := string(d.Owner)
 	n, known := f.next[o]
 	if !known {
-		if f.from == nil || d.Index <= *f.from {
+		if f.from == nil {
 			f.next[o] = d.Index + 1
 			return stepDeliver, 0, 0
 		}
-		n = *f.from
+		n = *f.from // below it: what the session says it has
 	}
 	switch {
 	case d.Index < n:
