@@ -9,8 +9,10 @@ import (
 	"context"
 	"encoding/binary"
 	"encoding/hex"
+	"errors"
 	"fmt"
 	"net/http"
+	"strings"
 	"testing"
 	"time"
 
@@ -48,7 +50,16 @@ func TestDevClusterPersistence(t *testing.T) {
 
 	alice := newSWIP60Key(t)
 	topic := swip60Topic(fmt.Sprintf("e2e-persist-%d", time.Now().UnixNano()))
-	o := wsclient.Options{API: pubNode.API, Peer: cl.Nodes[0].Underlays[0], Topic: topic, Binding: wsclient.BindingFeed, Admin: alice.addr, PostageBatch: batch}
+	// Another node's batch is not node-1's to stamp with: bee's answer,
+	// before the upgrade.
+	foreign, _ := hex.DecodeString(subNode.Batch)
+	o := wsclient.Options{API: pubNode.API, Peer: cl.Nodes[0].Underlays[0], Topic: topic, Binding: wsclient.BindingFeed, Admin: alice.addr, PostageBatch: foreign}
+	var he *wsclient.HTTPError
+	if _, err := wsclient.PublishFeed(ctx, o, alice.signer, 0); !errors.As(err, &he) || he.StatusCode != http.StatusNotFound || len(he.Reasons) != 1 || !strings.Contains(he.Reasons[0].Error, "issuer does not exist") {
+		t.Fatalf("a session naming another node's batch: %v, want bee's 404", err)
+	}
+
+	o.PostageBatch = batch
 	pub, err := wsclient.PublishFeed(ctx, o, alice.signer, 0)
 	if err != nil {
 		t.Fatal(err)
