@@ -94,7 +94,7 @@ func BenchmarkFanoutFloor(b *testing.B) {
 	for _, n := range fanoutSubs {
 		for _, p := range benchPayloads {
 			b.Run(fmt.Sprintf("subs=%d/payload=%s", n, p.name), func(b *testing.B) {
-				benchFanoutFloor(b, memTransport, n, p.size, false)
+				benchFanoutFloor(b, memTransport, n, p.size, false, false)
 			})
 		}
 	}
@@ -104,7 +104,32 @@ func BenchmarkFanoutFloorPaced(b *testing.B) {
 	for _, n := range fanoutSubs {
 		for _, p := range benchPayloads {
 			b.Run(fmt.Sprintf("subs=%d/payload=%s", n, p.name), func(b *testing.B) {
-				benchFanoutFloor(b, memTransport, n, p.size, true)
+				benchFanoutFloor(b, memTransport, n, p.size, true, false)
+			})
+		}
+	}
+}
+
+// BenchmarkFanoutFloorReading and BenchmarkFanoutFloorPacedReading are the
+// floors with a reader parked on the server's end of every stream, as a
+// broker's member has one. On streamtest, which wakes every waiter of a
+// stream on every write (one condition for both directions), that reader
+// wakes at every delivery; a yamux stream wakes a reader only for data.
+func BenchmarkFanoutFloorReading(b *testing.B) {
+	for _, n := range fanoutSubs {
+		for _, p := range benchPayloads {
+			b.Run(fmt.Sprintf("subs=%d/payload=%s", n, p.name), func(b *testing.B) {
+				benchFanoutFloor(b, memTransport, n, p.size, false, true)
+			})
+		}
+	}
+}
+
+func BenchmarkFanoutFloorPacedReading(b *testing.B) {
+	for _, n := range fanoutSubs {
+		for _, p := range benchPayloads {
+			b.Run(fmt.Sprintf("subs=%d/payload=%s", n, p.name), func(b *testing.B) {
+				benchFanoutFloor(b, memTransport, n, p.size, true, true)
 			})
 		}
 	}
@@ -322,7 +347,7 @@ func byteMilestones(frames [][]byte, warm int, paced bool) []int {
 // received the previous one, as messages of a live stream arrive: every
 // delivery then costs a writer's and a reader's wake-up, as it does at the
 // broker when frames arrive one at a time.
-func benchFanoutFloor(b *testing.B, newTransport func(testing.TB) fanoutTransport, n, size int, paced bool) {
+func benchFanoutFloor(b *testing.B, newTransport func(testing.TB) fanoutTransport, n, size int, paced, reading bool) {
 	warm := warmup(b, size)
 	_, _, pool := benchFeed.updates(b, size, floorFrames)
 	frames := make([][]byte, warm+b.N)
@@ -347,6 +372,20 @@ func benchFanoutFloor(b *testing.B, newTransport func(testing.TB) fanoutTranspor
 			Handler: func(_ context.Context, _ p2p.Peer, s p2p.Stream) error {
 				q := make(chan []byte, len(frames)+1)
 				queues <- q
+				if reading {
+					// A reader parked on the stream, as a broker's
+					// member has; the reset at the end ends it.
+					read := make(chan struct{})
+					go func() {
+						defer close(read)
+						var b [1]byte
+						_, _ = s.Read(b[:])
+					}()
+					defer func() {
+						_ = s.Reset()
+						<-read
+					}()
+				}
 				for {
 					select {
 					case <-quit:

@@ -46,11 +46,11 @@ func BenchmarkFanoutLibp2pPaced(b *testing.B) {
 }
 
 func BenchmarkFanoutLibp2pFloor(b *testing.B) {
-	forLibp2p(b, func(b *testing.B, n, size int) { benchFanoutFloor(b, libp2pTransport, n, size, false) })
+	forLibp2p(b, func(b *testing.B, n, size int) { benchFanoutFloor(b, libp2pTransport, n, size, false, false) })
 }
 
 func BenchmarkFanoutLibp2pFloorPaced(b *testing.B) {
-	forLibp2p(b, func(b *testing.B, n, size int) { benchFanoutFloor(b, libp2pTransport, n, size, true) })
+	forLibp2p(b, func(b *testing.B, n, size int) { benchFanoutFloor(b, libp2pTransport, n, size, true, false) })
 }
 
 func forLibp2p(b *testing.B, f func(b *testing.B, n, size int)) {

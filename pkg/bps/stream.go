@@ -109,18 +109,68 @@ func (ps *peerStream) closeOnce() {
 	})
 }
 
-// writeTimer is the one timer that bounds each write of a writer.
-func (ps *peerStream) writeTimer() *time.Timer {
-	t := time.AfterFunc(time.Hour, func() { ps.kill(errWriteTimeout) })
-	t.Stop()
-	return t
+// watchdog bounds each write of one writer to the stream's writeTimeout
+// without a timer operation per write: a write records when it started,
+// and the one timer, armed by the first write that finds it disarmed, fires
+// at the latest writeTimeout after the write in progress began. Finding a
+// write that has run writeTimeout, it kills the stream; finding a younger
+// one, it re-arms for when that one is due; finding none, it disarms, so an
+// idle stream holds no timer.
+type watchdog struct {
+	ps       *peerStream
+	t        *time.Timer
+	epoch    time.Time // makes now monotonic and never 0
+	armed    atomic.Bool
+	start    atomic.Int64 // when the write in progress began (now); 0: none
+	timedOut atomic.Bool  // the watchdog killed the stream
 }
 
-// write writes b, the write bounded by t.
-func (ps *peerStream) write(t *time.Timer, b []byte) error {
-	t.Reset(ps.writeTimeout)
+// writeTimer is the watchdog of one writer; Stop it when the writer returns.
+func (ps *peerStream) writeTimer() *watchdog {
+	w := &watchdog{ps: ps, epoch: time.Now()}
+	w.t = time.AfterFunc(time.Hour, w.fire)
+	w.t.Stop()
+	return w
+}
+
+func (w *watchdog) now() int64 { return int64(time.Since(w.epoch)) + 1 }
+
+// fire runs on the timer's goroutine.
+func (w *watchdog) fire() {
+	timeout := int64(w.ps.writeTimeout)
+	for {
+		start := w.start.Load()
+		if start == 0 {
+			w.armed.Store(false)
+			// A write that began before the store may have seen the
+			// timer armed: look again, and re-arm if no write did.
+			if w.start.Load() == 0 || !w.armed.CompareAndSwap(false, true) {
+				return
+			}
+			continue
+		}
+		if left := start + timeout - w.now(); left > 0 {
+			w.t.Reset(time.Duration(left))
+			return
+		}
+		w.timedOut.Store(true)
+		w.ps.kill(errWriteTimeout)
+		return
+	}
+}
+
+// Stop disarms the watchdog for good: its writer has returned.
+func (w *watchdog) Stop() { w.t.Stop() }
+
+// write writes b, the write bounded by w.
+func (ps *peerStream) write(w *watchdog, b []byte) error {
+	w.start.Store(w.now())
+	if !w.armed.Load() && w.armed.CompareAndSwap(false, true) {
+		w.t.Reset(ps.writeTimeout)
+	}
 	_, err := ps.stream.Write(b)
-	if !t.Stop() && err != nil {
+	w.start.Store(0)
+	if err != nil && w.timedOut.Load() {
 		return fmt.Errorf("%w after %s: %w", context.DeadlineExceeded, ps.writeTimeout, err)
 	}
 	return err
@@ -167,7 +217,7 @@ func (ps *peerStream) gather(bt *batch, first outFrame) {
 }
 
 // put writes one frame as putBatch writes a batch.
-func (ps *peerStream) put(t *time.Timer, f outFrame) (last bool, err error) {
+func (ps *peerStream) put(t *watchdog, f outFrame) (last bool, err error) {
 	bt := batch{n: 1}
 	bt.frames[0] = f
 	return ps.putBatch(t, &bt)
@@ -177,7 +227,7 @@ func (ps *peerStream) put(t *time.Timer, f outFrame) (last bool, err error) {
 // It reports whether the stream is over for the writer: the write failed
 // (the stream is killed), or the batch ended with the cohort's end (our
 // side is closed).
-func (ps *peerStream) putBatch(t *time.Timer, bt *batch) (last bool, err error) {
+func (ps *peerStream) putBatch(t *watchdog, bt *batch) (last bool, err error) {
 	frames := bt.frames[:bt.n]
 	end := frames[len(frames)-1].end
 	if end {

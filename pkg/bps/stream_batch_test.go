@@ -6,7 +6,12 @@ package bps
 
 import (
 	"bytes"
+	"context"
+	"errors"
+	"sync"
 	"testing"
+	"testing/synctest"
+	"time"
 
 	"github.com/ethersphere/bee/v2/pkg/swarm"
 )
@@ -168,4 +173,77 @@ func TestStreamBatchFails(t *testing.T) {
 	if ps.reason == nil {
 		t.Fatal("killed without a reason")
 	}
+}
+
+// blockStream is a stream whose writes block until it is reset.
+type blockStream struct {
+	bufStream
+	reset chan struct{}
+	once  sync.Once
+}
+
+func (b *blockStream) Write([]byte) (int, error) {
+	<-b.reset
+	return 0, errors.New("stream reset")
+}
+
+func (b *blockStream) Reset() error {
+	b.once.Do(func() { close(b.reset) })
+	return nil
+}
+
+// TestStreamWriteTimeout: the watchdog kills a write that has run
+// WriteTimeout, to the instant, whether the timer was armed by it or by an
+// earlier write; writes that each finish in time are never killed, however
+// long the writer runs; an idle writer holds no armed timer.
+func TestStreamWriteTimeout(t *testing.T) {
+	peer := swarm.MustParseHexAddress("ca1e9f3938cc1425c6061b96ad9eb93e134dfe8734ad490164ef20af9d1cf59c")
+	const timeout = time.Second
+	o := &Options{QueueLen: 1, WriteTimeout: timeout}
+	synctest.Test(t, func(t *testing.T) {
+		quick := newPeerStream(&countStream{}, peer, codecBare, o)
+		w := quick.writeTimer()
+		defer w.Stop()
+		for range 10 { // 3 timeouts' worth of writes, each in time
+			if err := quick.write(w, []byte{1}); err != nil {
+				t.Fatal(err)
+			}
+			time.Sleep(timeout * 3 / 10)
+		}
+		time.Sleep(2 * timeout)
+		synctest.Wait()
+		if w.armed.Load() {
+			t.Fatal("an idle writer's watchdog is armed")
+		}
+		select {
+		case <-quick.quit:
+			t.Fatalf("killed: %v", quick.reason)
+		default:
+		}
+
+		for _, lead := range []time.Duration{0, timeout * 9 / 10} {
+			st := &blockStream{reset: make(chan struct{})}
+			ps := newPeerStream(st, peer, codecBare, o)
+			w := ps.writeTimer()
+			if lead > 0 { // an earlier write armed the timer
+				w.start.Store(w.now())
+				w.armed.Store(true)
+				w.t.Reset(timeout)
+				w.start.Store(0)
+				time.Sleep(lead)
+			}
+			began := time.Now()
+			err := ps.write(w, []byte{1})
+			w.Stop()
+			if !errors.Is(err, context.DeadlineExceeded) {
+				t.Fatalf("lead %s: write: %v, want a deadline", lead, err)
+			}
+			if d := time.Since(began); d != timeout {
+				t.Fatalf("lead %s: killed after %s, want %s", lead, d, timeout)
+			}
+			if !errors.Is(ps.reason, errWriteTimeout) {
+				t.Fatalf("lead %s: reason %v", lead, ps.reason)
+			}
+		}
+	})
 }
