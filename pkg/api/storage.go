@@ -8,14 +8,17 @@ import (
 	"context"
 	"encoding/binary"
 	"encoding/hex"
+	"encoding/json"
 	"errors"
 	"net/http"
+	"time"
 
 	"github.com/ethersphere/bee/v2/pkg/jsonhttp"
 	"github.com/ethersphere/bee/v2/pkg/log"
 	"github.com/ethersphere/bee/v2/pkg/swarm"
 	"github.com/ethersphere/bps/pkg/bps"
 	"github.com/ethersphere/bps/pkg/bps/pb"
+	"github.com/gorilla/websocket"
 )
 
 // checkBatch asks the node's storage whether it can stamp with batch, before
@@ -86,23 +89,58 @@ type feedRangeFrame struct {
 }
 
 // Recovered queues the announcement of recovered updates (bps.GapSession).
-func (ss *session) Recovered(owner []byte, from, to uint64) bool {
-	return ss.feedRange(typeRecovered, owner, from, to)
+func (ss *session) Recovered(ctx context.Context, owner []byte, from, to uint64) bool {
+	return ss.feedRange(ctx, typeRecovered, owner, from, to)
 }
 
 // Gap queues the report of updates missed and not recovered
 // (bps.GapSession).
-func (ss *session) Gap(owner []byte, from, to uint64) bool {
-	return ss.feedRange(typeGap, owner, from, to)
+func (ss *session) Gap(ctx context.Context, owner []byte, from, to uint64) bool {
+	return ss.feedRange(ctx, typeGap, owner, from, to)
 }
 
-func (ss *session) feedRange(typ string, owner []byte, from, to uint64) bool {
+func (ss *session) feedRange(ctx context.Context, typ string, owner []byte, from, to uint64) bool {
 	if !ss.plan.control() {
 		return true
 	}
-	if !ss.sendControl(feedRangeFrame{Type: typ, Addr: hex.EncodeToString(owner), From: from, To: to}) {
-		ss.slow()
+	b, _ := json.Marshal(feedRangeFrame{Type: typ, Addr: hex.EncodeToString(owner), From: from, To: to}) // cannot fail
+	return ss.enqueueWait(ctx, websocket.TextMessage, b)
+}
+
+// DeliverWait is Deliver for a recovery's burst: it waits for room in the
+// session's queue, at most WriteTimeout — a dApp that reads nothing for
+// that long is a slow consumer, as for Deliver (bps.GapSession).
+func (ss *session) DeliverWait(ctx context.Context, v *bps.View) bool {
+	fields := ss.plan.fields
+	frame, err := v.Frame(fieldsKey(fields), func(v *bps.View) ([]byte, error) { return encodeFields(v, fields) })
+	if err != nil {
+		ss.fail(websocket.CloseInternalServerErr, err.Error())
 		return false
 	}
+	if !ss.enqueueWait(ctx, websocket.BinaryMessage, frame) {
+		return false
+	}
+	ss.s.metrics.Delivered.Inc()
 	return true
 }
+
+// enqueueWait queues a frame, waiting for room at most WriteTimeout (then
+// the session is slow), or until the session or ctx ends.
+func (ss *session) enqueueWait(ctx context.Context, typ int, data []byte) bool {
+	if ss.enqueue(typ, data) {
+		return true
+	}
+	t := time.NewTimer(ss.s.opts.WriteTimeout)
+	defer t.Stop()
+	select {
+	case ss.queue <- outFrame{typ: typ, data: data}:
+		return true
+	case <-ss.quit:
+	case <-ctx.Done():
+	case <-t.C:
+		ss.slow()
+	}
+	return false
+}
+
+var _ bps.GapSession = (*session)(nil)

@@ -255,3 +255,36 @@ func TestPersistSubscriberResumes(t *testing.T) {
 	nq.Set("index", "0")
 	refuseWith(t, noStore.clients[0], "resume", nq, nil, http.StatusBadRequest, "index", "no storage")
 }
+
+// TestPersistRecoveryBurst: a recovery hands its updates as a burst larger
+// than the session's queue; the node waits for the dApp to read rather than
+// closing it as a slow consumer.
+func TestPersistRecoveryBurst(t *testing.T) {
+	t.Parallel()
+	st := newFakeStorage()
+	c := newCluster(t, 2, api.Options{Storage: st, SessionQueue: 2})
+	a, b := c.clients[0], c.clients[1]
+	alice := newKey(t)
+	topic := keccak([]byte("burst"))
+	q := spec(c.broker.addr, "feed", &alice)
+	pub := dial(t, a, "burst", as(q, alice), http.Header{"Swarm-Postage-Batch-Id": {hex.EncodeToString(goodBatch)}})
+	claim(t, pub, alice.signer, c.broker.Overlay(), 0)
+	pub.control("ready")
+	const n = 12
+	for i := range uint64(n) {
+		pub.send(websocket.BinaryMessage, feedFrame(t, alice, topic, i, fmt.Sprint("update ", i)))
+		want, _ := soc.CreateAddress(bps.FeedID(topic, i), alice.addr)
+		st.awaitUpload(t, want)
+	}
+	rq := spec(c.broker.addr, "feed", &alice)
+	rq.Set("index", "0")
+	sub := dial(t, b, "burst", rq, nil)
+	sub.control("ready")
+	pub.send(websocket.BinaryMessage, feedFrame(t, alice, topic, n, fmt.Sprint("update ", n)))
+	if r := sub.control("recovered"); r["from"] != float64(0) || r["to"] != float64(n-1) {
+		t.Fatalf("recovered frame %v", r)
+	}
+	for i := range n + 1 {
+		sub.payload(fmt.Sprint("update ", i))
+	}
+}

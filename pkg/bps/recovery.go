@@ -33,16 +33,20 @@ var ErrRecoveryBacklog = errors.New("bps: too many live updates arrived while re
 // GapSession is a Session told what gap recovery did (SWIP-65): before the
 // updates it recovered from storage, and for those it could not. A Session
 // without these methods gets the recovered updates all the same, and no
-// word of a gap.
+// word of a gap. Its methods are called off the room's lock, by the
+// recovery, and may wait for room in the session's queue until ctx ends: a
+// recovery hands a burst of up to RecoverMax updates.
 type GapSession interface {
 	Session
+	// DeliverWait is Deliver, waiting for room.
+	DeliverWait(ctx context.Context, v *View) bool
 	// Recovered says that updates from … to (inclusive) of owner's feed,
 	// retrieved from storage and verified, follow in index order; false: the
 	// session ended.
-	Recovered(owner []byte, from, to uint64) bool
+	Recovered(ctx context.Context, owner []byte, from, to uint64) bool
 	// Gap says that updates from … to of owner's feed were missed and not
 	// recovered (not in storage, or not in time, or beyond the bound).
-	Gap(owner []byte, from, to uint64) bool
+	Gap(ctx context.Context, owner []byte, from, to uint64) bool
 }
 
 // follower is one session's view of the publisher feeds of a FEED_TOPIC
@@ -192,9 +196,14 @@ func (f *follower) die() {
 	f.stop()
 }
 
-// hand gives d to the session as a delivery of its own.
+// hand gives d to the session as a delivery of its own, off the room's
+// lock: waiting for room if the session can.
 func (f *follower) hand(d Delivery) bool {
-	return f.s.Deliver(&View{spec: f.spec, d: d, memo: make(map[string][]byte, 1)})
+	v := &View{spec: f.spec, d: d, memo: make(map[string][]byte, 1)}
+	if gs, ok := f.s.(GapSession); ok {
+		return gs.DeliverWait(f.ctx, v)
+	}
+	return f.s.Deliver(v)
 }
 
 // recover retrieves updates from … to of owner's feed — the latest
@@ -208,7 +217,7 @@ func (f *follower) recover(owner []byte, from, to uint64) bool {
 	if to-from >= uint64(o.RecoverMax) {
 		lost := to - uint64(o.RecoverMax)
 		f.x.metrics.RecoveryGaps.Add(float64(lost - from + 1))
-		if gs != nil && !gs.Gap(owner, from, lost) {
+		if gs != nil && !gs.Gap(f.ctx, owner, from, lost) {
 			return false
 		}
 		from = lost + 1
@@ -247,11 +256,11 @@ func (f *follower) recover(owner []byte, from, to uint64) bool {
 		a, b := from+uint64(i), from+uint64(j-1)
 		if got[i] == nil {
 			f.x.metrics.RecoveryGaps.Add(float64(j - i))
-			if gs != nil && !gs.Gap(owner, a, b) {
+			if gs != nil && !gs.Gap(f.ctx, owner, a, b) {
 				return false
 			}
 		} else {
-			if gs != nil && !gs.Recovered(owner, a, b) {
+			if gs != nil && !gs.Recovered(f.ctx, owner, a, b) {
 				return false
 			}
 			for _, d := range got[i:j] {

@@ -106,11 +106,13 @@ func (g *gapSession) Deliver(v *bps.View) bool {
 	return g.record(e)
 }
 
-func (g *gapSession) Recovered(_ []byte, from, to uint64) bool {
+func (g *gapSession) DeliverWait(_ context.Context, v *bps.View) bool { return g.Deliver(v) }
+
+func (g *gapSession) Recovered(_ context.Context, _ []byte, from, to uint64) bool {
 	return g.record(fmt.Sprintf("recovered %d-%d", from, to))
 }
 
-func (g *gapSession) Gap(_ []byte, from, to uint64) bool {
+func (g *gapSession) Gap(_ context.Context, _ []byte, from, to uint64) bool {
 	return g.record(fmt.Sprintf("gap %d-%d", from, to))
 }
 
