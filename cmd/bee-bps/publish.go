@@ -55,6 +55,7 @@ const (
 type pubFlags struct {
 	clientFlags
 	keyHex, keyFile, stateFile string
+	batch                      string
 	index                      uint64
 	timeout                    time.Duration
 }
@@ -82,6 +83,7 @@ an index the broker has passed is dropped there and reported here.`,
 	fl.Uint64Var(&f.index, "index", 0, "feed mode: the first update's index (default: the next one the state file records, else 0)")
 	fl.StringVar(&f.stateFile, "state-file", "", "feed mode: where the next index of each feed is kept (default: the key file's path + "+stateSuffix+"; none with --key)")
 	fl.DurationVar(&f.timeout, "timeout", defaultReceiptTimeout, "how long each update may take to come back through the broker")
+	fl.StringVar(&f.batch, "postage-batch-id", "", "persist: the node uploads every update, stamped with this postage batch of the node's (64 hex characters; bee-bps dev prints each node's)")
 	c.root.AddCommand(cmd)
 }
 
@@ -108,6 +110,13 @@ func (f *pubFlags) run(cmd *cobra.Command, args []string) error {
 	o, id, err := f.options(addr.Bytes(), true)
 	if err != nil {
 		return err
+	}
+	if f.batch != "" {
+		b, ok := hex32(f.batch)
+		if !ok {
+			return fmt.Errorf("--postage-batch-id %s: want a batch id, 64 hex characters", f.batch)
+		}
+		o.PostageBatch = b
 	}
 	p := &publisher{signer: signer, owner: addr.Bytes(), o: o, id: id, timeout: f.timeout, log: cmd.ErrOrStderr()}
 	if o.Mode == wsclient.Feed {

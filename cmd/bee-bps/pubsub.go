@@ -191,6 +191,7 @@ func (c *command) initSubCmd() {
 	var f clientFlags
 	var asJSON bool
 	var count int
+	var from int64
 	cmd := &cobra.Command{
 		Use:   "sub",
 		Short: "Subscribe to a cohort through a node's API and print what arrives",
@@ -210,6 +211,13 @@ mode) goes to standard error.`,
 				return err
 			}
 			var owner []byte
+			if from >= 0 {
+				if o.Mode != wsclient.Feed {
+					return errors.New("--from is feed mode's (--admin): the index to resume at")
+				}
+				resume := uint64(from)
+				o.Resume = &resume
+			}
 			if o.Mode == wsclient.Feed {
 				o.Fields = "index,address,payload"
 				owner = o.Admin
@@ -240,8 +248,15 @@ mode) goes to standard error.`,
 					return err
 				}
 				if text != nil {
-					if asJSON {
+					switch t := text["type"]; {
+					case asJSON:
 						_ = json.NewEncoder(out).Encode(text)
+					case t == "recovered" || t == "gap":
+						what := "recovered from storage"
+						if t == "gap" {
+							what = "missed, not recovered"
+						}
+						fmt.Fprintf(cmd.ErrOrStderr(), "updates %v to %v of %v: %s\n", text["from"], text["to"], text["addr"], what)
 					}
 					continue
 				}
@@ -268,6 +283,7 @@ mode) goes to standard error.`,
 	f.register(cmd)
 	cmd.Flags().BoolVar(&asJSON, "json", false, "print each message as JSON with its index, owner and address")
 	cmd.Flags().IntVar(&count, "count", 0, "exit after this many messages (0: until interrupted)")
+	cmd.Flags().Int64Var(&from, "from", -1, "feed mode: resume at this index; the node recovers the updates missed before the first live one from storage (published with --postage-batch-id)")
 	c.root.AddCommand(cmd)
 }
 

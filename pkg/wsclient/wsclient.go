@@ -84,6 +84,7 @@ type Options struct {
 	Index uint64 // binding=feed with an admin: the cursor signed into the claim
 	// PostageBatch (swarm-postage-batch-id) makes a publishing session
 	// persistent (SWIP-65): the node uploads every update, stamped with it.
+	// Subscribe ignores it.
 	PostageBatch []byte
 
 	// Subscribing only: Resume, under binding=feed on a node with storage,
@@ -235,6 +236,7 @@ func dial(ctx context.Context, o Options, extra url.Values) (*Session, error) {
 // node's ready frame. A closed cohort has no audience: the node refuses it
 // with an *HTTPError (400).
 func Subscribe(ctx context.Context, o Options) (*Session, error) {
+	o.PostageBatch = nil // a subscriber uploads nothing
 	var extra url.Values
 	if o.Resume != nil {
 		extra = url.Values{"index": {strconv.FormatUint(*o.Resume, 10)}}
