@@ -40,10 +40,18 @@ import (
 //     delivery, its validation of each message included.
 //   - BenchmarkFanoutSubscription: the same with bps.Subscriptions, one per
 //     node, which re-verify every delivery.
-//   - BenchmarkFanoutFloor: the same frames written to n streamtest streams
-//     by one writer goroutine per stream draining a bounded channel, all
-//     queued at once; BenchmarkFanoutFloorPaced queues each frame once the
-//     previous one was written everywhere, as a live stream does.
+//   - BenchmarkFanoutPaced: BenchmarkFanout with live traffic, an update
+//     published once every subscriber received the previous one.
+//   - BenchmarkFanoutFloor: the same frames written to n streams of the
+//     same transport by one writer goroutine per stream draining a bounded
+//     channel, all queued at once, a writer writing what it finds queued
+//     together (the batched floor);
+//     BenchmarkFanoutFloorPaced queues each frame once every reader
+//     received the previous one, as a live stream does (the paced floor).
+//     The *Reading variants park a reader on the server's end of every
+//     stream, as a broker's member has one.
+//   - BenchmarkFanoutLibp2p*: the same on bee's libp2p service, yamux over
+//     TCP on loopback (fanout_libp2p_bench_test.go, build tag benchlibp2p).
 //   - BenchmarkValidate vs BenchmarkValidateFloor (bee's soc.Valid) and
 //     BenchmarkVerifyClaim vs BenchmarkVerifyClaimFloor (crypto.Recover);
 //     the *Paired variants time both alternately in one loop.
@@ -342,8 +350,8 @@ func byteMilestones(frames [][]byte, warm int, paced bool) []int {
 // re-encode, lock, timer or metric.
 //
 // Unpaced, the producer queues every frame at once, so a writer finds many
-// frames waiting and writes them back to back, one write each: the batched
-// floor. Paced, the producer queues a frame only once every reader has
+// frames waiting and writes them together, up to 32 frames or 32 KiB per
+// write, as BPS's writer does: the batched floor. Paced, the producer queues a frame only once every reader has
 // received the previous one, as messages of a live stream arrive: every
 // delivery then costs a writer's and a reader's wake-up, as it does at the
 // broker when frames arrive one at a time.
@@ -386,11 +394,27 @@ func benchFanoutFloor(b *testing.B, newTransport func(testing.TB) fanoutTranspor
 						<-read
 					}()
 				}
+				buf := make([]byte, 0, floorBatchBytes+bps.MaxFrameSize)
 				for {
 					select {
 					case <-quit:
 						return nil
 					case f := <-q:
+						// What it finds queued behind f, it writes with
+						// f, as BPS's writer does.
+						buf = append(buf[:0], f...)
+						for k := 1; k < floorBatchFrames && len(buf) < floorBatchBytes; k++ {
+							select {
+							case g := <-q:
+								buf = append(buf, g...)
+								continue
+							default:
+							}
+							break
+						}
+						if len(buf) > len(f) {
+							f = buf
+						}
 						if _, err := s.Write(f); err != nil {
 							_ = s.Reset() // the reader fails
 							return err
@@ -441,6 +465,13 @@ func benchFanoutFloor(b *testing.B, newTransport func(testing.TB) fanoutTranspor
 	ms.wait(b, len(ms.at)-1)
 	m.stop(b, n)
 }
+
+// floorBatchFrames and floorBatchBytes bound what the floor's writer
+// writes at once, as the broker's writer is bounded.
+const (
+	floorBatchFrames = 32
+	floorBatchBytes  = 32 << 10
+)
 
 // warmup is how many messages go through before the timed section. The raw
 // readers start only once all of them are queued, so every stream's buffer
