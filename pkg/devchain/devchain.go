@@ -57,8 +57,14 @@ const (
 	DefaultBlockTime = time.Second
 	// firstBlockMargin is how far past the postage contract start block the
 	// chain begins: bee's listener syncs up to head-4 rounded down to a
-	// multiple of 5, and must find that at or past the start block.
-	firstBlockMargin = 100
+	// multiple of 5, and must find that at or past the start block. It is
+	// more than one of the listener's pages (5,000 blocks) so that the
+	// genesis events (the price, the batches) are processed in a page that
+	// a full node's start waits for, before bee registers its protocols:
+	// bee v2.8.1's batch service changes the chain state it shares with its
+	// readers in place, and events processed after the node started race
+	// with peers' status requests.
+	firstBlockMargin = 6000
 	// clientVersion is what web3_clientVersion answers.
 	clientVersion = "bps-devchain/v1"
 	// maxRequestSize bounds one JSON-RPC request body.
