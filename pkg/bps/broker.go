@@ -112,6 +112,11 @@ func (s *Service) handler(ctx context.Context, peer p2p.Peer, stream p2p.Stream)
 	if join.Addr != nil {
 		ack.Challenge = s.challenge(sp, join.Addr)
 	}
+	// The Ack states this node's own depth in the cohort (SWIP-61, DESIGN
+	// §1.5): a broker is the root, 0.
+	m.c.mu.Lock()
+	ack.Depth = m.c.depth()
+	m.c.mu.Unlock()
 	s.metrics.Joins.WithLabelValues("OK").Inc()
 	s.trace(Event{Kind: EventJoin, Cohort: sp.String(), Peer: peer.Address, Status: pb.Status_OK.String()})
 	if m.isPub.Load() && sp.explicit() {
@@ -133,7 +138,7 @@ const statusEnded = "ENDED"
 func (s *Service) tellEnded(ctx context.Context, peer p2p.Peer, stream p2p.Stream, sp *Spec, join *pb.Join, eos []byte) error {
 	s.metrics.Joins.WithLabelValues(statusEnded).Inc()
 	s.trace(Event{Kind: EventJoin, Cohort: sp.String(), Peer: peer.Address, Status: statusEnded})
-	ack := &pb.Ack{Status: pb.Status_OK}
+	ack := &pb.Ack{Status: pb.Status_OK, Depth: 0} // an ended cohort's root
 	if join.Addr != nil {
 		ack.Challenge = s.challenge(sp, join.Addr)
 	}

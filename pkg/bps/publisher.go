@@ -175,7 +175,7 @@ func (s *Service) Publish(ctx context.Context, broker swarm.Address, sp *Spec, o
 		o.Joined()
 	}
 	p := &Publisher{
-		clientStream: newClientStream(s, broker, sp, stream),
+		clientStream: newClientStream(s, broker, sp, stream, ack.GetDepth()),
 		addr:         bytes.Clone(o.Addr),
 		sign:         o.Sign,
 		index:        o.Index,

@@ -404,13 +404,15 @@ type clientStream struct {
 	spec    *Spec
 	started time.Time
 
+	stated uint32 // the parent's depth, as its Ack stated it; never written after creation
+
 	done chan struct{} // closed when the reader has ended
 	err  error         // why it ended; read after done
 }
 
-func newClientStream(s *Service, broker swarm.Address, sp *Spec, stream p2p.Stream) clientStream {
+func newClientStream(s *Service, broker swarm.Address, sp *Spec, stream p2p.Stream, stated uint32) clientStream {
 	return clientStream{peerStream: newPeerStream(stream, broker, codecBare, &s.opts),
-		s: s, spec: sp, started: time.Now(), done: make(chan struct{})}
+		s: s, spec: sp, started: time.Now(), stated: stated, done: make(chan struct{})}
 }
 
 func (cs *clientStream) abort() { cs.kill(nil) }

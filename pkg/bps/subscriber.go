@@ -121,11 +121,11 @@ func (sub *receiver) LivenessFaults() uint64 { return sub.faults.Load() }
 // join only; the subscription lives until Close, the broker ends it, or the
 // Service closes.
 func (s *Service) Subscribe(ctx context.Context, broker swarm.Address, sp *Spec) (*Subscription, error) {
-	stream, fr, _, err := s.join(ctx, broker, sp, &pb.Join{Cohort: sp.PB()})
+	stream, fr, ack, err := s.join(ctx, broker, sp, &pb.Join{Cohort: sp.PB()})
 	if err != nil {
 		return nil, err
 	}
-	sub := &Subscription{clientStream: newClientStream(s, broker, sp, stream)}
+	sub := &Subscription{clientStream: newClientStream(s, broker, sp, stream, ack.GetDepth())}
 	sub.receiver.init(&sub.clientStream, true)
 	if err := sub.run(sub.readOne, fr, func() { close(sub.c) }); err != nil {
 		return nil, err

@@ -6,6 +6,7 @@ package bps
 
 import (
 	"bytes"
+	"math"
 	"slices"
 	"sync"
 
@@ -31,14 +32,23 @@ func newLinks() links {
 }
 
 // depth is the node's depth in the cohort: 0 at the root, which has no
-// parent; one below its parents otherwise. A parent is a root until its Ack
-// states a depth (SWIP-61; SWIP-74 and SWIP-60 brokers state none), so a
-// node with a parent is at depth 1 today.
+// parent; one below its shallowest parent's stated depth otherwise (the
+// depth each parent's Ack stated, SWIP-61 and DESIGN §1.5; a SWIP-74 or
+// SWIP-60 broker states none, which reads as 0). It is stated for pricing
+// and inspection only: no routing decision trusts it. A parent that states
+// the largest depth leaves the node there rather than wrapping to 0.
 func (l *links) depth() uint32 {
 	if len(l.parents) == 0 {
 		return 0
 	}
-	return 1
+	shallowest := uint32(math.MaxUint32)
+	for cs := range l.parents {
+		shallowest = min(shallowest, cs.stated)
+	}
+	if shallowest == math.MaxUint32 {
+		return shallowest
+	}
+	return shallowest + 1
 }
 
 // childPeers lists the overlays of the peers whose streams are children

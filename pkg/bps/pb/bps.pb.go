@@ -578,11 +578,16 @@ func (x *Candidate) GetUnderlays() [][]byte {
 
 // Broker -> peer, answering Join. A non-OK Ack ends the stream.
 type Ack struct {
-	state         protoimpl.MessageState `protogen:"open.v1"`
-	Status        Status                 `protobuf:"varint,1,opt,name=status,proto3,enum=bps.Status" json:"status,omitempty"`
-	Challenge     []byte                 `protobuf:"bytes,2,opt,name=challenge,proto3" json:"challenge,omitempty"`   // S, iff OK and addr was declared
-	Candidates    []*Candidate           `protobuf:"bytes,6,rep,name=candidates,proto3" json:"candidates,omitempty"` // SWIP-61: where to attach instead
-	Multihop      bool                   `protobuf:"varint,7,opt,name=multihop,proto3" json:"multihop,omitempty"`    // both set: the stream switches to Frame
+	state      protoimpl.MessageState `protogen:"open.v1"`
+	Status     Status                 `protobuf:"varint,1,opt,name=status,proto3,enum=bps.Status" json:"status,omitempty"`
+	Challenge  []byte                 `protobuf:"bytes,2,opt,name=challenge,proto3" json:"challenge,omitempty"`   // S, iff OK and addr was declared
+	Candidates []*Candidate           `protobuf:"bytes,6,rep,name=candidates,proto3" json:"candidates,omitempty"` // SWIP-61: where to attach instead
+	Multihop   bool                   `protobuf:"varint,7,opt,name=multihop,proto3" json:"multihop,omitempty"`    // both set: the stream switches to Frame
+	// SWIP-61: the answering node's own depth in the cohort when it accepts
+	// (the root says 0; a relay, its shallowest parent's stated depth + 1).
+	// Stated for pricing and inspection only: no routing decision trusts it.
+	// A SWIP-74/60 peer omits it, which reads as 0 (a broker).
+	Depth         uint32 `protobuf:"varint,8,opt,name=depth,proto3" json:"depth,omitempty"`
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache
 }
@@ -643,6 +648,13 @@ func (x *Ack) GetMultihop() bool {
 		return x.Multihop
 	}
 	return false
+}
+
+func (x *Ack) GetDepth() uint32 {
+	if x != nil {
+		return x.Depth
+	}
+	return 0
 }
 
 // The single-owner chunk, whole:
@@ -1080,14 +1092,15 @@ const file_bps_proto_rawDesc = "" +
 	"\tCandidate\x12\x18\n" +
 	"\aoverlay\x18\x01 \x01(\fR\aoverlay\x12\x14\n" +
 	"\x05depth\x18\x02 \x01(\rR\x05depth\x12\x1c\n" +
-	"\tunderlays\x18\x03 \x03(\fR\tunderlays\"\xa6\x01\n" +
+	"\tunderlays\x18\x03 \x03(\fR\tunderlays\"\xbc\x01\n" +
 	"\x03Ack\x12#\n" +
 	"\x06status\x18\x01 \x01(\x0e2\v.bps.StatusR\x06status\x12\x1c\n" +
 	"\tchallenge\x18\x02 \x01(\fR\tchallenge\x12.\n" +
 	"\n" +
 	"candidates\x18\x06 \x03(\v2\x0e.bps.CandidateR\n" +
 	"candidates\x12\x1a\n" +
-	"\bmultihop\x18\a \x01(\bR\bmultihopJ\x04\b\x03\x10\x04J\x04\b\x04\x10\x05J\x04\b\x05\x10\x06\"7\n" +
+	"\bmultihop\x18\a \x01(\bR\bmultihop\x12\x14\n" +
+	"\x05depth\x18\b \x01(\rR\x05depthJ\x04\b\x03\x10\x04J\x04\b\x04\x10\x05J\x04\b\x05\x10\x06\"7\n" +
 	"\aMessage\x12\x18\n" +
 	"\aaddress\x18\x01 \x01(\fR\aaddress\x12\x12\n" +
 	"\x04data\x18\x02 \x01(\fR\x04data\"l\n" +

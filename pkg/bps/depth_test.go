@@ -1,0 +1,130 @@
+// Copyright 2026 The BPS Authors. All rights reserved.
+// Use of this source code is governed by a BSD-style
+// license that can be found in the LICENSE file.
+
+package bps_test
+
+import (
+	"context"
+	"io"
+	"math"
+	"slices"
+	"testing"
+
+	"github.com/ethersphere/bee/v2/pkg/p2p"
+	"github.com/ethersphere/bee/v2/pkg/swarm"
+	"github.com/ethersphere/bps/pkg/bps"
+	"github.com/ethersphere/bps/pkg/bps/pb"
+	"github.com/ethersphere/bps/pkg/bps/streamtest"
+	"google.golang.org/protobuf/encoding/protodelim"
+)
+
+// TestAckDepthBroker: a broker's Ack states depth 0 (SWIP-61, DESIGN §1.5)
+// and the subscriber that reads it sits one level below: over the wire, the
+// subscriber's Tree shows depth 1 under the broker, the broker's depth 0
+// with the subscriber as its child.
+func TestAckDepthBroker(t *testing.T) {
+	t.Parallel()
+	_, broker, cl := cluster(t, bps.Options{}, 2)
+	admin := newKey(t)
+	sp := feedSpec(t, "ack-depth-broker", admin)
+
+	if ack := openRaw(t, cl[1], broker).join(&pb.Join{Cohort: sp.PB()}); ack.GetStatus() != pb.Status_OK || ack.GetDepth() != 0 {
+		t.Fatalf("broker's Ack: %v, want OK at depth 0", ack)
+	}
+	sub := subscribe(t, cl[0], broker, sp)
+	defer func() { _ = sub.Close() }()
+	broker.rec.waitN(t, 2, "both joins", kind(bps.EventJoin))
+
+	pos := cl[0].svc.Tree()
+	if len(pos) != 1 || pos[0].Depth != 1 || len(pos[0].Parents) != 1 || !pos[0].Parents[0].Equal(broker.Overlay()) {
+		t.Fatalf("subscriber: %+v, want depth 1 under the broker", pos)
+	}
+	want := []swarm.Address{cl[0].Overlay(), cl[1].Overlay()}
+	slices.SortFunc(want, func(a, b swarm.Address) int { return a.Compare(b) })
+	root := broker.svc.Tree()
+	if len(root) != 1 || root[0].Depth != 0 || len(root[0].Parents) != 0 ||
+		!slices.EqualFunc(root[0].Children, want, swarm.Address.Equal) {
+		t.Fatalf("broker: %+v, want the root at depth 0 with children %v", root, want)
+	}
+}
+
+// statingParent is a node that answers every Join OK stating depth, then
+// holds the stream until the joiner closes it.
+func statingParent(t *testing.T, net *streamtest.Network, depth uint32) *streamtest.Node {
+	t.Helper()
+	nd := net.NewNode()
+	if err := nd.AddProtocol(p2p.ProtocolSpec{Name: bps.ProtocolName, Version: bps.ProtocolVersion,
+		StreamSpecs: []p2p.StreamSpec{{Name: bps.StreamName, Handler: func(_ context.Context, _ p2p.Peer, s p2p.Stream) error {
+			r := newByteReader(s)
+			if err := protodelim.UnmarshalFrom(r, new(pb.Join)); err != nil {
+				return err
+			}
+			if _, err := s.Write(bps.EncodeFrame(&pb.Ack{Status: pb.Status_OK, Depth: depth})); err != nil {
+				return err
+			}
+			if _, err := io.Copy(io.Discard, r); err != nil {
+				return s.Reset()
+			}
+			return s.FullClose()
+		}}}}); err != nil {
+		t.Fatal(err)
+	}
+	return nd
+}
+
+// TestAckDepthStated: a node's depth is one below its shallowest parent's
+// stated depth; a parent stating the largest depth leaves the node there
+// rather than wrapping it to the root's 0.
+func TestAckDepthStated(t *testing.T) {
+	t.Parallel()
+	net := newNetwork(t)
+	admin := newKey(t)
+	sp := feedSpec(t, "ack-depth-stated", admin)
+	deep, shallow, top := statingParent(t, net, 4), statingParent(t, net, 2), statingParent(t, net, math.MaxUint32)
+	client := newNode(t, net, bps.Options{})
+	for _, p := range []*streamtest.Node{deep, shallow, top} {
+		if err := net.Connect(client.Node, p); err != nil {
+			t.Fatal(err)
+		}
+	}
+	depth := func(what string, want uint32, parents ...*streamtest.Node) {
+		t.Helper()
+		pos := client.svc.Tree()
+		overlays := make([]swarm.Address, 0, len(parents))
+		for _, p := range parents {
+			overlays = append(overlays, p.Overlay())
+		}
+		slices.SortFunc(overlays, func(a, b swarm.Address) int { return a.Compare(b) })
+		if len(pos) != 1 || pos[0].Depth != want || !slices.EqualFunc(pos[0].Parents, overlays, swarm.Address.Equal) {
+			t.Fatalf("%s: %+v, want depth %d under %v", what, pos, want, overlays)
+		}
+	}
+	sub := func(p *streamtest.Node) *bps.Subscription {
+		t.Helper()
+		s, err := client.svc.Subscribe(ctxT(t), p.Overlay(), sp)
+		if err != nil {
+			t.Fatal(err)
+		}
+		return s
+	}
+
+	subTop := sub(top)
+	depth("under a parent at the largest depth", math.MaxUint32, top)
+	subDeep := sub(deep)
+	depth("under parents at depths 4 and max", 5, deep, top)
+	subShallow := sub(shallow)
+	depth("under parents at depths 2, 4 and max", 3, deep, shallow, top)
+	if err := subShallow.Close(); err != nil {
+		t.Fatal(err)
+	}
+	depth("the shallow parent gone", 5, deep, top)
+	for _, s := range []*bps.Subscription{subDeep, subTop} {
+		if err := s.Close(); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if pos := client.svc.Tree(); len(pos) != 0 {
+		t.Fatalf("every parent gone: %+v, want no position", pos)
+	}
+}
