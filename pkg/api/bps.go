@@ -269,6 +269,13 @@ type topicInfo struct {
 	Addr     string `json:"addr,omitempty"`   // publisher: the address it publishes as
 	Streams  int    `json:"streams"`          // p2p streams behind the entry
 
+	// The node's place in the cohort's tree (SWIP-61), per cohort: a
+	// broker's entry is the root; a node's subscriber and publisher entries
+	// of one cohort share one position.
+	Depth    uint32   `json:"depth"`    // 0 at the root; one below the shallowest parent's stated depth
+	Parents  []string `json:"parents"`  // the nodes this one receives the cohort from, hex overlays
+	Children int      `json:"children"` // the nodes this one fans the cohort out to
+
 	// broker
 	Subscribers *int         `json:"subscribers,omitempty"`
 	Publishers  *int         `json:"publishers,omitempty"`
@@ -322,9 +329,29 @@ type audienceInfo struct {
 
 func ptr[T any](v T) *T { return &v }
 
+// position fills in the entry's place in its cohort's tree; a zero Position
+// (the stream or cohort ended in between) reads as the root alone.
+func (t *topicInfo) position(p bps.Position) {
+	t.Depth, t.Children = p.Depth, len(p.Children)
+	t.Parents = make([]string, len(p.Parents))
+	for i, a := range p.Parents {
+		t.Parents[i] = a.String()
+	}
+}
+
 // topicsHandler serves GET /pubsub/: the cohorts this node brokers, then the
 // subscriber and publisher streams its sessions share.
 func (s *Server) topicsHandler(w http.ResponseWriter, _ *http.Request) {
+	// Tree lists the cohorts this node brokers (the roots), then those it
+	// follows, each cohort once per kind.
+	roots, follows := make(map[string]bps.Position), make(map[string]bps.Position)
+	for _, p := range s.svc.Tree() {
+		if len(p.Parents) == 0 {
+			roots[string(p.Spec.Canonical())] = p
+		} else {
+			follows[string(p.Spec.Canonical())] = p
+		}
+	}
 	a := s.svc.Audience()
 	out := topicsResponse{Topics: []topicInfo{}, Audience: audienceInfo{
 		StreamsPerCohort:    a.StreamsPerCohort,
@@ -338,6 +365,7 @@ func (s *Server) topicsHandler(w http.ResponseWriter, _ *http.Request) {
 		t := specInfo(c.Spec)
 		t.Role = "broker"
 		t.Streams = c.Subscribers + c.Publishers
+		t.position(roots[string(c.Spec.Canonical())])
 		for _, p := range s.svc.CohortPeers(c.Spec) {
 			t.Connections = append(t.Connections, p.String())
 		}
@@ -365,6 +393,7 @@ func (s *Server) topicsHandler(w http.ResponseWriter, _ *http.Request) {
 		t.Sessions = ptr(st.Sessions)
 		t.Streams = 1
 		t.Broker = st.Broker.String()
+		t.position(follows[string(st.Spec.Canonical())])
 		if st.Publisher {
 			t.Addr = hex.EncodeToString(st.Addr)
 			t.Sent = ptr(st.Sent)
