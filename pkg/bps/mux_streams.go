@@ -470,8 +470,11 @@ func (e *PubStream) end(err error) {
 
 // reclaim claims again on a silent stream once the node holds a roster
 // naming the address it did not hold before (SWIP-60: a roster naming it
-// is the cue to claim again). A silent stream is certainly not a
-// publisher stream, so the claim cannot land on one.
+// is the cue to claim again). The broker may already have taken the claim
+// it held for this stream when it accepted that roster, so this claim can
+// land on a stream the broker has upgraded: the broker reads it as a
+// redundant claim (verified, cursor moved, nothing else), never as a
+// publication.
 func (e *PubStream) reclaim() error {
 	st := e.room.Service()
 	if !e.room.Rostered(e.addr) || st.Next <= e.claimed {
