@@ -247,6 +247,7 @@ type Service struct {
 	cursors    *cursorCache // client side: per (topic, admin)
 	challenges *lru[[]byte] // client side: S held per (broker, cohort, address)
 	tree       *tree        // client side: the parents of the cohorts this node follows
+	pricing    *pricing     // charging for depth on bee's accounting; nil: free (pricing.go)
 	ctx        context.Context
 	cancel     context.CancelFunc
 	wg         sync.WaitGroup // every goroutine the service owns
