@@ -13,3 +13,6 @@ func cpuTime() time.Duration { return 0 }
 
 // loadAverage is not measured on this platform.
 func loadAverage() float64 { return -1 }
+
+// peakRSS is not measured on this platform.
+func peakRSS() float64 { return -1 }

@@ -8,6 +8,7 @@ package main
 
 import (
 	"os"
+	"runtime"
 	"strconv"
 	"strings"
 	"syscall"
@@ -39,4 +40,17 @@ func loadAverage() float64 {
 		return -1
 	}
 	return v
+}
+
+// peakRSS is the process's peak resident set size in bytes (-1: unknown).
+// Linux reports it in KiB, macOS in bytes.
+func peakRSS() float64 {
+	var ru syscall.Rusage
+	if err := syscall.Getrusage(syscall.RUSAGE_SELF, &ru); err != nil {
+		return -1
+	}
+	if runtime.GOOS == "darwin" {
+		return float64(ru.Maxrss)
+	}
+	return float64(ru.Maxrss) * 1024
 }

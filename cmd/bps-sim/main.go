@@ -29,6 +29,7 @@ import (
 	"os"
 	"os/signal"
 	"runtime/pprof"
+	"strings"
 	"time"
 )
 
@@ -51,12 +52,16 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 	durFlag(fs, &sc.Duration, "duration", "how long the publishers publish")
 	fs.IntVar(&sc.Payload, "payload", sc.Payload, "payload bytes per update (8 to 4096)")
 	durFlag(fs, &sc.Latency, "latency", "one-way latency of every link")
+	durFlag(fs, &sc.Latency, "link-latency", "the same as -latency")
 	fs.Int64Var(&sc.Bandwidth, "bandwidth", sc.Bandwidth, "bytes per second per link direction (0: unlimited)")
 	fs.Int64Var(&sc.Uplink, "uplink", sc.Uplink, "bytes per second per node, all its links together (0: unlimited)")
 	fs.Float64Var(&sc.Loss, "loss", sc.Loss, "probability a write is lost and retransmitted 200ms later")
 	fs.Float64Var(&sc.Churn, "churn", sc.Churn, "subscriber node restarts per second, network-wide")
 	durFlag(fs, &sc.Downtime, "downtime", "how long a churned or killed node stays down")
 	fs.Float64Var(&sc.KillBrokers, "kill-brokers", sc.KillBrokers, "fraction of brokers killed halfway through and restarted after -downtime")
+	fs.IntVar(&sc.RelayCapacity, "relay-capacity", sc.RelayCapacity, "children a subscriber accepts per cohort as a relay (SWIP-61; 0: it does not relay)")
+	fs.IntVar(&sc.Parents, "parents", sc.Parents, "parents a subscriber keeps: 1 or 2")
+	fs.Float64Var(&sc.FailRelays, "fail-relays", sc.FailRelays, "fraction of relays killed halfway through (they stay down)")
 	durFlag(fs, &sc.BackoffMin, "backoff-min", "the clients' shortest backoff")
 	durFlag(fs, &sc.BackoffMax, "backoff-max", "the clients' longest backoff")
 	fs.IntVar(&sc.QueueLen, "queue", sc.QueueLen, "outbound queue per subscriber stream, in frames")
@@ -65,6 +70,9 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 	asJSON := fs.Bool("json", false, "write the result as JSON to stdout, and the table to stderr")
 	pngPath := fs.String("png", "", "write the latency CDF as a PNG to this file")
 	cpuProfile := fs.String("cpuprofile", "", "write a CPU profile of the run to this file")
+	treePath := fs.String("tree", "", "draw the cohorts' trees as they were at the end of the run to this file: SVG, or an HTML page if it ends in .html")
+	treeSample := fs.Int("tree-sample", 0, fmt.Sprintf("nodes drawn per depth, at most (0: every node up to %d nodes, %d per depth above)", autoFull, autoPerDepth))
+	treeCohorts := fs.Int("tree-cohorts", 1, "how many cohorts -tree draws, the first ones")
 	if err := fs.Parse(args); err != nil {
 		return err
 	}
@@ -104,6 +112,11 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 			return err
 		}
 	}
+	if *treePath != "" {
+		if err := writeTreeFile(*treePath, res, *treeSample, *treeCohorts); err != nil {
+			return err
+		}
+	}
 	if *asJSON {
 		if err := writeTable(stderr, res); err != nil {
 			return err
@@ -111,6 +124,31 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 		return writeJSON(stdout, res)
 	}
 	return writeTable(stdout, res)
+}
+
+// writeTreeFile draws the first k cohorts' trees of res to path.
+func writeTreeFile(path string, res *Result, perDepth, k int) error {
+	trees := res.Trees[:min(max(k, 1), len(res.Trees))]
+	sc := res.Scenario
+	o := treeOptions{
+		PerDepth: perDepth,
+		Parents:  sc.Parents,
+		Title: fmt.Sprintf("bps-sim: %d nodes, relay capacity %d, %d parent%s, %s links, %.0f%% of relays failed",
+			res.Build.Nodes, sc.RelayCapacity, sc.Parents, plural(sc.Parents), sc.Latency, 100*sc.FailRelays),
+	}
+	f, err := os.Create(path)
+	if err != nil {
+		return err
+	}
+	write := writeTreeSVG
+	if strings.HasSuffix(strings.ToLower(path), ".html") {
+		write = writeTreeHTML
+	}
+	if err := write(f, trees, o); err != nil {
+		_ = f.Close()
+		return fmt.Errorf("write %s: %w", path, err)
+	}
+	return f.Close()
 }
 
 // durFlag binds a Dur to a duration flag.

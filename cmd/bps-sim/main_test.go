@@ -28,7 +28,8 @@ func TestRun(t *testing.T) {
 	args := []string{"-nodes", "40", "-fanout", "16", "-rate", "10", "-duration", "400ms", "-latency", "5ms", "-drain", "5s"}
 
 	var table, stderr bytes.Buffer
-	if err := run(context.Background(), args, &table, &stderr); err != nil {
+	htmlPath := filepath.Join(dir, "tree.html")
+	if err := run(context.Background(), append(args, "-tree", htmlPath, "-tree-cohorts", "3"), &table, &stderr); err != nil {
 		t.Fatalf("run: %v\n%s", err, stderr.String())
 	}
 	for _, want := range []string{"delivery ratio  1.0000", "latency", "joins", "OK 37", "counters", "queue_reset 0", "depth"} {
@@ -37,9 +38,24 @@ func TestRun(t *testing.T) {
 		}
 	}
 
+	// The tree: three stars, every node drawn, an edge from each member to
+	// its broker, the depths labelled.
+	page, err := os.ReadFile(htmlPath)
+	if err != nil {
+		t.Fatal(err)
+	}
+	tree := countSVG(t, page)
+	if tree.nodes != 40 || tree.p1 != 37 || tree.p2+tree.lost+tree.stubs+tree.failed != 0 ||
+		strings.Join(tree.depthLabels, ",") != "depth 0,depth 1,depth 0,depth 1,depth 0,depth 1" ||
+		tree.rows[0] != [3]int{3, 3, 0} || tree.rows[1] != [3]int{37, 37, 0} {
+		t.Fatalf("tree: %d nodes, %d edges, %d second, %d lost, %d stubs, %d failed; depths %q, rows %v",
+			tree.nodes, tree.p1, tree.p2, tree.lost, tree.stubs, tree.failed, tree.depthLabels, tree.rows)
+	}
+
 	var out bytes.Buffer
 	pngPath := filepath.Join(dir, "cdf.png")
-	if err := run(context.Background(), append(args, "-json", "-png", pngPath), &out, &stderr); err != nil {
+	svgPath := filepath.Join(dir, "tree.svg")
+	if err := run(context.Background(), append(args, "-json", "-png", pngPath, "-tree", svgPath), &out, &stderr); err != nil {
 		t.Fatalf("run -json: %v", err)
 	}
 	var res Result
@@ -50,6 +66,17 @@ func TestRun(t *testing.T) {
 		res.Deliveries != res.Expected || res.Depth[1] != res.Deliveries || len(res.Latency.CDF) != cdfPoints {
 		t.Fatalf("nodes %d, cohorts %d, published %d, ratio %.3f, deliveries %d of %d expected, %d in flight, depth %v, %d CDF points",
 			res.Build.Nodes, res.Cohorts, res.Published, res.DeliveryRatio, res.Deliveries, res.Expected, res.InFlight, res.Depth, len(res.Latency.CDF))
+	}
+	if tr := res.Tree; tr.NodesByDepth[0] != 3 || tr.NodesByDepth[1] != 37 || tr.Parents[1] != 37 || tr.KeptParent != 34 ||
+		tr.LostKept != 0 || tr.JoinRoundTripsP50 != 1 || tr.FloorRatioP50 < 1 || tr.WireRatio < 1 {
+		t.Fatalf("tree %+v", tr)
+	}
+	svg, err := os.ReadFile(svgPath)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if tree := countSVG(t, svg); tree.nodes != 14 || tree.p1 != 13 || len(tree.depthLabels) != 2 {
+		t.Fatalf("the first cohort's tree: %d nodes, %d edges, depths %q", tree.nodes, tree.p1, tree.depthLabels)
 	}
 	if res.Latency.P50 < res.Scenario.Latency*2 {
 		t.Fatalf("p50 %s below two hops of %s", res.Latency.P50, res.Scenario.Latency)
@@ -97,7 +124,8 @@ func TestRunChurn(t *testing.T) {
 
 func TestFlags(t *testing.T) {
 	t.Parallel()
-	for _, args := range [][]string{{"-nodes", "2"}, {"-payload", "4"}, {"-loss", "2"}, {"extra"}, {"-latency", "soon"}} {
+	for _, args := range [][]string{{"-nodes", "2"}, {"-payload", "4"}, {"-loss", "2"}, {"extra"}, {"-latency", "soon"},
+		{"-parents", "3"}, {"-fail-relays", "1.5"}, {"-relay-capacity", "-1"}} {
 		var out, stderr bytes.Buffer
 		if err := run(context.Background(), args, &out, &stderr); err == nil {
 			t.Fatalf("%q: want an error", args)

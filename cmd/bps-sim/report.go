@@ -84,12 +84,16 @@ type Result struct {
 	WireBytesPerDelivery   float64           `json:"wire_bytes_per_delivery"`   // every byte on every link during the run
 	BrokerBytesPerDelivery float64           `json:"broker_bytes_per_delivery"` // written by brokers, whole run
 	CPUPerDelivery         Dur               `json:"cpu_per_delivery"`
-	Depth                  map[int]uint64    `json:"depth"`    // deliveries by depth below the root
+	Depth                  map[int]uint64    `json:"depth"`    // deliveries by the subscriber's depth at the end (-1: not in the tree)
 	Joins                  map[string]uint64 `json:"joins"`    // brokers' answers by status
 	Clients                map[string]uint64 `json:"clients"`  // subscribers' and publishers' outcomes
 	Counters               map[string]uint64 `json:"counters"` // SWIP-74's eight and the node's own
 	Churned                uint64            `json:"churned"`  // subscriber restarts
 	BrokersKilled          uint64            `json:"brokers_killed"`
+	PeakRSSMiB             float64           `json:"peak_rss_mib"` // the process's peak resident set (-1: unknown)
+
+	Tree  TreeResult   `json:"tree"`
+	Trees []CohortTree `json:"-"` // every cohort's tree as the run left it (-tree draws them)
 }
 
 // Build is what building and joining the network cost.
@@ -190,7 +194,6 @@ func (s *sim) collect(res *Result, wireBytes uint64, end time.Time) {
 	} else {
 		res.BrokerBytesPerDelivery = 0
 	}
-	res.Depth = map[int]uint64{1: res.Deliveries} // SWIP-74: one hop
 
 	s.counts.mu.Lock()
 	res.Joins, res.Clients, res.Counters = map[string]uint64{}, map[string]uint64{}, map[string]uint64{}
@@ -292,7 +295,7 @@ func writeTable(w io.Writer, res *Result) error {
 	row("join", "%s for %d member streams (%d of %d subscribers joined); %s heap + %s stack/stream, %.1f goroutines/stream",
 		res.Build.JoinTime, res.Build.Streams, res.Build.Subscribed, res.Build.Nodes-res.Cohorts*(1+sc.Publishers),
 		bytesOf(res.Build.HeapPerStream), bytesOf(res.Build.StackPerStream), res.Build.GoroutinesPerStream)
-	row("memory", "%.0f MiB from the OS at the end", res.Build.SysMiB)
+	row("memory", "%.0f MiB from the OS at the end, peak RSS %s", res.Build.SysMiB, mib(res.PeakRSSMiB))
 	row("publications", "%d sent, %d accepted, %d skipped (no publisher stream)", res.Sent, res.Published, res.Skipped)
 	row("delivery ratio", "%.4f of %d while attached; %.4f of every (update, subscriber)", res.DeliveryRatio, res.Expected, res.DeliveryRatioAll)
 	if res.InFlight > 0 {
@@ -305,7 +308,24 @@ func writeTable(w io.Writer, res *Result) error {
 	row("bytes", "%.0f B/delivery on the wire, %.0f B/delivery written by brokers", res.WireBytesPerDelivery, res.BrokerBytesPerDelivery)
 	row("cpu", "%s over %s (%.0f%% of %d cores), %s/delivery; machine load average %s",
 		res.CPU, res.RunTime, 100*res.CPUUse, res.Cores, res.CPUPerDelivery, loadString(res.Load))
-	row("depth", "%s", mapString(res.Depth))
+	row("depth", "deliveries by the subscriber's depth: %s", mapString(res.Depth))
+	tr := res.Tree
+	row("tree", "nodes by depth: %s; relays %d (max fan-out %d); parents: %s; %d detached",
+		intMapString(tr.NodesByDepth), tr.Relays, tr.MaxFanout, intMapString(tr.Parents), tr.Detached)
+	if tr.FloorDeepest > 0 {
+		row("vs floor", "latency ÷ ((publisher + subscriber depth) × link latency): p50 %.2f, p99 %.2f; floor at the deepest subscriber %s",
+			tr.FloorRatioP50, tr.FloorRatioP99, tr.FloorDeepest)
+	}
+	if tr.SOCSize > 0 {
+		row("wire ÷ SOC", "%.2f (a %d B SOC per update)", tr.WireRatio, tr.SOCSize)
+	}
+	row("join time", "p50 %s, p99 %s%s; Join answers to the first OK: %s (median %d)",
+		tr.JoinTimeP50, tr.JoinTimeP99, rtts(tr.JoinTimeP50, sc.Latency), intMapString(tr.JoinRoundTrips), tr.JoinRoundTripsP50)
+	if tr.RelaysSeen > 0 || sc.FailRelays > 0 {
+		row("relays failed", "%d of %d", tr.RelaysFailed, tr.RelaysSeen)
+	}
+	row("kept a parent", "%d subscribers: %d updates lost (%d nodes lost any, at most %d at one); %d others (orphaned at some point): %d lost",
+		tr.KeptParent, tr.LostKept, tr.NodesLosing, tr.MaxLostKept, tr.Orphaned, tr.LostOrphaned)
 	row("joins", "%s", mapString(res.Joins))
 	row("clients", "%s", mapString(res.Clients))
 	row("counters", "%s", mapString(res.Counters))
@@ -364,4 +384,27 @@ func mapString[K int | string](m map[K]uint64) string {
 		return "-"
 	}
 	return strings.Join(parts, ", ")
+}
+
+func mib(v float64) string {
+	if v < 0 {
+		return "unknown"
+	}
+	return fmt.Sprintf("%.0f MiB", v)
+}
+
+// rtts says d in link round trips.
+func rtts(d, link Dur) string {
+	if link <= 0 {
+		return ""
+	}
+	return fmt.Sprintf(" (p50 %.1f link round trips)", float64(d)/float64(2*link))
+}
+
+func intMapString(m map[int]int) string {
+	u := make(map[int]uint64, len(m))
+	for k, v := range m {
+		u[k] = uint64(v)
+	}
+	return mapString(u)
 }

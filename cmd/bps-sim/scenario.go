@@ -41,6 +41,14 @@ type Scenario struct {
 	Downtime    Dur     `json:"downtime"`     // of a churned or killed node
 	KillBrokers float64 `json:"kill_brokers"` // fraction of brokers killed halfway, restarted after Downtime
 
+	// Multihop (SWIP-61): how many children a subscriber accepts as a relay
+	// (0: none, every subscriber joins the broker), how many parents it
+	// keeps, and the fraction of relays killed halfway through (they stay
+	// down).
+	RelayCapacity int     `json:"relay_capacity"`
+	Parents       int     `json:"parents"`
+	FailRelays    float64 `json:"fail_relays"`
+
 	BackoffMin Dur `json:"backoff_min"`
 	BackoffMax Dur `json:"backoff_max"`
 	QueueLen   int `json:"queue_len"`
@@ -64,6 +72,7 @@ func DefaultScenario() Scenario {
 		Payload:    1024,
 		Latency:    Dur(25 * time.Millisecond),
 		Downtime:   Dur(2 * time.Second),
+		Parents:    1,
 		BackoffMin: Dur(bps.DefaultBackoffMin),
 		BackoffMax: Dur(bps.DefaultBackoffMax),
 		QueueLen:   bps.DefaultQueueLen,
@@ -90,6 +99,12 @@ func (sc Scenario) validate() error {
 		return errors.New("kill-brokers must be in [0, 1]")
 	case sc.Churn < 0:
 		return errors.New("churn must not be negative")
+	case sc.RelayCapacity < 0:
+		return errors.New("relay-capacity must not be negative")
+	case sc.Parents < 1 || sc.Parents > 2:
+		return errors.New("parents must be 1 or 2")
+	case sc.FailRelays < 0 || sc.FailRelays > 1:
+		return errors.New("fail-relays must be in [0, 1]")
 	}
 	return nil
 }
@@ -121,8 +136,12 @@ type slot struct {
 	node      *bpsnet.Node
 	follower  *bpsnet.Follower
 	down      bool
-	intervals []interval // attached
-	seen      bitset     // indices received
+	failed    bool              // killed as a relay (-fail-relays); stays down
+	sub       *bps.Subscription // the current subscription
+	followed  time.Time         // when its first follower started
+	joinTime  time.Duration     // from then to its first subscription
+	intervals []interval        // attached
+	seen      bitset            // indices received
 	received  uint64
 	dups      uint64
 	latencies []time.Duration
@@ -130,9 +149,14 @@ type slot struct {
 
 type interval struct{ from, to time.Time } // to zero: still attached
 
-func (s *slot) joined() {
+func (s *slot) joined(sub *bps.Subscription) {
+	now := time.Now()
 	s.mu.Lock()
-	s.intervals = append(s.intervals, interval{from: time.Now()})
+	if len(s.intervals) == 0 {
+		s.joinTime = now.Sub(s.followed)
+	}
+	s.sub = sub
+	s.intervals = append(s.intervals, interval{from: now})
 	s.mu.Unlock()
 }
 
@@ -195,6 +219,13 @@ type sim struct {
 	sent    uint64
 	churned uint64
 	killed  uint64
+	socSize int // bytes of the SOC an update is (id, signature, span, payload)
+
+	failMu                   sync.Mutex            // guards the fields below
+	failed                   map[int][]failedRelay // by cohort: relays killed by -fail-relays
+	failedAt                 time.Time
+	relaysSeen, relaysFailed int
+	joinRTs                  map[string]*joinTrace // by joiner overlay: its first joins' answers
 }
 
 // Run runs the scenario and returns its result.
@@ -206,7 +237,12 @@ func Run(ctx context.Context, sc Scenario) (*Result, error) {
 	if err != nil {
 		return nil, err
 	}
-	s := &sim{sc: sc, counts: newCounts(), byKey: make(map[string]*cohortState), rng: rand.New(rand.NewPCG(uint64(sc.Seed), 0x5157))}
+	s := &sim{sc: sc, counts: newCounts(), byKey: make(map[string]*cohortState), rng: rand.New(rand.NewPCG(uint64(sc.Seed), 0x5157)),
+		failed: make(map[int][]failedRelay), joinRTs: make(map[string]*joinTrace)}
+	svcOpts := bps.Options{BackoffMin: time.Duration(sc.BackoffMin), BackoffMax: time.Duration(sc.BackoffMax), QueueLen: sc.QueueLen}
+	if err := applyRelays(&svcOpts, sc); err != nil {
+		return nil, err
+	}
 	res := &Result{Scenario: sc, Cohorts: layout.Cohorts}
 
 	// Build.
@@ -214,7 +250,7 @@ func Run(ctx context.Context, sc Scenario) (*Result, error) {
 	start := time.Now()
 	s.net = bpsnet.New(bpsnet.Options{
 		Seed:      sc.Seed,
-		Service:   bps.Options{BackoffMin: time.Duration(sc.BackoffMin), BackoffMax: time.Duration(sc.BackoffMax), QueueLen: sc.QueueLen},
+		Service:   svcOpts,
 		Transport: []streamtest.Option{streamtest.WithLinkConfig(streamtest.LinkConfig{Latency: time.Duration(sc.Latency), Bandwidth: sc.Bandwidth, Loss: sc.Loss})},
 		Tracer:    s.trace,
 	})
@@ -300,6 +336,10 @@ func Run(ctx context.Context, sc Scenario) (*Result, error) {
 		s.wg.Add(1)
 		go s.killBrokers(time.Duration(sc.Duration) / 2)
 	}
+	if sc.FailRelays > 0 {
+		s.wg.Add(1)
+		go s.failRelays(time.Duration(sc.Duration) / 2)
+	}
 	s.waitPublishers(pubs)
 	res.Drained = s.drain(ctx, time.Duration(sc.Drain))
 	res.RunTime = Dur(time.Since(start))
@@ -313,6 +353,7 @@ func Run(ctx context.Context, sc Scenario) (*Result, error) {
 	m3 := memNow()
 	res.Build.SysMiB = float64(m3.Sys) / (1 << 20)
 	end := time.Now()
+	s.snapshot(res) // the tree as the run left it, before anything stops
 
 	// Stop everything before reading what the slots saw.
 	for _, sl := range s.slots {
@@ -327,6 +368,11 @@ func Run(ctx context.Context, sc Scenario) (*Result, error) {
 		p.close()
 	}
 	s.collect(res, wire.Bytes-wire0.Bytes, end)
+	s.collectTree(res, wire.Bytes-wire0.Bytes, end)
+	res.PeakRSSMiB = peakRSS()
+	if res.PeakRSSMiB > 0 {
+		res.PeakRSSMiB /= 1 << 20
+	}
 	return res, nil
 }
 
@@ -335,9 +381,12 @@ func (s *sim) follow(sl *slot) error {
 	st := s.cohorts[sl.cohort]
 	sl.mu.Lock()
 	nd := sl.node
+	if sl.followed.IsZero() {
+		sl.followed = time.Now()
+	}
 	sl.mu.Unlock()
 	f, err := nd.Follow(st.c.Broker.Overlay(), st.c.Spec, bpsnet.FollowOptions{
-		OnJoin:    func(*bps.Subscription) { sl.joined(); s.counts.add("subscribe OK") },
+		OnJoin:    func(sub *bps.Subscription) { sl.joined(sub); s.counts.add("subscribe OK") },
 		OnDeliver: sl.deliver,
 		OnEnd: func(err error) {
 			sl.ended()
@@ -375,6 +424,7 @@ func (s *sim) trace(nd *bpsnet.Node, e bps.Event) {
 	switch e.Kind {
 	case bps.EventJoin:
 		s.counts.add("join " + e.Status)
+		s.traceJoin(e)
 	case bps.EventAccept:
 		if st := s.byKey[e.Cohort]; st != nil {
 			st.mu.Lock()
@@ -463,6 +513,9 @@ func (p *publisher) run(duration, period, phase time.Duration) {
 			p.sim.counts.add("publish failed")
 			continue
 		}
+		p.sim.mu.Lock()
+		p.sim.socSize = len(msg.GetData())
+		p.sim.mu.Unlock()
 		sent := false
 		for _, ps := range p.streams {
 			if ps != nil && ps.Send(p.sim.ctx, msg) == nil {

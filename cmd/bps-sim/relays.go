@@ -1,0 +1,20 @@
+// Copyright 2026 The BPS Authors. All rights reserved.
+// Use of this source code is governed by a BSD-style
+// license that can be found in the LICENSE file.
+
+package main
+
+import (
+	"errors"
+
+	"github.com/ethersphere/bps/pkg/bps"
+)
+
+// applyRelays sets the service options of a multihop run. This pkg/bps has
+// no relays yet: every subscriber joins its broker (SWIP-74).
+func applyRelays(_ *bps.Options, sc Scenario) error {
+	if sc.RelayCapacity > 0 || sc.Parents > 1 {
+		return errors.New("-relay-capacity and -parents 2 need a pkg/bps with relays (SWIP-61)")
+	}
+	return nil
+}
