@@ -62,6 +62,8 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 	fs.IntVar(&sc.RelayCapacity, "relay-capacity", sc.RelayCapacity, "children a subscriber accepts per cohort as a relay (SWIP-61; 0: it does not relay)")
 	fs.IntVar(&sc.Parents, "parents", sc.Parents, "parents a subscriber keeps: 1 or 2")
 	fs.Float64Var(&sc.FailRelays, "fail-relays", sc.FailRelays, "fraction of relays killed halfway through (they stay down)")
+	fs.Float64Var(&sc.JoinRate, "join-rate", sc.JoinRate, "subscribers starting per second (0: all at once)")
+	durFlag(fs, &sc.JoinWait, "join-wait", "with relays, how long to wait for every subscriber to have a parent before publishing")
 	durFlag(fs, &sc.BackoffMin, "backoff-min", "the clients' shortest backoff")
 	durFlag(fs, &sc.BackoffMax, "backoff-max", "the clients' longest backoff")
 	fs.IntVar(&sc.QueueLen, "queue", sc.QueueLen, "outbound queue per subscriber stream, in frames")

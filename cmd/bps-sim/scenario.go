@@ -48,6 +48,8 @@ type Scenario struct {
 	RelayCapacity int     `json:"relay_capacity"`
 	Parents       int     `json:"parents"`
 	FailRelays    float64 `json:"fail_relays"`
+	JoinRate      float64 `json:"join_rate"` // subscribers starting per second; 0: all at once
+	JoinWait      Dur     `json:"join_wait"` // with relays, how long to wait for every subscriber to have a parent
 
 	BackoffMin Dur `json:"backoff_min"`
 	BackoffMax Dur `json:"backoff_max"`
@@ -73,6 +75,7 @@ func DefaultScenario() Scenario {
 		Latency:    Dur(25 * time.Millisecond),
 		Downtime:   Dur(2 * time.Second),
 		Parents:    1,
+		JoinWait:   Dur(2 * time.Minute),
 		BackoffMin: Dur(bps.DefaultBackoffMin),
 		BackoffMax: Dur(bps.DefaultBackoffMax),
 		QueueLen:   bps.DefaultQueueLen,
@@ -105,6 +108,8 @@ func (sc Scenario) validate() error {
 		return errors.New("parents must be 1 or 2")
 	case sc.FailRelays < 0 || sc.FailRelays > 1:
 		return errors.New("fail-relays must be in [0, 1]")
+	case sc.JoinRate < 0:
+		return errors.New("join-rate must not be negative")
 	}
 	return nil
 }
@@ -281,18 +286,48 @@ func Run(ctx context.Context, sc Scenario) (*Result, error) {
 	g1 := runtime.NumGoroutine()
 
 	// Join: every subscriber follows its cohort, every publisher claims.
+	// Subscribers arrive at JoinRate per second, or all at once.
 	start = time.Now()
-	for _, sl := range s.slots {
+	var pace time.Duration
+	if sc.JoinRate > 0 {
+		pace = time.Duration(float64(time.Second) / sc.JoinRate)
+	}
+	for k, sl := range s.slots {
+		if pace > 0 && k > 0 {
+			t := time.NewTimer(time.Until(start.Add(time.Duration(k) * pace)))
+			select {
+			case <-t.C:
+			case <-ctx.Done():
+				t.Stop()
+				return nil, ctx.Err()
+			}
+		}
 		if err := s.follow(sl); err != nil {
 			return nil, err
 		}
 	}
-	// Wait for every subscriber's first answer: OK, or FULL where the
-	// layout puts more subscribers in a cohort than its broker admits.
-	for _, sl := range s.slots {
-		if err := sl.follower.WaitAttempts(ctx, 1); err != nil {
-			return nil, err
+	if sc.RelayCapacity > 0 {
+		// Through the tree: wait, at most JoinWait, until every subscriber
+		// has a parent; a Subscribe met with a bare FULL is retried after
+		// the backoff.
+		wctx, cancel := context.WithTimeout(ctx, time.Duration(sc.JoinWait))
+		for _, sl := range s.slots {
+			if err := sl.follower.WaitJoins(wctx, 1); err != nil && ctx.Err() != nil {
+				cancel()
+				return nil, err
+			}
 		}
+		cancel()
+	} else {
+		// Wait for every subscriber's first answer: OK, or FULL where the
+		// layout puts more subscribers in a cohort than its broker admits.
+		for _, sl := range s.slots {
+			if err := sl.follower.WaitAttempts(ctx, 1); err != nil {
+				return nil, err
+			}
+		}
+	}
+	for _, sl := range s.slots {
 		if sl.follower.Joins() > 0 {
 			res.Build.Subscribed++
 		}
