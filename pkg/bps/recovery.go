@@ -68,16 +68,22 @@ type follower struct {
 	ctx  context.Context // ended when the session leaves the room
 	stop context.CancelFunc
 
+	pot PotSession // the session recovers by pot descent (SWIP-65's pot profile)
+
 	mu   sync.Mutex
-	from *uint64           // a feed first seen past it is recovered from it
-	next map[string]uint64 // per owner: the lowest index not yet handed or reported
-	busy bool              // a recovery runs; live deliveries are held
+	from *uint64             // a feed first seen past it is recovered from it
+	next map[string]uint64   // per owner: the lowest index not yet handed or reported
+	last map[string]Delivery // pot profile, per owner: the latest update handed or planned, the anchor
+	busy bool                // a recovery runs; live deliveries are held
 	held []Delivery
 	dead bool
 }
 
 func newFollower(x *mux, sp *Spec, s Session, from *uint64) *follower {
 	f := &follower{x: x, spec: sp, s: s, next: make(map[string]uint64)}
+	if ps, ok := s.(PotSession); ok && ps.PotProfile() {
+		f.pot, f.last = ps, make(map[string]Delivery)
+	}
 	if from != nil {
 		v := *from
 		f.from = &v
@@ -96,8 +102,21 @@ const (
 )
 
 // plan decides what to do with d and moves the feed's next index; the
-// caller holds f.mu. For stepRecover, from … to is the gap.
-func (f *follower) plan(d Delivery) (st step, from, to uint64) {
+// caller holds f.mu. For stepRecover, from … to is the gap, and anchor the
+// update planned before d (pot profile only; nil if none).
+func (f *follower) plan(d Delivery) (st step, from, to uint64, anchor *Delivery) {
+	st, from, to = f.step(d)
+	if f.last != nil && st != stepDrop {
+		if a, ok := f.last[string(d.Owner)]; ok && st == stepRecover {
+			anchor = &a
+		}
+		f.last[string(d.Owner)] = d
+	}
+	return st, from, to, anchor
+}
+
+// step is plan's decision.
+func (f *follower) step(d Delivery) (st step, from, to uint64) {
 	o := string(d.Owner)
 	n, known := f.next[o]
 	if !known {
@@ -141,7 +160,7 @@ func (f *follower) Deliver(v *View) bool {
 		f.mu.Unlock()
 		return true
 	}
-	st, from, to := f.plan(d)
+	st, from, to, anchor := f.plan(d)
 	switch st {
 	case stepDrop:
 		f.mu.Unlock()
@@ -152,7 +171,7 @@ func (f *follower) Deliver(v *View) bool {
 	}
 	f.busy = true
 	f.mu.Unlock()
-	if !f.x.goOwned(func() { f.run(d, from, to) }) {
+	if !f.x.goOwned(func() { f.run(d, anchor, from, to) }) {
 		return false // the mux closed
 	}
 	return true
@@ -160,9 +179,9 @@ func (f *follower) Deliver(v *View) bool {
 
 // run recovers from … to before live, then what was held meanwhile, in
 // order, recovering again at each gap, until nothing is held.
-func (f *follower) run(live Delivery, from, to uint64) {
+func (f *follower) run(live Delivery, anchor *Delivery, from, to uint64) {
 	for {
-		if !f.recover(live.Owner, from, to) || !f.hand(live) {
+		if !f.recoverGap(live, anchor, from, to) || !f.hand(live) {
 			f.die()
 			return
 		}
@@ -176,7 +195,7 @@ func (f *follower) run(live Delivery, from, to uint64) {
 			live = f.held[0]
 			f.held = f.held[1:]
 			var st step
-			st, from, to = f.plan(live)
+			st, from, to, anchor = f.plan(live)
 			f.mu.Unlock()
 			if st == stepRecover {
 				break
@@ -206,12 +225,25 @@ func (f *follower) hand(d Delivery) bool {
 	return f.s.Deliver(v)
 }
 
-// recover retrieves updates from … to of owner's feed — the latest
-// RecoverMax of them, within RecoverTimeout, recoverParallel at a time —
+// recoverGap recovers updates from … to, missed before live, within
+// RecoverTimeout: by pot descent from live's payload if the session says
+// the pot profile, else by feed lookup. It reports false if the session
+// ended.
+func (f *follower) recoverGap(live Delivery, anchor *Delivery, from, to uint64) bool {
+	ctx, cancel := context.WithTimeout(f.ctx, f.x.opts.RecoverTimeout)
+	defer cancel()
+	if f.pot != nil {
+		return f.potRecover(ctx, f.pot, live, anchor, from, to)
+	}
+	return f.recover(ctx, live.Owner, from, to)
+}
+
+// recover retrieves updates from … to of owner's feed by feed lookup — the
+// latest RecoverMax of them, until ctx ends, recoverParallel at a time —
 // and hands them to the session in index order, each run of recovered
 // updates announced, each run of missing ones a gap. It reports false if
 // the session ended.
-func (f *follower) recover(owner []byte, from, to uint64) bool {
+func (f *follower) recover(ctx context.Context, owner []byte, from, to uint64) bool {
 	o := f.x.opts
 	gs, _ := f.s.(GapSession)
 	if to-from >= uint64(o.RecoverMax) {
@@ -222,8 +254,6 @@ func (f *follower) recover(owner []byte, from, to uint64) bool {
 		}
 		from = lost + 1
 	}
-	ctx, cancel := context.WithTimeout(f.ctx, o.RecoverTimeout)
-	defer cancel()
 	got := make([]*Delivery, to-from+1)
 	var wg sync.WaitGroup
 	sem := make(chan struct{}, recoverParallel)

@@ -1,0 +1,160 @@
+// Copyright 2026 The BPS Authors. All rights reserved.
+// Use of this source code is governed by a BSD-style
+// license that can be found in the LICENSE file.
+
+package bps
+
+import (
+	"context"
+	"encoding/binary"
+	"errors"
+	"fmt"
+
+	"github.com/ethersphere/bee/v2/pkg/soc"
+	"github.com/ethersphere/bee/v2/pkg/storage"
+	"github.com/ethersphere/bee/v2/pkg/swarm"
+	"github.com/ethersphere/bps/pkg/pot"
+)
+
+// PotSession is a GapSession on a cohort whose publishers' feeds carry the
+// pot profile (SWIP-65): a gap is recovered by descending the pot from the
+// payload of the update that revealed it — whose signature was verified —
+// each missed update's wrapped chunk retrieved once and checked by its hash
+// only, no SOC retrieved, no signature checked. A recovered update's
+// Delivery therefore carries no signature (its signature bytes are zero):
+// a session that shows signatures to its application must not say
+// PotProfile (it recovers by feed lookup, one SOC per missed update).
+type PotSession interface {
+	GapSession
+	// PotProfile reports whether the session recovers by pot descent.
+	PotProfile() bool
+	// Equivocation tells the session that a publisher's feed failed the
+	// anchor check: the pot of the update that revealed a gap does not
+	// extend the update the session holds at its last index (two signed
+	// histories), or is not a pot. The missed updates are then recovered
+	// by feed lookup, each signature checked. false: the session ended.
+	Equivocation(ctx context.Context, err *EquivocationError) bool
+}
+
+// EquivocationError is SWIP-65's protocol error: the pot carried by update
+// Top of Owner's feed does not reference, where it belongs, the update the
+// follower verified at Index, its last before the gap (Err wraps
+// pot.ErrAnchor); or it is no well-formed pot (pot.ErrMalformed,
+// pot.ErrVersion, pot.ErrInconsistent). Either way the owner signed it.
+type EquivocationError struct {
+	Owner []byte
+	Index uint64
+	Top   uint64
+	Err   error
+}
+
+func (e *EquivocationError) Error() string {
+	return fmt.Sprintf("bps: equivocation on the feed of %x: update %d's pot does not extend update %d: %v", e.Owner, e.Top, e.Index, e.Err)
+}
+
+func (e *EquivocationError) Unwrap() error { return e.Err }
+
+// publisherFault reports whether a pot error is the publisher's: what a
+// node it signed references hashes right and is wrong.
+func publisherFault(err error) bool {
+	return errors.Is(err, pot.ErrAnchor) || errors.Is(err, pot.ErrMalformed) ||
+		errors.Is(err, pot.ErrVersion) || errors.Is(err, pot.ErrInconsistent)
+}
+
+// storageGetter is the node's Storage as bee's storage.Getter.
+type storageGetter struct{ st Storage }
+
+func (g storageGetter) Get(ctx context.Context, addr swarm.Address) (swarm.Chunk, error) {
+	return g.st.Fetch(ctx, addr)
+}
+
+var _ storage.Getter = storageGetter{}
+
+// deliveryTop reads a delivery's payload as a pot node and its wrapped
+// chunk's address; false if it is none (a feed without the profile).
+func deliveryTop(d Delivery) (*pot.Node, swarm.Address, bool) {
+	if len(d.Data) < socHeaderSize || binary.LittleEndian.Uint64(d.Span()) != uint64(len(d.Payload())) {
+		return nil, swarm.ZeroAddress, false
+	}
+	n, ref, err := potTop(d.Payload())
+	return n, ref, err == nil
+}
+
+// potRecover recovers updates from … to of live's owner's feed by descent
+// from live's payload (live is update to+1), with the anchor check against
+// anchor, the update the session holds at from-1 (nil: none, the session
+// resumed from an index). The latest RecoverMax are recovered, the older
+// ones are a gap. What descent cannot reach (storage lacks a node, or the
+// pot begins after from) is recovered by feed lookup; a publisher fault is
+// told to the session, and the whole gap recovered by feed lookup. It
+// reports false if the session ended.
+func (f *follower) potRecover(ctx context.Context, ps PotSession, live Delivery, anchor *Delivery, from, to uint64) bool {
+	owner := live.Owner
+	top, ref, ok := deliveryTop(live)
+	if !ok {
+		return f.recover(ctx, owner, from, to)
+	}
+	gap := pot.Gap{Top: top, TopRef: ref, Missed: int(to - from + 1)}
+	if anchor != nil && anchor.Index+1 == from {
+		if n, r, ok := deliveryTop(*anchor); ok {
+			gap.Anchor = &pot.Anchor{Key: n.Key(), Ref: r}
+		}
+	}
+	max := f.x.opts.RecoverMax
+	rec, err := pot.Recover(ctx, storageGetter{f.x.opts.Storage}, gap, max)
+	f.x.metrics.RecoveryFetches.Add(float64(rec.Retrievals))
+	if publisherFault(err) {
+		e := &EquivocationError{Owner: owner, Index: from - 1, Top: live.Index, Err: err}
+		if !ps.Equivocation(f.ctx, e) {
+			return false
+		}
+		return f.recover(ctx, owner, from, to)
+	}
+
+	first := from // the oldest update recovered; older ones are a gap
+	if to-from >= uint64(max) {
+		first = to - uint64(max) + 1
+		f.x.metrics.RecoveryGaps.Add(float64(first - from))
+		if !ps.Gap(f.ctx, owner, from, first-1) {
+			return false
+		}
+	}
+	lo := to + 1 - uint64(len(rec.Elements)) // descent covers lo … to
+	if lo > first && !f.recover(ctx, owner, first, lo-1) {
+		return false
+	}
+	if len(rec.Elements) == 0 {
+		return true
+	}
+	if !ps.Recovered(f.ctx, owner, lo, to) {
+		return false
+	}
+	for i, e := range rec.Elements {
+		d, err := potDelivery(f.spec, owner, lo+uint64(i), e.Node.Bytes())
+		if err != nil {
+			return false
+		}
+		if !f.hand(d) {
+			return false
+		}
+		f.x.metrics.Recovered.Inc()
+	}
+	return true
+}
+
+// potDelivery is update index of owner's feed recovered by pot descent:
+// the wire form of a feed update (the bare index in the id slot) around
+// its wrapped chunk — span ‖ payload, the node's canonical bytes, which is
+// what the chunk held — with no signature (zero bytes): descent does not
+// retrieve the SOC.
+func potDelivery(sp *Spec, owner []byte, index uint64, payload []byte) (Delivery, error) {
+	addr, err := soc.CreateAddress(FeedID(sp.Topic, index), owner)
+	if err != nil {
+		return Delivery{}, err
+	}
+	data := make([]byte, socHeaderSize+len(payload))
+	binary.BigEndian.PutUint64(data[bareIndexZeros:idSize], index)
+	binary.LittleEndian.PutUint64(data[idSize+swarm.SocSignatureSize:socHeaderSize], uint64(len(payload)))
+	copy(data[socHeaderSize:], payload)
+	return Delivery{Index: index, Address: addr, Owner: owner, Data: data, Recovered: true}, nil
+}
