@@ -191,6 +191,7 @@ func (s *Service) refuse(ctx context.Context, peer p2p.Peer, stream p2p.Stream, 
 // member's queue (first the Ack), the reader handles what the peer sends in
 // its role. Both are owned here; serve returns after both have stopped.
 func (s *Service) serve(ctx context.Context, m *member, fr *frameReader, ack []byte) error {
+	s.priceChild(&m.peerStream, fr, ack) // charging for depth: pricing.go
 	writerDone := make(chan error, 1)
 	if !s.goOwned(func() { writerDone <- m.writeLoop(ack) }) {
 		m.kill(errServiceClosed)

@@ -35,6 +35,10 @@ var errMalformed = errors.New("malformed frame")
 type frameReader struct {
 	src ioErrRecorder
 	r   *bufio.Reader
+	// onFrame, if set, is told every frame readRaw reads whole; its error
+	// is readRaw's (charging for depth: pricing.go). Set before the
+	// stream's reader starts.
+	onFrame func(b []byte) error
 }
 
 // ioErrRecorder remembers the first error of the underlying stream, so that a
@@ -93,6 +97,11 @@ func (fr *frameReader) readRaw() ([]byte, error) {
 		_, err = io.ReadFull(fr.r, b)
 		if errors.Is(err, io.EOF) {
 			err = io.ErrUnexpectedEOF // the prefix was read: EOF is mid-frame
+		}
+	}
+	if err == nil && fr.onFrame != nil {
+		if err := fr.onFrame(b); err != nil {
+			return nil, err
 		}
 	}
 	if err == nil {

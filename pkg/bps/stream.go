@@ -13,6 +13,7 @@ import (
 	"sync/atomic"
 	"time"
 
+	"github.com/ethersphere/bee/v2/pkg/accounting"
 	"github.com/ethersphere/bee/v2/pkg/p2p"
 	"github.com/ethersphere/bee/v2/pkg/swarm"
 )
@@ -49,10 +50,10 @@ type peerStream struct {
 	wmu     sync.Mutex // an on-demand writer: guards writing and pushes
 	writing bool
 
-	// charge, if set, is told the price of every priced frame once it is
-	// written: the hook for charging for depth (docs/design.md), which
-	// bee's accounting will take. Nothing prices a frame or sets it yet.
-	charge func(peer swarm.Address, p price)
+	// meter, if set, charges for depth on bee's accounting (pricing.go):
+	// the writer prepares the charge of the Messages of a batch before
+	// writing it and applies it after. Set before the writer starts.
+	meter *meter
 }
 
 func newPeerStream(stream p2p.Stream, peer swarm.Address, c codec, o *Options) peerStream {
@@ -60,24 +61,17 @@ func newPeerStream(stream p2p.Stream, peer swarm.Address, c codec, o *Options) p
 		writeTimeout: o.WriteTimeout, endGrace: o.EndGrace, quit: make(chan struct{})}
 }
 
-// price is what a frame costs the stream's receiver (docs/design.md,
-// charging for depth), in bee's accounting units; 0: not priced.
-type price uint64
-
 // outFrame is one frame queued to a stream. b is a bare frame, encoded
 // once for every stream it is queued to; the stream's codec puts it in the
 // envelope where the stream negotiated one. svc is the service index + 1 of
 // a service SOC, 0 otherwise. end: the cohort ended; the writer writes b, if
-// any, then closes the stream. price is what the frame costs, told to the
-// stream's charge hook once written. done, if set, is told the write's
-// outcome.
+// any, then closes the stream. done, if set, is told the write's outcome.
 type outFrame struct {
-	b     []byte
-	kind  frameKind
-	svc   uint64
-	end   bool
-	price price
-	done  chan error
+	b    []byte
+	kind frameKind
+	svc  uint64
+	end  bool
+	done chan error
 }
 
 // written reports whether the writer has told f's outcome, and the outcome.
@@ -233,6 +227,19 @@ func (ps *peerStream) putBatch(t *watchdog, bt *batch) (last bool, err error) {
 	if end {
 		ps.ending.Store(true)
 	}
+	var charge accounting.Action
+	var price uint64
+	if ps.meter != nil {
+		priced := 0
+		for i := range frames {
+			if pricedOut(&frames[i]) {
+				priced++
+			}
+		}
+		if charge, price, err = ps.meter.prepareWrite(priced); err != nil {
+			return ps.failBatch(frames, err)
+		}
+	}
 	var b []byte
 	var buf *[]byte
 	for _, f := range frames {
@@ -255,15 +262,17 @@ func (ps *peerStream) putBatch(t *watchdog, bt *batch) (last bool, err error) {
 		*buf = b[:0]
 		batchBufs.Put(buf)
 	}
+	if charge != nil {
+		if err != nil {
+			charge.Cleanup()
+		} else if err = ps.meter.apply(charge, price); err != nil {
+			return ps.failBatch(frames, err)
+		}
+	}
 	for i := range frames {
 		f := &frames[i]
-		if f.b != nil {
-			if f.done != nil {
-				f.done <- err
-			}
-			if err == nil && f.price > 0 && ps.charge != nil {
-				ps.charge(ps.peer, f.price)
-			}
+		if f.b != nil && f.done != nil {
+			f.done <- err
 		}
 		if err == nil && f.svc > 0 {
 			ps.told.Store(f.svc)
@@ -285,11 +294,25 @@ func (ps *peerStream) putBatch(t *watchdog, bt *batch) (last bool, err error) {
 	return false, nil
 }
 
+// failBatch ends the stream with err, which bee's accounting gave for the
+// batch's charge: every frame of the batch is told err, as a failed write.
+func (ps *peerStream) failBatch(frames []outFrame, err error) (bool, error) {
+	for i := range frames {
+		if f := &frames[i]; f.b != nil && f.done != nil {
+			f.done <- err
+		}
+		frames[i] = outFrame{}
+	}
+	ps.kill(err)
+	return true, err
+}
+
 // writeLoop is the resident writer of a child's stream: it writes first
 // (the Ack, always bare) and then every queued frame, in batches, until the
 // stream ends. The cohort's end is the last frame: the writer writes
 // END_OF_STREAM, if the stream receives it, closes our side and returns.
 func (ps *peerStream) writeLoop(first []byte) error {
+	defer ps.meter.done()
 	t := ps.writeTimer()
 	defer t.Stop()
 	if err := ps.write(t, first); err != nil {
@@ -462,9 +485,11 @@ func (cs *clientStream) Spec() *Spec { return cs.spec }
 // one frame, and an error ends the stream.
 func (cs *clientStream) run(read func(fr *frameReader) error, fr *frameReader, onEnd func()) error {
 	s := cs.s
+	s.priceParent(cs, fr)
 	s.tree.addParent(cs)
 	ok := s.goOwned(func() {
 		defer close(cs.done)
+		defer cs.meter.done()
 		defer s.tree.removeParent(cs)
 		defer onEnd()
 		var err error
@@ -496,6 +521,7 @@ func (cs *clientStream) run(read func(fr *frameReader) error, fr *frameReader, o
 		s.streamEnded(cs.peer, cs.spec, cs.started, cs.err)
 	})
 	if !ok {
+		cs.meter.done()
 		s.tree.removeParent(cs)
 		_ = cs.stream.Reset()
 		close(cs.done)

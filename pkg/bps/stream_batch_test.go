@@ -45,12 +45,12 @@ func TestStreamBatch(t *testing.T) {
 	for _, cd := range []codec{codecBare, codecEnvelope} {
 		st := &countStream{}
 		ps := newPeerStream(st, peer, cd, &Options{QueueLen: 8, WriteTimeout: DefaultWriteTimeout})
-		var charged []price
-		ps.charge = func(_ swarm.Address, p price) { charged = append(charged, p) }
+		acc := new(recAccounting)
+		ps.meter = meterParent(acc, peer, 3)
 		var want []byte
 		var dones []chan error
 		for i := range 5 {
-			f := outFrame{b: rawFrame(10+i, byte(i)), kind: kindMessage, price: price(i + 1), svc: uint64(i), done: make(chan error, 1)}
+			f := outFrame{b: rawFrame(10+i, byte(i)), kind: kindMessage, svc: uint64(i), done: make(chan error, 1)}
 			dones = append(dones, f.done)
 			want = append(want, cd.out(f)...)
 			if !ps.offer(f) {
@@ -76,8 +76,10 @@ func TestStreamBatch(t *testing.T) {
 				t.Fatalf("codec %d: frame %d told %v", cd, i, err)
 			}
 		}
-		if len(charged) != 5 || charged[0] != 1 || charged[4] != 5 {
-			t.Fatalf("codec %d: charged %v", cd, charged)
+		// One charge for the batch's five Messages, prepared before the
+		// write and applied after it.
+		if prepared, applied, cleaned := acc.record(); len(prepared) != 1 || prepared[0] != 15 || len(applied) != 1 || applied[0] != 15 || cleaned != 1 {
+			t.Fatalf("codec %d: prepared %v, applied %v, released %d; want one charge of 15", cd, prepared, applied, cleaned)
 		}
 		if ps.told.Load() != 4 {
 			t.Fatalf("codec %d: told %d, want 4", cd, ps.told.Load())
@@ -142,10 +144,11 @@ func TestStreamBatchBounds(t *testing.T) {
 func TestStreamBatchFails(t *testing.T) {
 	peer := swarm.MustParseHexAddress("ca1e9f3938cc1425c6061b96ad9eb93e134dfe8734ad490164ef20af9d1cf59c")
 	ps := newPeerStream(&bufStream{fail: true}, peer, codecBare, &Options{QueueLen: 3, WriteTimeout: DefaultWriteTimeout})
-	ps.charge = func(swarm.Address, price) { t.Error("charged for a frame not written") }
+	acc := new(recAccounting)
+	ps.meter = meterParent(acc, peer, 1)
 	var dones []chan error
 	for i := range 3 {
-		f := outFrame{b: rawFrame(5, byte(i)), price: 1, svc: 7, done: make(chan error, 1)}
+		f := outFrame{b: rawFrame(5, byte(i)), svc: 7, done: make(chan error, 1)}
 		dones = append(dones, f.done)
 		ps.offer(f)
 	}
@@ -172,6 +175,9 @@ func TestStreamBatchFails(t *testing.T) {
 	}
 	if ps.reason == nil {
 		t.Fatal("killed without a reason")
+	}
+	if prepared, applied, cleaned := acc.record(); len(prepared) != 1 || len(applied) != 0 || cleaned != 1 {
+		t.Fatalf("prepared %v, applied %v, released %d; want one charge prepared and released, none applied", prepared, applied, cleaned)
 	}
 }
 

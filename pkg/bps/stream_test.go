@@ -33,36 +33,34 @@ func (*bufStream) Reset() error                 { return nil }
 func (*bufStream) Headers() p2p.Headers         { return nil }
 func (*bufStream) ResponseHeaders() p2p.Headers { return nil }
 
-// TestStreamPut: the writer puts a frame in the stream's codec, and tells
-// the charge hook a priced frame's price only once it is written.
+// TestStreamPut: the writer puts a frame in the stream's codec, prepares the
+// charge of a Message before the write and applies it only once written; a
+// claim is free.
 func TestStreamPut(t *testing.T) {
 	frame := encodeFrame(&pb.Message{Address: bytes.Repeat([]byte{1}, 32), Data: []byte("data")})
 	peer := swarm.MustParseHexAddress("ca1e9f3938cc1425c6061b96ad9eb93e134dfe8734ad490164ef20af9d1cf59c")
 	for _, tc := range []struct {
-		name    string
-		cd      codec
-		price   price
-		fail    bool
-		charged []price
+		name     string
+		cd       codec
+		kind     frameKind
+		fail     bool
+		prepared int
+		applied  []uint64
 	}{
-		{"bare, unpriced", codecBare, 0, false, nil},
-		{"bare, priced", codecBare, 3, false, []price{3}},
-		{"envelope, priced", codecEnvelope, 5, false, []price{5}},
-		{"priced, the write fails", codecBare, 7, true, nil},
+		{"bare, a claim", codecBare, kindClaim, false, 0, nil},
+		{"bare, a message", codecBare, kindMessage, false, 1, []uint64{5}},
+		{"envelope, a message", codecEnvelope, kindMessage, false, 1, []uint64{5}},
+		{"envelope, a claim", codecEnvelope, kindClaim, false, 0, nil},
+		{"a message, the write fails", codecBare, kindMessage, true, 1, nil},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			st := &bufStream{fail: tc.fail}
 			ps := newPeerStream(st, peer, tc.cd, &Options{QueueLen: 1, WriteTimeout: DefaultWriteTimeout})
-			var charged []price
-			ps.charge = func(p swarm.Address, pr price) {
-				if !p.Equal(peer) {
-					t.Errorf("charged %s, want %s", p, peer)
-				}
-				charged = append(charged, pr)
-			}
+			acc := new(recAccounting)
+			ps.meter = meterParent(acc, peer, 5)
 			tm := ps.writeTimer()
 			defer tm.Stop()
-			f := outFrame{b: frame, kind: kindMessage, price: tc.price}
+			f := outFrame{b: frame, kind: tc.kind}
 			last, err := ps.put(tm, f)
 			if tc.fail != (err != nil) || last != tc.fail {
 				t.Fatalf("put: last %v, err %v", last, err)
@@ -70,8 +68,9 @@ func TestStreamPut(t *testing.T) {
 			if !tc.fail && !bytes.Equal(st.Bytes(), tc.cd.out(f)) {
 				t.Fatalf("wrote %x, want %x", st.Bytes(), tc.cd.out(f))
 			}
-			if len(charged) != len(tc.charged) || (len(charged) > 0 && charged[0] != tc.charged[0]) {
-				t.Fatalf("charged %v, want %v", charged, tc.charged)
+			prepared, applied, cleaned := acc.record()
+			if len(prepared) != tc.prepared || len(applied) != len(tc.applied) || (len(applied) > 0 && applied[0] != tc.applied[0]) || cleaned != tc.prepared {
+				t.Fatalf("prepared %v, applied %v, released %d; want %d prepared, %v applied", prepared, applied, cleaned, tc.prepared, tc.applied)
 			}
 		})
 	}
