@@ -6,8 +6,10 @@ package main
 
 import (
 	"errors"
+	"sync/atomic"
 
 	"github.com/ethersphere/bps/pkg/bps"
+	"github.com/ethersphere/bps/pkg/bps/streamtest/bpsnet"
 )
 
 // applyRelays sets the service options of a multihop run. This pkg/bps has
@@ -17,4 +19,11 @@ func applyRelays(_ *bps.Options, sc Scenario) error {
 		return errors.New("-relay-capacity and -parents 2 need a pkg/bps with relays (SWIP-61)")
 	}
 	return nil
+}
+
+// withDialer returns the options of the node self will hold: this pkg/bps
+// joins only the broker it is given, to which the layout connects every
+// node, so there is nothing to dial.
+func withDialer(o bps.Options, _ *bpsnet.Network, _ *atomic.Pointer[bpsnet.Node]) bps.Options {
+	return o
 }

@@ -260,7 +260,7 @@ func Run(ctx context.Context, sc Scenario) (*Result, error) {
 		Tracer:    s.trace,
 	})
 	defer func() { _ = s.net.Close() }()
-	cs, err := s.net.NewCohorts(layout)
+	cs, err := s.newCohorts(layout, svcOpts)
 	if err != nil {
 		return nil, err
 	}
