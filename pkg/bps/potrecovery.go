@@ -158,3 +158,23 @@ func potDelivery(sp *Spec, owner []byte, index uint64, payload []byte) (Delivery
 	copy(data[socHeaderSize:], payload)
 	return Delivery{Index: index, Address: addr, Owner: owner, Data: data, Recovered: true}, nil
 }
+
+// extends is the anchor check of an update d that follows, with no gap,
+// the update prev the session holds of its feed: d's pot node must be the
+// whirl over prev's (PotCheck: the previous node at the fork where their
+// keys part, its forks below). No retrieval; one hash, prev's wrapped
+// chunk. nil if it is, or if the session does not follow the profile, or
+// prev carries no pot node (the feed took the profile up later). The
+// caller holds f.mu.
+func (f *follower) extends(d Delivery, prev *Delivery) *EquivocationError {
+	if f.pot == nil || prev == nil || prev.Index+1 != d.Index {
+		return nil
+	}
+	if _, _, ok := deliveryTop(*prev); !ok {
+		return nil
+	}
+	if err := PotCheck(prev.Payload(), d.Payload()); err != nil {
+		return &EquivocationError{Owner: d.Owner, Index: prev.Index, Top: d.Index, Err: fmt.Errorf("%w: %w", pot.ErrAnchor, err)}
+	}
+	return nil
+}

@@ -193,6 +193,46 @@ func TestSWIP65Item4Equivocation(t *testing.T) {
 	wantEvents(t, s2.await(t, 8), "0", "1", "2", "recovered 3-5", "3*", "4*", "5*", "6")
 }
 
+// TestSWIP65Item4EquivocationLive (SWIP-65 conformance item 4, with no
+// gap): an update whose pot does not extend the update just before it —
+// the anchor check at a gap of zero, no retrieval — is told to the
+// session before it is handed; the feed goes on from it. A feed whose
+// updates carry no pot node is not checked.
+func TestSWIP65Item4EquivocationLive(t *testing.T) {
+	t.Parallel()
+	r, k, sp, _ := potRoom(t, bps.MuxOptions{})
+	a := potUpdates(t, k, sp, make([]string, 3))
+	b := potUpdates(t, k, sp, []string{"", "", "2'", "3'", "4'"})
+	s := newPotSession()
+	r.Add(s, bps.MemberOptions{}, true)
+	for i := range 3 {
+		deliverPot(r, k, a, i)
+	}
+	deliverPot(r, k, b, 3)
+	deliverPot(r, k, b, 4)
+	wantEvents(t, s.await(t, 6), "0", "1", "2", "equivocation 2-3", "3'", "4'")
+	if !errors.Is(s.equivs[0], pot.ErrAnchor) || !errors.Is(s.equivs[0], bps.ErrNotPotStep) {
+		t.Fatalf("equivocation error %v", s.equivs[0])
+	}
+
+	plain, pk, psp, _ := potRoom(t, bps.MuxOptions{})
+	ps := newGapSession()
+	plain.Add(&potOn{ps}, bps.MemberOptions{}, true)
+	for i := range uint64(3) {
+		plain.Deliver(delivery(update(t, pk, psp, i, fmt.Sprint(i)), pk.addr, i, nil))
+	}
+	wantEvents(t, ps.await(t, 3), "0", "1", "2")
+}
+
+// potOn is a gapSession that says the pot profile, for a feed without it.
+type potOn struct{ *gapSession }
+
+func (potOn) PotProfile() bool { return true }
+
+func (p potOn) Equivocation(_ context.Context, err *bps.EquivocationError) bool {
+	return p.record("equivocation " + err.Error())
+}
+
 // TestPotRecoveryBounds: past RecoverMax the older missed updates are a
 // gap, the latest recovered by descent and the anchor sought by key; a
 // node storage cannot give stops the descent, and what lies below it is

@@ -102,12 +102,12 @@ const (
 )
 
 // plan decides what to do with d and moves the feed's next index; the
-// caller holds f.mu. For stepRecover, from … to is the gap, and anchor the
-// update planned before d (pot profile only; nil if none).
+// caller holds f.mu. For stepRecover, from … to is the gap. anchor is the
+// update of d's feed planned before d (pot profile only; nil if none).
 func (f *follower) plan(d Delivery) (st step, from, to uint64, anchor *Delivery) {
 	st, from, to = f.step(d)
 	if f.last != nil && st != stepDrop {
-		if a, ok := f.last[string(d.Owner)]; ok && st == stepRecover {
+		if a, ok := f.last[string(d.Owner)]; ok {
 			anchor = &a
 		}
 		f.last[string(d.Owner)] = d
@@ -166,22 +166,34 @@ func (f *follower) Deliver(v *View) bool {
 		f.mu.Unlock()
 		return true
 	case stepDeliver:
+		e := f.extends(d, anchor)
+		if e == nil {
+			f.mu.Unlock()
+			return f.s.Deliver(v)
+		}
+		from, to = 1, 0 // no gap: the equivocation is told first
+		anchor = nil
+		f.busy = true
 		f.mu.Unlock()
-		return f.s.Deliver(v)
+		if !f.x.goOwned(func() { f.run(d, nil, from, to, e) }) {
+			return false // the mux closed
+		}
+		return true
 	}
 	f.busy = true
 	f.mu.Unlock()
-	if !f.x.goOwned(func() { f.run(d, anchor, from, to) }) {
+	if !f.x.goOwned(func() { f.run(d, anchor, from, to, nil) }) {
 		return false // the mux closed
 	}
 	return true
 }
 
-// run recovers from … to before live, then what was held meanwhile, in
-// order, recovering again at each gap, until nothing is held.
-func (f *follower) run(live Delivery, anchor *Delivery, from, to uint64) {
+// run hands live after what comes before it — the equivocation e it
+// revealed, or the gap from … to it revealed — then what was held
+// meanwhile, in order, doing the same at each, until nothing is held.
+func (f *follower) run(live Delivery, anchor *Delivery, from, to uint64, e *EquivocationError) {
 	for {
-		if !f.recoverGap(live, anchor, from, to) || !f.hand(live) {
+		if !f.before(live, anchor, from, to, e) || !f.hand(live) {
 			f.die()
 			return
 		}
@@ -196,8 +208,12 @@ func (f *follower) run(live Delivery, anchor *Delivery, from, to uint64) {
 			f.held = f.held[1:]
 			var st step
 			st, from, to, anchor = f.plan(live)
+			e = nil
+			if st == stepDeliver {
+				e = f.extends(live, anchor)
+			}
 			f.mu.Unlock()
-			if st == stepRecover {
+			if st == stepRecover || e != nil {
 				break
 			}
 			if st == stepDeliver && !f.hand(live) {
@@ -223,6 +239,18 @@ func (f *follower) hand(d Delivery) bool {
 		return gs.DeliverWait(f.ctx, v)
 	}
 	return f.s.Deliver(v)
+}
+
+// before is what comes before live: the equivocation e, told to the
+// session, or the gap from … to (if from ≤ to), recovered.
+func (f *follower) before(live Delivery, anchor *Delivery, from, to uint64, e *EquivocationError) bool {
+	switch {
+	case e != nil:
+		return f.pot.Equivocation(f.ctx, e)
+	case from > to:
+		return true
+	}
+	return f.recoverGap(live, anchor, from, to)
 }
 
 // recoverGap recovers updates from … to, missed before live, within
