@@ -94,13 +94,16 @@ func (f *follower) potRecover(ctx context.Context, ps PotSession, live Delivery,
 	if !ok {
 		return f.recover(ctx, owner, from, to)
 	}
-	gap := pot.Gap{Top: top, TopRef: ref, Missed: int(to - from + 1)}
+	max := f.x.opts.RecoverMax
+	// Past max the exact count does not matter to the descent (the anchor
+	// is then sought by key), and an index far out must not overflow it.
+	missed := min(to-from+1, uint64(max)+1)
+	gap := pot.Gap{Top: top, TopRef: ref, Missed: int(missed)}
 	if anchor != nil && anchor.Index+1 == from {
 		if n, r, ok := deliveryTop(*anchor); ok {
 			gap.Anchor = &pot.Anchor{Key: n.Key(), Ref: r}
 		}
 	}
-	max := f.x.opts.RecoverMax
 	rec, err := pot.Recover(ctx, storageGetter{f.x.opts.Storage}, gap, max)
 	f.x.metrics.RecoveryFetches.Add(float64(rec.Retrievals))
 	if publisherFault(err) {

@@ -296,6 +296,32 @@ func TestPotHistory(t *testing.T) {
 	}
 }
 
+// TestPotRecoveryFarIndex: an update signed at an index far past the
+// session's (2⁴⁰ after a resume at 0) overflows nothing: the older missed
+// updates are one gap, the latest RecoverMax are sought by descent, and
+// what the pot does not hold is a gap too.
+func TestPotRecoveryFarIndex(t *testing.T) {
+	t.Parallel()
+	r, k, sp, st := potRoom(t, bps.MuxOptions{})
+	f := potUpdates(t, k, sp, make([]string, 5))
+	for i := range 4 {
+		f.store(t, st, sp, i, false)
+	}
+	const far = uint64(1) << 40
+	m, err := bps.FeedUpdate(k.signer, sp.Topic, far, f.payloads[4])
+	if err != nil {
+		t.Fatal(err)
+	}
+	s := newPotSession()
+	zero := uint64(0)
+	r.Add(s, bps.MemberOptions{From: &zero}, true)
+	r.Deliver(delivery(m, k.addr, far, nil))
+	first := far - bps.DefaultRecoverMax
+	wantEvents(t, s.await(t, 8),
+		fmt.Sprintf("gap 0-%d", first-1), fmt.Sprintf("gap %d-%d", first, far-5),
+		fmt.Sprintf("recovered %d-%d", far-4, far-1), "0*", "1*", "2*", "3*", "4")
+}
+
 // TestPotNextCheck: a publishing node takes, with the pot profile on, only
 // the node PotNext makes over the session's previous update: a payload
 // that drops a fork, or forks to another update, is refused.
