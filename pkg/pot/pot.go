@@ -27,8 +27,9 @@
 // node the reader trusts (over a feed: the payload of an update whose
 // signature it verified): each node retrieved is checked by hash only.
 // Ascending iteration is the whole history in publication order, every node
-// retrieved once; a seek by key retrieves one node per level, at most one
-// per bit in which the keys differ.
+// retrieved once; a lookup by key retrieves at most one node per level —
+// per bit in which the pot's keys differ, ⌈log₂ n⌉ + 1 for keys 0 … n−1 —
+// and a seek to the first key at or above one at most two per level.
 //
 // The serialization, version 1 (all integers big-endian):
 //
