@@ -132,6 +132,30 @@ type Options struct {
 	// connection's authenticated peer id before a claim is signed over its
 	// overlay.
 	PeerCheck func(ctx context.Context, peer p2p.Peer, stream p2p.Stream) error
+	// RelayCapacity is how many children this node accepts, per cohort it
+	// follows, as a relay (SWIP-61); 0: it does not relay, and answers a
+	// Join for a cohort it only follows as a node at capacity with no
+	// subtree. A broker's own fan-out is MaxStreamsPerCohort. Default 0.
+	RelayCapacity int
+	// ProbeWait bounds how long a node at capacity waits for its subtree's
+	// candidates before it answers a joiner (SWIP-61); a node forwarding a
+	// probe waits half of it. Default 2 s.
+	ProbeWait time.Duration
+	// SingleParent keeps every subscription single-parented (SWIP-61 allows
+	// it on self-indexed feeds, SWIP-65); by default a subscription keeps
+	// two parents when the tree can offer them.
+	SingleParent bool
+	// MaxLag is how many deliveries one parent may miss that its sister
+	// gave, among the last LagWindow the node accepted, before it is
+	// dropped as withholding and replaced (SWIP-61). Default 8.
+	MaxLag int
+	// Underlays, if set, returns this node's own underlay addresses, named
+	// in the candidates it offers and the reparents it sends.
+	Underlays func() [][]byte
+	// Connect, if set, connects this node to peer at underlays before it
+	// attaches there (a probe's candidate, a reparent's target); nil:
+	// peers are assumed reachable by overlay.
+	Connect func(ctx context.Context, peer swarm.Address, underlays [][]byte) error
 	// Logger is the node logger; default a no-op logger.
 	Logger log.Logger
 	// Tracer observes protocol events (tests, simulator); may be nil.
@@ -157,6 +181,8 @@ const (
 	DefaultEndedCohorts        = 1024
 	DefaultEndedTTL            = time.Hour
 	DefaultEndGrace            = 5 * time.Second
+	DefaultProbeWait           = 2 * time.Second
+	DefaultMaxLag              = 8
 )
 
 func (o *Options) setDefaults() {
@@ -181,6 +207,8 @@ func (o *Options) setDefaults() {
 	def(&o.EndedCohorts, DefaultEndedCohorts)
 	defd(&o.EndedTTL, DefaultEndedTTL)
 	defd(&o.EndGrace, DefaultEndGrace)
+	defd(&o.ProbeWait, DefaultProbeWait)
+	def(&o.MaxLag, DefaultMaxLag)
 	defd(&o.Inactivity, DefaultInactivity)
 	defd(&o.ClaimDeadline, DefaultClaimDeadline)
 	defd(&o.BlocklistDuration, p2p.DefaultBlocklistTime)
@@ -204,6 +232,8 @@ func (o *Options) validate() error {
 		"ClientCursors":       o.ClientCursors,
 		"DedupWindow":         o.DedupWindow,
 		"EndedCohorts":        o.EndedCohorts,
+		"RelayCapacity":       o.RelayCapacity,
+		"MaxLag":              o.MaxLag,
 	} {
 		if v < 0 {
 			return fmt.Errorf("bps: option %s must not be negative, got %d", name, v)
@@ -219,6 +249,7 @@ func (o *Options) validate() error {
 		"WriteTimeout":      o.WriteTimeout,
 		"EndedTTL":          o.EndedTTL,
 		"EndGrace":          o.EndGrace,
+		"ProbeWait":         o.ProbeWait,
 	} {
 		if v < 0 {
 			return fmt.Errorf("bps: option %s must not be negative, got %s", name, v)

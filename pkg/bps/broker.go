@@ -94,12 +94,20 @@ func (s *Service) handler(ctx context.Context, peer p2p.Peer, stream p2p.Stream)
 		ro, claim = rolePublisher, join.Claim
 	}
 
-	// This node does not serve the multihop envelope yet: its Ack leaves
-	// multihop unset, and every stream it answers stays bare.
-	ack := &pb.Ack{Status: pb.Status_OK}
+	// This node speaks the multihop envelope (SWIP-61): a joiner that
+	// does too gets it on its stream; any other stays bare.
+	if join.Multihop && join.Refer {
+		// A child asking where else to attach (SWIP-61, self-healing):
+		// candidates only, never a second stream to this node.
+		return s.refer(ctx, peer, stream, sp, join)
+	}
+	ack := &pb.Ack{Status: pb.Status_OK, Multihop: join.Multihop}
 	m, status, ended := s.reg.attach(peer.Address, stream, negotiated(join, ack), sp, join.Addr, ro, claim)
 	if ended != nil {
 		return s.tellEnded(ctx, peer, stream, sp, join, ended)
+	}
+	if status == pb.Status_FULL && join.Multihop {
+		return s.refer(ctx, peer, stream, sp, join)
 	}
 	if status != pb.Status_OK {
 		return s.refuse(ctx, peer, stream, status, join)
@@ -114,9 +122,7 @@ func (s *Service) handler(ctx context.Context, peer p2p.Peer, stream p2p.Stream)
 	}
 	// The Ack states this node's own depth in the cohort (SWIP-61, DESIGN
 	// §1.5): a broker is the root, 0.
-	m.c.mu.Lock()
-	ack.Depth = m.c.depth()
-	m.c.mu.Unlock()
+	ack.Depth = m.c.nodeDepth()
 	s.metrics.Joins.WithLabelValues("OK").Inc()
 	s.trace(Event{Kind: EventJoin, Cohort: sp.String(), Peer: peer.Address, Status: pb.Status_OK.String()})
 	if m.isPub.Load() && sp.explicit() {
@@ -168,6 +174,29 @@ func (s *Service) tellEnded(ctx context.Context, peer p2p.Peer, stream p2p.Strea
 // endDrainLimit bounds what a broker reads and drops from a stream after it
 // closed its side at the end of a cohort: frames in flight, not a flood.
 const endDrainLimit = 4 * MaxFrameSize
+
+// refer answers a multihop Join this node has no room for (SWIP-61): it
+// probes its subtree and answers FULL with the two shallowest free slots
+// found — bare FULL if none, or if this node has no subtree in the cohort.
+func (s *Service) refer(ctx context.Context, peer p2p.Peer, stream p2p.Stream, sp *Spec, join *pb.Join) error {
+	var cands []*pb.Candidate
+	if c := s.reg.live(sp); c != nil {
+		cands = s.probe(c, c.nodeDepth()+1, peer.Address, s.opts.ProbeWait)
+	}
+	if len(cands) == 0 {
+		return s.refuse(ctx, peer, stream, pb.Status_FULL, join)
+	}
+	s.metrics.Joins.WithLabelValues("REFERRED").Inc()
+	s.trace(Event{Kind: EventJoin, Cohort: sp.String(), Peer: peer.Address, Status: pb.Status_FULL.String(), Index: uint64(len(cands))})
+	frame := encodeFrame(&pb.Ack{Status: pb.Status_FULL, Candidates: cands, Multihop: true})
+	if err := s.withDeadline(ctx, stream, s.opts.WriteTimeout, func() error {
+		_, err := stream.Write(frame)
+		return err
+	}); err != nil {
+		return fmt.Errorf("write FULL ack: %w", err)
+	}
+	return nil
+}
 
 // refuse answers a Join with a non-OK status and ends the stream cleanly.
 func (s *Service) refuse(ctx context.Context, peer p2p.Peer, stream p2p.Stream, status pb.Status, join *pb.Join) error {

@@ -68,6 +68,11 @@ func (s *Service) join(ctx context.Context, broker swarm.Address, sp *Spec, join
 	case pb.Status_OK:
 		return stream, fr, ack, nil
 	case pb.Status_FULL:
+		if cands := validCandidates(ack.Candidates); len(cands) > 0 {
+			// A referral, not a refusal: the node at capacity found
+			// room in its subtree (SWIP-61), and no backoff applies.
+			return nil, nil, nil, &FullError{Candidates: cands}
+		}
 		s.backoff.fail(key)
 		return nil, nil, nil, ErrFull
 	case pb.Status_REJECTED:
@@ -98,4 +103,34 @@ func (s *Service) streamEnded(broker swarm.Address, sp *Spec, started time.Time,
 // now).
 func (s *Service) BackoffUntil(broker swarm.Address, sp *Spec) time.Time {
 	return s.backoff.until(broker.ByteString() + sp.key)
+}
+
+// FullError is a FULL answer that names where to attach instead: the two
+// shallowest free slots the answering node's probe found in its subtree
+// (SWIP-61). It is ErrFull to errors.Is.
+type FullError struct {
+	Candidates []*pb.Candidate
+}
+
+func (e *FullError) Error() string {
+	return fmt.Sprintf("%s, with %d candidates in its subtree", ErrFull, len(e.Candidates))
+}
+
+// Is makes a FullError ErrFull.
+func (e *FullError) Is(target error) bool { return target == ErrFull }
+
+// validCandidates keeps the well-formed candidates of an Ack, at most
+// maxCandidates: a 32-byte overlay, at most maxUnderlays underlays of at
+// most maxUnderlaySize bytes each.
+func validCandidates(cs []*pb.Candidate) []*pb.Candidate {
+	out := make([]*pb.Candidate, 0, min(len(cs), maxCandidates))
+	for _, c := range cs {
+		if len(out) == maxCandidates {
+			break
+		}
+		if candidateWellFormed(c) {
+			out = append(out, c)
+		}
+	}
+	return out
 }

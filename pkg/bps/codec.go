@@ -165,8 +165,11 @@ func negotiated(join *pb.Join, ack *pb.Ack) codec {
 type frameKind uint8
 
 const (
-	kindMessage frameKind = 1 // pb.Frame.message
-	kindClaim   frameKind = 2 // pb.Frame.claim
+	kindMessage    frameKind = 1 // pb.Frame.message
+	kindClaim      frameKind = 2 // pb.Frame.claim
+	kindProbe      frameKind = 3 // pb.Frame.probe
+	kindReparent   frameKind = 4 // pb.Frame.reparent
+	kindCandidates frameKind = 5 // pb.Frame.candidates
 )
 
 // out is what the stream writes for f: its bare bytes as they are, or

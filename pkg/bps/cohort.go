@@ -24,6 +24,7 @@ var (
 	errServiceClosed = errors.New("service closed")
 	errWriteTimeout  = errors.New("write timed out")
 	errEndGrace      = errors.New("peer kept its side open after the end of stream")
+	errRelayGone     = errors.New("this relay's subscription ended")
 )
 
 // role is what a stream is in its cohort.
@@ -62,6 +63,14 @@ type cohort struct {
 	timer      *time.Timer // inactivity
 	dead       bool
 	counters   counters
+
+	// A relay's cohort (SWIP-61): up is the subscription whose deliveries
+	// it fans out and up which it forwards its children's publications;
+	// nil at the root.
+	up     *Subscription
+	probes map[uint64]*probeWait // open probes by nonce
+	closed []uint64              // recently closed probe nonces
+	gone   chan struct{}         // closed when the last child left, if a graceful leave waits for it
 }
 
 // member is one stream attached to a cohort at this broker: a child of the
@@ -174,6 +183,14 @@ func (r *registry) accept(c *cohort, pub publication, frame []byte) bool {
 	}
 	c.accepted++
 	c.lastAccept = time.Now()
+	r.fanOut(c, pub, frame, svc)
+	return true
+}
+
+// fanOut queues frame on every member that is neither silent nor a
+// publisher stream bound to the publication's owner; a full queue resets
+// that stream, and nobody blocks. The caller holds c.mu.
+func (r *registry) fanOut(c *cohort, pub publication, frame []byte, svc uint64) {
 	delivered := 0
 	for m := range c.children {
 		// After END_OF_STREAM every stream closes, those that do not
@@ -196,7 +213,6 @@ func (r *registry) accept(c *cohort, pub publication, frame []byte) bool {
 		}
 	}
 	r.s.metrics.Delivered.Add(float64(delivered))
-	return true
 }
 
 // ingest is the one way a frame from a stream enters the cohort at this
@@ -218,6 +234,8 @@ func (c *cohort) ingest(f *pb.Frame, from *member) error {
 		return s.takeClaim(from, k.Claim)
 	case *pb.Frame_Message:
 		return c.publication(k.Message, from)
+	case *pb.Frame_Candidates:
+		return c.candidates(from, k.Candidates)
 	default:
 		s.count(c, CounterWrongStream)
 		return violationf("a %T frame travelled up", f.Kind)
@@ -227,13 +245,32 @@ func (c *cohort) ingest(f *pb.Frame, from *member) error {
 // publication is ingest's path for a publication on a publisher stream.
 func (c *cohort) publication(msg *pb.Message, from *member) error {
 	s := c.r.s
-	if !from.isPub.Load() {
+	// A child that speaks the envelope may carry publications of its
+	// subtree up its subscriber stream (SWIP-61): each is judged on its
+	// own hash, signature and owner, against the roster this node holds.
+	relayed := !from.isPub.Load() && from.codec == codecEnvelope
+	if !from.isPub.Load() && !relayed {
 		s.count(c, CounterWrongStream)
 		return violationf("subscriber stream sent a publication")
 	}
-	// from.addr is not written again once isPub is set.
-	addr := from.addr
-	pub, v := check(c.spec, msg, addr, cohortAuthority{r: c.r, c: c})
+	var addr []byte
+	if !relayed {
+		addr = from.addr // not written again once isPub is set
+	}
+	var auth authority = cohortAuthority{r: c.r, c: c}
+	if c.up != nil {
+		auth = relayAuthority{c: c}
+	}
+	pub, v := check(c.spec, msg, addr, auth)
+	if c.up != nil && v == accepted {
+		// A relay forwards what passes the stateless checks up every
+		// parent; the root validates and dedups (SWIP-61).
+		if c.up.forwardUp(encodeFrame(&pb.Message{Address: msg.Address, Data: msg.Data})) > 0 {
+			s.metrics.Forwarded.Inc()
+			s.trace(Event{Kind: EventForward, Cohort: c.spec.String(), Peer: from.peer, Index: pub.index})
+		}
+		return nil
+	}
 	if v == accepted && !c.r.accept(c, pub, encodeFrame(&pb.Message{Address: msg.Address, Data: msg.Data})) {
 		v = retransmit // a duplicate, or another publisher stream got there first
 	}
@@ -250,6 +287,11 @@ func (c *cohort) publication(msg *pb.Message, from *member) error {
 		return nil
 	}
 	s.count(c, v.counter())
+	if relayed {
+		// A relay that forwards everything is conformant (SWIP-61 item
+		// 11): what fails here is dropped, never held against the relay.
+		return nil
+	}
 	if v == wrongOwner {
 		// A revoked publisher is tolerated until the roster revoking it
 		// has been written to its stream; after that it is a violation.

@@ -77,6 +77,13 @@ type metrics struct {
 
 	ClientReceived prometheus.Counter
 	ClientDropped  prometheus.Counter
+
+	Probes     prometheus.Counter
+	Reparents  prometheus.Counter
+	Withheld   prometheus.Counter
+	Faults     prometheus.Counter
+	Forwarded  prometheus.Counter
+	ParentLost prometheus.Counter
 }
 
 func newMetrics() metrics {
@@ -111,6 +118,13 @@ func newMetrics() metrics {
 
 		ClientReceived: counter("client_received", "Deliveries accepted by this node's subscriptions."),
 		ClientDropped:  counter("client_dropped", "Deliveries dropped by this node's subscriptions (stale or invalid)."),
+
+		Probes:     counter("probes", "Subtree probes this node originated or forwarded for a joiner (SWIP-61)."),
+		Reparents:  counter("reparents", "Moves to a new parent on a Reparent (SWIP-61)."),
+		Withheld:   counter("withheld_parents", "Parents dropped for lagging their sister (SWIP-61)."),
+		Faults:     counter("liveness_faults", "Subscriptions that lost both parents (SWIP-61)."),
+		Forwarded:  counter("forwarded", "Publications a relay forwarded rootward (SWIP-61)."),
+		ParentLost: counter("parents_lost", "Parent streams of subscriptions that ended other than by close."),
 	}
 }
 

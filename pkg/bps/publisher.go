@@ -89,7 +89,7 @@ type Publisher struct {
 // END_OF_STREAM back: a clean end after this stream sent the end is that
 // end, delivered as every other stream of the cohort received it.
 func (p *Publisher) read(fr *frameReader) error {
-	err := p.readOne(fr)
+	err := p.readOne(&p.clientStream, fr, nil)
 	if !errors.Is(err, io.EOF) {
 		return err
 	}
@@ -111,10 +111,10 @@ func (p *Publisher) read(fr *frameReader) error {
 // address the roster does not yet name leaves the stream a spectator, and
 // the grantee claims again once it sees itself in a roster.
 func (p *Publisher) Reclaim(ctx context.Context) error {
-	if !p.spec.explicit() {
+	if !p.clientStream.spec.explicit() {
 		return nil
 	}
-	held := p.s.challenges.get(p.peer.ByteString() + p.spec.key + string(p.addr))
+	held := p.clientStream.s.challenges.get(p.peer.ByteString() + p.clientStream.spec.key + string(p.addr))
 	if held == nil {
 		return errors.New("bps: no challenge held for this stream")
 	}
@@ -128,14 +128,43 @@ func (p *Publisher) Reclaim(ctx context.Context) error {
 	}
 	p.writeMu.Lock()
 	defer p.writeMu.Unlock()
-	return p.send(ctx, p.s, outFrame{b: encodeFrame(claim), kind: kindClaim})
+	return p.send(ctx, p.clientStream.s, outFrame{b: encodeFrame(claim), kind: kindClaim})
 }
 
 // Publish joins sp at broker declaring o.Addr and claims the stream: in the
 // Join with the challenge this node already holds for (broker, cohort,
 // address), else right after the Ack. There is no reply to a claim: a claim
 // that was not taken shows as the stream being reset.
+//
+// A broker at capacity may answer with candidates in its subtree (SWIP-61):
+// the stream then attaches at the first that takes it, a relay, and its
+// publications travel rootward from there.
 func (s *Service) Publish(ctx context.Context, broker swarm.Address, sp *Spec, o PublishOptions) (*Publisher, error) {
+	p, err := s.publishAt(ctx, broker, nil, sp, o)
+	var full *FullError
+	if !errors.As(err, &full) {
+		return p, err
+	}
+	for _, c := range full.Candidates {
+		at := swarm.NewAddress(c.Overlay)
+		if at.Equal(s.overlay) {
+			continue
+		}
+		if p, err = s.publishAt(ctx, at, c.Underlays, sp, o); err == nil {
+			return p, nil
+		}
+	}
+	return nil, err
+}
+
+// publishAt joins sp at the node at as a publisher: the broker, or a relay
+// a probe named (connected to at underlays first, if given).
+func (s *Service) publishAt(ctx context.Context, broker swarm.Address, underlays [][]byte, sp *Spec, o PublishOptions) (*Publisher, error) {
+	if underlays != nil && s.opts.Connect != nil {
+		if err := s.opts.Connect(ctx, broker, underlays); err != nil {
+			return nil, fmt.Errorf("bps: connect to candidate %s: %w", broker, err)
+		}
+	}
 	if len(o.Addr) != AddressSize {
 		return nil, errors.New("bps: publish needs a 20-byte address")
 	}
@@ -151,7 +180,7 @@ func (s *Service) Publish(ctx context.Context, broker swarm.Address, sp *Spec, o
 	}
 
 	ckey := broker.ByteString() + sp.key + string(o.Addr)
-	join := &pb.Join{Cohort: sp.PB(), Addr: bytes.Clone(o.Addr)}
+	join := &pb.Join{Cohort: sp.PB(), Addr: bytes.Clone(o.Addr), Multihop: true}
 	var held []byte
 	if sp.explicit() && o.Joined == nil {
 		held = s.challenges.get(ckey)
@@ -180,6 +209,7 @@ func (s *Service) Publish(ctx context.Context, broker swarm.Address, sp *Spec, o
 		sign:         o.Sign,
 		index:        o.Index,
 	}
+	p.codec = negotiated(join, ack)
 	if sp.explicit() && (held == nil || !bytes.Equal(held, ack.Challenge)) {
 		s.challenges.put(ckey, ack.Challenge)
 		claim, err := sign(ack.Challenge)
@@ -191,7 +221,7 @@ func (s *Service) Publish(ctx context.Context, broker swarm.Address, sp *Spec, o
 			return nil, fmt.Errorf("claim: %w", err)
 		}
 	}
-	p.receiver.init(&p.clientStream, o.Receive)
+	p.receiver.init(s, sp, o.Receive, p.quit)
 	if err := p.run(p.read, fr, func() { close(p.c) }); err != nil {
 		return nil, err
 	}
@@ -205,19 +235,19 @@ func (p *Publisher) Send(ctx context.Context, msg *pb.Message) error {
 	if len(frame) > MaxFrameSize {
 		return fmt.Errorf("bps: frame of %d bytes exceeds %d", len(frame), MaxFrameSize)
 	}
-	if p.spec.explicit() && bytes.Equal(p.addr, p.spec.Admin) {
+	if p.clientStream.spec.explicit() && bytes.Equal(p.addr, p.clientStream.spec.Admin) {
 		// The admin's own stream never gets its service SOCs back: it
 		// takes its roster from what it sends.
 		if len(msg.Data) >= socHeaderSize {
-			if svc := asService(p.spec, msg); svc != nil {
-				defer p.applyService(svc)
+			if svc := asService(p.clientStream.spec, msg); svc != nil {
+				defer p.applyService(svc, nil)
 			}
 		}
 	}
-	if !p.spec.Implicit() && bytes.Equal(p.addr, p.spec.Admin) && len(msg.Data) >= socHeaderSize {
-		if svc := asService(p.spec, msg); svc != nil && svc.Kind == pb.ServiceKind_END_OF_STREAM {
+	if !p.clientStream.spec.Implicit() && bytes.Equal(p.addr, p.clientStream.spec.Admin) && len(msg.Data) >= socHeaderSize {
+		if svc := asService(p.clientStream.spec, msg); svc != nil && svc.Kind == pb.ServiceKind_END_OF_STREAM {
 			// Before the write: the broker's close may come back at once.
-			d := Delivery{Index: svc.Index, Address: swarm.NewAddress(msg.Address), Owner: p.spec.Admin, Data: msg.Data, Service: svc}
+			d := Delivery{Index: svc.Index, Address: swarm.NewAddress(msg.Address), Owner: p.clientStream.spec.Admin, Data: msg.Data, Service: svc}
 			p.sentEnd.CompareAndSwap(nil, &d)
 		}
 	}
@@ -233,12 +263,12 @@ func (p *Publisher) Send(ctx context.Context, msg *pb.Message) error {
 		return ErrClosed
 	default:
 	}
-	return p.send(ctx, p.s, outFrame{b: frame, kind: kindMessage})
+	return p.send(ctx, p.clientStream.s, outFrame{b: frame, kind: kindMessage})
 }
 
 // PublishUpdate signs update index of the feed with signer and sends it.
 func (p *Publisher) PublishUpdate(ctx context.Context, signer crypto.Signer, index uint64, payload []byte) error {
-	msg, err := FeedUpdate(signer, p.spec.Topic, index, payload)
+	msg, err := FeedUpdate(signer, p.clientStream.spec.Topic, index, payload)
 	if err != nil {
 		return err
 	}

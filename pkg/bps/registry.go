@@ -26,6 +26,7 @@ type registry struct {
 	cohorts map[string]*cohort
 	peers   map[string]map[string]int // peer overlay -> cohort key -> streams
 	ended   *endedSpecs               // cohorts ended by END_OF_STREAM, remembered for late Joins
+	relays  map[string]*Subscription  // the subscription this node relays each cohort it follows for
 	closed  bool
 }
 
@@ -35,6 +36,7 @@ func newRegistry(s *Service) *registry {
 		cohorts: make(map[string]*cohort),
 		peers:   make(map[string]map[string]int),
 		ended:   newEndedSpecs(s.opts.EndedCohorts, s.opts.EndedTTL),
+		relays:  make(map[string]*Subscription),
 	}
 }
 
@@ -61,9 +63,22 @@ func (r *registry) attach(peer swarm.Address, stream p2p.Stream, cd codec, sp *S
 	} else if eos := r.ended.get(sp.key); eos != nil {
 		return nil, pb.Status_OK, eos
 	}
+	// A node that follows the cohort is a relay in it (SWIP-61), never a
+	// second root: it takes children up to its relay capacity.
+	var up *Subscription
+	limit := o.MaxStreamsPerCohort
+	if c != nil && c.up != nil {
+		up, limit = c.up, o.RelayCapacity
+	} else if c == nil && r.followsLocked(sp.key) {
+		up, limit = r.relays[sp.key], o.RelayCapacity
+		if up == nil {
+			return nil, pb.Status_FULL, nil // follows, but does not relay
+		}
+	}
 	if c == nil && len(r.cohorts) >= o.MaxCohorts {
 		return nil, pb.Status_FULL, nil
 	}
+
 	pc := r.peers[peer.ByteString()]
 	if _, in := pc[sp.key]; !in && len(pc) >= o.MaxCohortsPerPeer {
 		return nil, pb.Status_FULL, nil
@@ -90,10 +105,11 @@ func (r *registry) attach(peer swarm.Address, stream p2p.Stream, cd codec, sp *S
 			if c.nclaim >= o.MaxPublisherStreams {
 				return nil, pb.Status_FULL, nil
 			}
-		case c.fanout >= o.MaxStreamsPerCohort:
-			// One extra seat per legitimate publisher that is absent.
+		case c.fanout >= limit:
+			// One extra seat per legitimate publisher that is absent (at
+			// the root).
 			a := string(addr)
-			if !sp.explicit() || addr == nil || !c.isPublisherLocked(addr) || c.claimed[a] > 0 || c.extras[a] != nil {
+			if up != nil || !sp.explicit() || addr == nil || !c.isPublisherLocked(addr) || c.claimed[a] > 0 || c.extras[a] != nil {
 				return nil, pb.Status_FULL, nil
 			}
 			extra = true
@@ -118,7 +134,26 @@ func (r *registry) attach(peer swarm.Address, stream p2p.Stream, cd codec, sp *S
 			c.seen = NewWindow(o.DedupWindow)
 		}
 		r.cohorts[sp.key] = c
-		r.armInactivity(c, o.Inactivity)
+		if up != nil {
+			if limit == 0 {
+				delete(r.cohorts, sp.key)
+				return nil, pb.Status_FULL, nil
+			}
+			// The relay takes its subscription's view of the cohort: the
+			// latest service SOC (every child's first delivery), its
+			// cursor and the roster. The subscription points at the
+			// cohort first, so that a service SOC it takes meanwhile is
+			// either seen here or fanned out to this cohort.
+			c.up = up
+			up.setRelay(c)
+			c.latest = up.latestService()
+			c.svcNext = up.serviceNext()
+			if up.spec.explicit() {
+				c.roster = up.rosterSet()
+			}
+		} else {
+			r.armInactivity(c, o.Inactivity)
+		}
 		r.s.metrics.Cohorts.Inc()
 	}
 	m.c = c
@@ -282,6 +317,10 @@ func (r *registry) detach(m *member) {
 	if !c.dead && len(c.children) == 0 {
 		r.forget(c)
 	}
+	if len(c.children) == 0 && c.gone != nil {
+		close(c.gone)
+		c.gone = nil
+	}
 }
 
 // forget removes a cohort from the registry; the caller holds r.mu and c.mu.
@@ -289,6 +328,9 @@ func (r *registry) forget(c *cohort) {
 	c.dead = true
 	if c.timer != nil {
 		c.timer.Stop()
+	}
+	if c.up != nil {
+		c.up.clearRelay(c)
 	}
 	if r.cohorts[c.spec.key] == c {
 		delete(r.cohorts, c.spec.key)

@@ -6,9 +6,8 @@ package bps
 
 import (
 	"bytes"
-	"context"
+
 	"errors"
-	"fmt"
 	"slices"
 	"sync"
 	"sync/atomic"
@@ -51,36 +50,43 @@ func (d Delivery) Payload() []byte { return d.Data[socHeaderSize:] }
 // ErrEndOfStream ends a subscription whose admin published END_OF_STREAM.
 var ErrEndOfStream = errors.New("bps: the admin ended the cohort")
 
-// receiver verifies what a broker delivers on a client stream and hands it
-// to the stream's owner: a subscription's every delivery, a publisher's
-// deliveries from other publishers (SWIP-60: publishers receive).
+// receiver verifies what parents deliver and hands it to its owner: a
+// subscription's every delivery, from each of its parents, each once; a
+// publisher's deliveries from other publishers (SWIP-60: publishers
+// receive). Its verification state — the dedup window, the service feed
+// and roster — is shared by every parent stream it reads.
 type receiver struct {
-	*clientStream
+	s        *Service
+	spec     *Spec
 	c        chan Delivery
-	keep     bool // deliver on c; false: verify and discard
+	keep     bool          // deliver on c; false: verify and discard
+	closing  chan struct{} // closed when the owner ends: a blocked delivery gives up
 	received atomic.Uint64
 	dropped  atomic.Uint64
 	faults   atomic.Uint64
 
-	seen *Window // dedup bindings; reader goroutine only
+	// dmu serialises taking a delivery — dedup, relaying, handing it on —
+	// across parent streams, so that each is seen once and in the order
+	// taken.
+	dmu  sync.Mutex
+	seen *Window // dedup bindings; under dmu
+	// onTake, if set, is told every valid delivery, under dmu: a relay
+	// fans it out to its children, the withholding check notes which
+	// parent gave it. dup reports one already taken from another parent.
+	onTake func(from *clientStream, pub publication, msg *pb.Message, dup bool)
 
-	mu      sync.Mutex // the service feed as this stream knows it
+	mu      sync.Mutex // the service feed as this node knows it
 	svcNext uint64
 	svcSeen bool
 	roster  map[string]struct{}
+	latest  []byte // the latest service SOC taken, encoded: a relay's first delivery to a child
 }
 
-func (rc *receiver) init(cs *clientStream, keep bool) {
-	rc.clientStream, rc.keep, rc.c = cs, keep, make(chan Delivery, cs.s.opts.QueueLen)
-	if !(cs.spec.Binding == pb.TopicBinding_FEED_TOPIC && cs.spec.explicit()) {
-		rc.seen = NewWindow(cs.s.opts.DedupWindow)
+func (rc *receiver) init(s *Service, sp *Spec, keep bool, closing chan struct{}) {
+	rc.s, rc.spec, rc.keep, rc.closing, rc.c = s, sp, keep, closing, make(chan Delivery, s.opts.QueueLen)
+	if !(sp.Binding == pb.TopicBinding_FEED_TOPIC && sp.explicit()) {
+		rc.seen = NewWindow(s.opts.DedupWindow)
 	}
-}
-
-// Subscription is a subscriber stream to a broker.
-type Subscription struct {
-	clientStream
-	receiver
 }
 
 // authority of a subscription: the admin and the roster it has received.
@@ -114,31 +120,10 @@ func (sub *receiver) Roster() [][]byte {
 
 // LivenessFaults counts gaps seen in the service feed.
 func (sub *receiver) LivenessFaults() uint64 { return sub.faults.Load() }
-
-// Subscribe joins the cohort sp at broker as a subscriber. Deliveries that
-// pass re-verification against sp and this node's cursor for (topic, admin)
-// arrive on C, which is closed when the subscription ends. ctx bounds the
-// join only; the subscription lives until Close, the broker ends it, or the
-// Service closes.
-func (s *Service) Subscribe(ctx context.Context, broker swarm.Address, sp *Spec) (*Subscription, error) {
-	stream, fr, ack, err := s.join(ctx, broker, sp, &pb.Join{Cohort: sp.PB()})
-	if err != nil {
-		return nil, err
-	}
-	sub := &Subscription{clientStream: newClientStream(s, broker, sp, stream, ack.GetDepth())}
-	sub.receiver.init(&sub.clientStream, true)
-	if err := sub.run(sub.readOne, fr, func() { close(sub.c) }); err != nil {
-		return nil, err
-	}
-	return sub, nil
-}
-
 // C delivers verified feed updates in the order the broker sent them; it is
 // closed when the subscription ends.
 func (sub *receiver) C() <-chan Delivery { return sub.c }
 
-// Close ends the subscription cleanly and waits for it.
-func (sub *Subscription) Close() error { return sub.closeClean() }
 
 // Received and Dropped count deliveries accepted and dropped (stale, or
 // failing verification) by this subscription.
@@ -150,66 +135,83 @@ func (sub *receiver) Dropped() uint64 { return sub.dropped.Load() }
 // feedKey names the subscriber cursor of a publisher feed: (topic, owner).
 func (sp *Spec) feedKey(owner []byte) string { return string(sp.Topic) + string(owner) }
 
-// readOne reads and re-verifies one delivery (SWIP-74 item 10, SWIP-60): the
-// binding's SOC shape, an owner the subscription admits (the admin and the
-// roster it holds under explicit authorship), and under FEED_TOPIC an index at
-// or past this node's cursor for that publisher's feed, else a chunk not seen
-// within the dedup window. Service SOCs update the roster; a gap in the
-// service feed is reported; END_OF_STREAM ends the subscription after it is
-// delivered.
-func (sub *receiver) readOne(fr *frameReader) error {
-	s := sub.s
+// readOne reads one frame a parent sent down cs: a delivery is re-verified
+// and taken (take); a probe or a reparent goes to control, which a
+// subscription sets (a publisher stream ignores them).
+func (rc *receiver) readOne(cs *clientStream, fr *frameReader, control func(cs *clientStream, f *pb.Frame) error) error {
 	b, err := fr.readRaw()
 	if err != nil {
 		return err
 	}
-	f, err := sub.codec.decodeDown(b)
+	f, err := cs.codec.decodeDown(b)
 	if err != nil {
 		return err
 	}
 	msg := f.GetMessage()
 	if msg == nil {
-		// Probes and reparents are a relay's to answer; this node
-		// negotiates no envelope before it relays.
-		return fmt.Errorf("%w: a %T frame from the parent: this node takes deliveries only", errMalformed, f.Kind)
+		if control == nil {
+			return nil
+		}
+		return control(cs, f)
 	}
-	if !sub.keep && !mayBeService(sub.spec, msg) {
+	return rc.take(cs, msg)
+}
+
+// take re-verifies one delivery (SWIP-74 item 10, SWIP-60): the binding's
+// SOC shape, an owner the node admits (the admin and the roster it holds
+// under explicit authorship), and under FEED_TOPIC an index at or past this
+// node's cursor for that publisher's feed, else a chunk not seen within the
+// dedup window — so that a delivery both parents give is taken once.
+// Service SOCs update the roster; a gap in the service feed is reported;
+// END_OF_STREAM ends the subscription after it is delivered.
+func (rc *receiver) take(cs *clientStream, msg *pb.Message) error {
+	s := rc.s
+	if !rc.keep && rc.onTake == nil && !mayBeService(rc.spec, msg) {
 		// Nobody takes it: no signature check, and no move of the node's
 		// feed cursors, which a subscription on this node may need.
 		return nil
 	}
-	pub, v := check(sub.spec, msg, nil, sub)
+	pub, v := check(rc.spec, msg, nil, rc)
 	d := Delivery{Index: pub.index, Address: swarm.NewAddress(msg.Address), Owner: pub.owner, Data: msg.Data, Service: pub.service}
+	rc.dmu.Lock()
+	defer rc.dmu.Unlock()
 	if v == accepted {
 		switch {
 		case pub.service != nil:
-			d.Gap = !sub.applyService(pub.service)
-		case sub.seen != nil:
-			if !sub.seen.Add(pub.dedup) {
+			if rc.serviceTaken(pub.index) {
+				v = retransmit
+				break
+			}
+			d.Gap = !rc.applyService(pub.service, msg)
+		case rc.seen != nil:
+			if !rc.seen.Add(pub.dedup) {
 				v = retransmit
 			}
 		default:
-			if !s.cursors.advance(sub.spec.feedKey(pub.owner), pub.index) {
+			if !s.cursors.advance(rc.spec.feedKey(pub.owner), pub.index) {
 				v = retransmit
 			}
 		}
 	}
+	if rc.onTake != nil && (v == accepted || v == retransmit) {
+		rc.onTake(cs, pub, msg, v == retransmit)
+	}
 	if v != accepted {
-		sub.dropped.Add(1)
+		rc.dropped.Add(1)
 		s.metrics.ClientDropped.Inc()
-		s.trace(Event{Kind: EventClientDrop, Cohort: sub.spec.String(), Peer: sub.peer, Counter: v.counter(), Index: pub.index})
+		s.trace(Event{Kind: EventClientDrop, Cohort: rc.spec.String(), Peer: cs.peer, Counter: v.counter(), Index: pub.index})
 		return nil
 	}
 	if d.Gap {
-		sub.faults.Add(1)
+		rc.faults.Add(1)
 	}
-	sub.received.Add(1)
+	rc.received.Add(1)
 	s.metrics.ClientReceived.Inc()
-	s.trace(Event{Kind: EventDeliver, Cohort: sub.spec.String(), Peer: sub.peer, Index: pub.index, Service: pub.service != nil})
-	if sub.keep {
+	s.trace(Event{Kind: EventDeliver, Cohort: rc.spec.String(), Peer: cs.peer, Index: pub.index, Service: pub.service != nil})
+	if rc.keep {
 		select {
-		case sub.c <- d:
-		case <-sub.quit:
+		case rc.c <- d:
+		case <-rc.closing:
 			return ErrClosed
 		}
 	}
@@ -219,11 +221,29 @@ func (sub *receiver) readOne(fr *frameReader) error {
 	return nil
 }
 
+// serviceTaken reports whether service update index was taken already
+// (from another parent).
+func (rc *receiver) serviceTaken(index uint64) bool {
+	rc.mu.Lock()
+	defer rc.mu.Unlock()
+	return rc.svcSeen && index < rc.svcNext
+}
+
+// latestService is the latest service SOC taken, encoded; nil if none.
+func (rc *receiver) latestService() []byte {
+	rc.mu.Lock()
+	defer rc.mu.Unlock()
+	return rc.latest
+}
+
 // applyService moves the service cursor and takes a roster. It reports
 // false if updates were missed before this one (a gap).
-func (sub *receiver) applyService(svc *pb.ServiceMessage) bool {
+func (sub *receiver) applyService(svc *pb.ServiceMessage, msg *pb.Message) bool {
 	sub.mu.Lock()
 	defer sub.mu.Unlock()
+	if msg != nil {
+		sub.latest = encodeFrame(&pb.Message{Address: msg.Address, Data: msg.Data})
+	}
 	contiguous := !sub.svcSeen || svc.Index <= sub.svcNext
 	sub.svcSeen = true
 	sub.svcNext = max(sub.svcNext, svc.Index+1)

@@ -24,9 +24,17 @@ const (
 	EventDeliver                     // a subscription accepted a delivery (Index set)
 	EventClientDrop                  // a subscription dropped a delivery
 	EventEnd                         // broker ended a cohort on its admin's END_OF_STREAM
+	EventParent                      // a subscription attached to a parent (Peer; Status: the join's outcome)
+	EventParentLost                  // a subscription lost a parent (Peer; Err why)
+	EventProbe                       // a node at capacity probed its subtree (Index: candidates found)
+	EventReparent                    // a child moved to the parent a Reparent named (Peer: the new parent)
+	EventWithheld                    // a subscription dropped a parent that lagged its sister (Peer)
+	EventFault                       // a subscription lost both parents: a liveness fault
+	EventForward                     // a relay forwarded a publication rootward (Peer: the child it came from)
 )
 
-var eventNames = [...]string{"join", "claim", "accept", "drop", "violation", "queue_reset", "leave", "reclaim", "deliver", "client_drop", "end"}
+var eventNames = [...]string{"join", "claim", "accept", "drop", "violation", "queue_reset", "leave", "reclaim", "deliver", "client_drop", "end",
+	"parent", "parent_lost", "probe", "reparent", "withheld", "fault", "forward"}
 
 func (k EventKind) String() string {
 	if k < 0 || int(k) >= len(eventNames) {

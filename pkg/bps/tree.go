@@ -120,6 +120,13 @@ func (t *tree) removeParent(cs *clientStream) {
 	}
 }
 
+// has reports whether this node follows the cohort of key.
+func (t *tree) has(key string) bool {
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	return t.follows[key] != nil
+}
+
 // closeAll resets every stream to a parent.
 func (t *tree) closeAll() {
 	t.mu.Lock()
@@ -157,17 +164,29 @@ type Position struct {
 
 // Tree describes this node's place in every cohort it takes part in: the
 // cohorts it brokers (the root: children, no parent), then the cohorts it
-// follows (parents), each ordered by canonical spec. A node that brokers a
+// follows (parents, and its children where it relays), each ordered by
+// canonical spec. A node that brokers a
 // cohort and also follows it at another broker has a position for each:
 // they are not joined.
 func (s *Service) Tree() []Position {
 	roots := make([]Position, 0)
+	relays := make(map[string]Position)
 	s.reg.each(func(c *cohort) {
 		c.mu.Lock()
 		defer c.mu.Unlock()
+		if c.up != nil {
+			relays[c.spec.key] = c.position(c.spec)
+			return
+		}
 		roots = append(roots, c.position(c.spec))
 	})
 	follows := s.tree.positions()
+	// A relay's children join its position as a follower (SWIP-61).
+	for i, p := range follows {
+		if r, ok := relays[p.Spec.key]; ok {
+			follows[i].Children, follows[i].Streams = r.Children, r.Streams
+		}
+	}
 	byCanonical := func(a, b Position) int { return bytes.Compare(a.Spec.canonical, b.Spec.canonical) }
 	slices.SortFunc(roots, byCanonical)
 	slices.SortFunc(follows, byCanonical)

@@ -453,6 +453,7 @@ type Join struct {
 	Addr          []byte                 `protobuf:"bytes,2,opt,name=addr,proto3" json:"addr,omitempty"`          // 20 bytes: the address this stream will publish as
 	Claim         *Claim                 `protobuf:"bytes,3,opt,name=claim,proto3" json:"claim,omitempty"`        // a returning publisher's claim
 	Multihop      bool                   `protobuf:"varint,4,opt,name=multihop,proto3" json:"multihop,omitempty"` // the joiner speaks the multihop envelope (SWIP-61)
+	Refer         bool                   `protobuf:"varint,5,opt,name=refer,proto3" json:"refer,omitempty"`       // SWIP-61 self-healing: the joiner holds a stream here already and asks only where else to attach
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache
 }
@@ -511,6 +512,13 @@ func (x *Join) GetClaim() *Claim {
 func (x *Join) GetMultihop() bool {
 	if x != nil {
 		return x.Multihop
+	}
+	return false
+}
+
+func (x *Join) GetRefer() bool {
+	if x != nil {
+		return x.Refer
 	}
 	return false
 }
@@ -1082,13 +1090,14 @@ const file_bps_proto_rawDesc = "" +
 	"\x05Claim\x12\x12\n" +
 	"\x04addr\x18\x01 \x01(\fR\x04addr\x12\x14\n" +
 	"\x05index\x18\x02 \x01(\x04R\x05index\x12\x1d\n" +
-	"\x04auth\x18\x03 \x01(\v2\t.bps.AuthR\x04auth\"\x81\x01\n" +
+	"\x04auth\x18\x03 \x01(\v2\t.bps.AuthR\x04auth\"\x97\x01\n" +
 	"\x04Join\x12'\n" +
 	"\x06cohort\x18\x01 \x01(\v2\x0f.bps.CohortSpecR\x06cohort\x12\x12\n" +
 	"\x04addr\x18\x02 \x01(\fR\x04addr\x12 \n" +
 	"\x05claim\x18\x03 \x01(\v2\n" +
 	".bps.ClaimR\x05claim\x12\x1a\n" +
-	"\bmultihop\x18\x04 \x01(\bR\bmultihop\"Y\n" +
+	"\bmultihop\x18\x04 \x01(\bR\bmultihop\x12\x14\n" +
+	"\x05refer\x18\x05 \x01(\bR\x05refer\"Y\n" +
 	"\tCandidate\x12\x18\n" +
 	"\aoverlay\x18\x01 \x01(\fR\aoverlay\x12\x14\n" +
 	"\x05depth\x18\x02 \x01(\rR\x05depth\x12\x1c\n" +

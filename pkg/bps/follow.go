@@ -1,0 +1,598 @@
+// Copyright 2026 The BPS Authors. All rights reserved.
+// Use of this source code is governed by a BSD-style
+// license that can be found in the LICENSE file.
+
+package bps
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"math"
+	"slices"
+	"sync"
+	"sync/atomic"
+	"time"
+
+	"github.com/ethersphere/bee/v2/pkg/swarm"
+	"github.com/ethersphere/bps/pkg/bps/pb"
+)
+
+// Subscription is this node's subscription to a cohort: its parent streams
+// in the cohort's tree (SWIP-61) — two when the tree can offer them, one
+// when it cannot or the node chose one — and the verification every
+// delivery passes, once, whichever parent gave it. A subscription that may
+// relay (Options.RelayCapacity) answers Joins for the cohort as a parent:
+// every delivery it takes is fanned out to its children and every
+// publication they send is forwarded up its parents.
+//
+// Losing one parent is masked: the other keeps delivering, and the
+// subscription asks its surviving parent for a replacement (the ordinary
+// join, answered with candidates). Losing both is a liveness fault: it
+// rejoins from the broker. A Reparent from a parent moves it,
+// make-before-break.
+type Subscription struct {
+	receiver
+	root swarm.Address // the broker: the first join and a rejoin after both parents are lost start here
+	want int           // parents wanted: 2, or 1
+
+	mu        sync.Mutex
+	parents   []*parent
+	relay     *cohort // this node's children in the cohort, nil while it has none
+	closing   bool    // Close began
+	fatal     error   // the subscription is over for this reason (nil with closing: closed by us)
+	repairing bool    // a repair goroutine runs
+	gen       uint32  // numbers parents, for the withholding check
+	finished  bool
+	retry     *time.Timer   // the next request for a missing second parent, if armed
+	nextRetry time.Duration // the wait after the next failed request
+
+	quit   chan struct{} // closed when Close begins or the subscription ends: deliveries stop
+	qonce  sync.Once
+	ctx    context.Context // ends with quit: bounds the joins of repairs and reparents
+	cancel context.CancelFunc
+	done   chan struct{} // closed when every parent stream has ended and no repair runs
+	err    error         // why it ended; read after done
+
+	lag lagWindow // under dmu
+}
+
+// parent is one parent stream of a subscription.
+type parent struct {
+	cs      *clientStream
+	gen     uint32
+	missed  int          // deliveries its sister gave and it did not, this lag epoch; under the receiver's dmu
+	probing atomic.Bool  // a probe from this parent is being answered
+	last    atomic.Int64 // when the last probe from this parent arrived (unix nanos)
+	moving  atomic.Bool  // a Reparent from this parent is being followed
+	moved   atomic.Bool  // the node moved away from this parent on its Reparent
+}
+
+// Errors of a subscription's parents.
+var (
+	errWithheld        = errors.New("bps: parent lagged its sister: withholding")
+	errReparent        = errors.New("bps: moved to the parent a reparent named")
+	errBothLost        = errors.New("bps: lost both parents and could not rejoin")
+	errNoParents       = errors.New("bps: no parent accepted the join")
+	errRootClosed      = errors.New("bps: the broker ended the stream")
+	errDuplicateParent = errors.New("bps: the node took a second stream from a parent")
+)
+
+// maxJoinRounds bounds how often one acquisition re-asks where it started
+// after its candidates were lost to races (SWIP-61: a lost race ⇒ re-ask
+// the origin).
+const maxJoinRounds = 3
+
+// maxRejoins bounds the rejoins from the broker after both parents are lost
+// before the subscription ends.
+const maxRejoins = 5
+
+// Subscribe joins the cohort sp at broker as a subscriber, through the
+// tree: where the broker is at capacity it answers with two attachment
+// points in its subtree and the node attaches to both. Deliveries that pass
+// re-verification against sp and this node's cursor for (topic, admin)
+// arrive on C, once each, which is closed when the subscription ends. ctx
+// bounds the join only; the subscription lives until Close, the admin ends
+// the cohort, it cannot rejoin after losing both parents, or the Service
+// closes.
+func (s *Service) Subscribe(ctx context.Context, broker swarm.Address, sp *Spec) (*Subscription, error) {
+	sub := &Subscription{root: broker, want: 2, quit: make(chan struct{}), done: make(chan struct{})}
+	if s.opts.SingleParent {
+		sub.want = 1
+	}
+	sub.ctx, sub.cancel = context.WithCancel(s.ctx)
+	sub.receiver.init(s, sp, true, sub.quit)
+	sub.onTake = sub.took
+	if err := sub.acquire(ctx, broker, nil, false); err != nil {
+		sub.mu.Lock()
+		if sub.fatal == nil {
+			sub.fatal = err
+		}
+		sub.stopLocked()
+		sub.finishLocked()
+		sub.mu.Unlock()
+		return nil, err
+	}
+	sub.mu.Lock()
+	if len(sub.parents) == 0 {
+		// attached, then lost before we got here: the repair owns it
+		sub.mu.Unlock()
+		return sub, nil
+	}
+	sub.repairLocked()
+	sub.mu.Unlock()
+	return sub, nil
+}
+
+// acquire joins at the node at and attaches there; a node at capacity
+// answers with candidates, and the subscription attaches to as many of
+// them as it lacks parents. A candidate lost to a race is replaced by
+// asking at again, a bounded number of times.
+func (sub *Subscription) acquire(ctx context.Context, at swarm.Address, underlays [][]byte, refer bool) error {
+	s := sub.s
+	var last error
+	for round := 0; round < maxJoinRounds; round++ {
+		err := sub.attachAt(ctx, at, underlays, refer)
+		var full *FullError
+		if !errors.As(err, &full) || len(full.Candidates) == 0 {
+			return err
+		}
+		last = err
+		added := 0
+		for _, c := range full.Candidates {
+			if sub.need() == 0 {
+				break
+			}
+			peer := swarm.NewAddress(c.Overlay)
+			if peer.Equal(s.overlay) || sub.hasParent(peer) {
+				continue
+			}
+			if err := sub.attachAt(ctx, peer, c.Underlays, false); err != nil {
+				last = err
+				continue
+			}
+			added++
+		}
+		if added > 0 {
+			return nil
+		}
+		if ctx.Err() != nil {
+			break
+		}
+	}
+	if last == nil {
+		last = errNoParents
+	}
+	return last
+}
+
+// attachAt joins at peer (connecting to underlays first, if given) and, on
+// OK, makes the stream a parent.
+func (sub *Subscription) attachAt(ctx context.Context, peer swarm.Address, underlays [][]byte, refer bool) error {
+	s := sub.s
+	if underlays != nil && s.opts.Connect != nil {
+		if err := s.opts.Connect(ctx, peer, underlays); err != nil {
+			return fmt.Errorf("bps: connect to candidate %s: %w", peer, err)
+		}
+	}
+	join := &pb.Join{Cohort: sub.spec.PB(), Multihop: true, Refer: refer}
+	stream, fr, ack, err := s.join(ctx, peer, sub.spec, join)
+	if err != nil {
+		s.trace(Event{Kind: EventParent, Cohort: sub.spec.String(), Peer: peer, Status: statusOf(err), Err: err})
+		return err
+	}
+	cs := &clientStream{}
+	*cs = newClientStream(s, peer, sub.spec, stream, ack.GetDepth())
+	cs.codec = negotiated(join, ack)
+	p := &parent{cs: cs}
+	sub.mu.Lock()
+	if sub.closing || sub.fatal != nil || sub.hasParentLocked(peer) {
+		sub.mu.Unlock()
+		_ = stream.Reset()
+		if sub.closing || sub.fatal != nil {
+			return ErrClosed
+		}
+		return errDuplicateParent
+	}
+	sub.gen++
+	p.gen = sub.gen
+	sub.parents = append(sub.parents, p)
+	sub.mu.Unlock()
+	if cs.codec == codecEnvelope && s.opts.RelayCapacity > 0 {
+		s.reg.addRelay(sub)
+	}
+	s.trace(Event{Kind: EventParent, Cohort: sub.spec.String(), Peer: peer, Status: pb.Status_OK.String()})
+	if err := cs.run(func(fr *frameReader) error { return sub.readOne(cs, fr, sub.control(p)) }, fr, func() { sub.lost(p) }); err != nil {
+		return err
+	}
+	return nil
+}
+
+// statusOf names a join's failure for the trace.
+func statusOf(err error) string {
+	switch {
+	case errors.Is(err, ErrFull):
+		return pb.Status_FULL.String()
+	case errors.Is(err, ErrRejected):
+		return pb.Status_REJECTED.String()
+	}
+	return "error"
+}
+
+func (sub *Subscription) need() int {
+	sub.mu.Lock()
+	defer sub.mu.Unlock()
+	return max(0, sub.want-len(sub.parents))
+}
+
+func (sub *Subscription) lacksAll() bool {
+	sub.mu.Lock()
+	defer sub.mu.Unlock()
+	return len(sub.parents) == 0
+}
+
+func (sub *Subscription) hasParent(peer swarm.Address) bool {
+	sub.mu.Lock()
+	defer sub.mu.Unlock()
+	return sub.hasParentLocked(peer)
+}
+
+func (sub *Subscription) hasParentLocked(peer swarm.Address) bool {
+	for _, p := range sub.parents {
+		if p.cs.peer.Equal(peer) {
+			return true
+		}
+	}
+	return false
+}
+
+// lost handles the end of a parent stream, on its reader goroutine after
+// the reader returned.
+func (sub *Subscription) lost(p *parent) {
+	s := sub.s
+	err := p.cs.err
+	sub.mu.Lock()
+	defer sub.mu.Unlock()
+	sub.parents = slices.DeleteFunc(sub.parents, func(q *parent) bool { return q == p })
+	switch {
+	case sub.closing || sub.fatal != nil:
+	case errors.Is(err, ErrEndOfStream):
+		sub.fatal = err
+		sub.stopLocked()
+	case s.closed():
+		sub.fatal = ErrClosed
+		sub.stopLocked()
+	case p.moved.Load():
+		// moved: the new parent is attached already
+	case len(sub.parents) == 0 && p.cs.peer.Equal(sub.root):
+		// The broker itself was the only parent: its end is the
+		// subscription's, as in SWIP-60 (whoever subscribed decides
+		// whether to join again).
+		sub.fatal = err
+		if err == nil {
+			sub.fatal = errRootClosed
+		}
+	default:
+		s.metrics.ParentLost.Inc()
+		s.trace(Event{Kind: EventParentLost, Cohort: sub.spec.String(), Peer: p.cs.peer, Err: err})
+		if len(sub.parents) == 0 {
+			sub.faults.Add(1)
+			s.metrics.Faults.Inc()
+			s.trace(Event{Kind: EventFault, Cohort: sub.spec.String(), Peer: p.cs.peer, Err: err})
+		}
+		sub.repairLocked()
+	}
+	sub.finishLocked()
+}
+
+// stopLocked ends every parent stream left; the caller holds sub.mu.
+func (sub *Subscription) stopLocked() {
+	sub.qonce.Do(func() { close(sub.quit); sub.cancel() })
+	if sub.retry != nil {
+		sub.retry.Stop()
+		sub.retry = nil
+	}
+	for _, q := range sub.parents {
+		q.cs.closeOnce()
+	}
+}
+
+// finishLocked ends the subscription once nothing can deliver any more:
+// it is over, no parent stream is left and no repair runs.
+func (sub *Subscription) finishLocked() {
+	if sub.finished || len(sub.parents) > 0 || sub.repairing || (!sub.closing && sub.fatal == nil) {
+		return
+	}
+	sub.finished = true
+	sub.qonce.Do(func() { close(sub.quit); sub.cancel() })
+	if sub.retry != nil {
+		sub.retry.Stop()
+		sub.retry = nil
+	}
+	if !errors.Is(sub.fatal, ErrClosed) && sub.fatal != errRootClosed {
+		sub.err = sub.fatal // nil if closed by us, by the Service, or cleanly by the broker
+	}
+	sub.s.reg.dropRelay(sub)
+	close(sub.c)
+	close(sub.done)
+}
+
+// repairLocked starts the repair goroutine if the subscription lacks
+// parents and neither a repair runs nor a retry is armed; the caller holds
+// sub.mu. A node whose one parent is the broker wants no second: the root
+// is the cohort's single point of failure whatever else a child holds, and
+// a sibling as a second parent would double its traffic to guard a link.
+func (sub *Subscription) repairLocked() {
+	if sub.repairing || sub.retry != nil || len(sub.parents) >= sub.want || sub.closing || sub.fatal != nil {
+		return
+	}
+	if len(sub.parents) == 1 && sub.parents[0].cs.peer.Equal(sub.root) {
+		return
+	}
+	sub.repairing = true
+	if !sub.s.goOwned(sub.repair) {
+		sub.repairing = false
+		sub.fatal = ErrClosed
+		sub.stopLocked()
+	}
+}
+
+// retryLocked arms the next repair after wait, doubling the wait for the
+// next time up to maxRepairWait; the caller holds sub.mu.
+func (sub *Subscription) retryLocked() {
+	wait := sub.nextRetry
+	if wait == 0 {
+		wait = sub.s.opts.BackoffMax
+	}
+	sub.nextRetry = min(2*wait, maxRepairWait)
+	sub.retry = time.AfterFunc(wait, func() {
+		sub.mu.Lock()
+		defer sub.mu.Unlock()
+		sub.retry = nil
+		sub.repairLocked()
+	})
+}
+
+// maxRepairWait bounds the wait between a single-parented node's requests
+// for a second parent the tree could not offer.
+const maxRepairWait = 10 * time.Minute
+
+// repair acquires the parents the subscription lacks: a second one by
+// asking the surviving parent where else to attach, both by rejoining from
+// the broker (SWIP-61: self-healing is the join protocol re-run). Where
+// the tree offers no second parent it tries again later, on a timer.
+func (sub *Subscription) repair() {
+	s := sub.s
+	rejoins := 0
+	for {
+		sub.mu.Lock()
+		n := len(sub.parents)
+		if sub.closing || sub.fatal != nil || n >= sub.want || (n == 1 && sub.parents[0].cs.peer.Equal(sub.root)) {
+			sub.repairing = false
+			sub.finishLocked()
+			sub.mu.Unlock()
+			return
+		}
+		at := sub.root
+		if n > 0 {
+			at = sub.parents[0].cs.peer
+		}
+		sub.mu.Unlock()
+
+		ctx, cancel := context.WithTimeout(sub.ctx, s.opts.HandshakeTimeout+s.opts.ProbeWait)
+		err := sub.acquire(ctx, at, nil, n > 0)
+		cancel()
+		if err == nil {
+			sub.mu.Lock()
+			sub.nextRetry = 0
+			sub.mu.Unlock()
+			continue
+		}
+		sub.mu.Lock()
+		switch {
+		case len(sub.parents) > 0:
+			// single-parented: ask again later
+			sub.repairing = false
+			if !sub.closing && sub.fatal == nil {
+				sub.retryLocked()
+			}
+			sub.mu.Unlock()
+			return
+		case n == 0:
+			if rejoins++; rejoins >= maxRejoins || errors.Is(err, ErrClosed) || errors.Is(err, ErrRejected) {
+				if sub.fatal == nil && !sub.closing {
+					sub.fatal = fmt.Errorf("%w: %w", errBothLost, err)
+				}
+				sub.repairing = false
+				sub.finishLocked()
+				sub.mu.Unlock()
+				return
+			}
+		}
+		sub.mu.Unlock()
+	}
+}
+
+// depth is this node's depth in the cohort: one below its shallowest
+// parent's stated depth.
+func (sub *Subscription) depth() uint32 {
+	sub.mu.Lock()
+	defer sub.mu.Unlock()
+	shallowest := uint32(math.MaxUint32)
+	for _, p := range sub.parents {
+		shallowest = min(shallowest, p.cs.stated)
+	}
+	if shallowest == math.MaxUint32 {
+		return shallowest
+	}
+	return shallowest + 1
+}
+
+// Parents lists the overlays of the subscription's parents now.
+func (sub *Subscription) Parents() []swarm.Address {
+	sub.mu.Lock()
+	defer sub.mu.Unlock()
+	out := make([]swarm.Address, 0, len(sub.parents))
+	for _, p := range sub.parents {
+		out = append(out, p.cs.peer)
+	}
+	return out
+}
+
+// forwardUp sends a publication a child sent up every parent stream that
+// speaks the envelope (SWIP-61: publish up both parents); a full queue
+// drops it there.
+func (sub *Subscription) forwardUp(frame []byte) int {
+	sub.mu.Lock()
+	parents := slices.Clone(sub.parents)
+	sub.mu.Unlock()
+	n := 0
+	for _, p := range parents {
+		if p.cs.codec != codecEnvelope {
+			continue
+		}
+		if p.cs.push(sub.s, outFrame{b: frame, kind: kindMessage}) {
+			n++
+		}
+	}
+	return n
+}
+
+// took is told every valid delivery under the receiver's dmu: a new one is
+// fanned out to this node's children; both note, for the withholding
+// check, which parent gave it.
+func (sub *Subscription) took(from *clientStream, pub publication, msg *pb.Message, dup bool) {
+	if !dup {
+		sub.mu.Lock()
+		c := sub.relay
+		sub.mu.Unlock()
+		if c != nil {
+			c.r.relayDeliver(c, pub, msg)
+		}
+	}
+	sub.noteLag(from, msg.Address, dup)
+}
+
+// Close ends the subscription and waits for it. A relay first moves its
+// children to its own parents (make-before-break, SWIP-61), for at most
+// closeWait, then closes its parent streams.
+func (sub *Subscription) Close() error {
+	sub.mu.Lock()
+	if sub.closing || sub.finished {
+		sub.mu.Unlock()
+		<-sub.done
+		return nil
+	}
+	sub.closing = true
+	relay := sub.relay
+	var to *parent
+	if len(sub.parents) > 0 {
+		to = sub.parents[0]
+	}
+	sub.mu.Unlock()
+
+	if relay != nil && to != nil {
+		sub.s.reg.reparentAll(relay, to.cs.peer, closeWait)
+	}
+	sub.mu.Lock()
+	sub.stopLocked()
+	parents := slices.Clone(sub.parents)
+	sub.finishLocked()
+	sub.mu.Unlock()
+
+	t := time.NewTimer(closeWait)
+	defer t.Stop()
+	select {
+	case <-sub.done:
+		return nil
+	case <-t.C:
+		for _, p := range parents {
+			_ = p.cs.stream.Reset()
+		}
+		<-sub.done
+		return fmt.Errorf("bps: close: a parent did not end the stream within %s", closeWait)
+	}
+}
+
+// Done is closed when the subscription has ended.
+func (sub *Subscription) Done() <-chan struct{} { return sub.done }
+
+// Err is why the subscription ended: nil if it was closed by us. Valid
+// after Done is closed.
+func (sub *Subscription) Err() error {
+	select {
+	case <-sub.done:
+		return sub.err
+	default:
+		return nil
+	}
+}
+
+// Broker is the overlay of the cohort's broker, where the subscription
+// joined.
+func (sub *Subscription) Broker() swarm.Address { return sub.root }
+
+// Spec is the cohort subscribed to.
+func (sub *Subscription) Spec() *Spec { return sub.spec }
+
+// control handles a frame other than a delivery that parent p sent down: a
+// probe is answered, a reparent followed; nothing else may travel down.
+func (sub *Subscription) control(p *parent) func(cs *clientStream, f *pb.Frame) error {
+	return func(cs *clientStream, f *pb.Frame) error {
+		switch k := f.Kind.(type) {
+		case *pb.Frame_Probe:
+			sub.answerProbe(p, k.Probe)
+			return nil
+		case *pb.Frame_Reparent:
+			sub.reparent(p, k.Reparent)
+			return nil
+		default:
+			return fmt.Errorf("%w: a %T frame travelled down", errMalformed, f.Kind)
+		}
+	}
+}
+
+// reparent follows a Reparent from parent p, make-before-break: the node
+// attaches at the named node and only then drops p's stream. A target
+// that is already a parent (the sister) needs no new stream.
+func (sub *Subscription) reparent(p *parent, rp *pb.Reparent) {
+	s := sub.s
+	to := swarm.NewAddress(rp.To)
+	if len(rp.To) != swarm.HashSize || to.Equal(s.overlay) {
+		return
+	}
+	if len(rp.Underlays) > maxUnderlays || !p.moving.CompareAndSwap(false, true) {
+		return // moving already: one reparent per parent stream
+	}
+	underlays := rp.Underlays
+	if !s.goOwned(func() {
+		ctx, cancel := context.WithTimeout(sub.ctx, s.opts.HandshakeTimeout+s.opts.ProbeWait)
+		defer cancel()
+		reason := errReparent
+		if !sub.hasParent(to) {
+			sub.mu.Lock()
+			sub.want++ // room for the new parent beside the old one, for the overlap
+			sub.mu.Unlock()
+			err := sub.acquire(ctx, to, underlays, false)
+			sub.mu.Lock()
+			sub.want--
+			sub.mu.Unlock()
+			if err != nil {
+				// The old stream ends all the same; the subscription
+				// repairs as after any lost parent.
+				reason = fmt.Errorf("bps: reparent to %s failed: %w", to, err)
+			} else {
+				s.metrics.Reparents.Inc()
+				s.trace(Event{Kind: EventReparent, Cohort: sub.spec.String(), Peer: to})
+			}
+		}
+		if reason == errReparent {
+			p.moved.Store(true)
+			p.cs.closeOnce()
+			return
+		}
+		p.cs.kill(reason)
+	}) {
+		p.moving.Store(false)
+	}
+}

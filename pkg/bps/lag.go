@@ -1,0 +1,123 @@
+// Copyright 2026 The BPS Authors. All rights reserved.
+// Use of this source code is governed by a BSD-style
+// license that can be found in the LICENSE file.
+
+package bps
+
+// Withholding is visible (SWIP-61): with two parents feeding the same
+// cohort, a parent that persistently fails to give what its sister gave is
+// dropped and replaced by the ordinary join. The check remembers, for the
+// last lagWindowSize deliveries taken, which parents gave each (by the
+// parents' generation numbers, so a parent that attached later is not
+// blamed for what came before it). When an entry leaves the window, every
+// parent that was there when the delivery was first taken and has not
+// given it since missed it. A parent that misses Options.MaxLag within one
+// epoch of lagWindowSize deliveries is dropped.
+
+const lagWindowSize = 64
+
+type lagEntry struct {
+	addr [32]byte
+	at   [2]uint32 // generations of the parents present when it was taken (0: none)
+	gave [2]bool   // which of them gave it
+}
+
+type lagWindow struct {
+	ring  [lagWindowSize]lagEntry
+	n     int            // entries in the ring
+	next  int            // where the next entry goes
+	index map[[32]byte]int
+	epoch int // deliveries taken this epoch
+}
+
+// noteLag records, under the receiver's dmu, that parent stream from gave
+// the delivery at address addr; dup: it was taken before (from the other
+// parent).
+func (sub *Subscription) noteLag(from *clientStream, address []byte, dup bool) {
+	var addr [32]byte
+	copy(addr[:], address)
+	sub.mu.Lock()
+	if len(sub.parents) < 2 && !dup {
+		sub.mu.Unlock()
+		return // one parent: nothing to compare with
+	}
+	var gens [2]uint32
+	for i, p := range sub.parents {
+		if i < 2 {
+			gens[i] = p.gen
+		}
+	}
+	var fromGen uint32
+	for _, p := range sub.parents {
+		if p.cs == from {
+			fromGen = p.gen
+		}
+	}
+	sub.mu.Unlock()
+
+	w := &sub.lag
+	if w.index == nil {
+		w.index = make(map[[32]byte]int, lagWindowSize)
+	}
+	if dup {
+		if i, ok := w.index[addr]; ok {
+			e := &w.ring[i]
+			for j := range e.at {
+				if e.at[j] == fromGen && fromGen != 0 {
+					e.gave[j] = true
+				}
+			}
+		}
+		return
+	}
+	if w.n == lagWindowSize {
+		sub.evictLag(&w.ring[w.next])
+		delete(w.index, w.ring[w.next].addr)
+		w.n--
+	}
+	e := lagEntry{addr: addr, at: gens}
+	for j := range e.at {
+		e.gave[j] = e.at[j] == fromGen && fromGen != 0
+	}
+	w.ring[w.next] = e
+	w.index[addr] = w.next
+	w.next = (w.next + 1) % lagWindowSize
+	w.n++
+	if w.epoch++; w.epoch >= lagWindowSize {
+		w.epoch = 0
+		sub.mu.Lock()
+		for _, p := range sub.parents {
+			p.missed = 0
+		}
+		sub.mu.Unlock()
+	}
+}
+
+// evictLag blames the parents that missed the delivery of e, leaving the
+// window, and drops one that missed MaxLag this epoch.
+func (sub *Subscription) evictLag(e *lagEntry) {
+	s := sub.s
+	sub.mu.Lock()
+	var drop []*parent
+	for j, g := range e.at {
+		if g == 0 || e.gave[j] {
+			continue
+		}
+		for _, p := range sub.parents {
+			if p.gen == g {
+				if p.missed++; p.missed == s.opts.MaxLag {
+					drop = append(drop, p)
+				}
+			}
+		}
+	}
+	if len(drop) == len(sub.parents) {
+		drop = nil // both lag each other? never drop the last parent here
+	}
+	sub.mu.Unlock()
+	for _, p := range drop {
+		s.metrics.Withheld.Inc()
+		s.trace(Event{Kind: EventWithheld, Cohort: sub.spec.String(), Peer: p.cs.peer})
+		p.cs.kill(errWithheld)
+	}
+}

@@ -1,0 +1,210 @@
+// Copyright 2026 The BPS Authors. All rights reserved.
+// Use of this source code is governed by a BSD-style
+// license that can be found in the LICENSE file.
+
+package bps
+
+import (
+	"crypto/rand"
+	"encoding/binary"
+	"slices"
+	"time"
+
+	"github.com/ethersphere/bee/v2/pkg/swarm"
+	"github.com/ethersphere/bps/pkg/bps/pb"
+)
+
+// Bounds of the probe (SWIP-61, DESIGN §1.5).
+const (
+	maxCandidates   = 2   // SWIP-61: the two shallowest
+	maxUnderlays    = 8   // per candidate or reparent
+	maxUnderlaySize = 256 // bytes per underlay (a multiaddr)
+	maxOpenProbes   = 16  // per cohort at one node: joins probing at once
+	recentNonces    = 32  // closed nonces remembered per cohort: a late answer is dropped, not punished
+	// minProbeGap is the least time between two probes a parent may send
+	// one child: a probe that comes sooner is answered empty at once.
+	minProbeGap = 50 * time.Millisecond
+)
+
+// probeWait is one open probe at a node: the children asked and the
+// candidates they answered with.
+type probeWait struct {
+	asked map[*member]bool // answered?
+	left  int
+	found []*pb.Candidate
+	ready chan struct{} // closed when every child asked has answered
+}
+
+func candidateWellFormed(c *pb.Candidate) bool {
+	if c == nil || len(c.Overlay) != swarm.HashSize || len(c.Underlays) > maxUnderlays {
+		return false
+	}
+	for _, u := range c.Underlays {
+		if len(u) == 0 || len(u) > maxUnderlaySize {
+			return false
+		}
+	}
+	return true
+}
+
+// bestCandidates keeps the two shallowest distinct candidates, none of
+// them exclude, ordered by depth then overlay (SWIP-61's min-2 filter).
+func bestCandidates(found []*pb.Candidate, exclude swarm.Address) []*pb.Candidate {
+	found = slices.DeleteFunc(slices.Clone(found), func(c *pb.Candidate) bool {
+		return swarm.NewAddress(c.Overlay).Equal(exclude)
+	})
+	slices.SortFunc(found, func(a, b *pb.Candidate) int {
+		if a.Depth != b.Depth {
+			if a.Depth < b.Depth {
+				return -1
+			}
+			return 1
+		}
+		return swarm.NewAddress(a.Overlay).Compare(swarm.NewAddress(b.Overlay))
+	})
+	found = slices.CompactFunc(found, func(a, b *pb.Candidate) bool {
+		return swarm.NewAddress(a.Overlay).Equal(swarm.NewAddress(b.Overlay))
+	})
+	return found[:min(len(found), maxCandidates)]
+}
+
+// probe searches c's subtree for free slots over the streams it has
+// (SWIP-61): Probe{childDepth, nonce} to every child that speaks the
+// envelope and may relay (a subscriber stream; never exclude's), and the
+// two shallowest candidates among their answers, collected until every
+// child answered or wait passed.
+func (s *Service) probe(c *cohort, childDepth uint32, exclude swarm.Address, wait time.Duration) []*pb.Candidate {
+	var nb [8]byte
+	_, _ = rand.Read(nb[:])
+	nonce := binary.BigEndian.Uint64(nb[:])
+	frame := encodeFrame(&pb.Probe{Depth: childDepth, Nonce: nonce})
+
+	c.mu.Lock()
+	if c.dead || c.ended || len(c.probes) >= maxOpenProbes {
+		c.mu.Unlock()
+		return nil
+	}
+	pw := &probeWait{asked: make(map[*member]bool), ready: make(chan struct{})}
+	for m := range c.children {
+		if m.codec != codecEnvelope || m.role != roleSubscriber || m.declared != nil || m.silent || m.peer.Equal(exclude) {
+			continue
+		}
+		if m.offer(outFrame{b: frame, kind: kindProbe}) {
+			pw.asked[m] = false
+		}
+	}
+	pw.left = len(pw.asked)
+	if pw.left == 0 {
+		c.mu.Unlock()
+		return nil
+	}
+	if c.probes == nil {
+		c.probes = make(map[uint64]*probeWait)
+	}
+	c.probes[nonce] = pw
+	c.mu.Unlock()
+	s.metrics.Probes.Inc()
+
+	t := time.NewTimer(wait)
+	select {
+	case <-pw.ready:
+	case <-t.C:
+	case <-s.ctx.Done():
+	}
+	t.Stop()
+
+	c.mu.Lock()
+	delete(c.probes, nonce)
+	c.closed = append(c.closed, nonce)
+	if len(c.closed) > recentNonces {
+		c.closed = c.closed[1:]
+	}
+	found := pw.found
+	c.mu.Unlock()
+	best := bestCandidates(found, exclude)
+	s.trace(Event{Kind: EventProbe, Cohort: c.spec.String(), Peer: exclude, Index: uint64(len(best))})
+	return best
+}
+
+// candidates takes a child's answer to an open probe. An answer to a probe
+// the child was not asked, or answered already, or with more than two
+// candidates or a malformed one, is a violation; a late answer to a probe
+// closed recently is dropped.
+func (c *cohort) candidates(from *member, cs *pb.Candidates) error {
+	if len(cs.Candidates) > maxCandidates {
+		c.r.s.count(c, CounterWrongStream)
+		return violationf("%d candidates in one answer", len(cs.Candidates))
+	}
+	for _, cand := range cs.Candidates {
+		if !candidateWellFormed(cand) {
+			c.r.s.count(c, CounterWrongStream)
+			return violationf("a malformed candidate")
+		}
+	}
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	pw := c.probes[cs.Nonce]
+	if pw == nil {
+		if slices.Contains(c.closed, cs.Nonce) {
+			return nil
+		}
+		c.r.s.count(c, CounterWrongStream)
+		return violationf("candidates for no open probe")
+	}
+	answered, asked := pw.asked[from]
+	if !asked || answered {
+		c.r.s.count(c, CounterWrongStream)
+		return violationf("candidates for a probe this stream was not asked, or answered already")
+	}
+	pw.asked[from] = true
+	pw.found = append(pw.found, cs.Candidates...)
+	if pw.left--; pw.left == 0 {
+		close(pw.ready)
+	}
+	return nil
+}
+
+// answerProbe answers a probe parent p sent down (SWIP-61): with this node
+// itself if it has a free slot as a relay, with nothing if it cannot relay,
+// and else with what a probe of its own subtree finds, within half the
+// probe wait. One probe per parent is answered at a time, and not more
+// often than minProbeGap; one beyond is answered empty at once.
+func (sub *Subscription) answerProbe(p *parent, pr *pb.Probe) {
+	s := sub.s
+	answer := func(cands []*pb.Candidate) {
+		p.cs.push(s, outFrame{b: encodeFrame(&pb.Candidates{Candidates: cands, Nonce: pr.Nonce}), kind: kindCandidates})
+	}
+	now := time.Now().UnixNano()
+	if s.opts.RelayCapacity == 0 || p.cs.codec != codecEnvelope || now-p.last.Swap(now) < int64(minProbeGap) {
+		answer(nil)
+		return
+	}
+	sub.mu.Lock()
+	c := sub.relay
+	sub.mu.Unlock()
+	free := s.opts.RelayCapacity
+	if c != nil {
+		c.mu.Lock()
+		free -= c.fanout
+		c.mu.Unlock()
+	}
+	if free > 0 {
+		var under [][]byte
+		if s.opts.Underlays != nil {
+			under = s.opts.Underlays()
+			under = under[:min(len(under), maxUnderlays)]
+		}
+		answer([]*pb.Candidate{{Overlay: s.overlay.Bytes(), Depth: pr.Depth, Underlays: under}})
+		return
+	}
+	if c == nil || !p.probing.CompareAndSwap(false, true) {
+		answer(nil)
+		return
+	}
+	if !s.goOwned(func() {
+		defer p.probing.Store(false)
+		answer(s.probe(c, pr.Depth+1, swarm.ZeroAddress, s.opts.ProbeWait/2))
+	}) {
+		p.probing.Store(false)
+	}
+}

@@ -1,0 +1,189 @@
+// Copyright 2026 The BPS Authors. All rights reserved.
+// Use of this source code is governed by a BSD-style
+// license that can be found in the LICENSE file.
+
+package bps
+
+import (
+	"time"
+
+	"github.com/ethersphere/bee/v2/pkg/swarm"
+	"github.com/ethersphere/bps/pkg/bps/pb"
+)
+
+// A relay (SWIP-61) is a node that follows a cohort through parents and
+// has children in it: a Subscription (the client half: parents,
+// verification) and a cohort of the registry whose up is that subscription
+// (the broker half: children, bounds, fan-out). Accepting the first child
+// is what makes a subscriber a relay; the cohort is forgotten when its last
+// child leaves, and the subscription stays.
+//
+// Down, every delivery the subscription takes — verified end to end,
+// deduplicated across its parents — is fanned out to the children exactly
+// as a broker fans out what it accepts. Up, a publication a child sends is
+// checked statelessly (signature, binding, authorship against the roster
+// this node holds) and forwarded up every parent; the root alone dedups
+// (SWIP-61 item 11).
+
+// addRelay registers sub as the subscription this node relays cohort
+// sub.spec for; the first registered wins.
+func (r *registry) addRelay(sub *Subscription) {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	if r.closed {
+		return
+	}
+	if _, ok := r.relays[sub.spec.key]; !ok {
+		r.relays[sub.spec.key] = sub
+	}
+}
+
+// dropRelay forgets sub as a relay; its children lose a parent (they
+// repair through their other one).
+func (r *registry) dropRelay(sub *Subscription) {
+	r.mu.Lock()
+	if r.relays[sub.spec.key] == sub {
+		delete(r.relays, sub.spec.key)
+	}
+	c := r.cohorts[sub.spec.key]
+	r.mu.Unlock()
+	if c == nil || c.up != sub {
+		return
+	}
+	c.mu.Lock()
+	children := make([]*member, 0, len(c.children))
+	for m := range c.children {
+		children = append(children, m)
+	}
+	c.mu.Unlock()
+	for _, m := range children {
+		m.kill(errRelayGone)
+	}
+}
+
+// follows reports whether this node follows the cohort of key through a
+// subscription; the caller holds r.mu.
+func (r *registry) followsLocked(key string) bool {
+	return r.s.tree.has(key)
+}
+
+// relayDeliver fans a delivery the relay's subscription took out to the
+// relay's children: a service SOC moves the relay's service cursor, roster
+// and latest SOC first, as at the broker.
+func (r *registry) relayDeliver(c *cohort, pub publication, msg *pb.Message) {
+	frame := encodeFrame(&pb.Message{Address: msg.Address, Data: msg.Data})
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if c.dead || c.ended {
+		return
+	}
+	var svc uint64
+	if pub.service != nil {
+		if pub.index < c.svcNext {
+			return
+		}
+		c.svcNext = pub.index + 1
+		svc = c.svcNext
+		c.latest = frame
+		r.applyService(c, pub.service, svc)
+	}
+	c.accepted++
+	c.lastAccept = time.Now()
+	r.fanOut(c, pub, frame, svc)
+}
+
+// relayAuthority is a relay's view of who may publish: the roster it holds
+// (explicit authorship). It holds no cursors: a relay never dedups
+// (SWIP-61 item 11), so every index passes here and the root judges.
+type relayAuthority struct{ c *cohort }
+
+func (a relayAuthority) isPublisher(owner []byte) bool {
+	a.c.mu.Lock()
+	defer a.c.mu.Unlock()
+	return a.c.isPublisherLocked(owner)
+}
+
+func (relayAuthority) feedCursor([]byte) uint64 { return 0 }
+func (relayAuthority) serviceNext() uint64      { return 0 }
+
+// reparentAll sends every child of the relay cohort c that speaks the
+// envelope a Reparent toward to — one of this node's own parents (SWIP-61,
+// graceful leave) — and waits, at most wait, for them to leave; the
+// children that do not are left to the caller's close.
+func (r *registry) reparentAll(c *cohort, to swarm.Address, wait time.Duration) {
+	rp := &pb.Reparent{To: to.Bytes()}
+	frame := encodeFrame(rp)
+	c.mu.Lock()
+	if c.dead || c.ended {
+		c.mu.Unlock()
+		return
+	}
+	if c.gone == nil {
+		c.gone = make(chan struct{})
+	}
+	gone := c.gone
+	sent := 0
+	for m := range c.children {
+		if m.codec == codecEnvelope && m.offer(outFrame{b: frame, kind: kindReparent}) {
+			sent++
+		}
+	}
+	c.mu.Unlock()
+	if sent == 0 {
+		return
+	}
+	t := time.NewTimer(wait)
+	defer t.Stop()
+	select {
+	case <-gone:
+	case <-t.C:
+	case <-r.s.ctx.Done():
+	}
+}
+
+// setRelay points the subscription at its relay cohort.
+func (sub *Subscription) setRelay(c *cohort) {
+	sub.mu.Lock()
+	defer sub.mu.Unlock()
+	sub.relay = c
+}
+
+// clearRelay forgets the relay cohort c once it is forgotten.
+func (sub *Subscription) clearRelay(c *cohort) {
+	sub.mu.Lock()
+	defer sub.mu.Unlock()
+	if sub.relay == c {
+		sub.relay = nil
+	}
+}
+
+// rosterSet is a copy of the roster the subscription holds.
+func (rc *receiver) rosterSet() map[string]struct{} {
+	rc.mu.Lock()
+	defer rc.mu.Unlock()
+	out := make(map[string]struct{}, len(rc.roster))
+	for p := range rc.roster {
+		out[p] = struct{}{}
+	}
+	return out
+}
+
+// live is the cohort of sp at this node, root or relay, if it is live.
+func (r *registry) live(sp *Spec) *cohort {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	c := r.cohorts[sp.key]
+	if c == nil || c.dead {
+		return nil
+	}
+	return c
+}
+
+// nodeDepth is this node's depth in c's cohort: 0 at the root, the relay
+// subscription's depth at a relay.
+func (c *cohort) nodeDepth() uint32 {
+	if c.up != nil {
+		return c.up.depth()
+	}
+	return 0
+}
