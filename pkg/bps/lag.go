@@ -24,8 +24,8 @@ type lagEntry struct {
 
 type lagWindow struct {
 	ring  [lagWindowSize]lagEntry
-	n     int            // entries in the ring
-	next  int            // where the next entry goes
+	n     int // entries in the ring
+	next  int // where the next entry goes
 	index map[[32]byte]int
 	epoch int // deliveries taken this epoch
 }

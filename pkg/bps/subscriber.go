@@ -120,10 +120,10 @@ func (sub *receiver) Roster() [][]byte {
 
 // LivenessFaults counts gaps seen in the service feed.
 func (sub *receiver) LivenessFaults() uint64 { return sub.faults.Load() }
+
 // C delivers verified feed updates in the order the broker sent them; it is
 // closed when the subscription ends.
 func (sub *receiver) C() <-chan Delivery { return sub.c }
-
 
 // Received and Dropped count deliveries accepted and dropped (stale, or
 // failing verification) by this subscription.
