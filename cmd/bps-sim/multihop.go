@@ -9,6 +9,7 @@ import (
 	"time"
 
 	"github.com/ethersphere/bps/pkg/bps"
+	"github.com/ethersphere/bps/pkg/bps/streamtest/bpsnet"
 )
 
 // What a run says about its trees (SWIP-61): the tree each cohort formed,
@@ -42,6 +43,25 @@ func (s *sim) traceJoin(e bps.Event) {
 	}
 	jt.answers++
 	jt.ok = e.Status == "OK"
+}
+
+// traceParent counts the outcomes of a subscriber's attempts to attach to
+// a parent, up to its first OK, from its own side (SWIP-61's parent event):
+// FULL with candidates at the broker, then OK at the first candidate, is
+// two. Where the events exist they replace the brokers' answers above.
+func (s *sim) traceParent(nd *bpsnet.Node, e bps.Event) {
+	k := nd.Overlay().ByteString()
+	s.failMu.Lock()
+	defer s.failMu.Unlock()
+	jt := s.parentRTs[k]
+	if jt == nil {
+		jt = &joinTrace{}
+		s.parentRTs[k] = jt
+	}
+	if !jt.ok {
+		jt.answers++
+		jt.ok = e.Status == "OK"
+	}
 }
 
 // members lists the nodes of cohort i as they are now.
@@ -155,6 +175,7 @@ type TreeResult struct {
 	// (FULL, then OK at a candidate: 2), and the time from its first
 	// Subscribe to its first subscription, also in link round trips.
 	JoinRoundTrips    map[int]int `json:"join_round_trips"`
+	JoinSide          string      `json:"join_side"` // who reported the answers: the subscriber (SWIP-61's parent events) or the broker
 	JoinRoundTripsP50 int         `json:"join_round_trips_p50"`
 	JoinTimeP50       Dur         `json:"join_time_p50"`
 	JoinTimeP99       Dur         `json:"join_time_p99"`
@@ -166,11 +187,13 @@ type TreeResult struct {
 	LostKept    uint64 `json:"lost_kept"`
 	MaxLostKept uint64 `json:"max_lost_kept"`
 	NodesLosing int    `json:"nodes_losing"` // of the nodes that kept a parent, those that lost any
-	// The other subscribers alive at the end (they lost every parent at
-	// some point, or their subscription ended) and what they missed while
+	// The other subscribers alive at the end that joined: their
+	// subscription ended (every parent lost, a reset) or saw a liveness
+	// fault at some point; what they missed after their first join, while
 	// attached or not.
-	Orphaned     int    `json:"orphaned"`
-	LostOrphaned uint64 `json:"lost_orphaned"`
+	Rejoined     int    `json:"rejoined"`
+	LostRejoined uint64 `json:"lost_rejoined"`
+	NeverJoined  int    `json:"never_joined"` // alive at the end, never subscribed
 }
 
 // collectTree computes the TreeResult and the deliveries by depth.
@@ -235,6 +258,9 @@ func (s *sim) collectTree(res *Result, wireBytes uint64, end time.Time) {
 			if len(sl.intervals) > 0 {
 				joinTimes = append(joinTimes, sl.joinTime)
 			}
+			if !sl.failed && !sl.down && len(sl.intervals) == 0 {
+				tr.NeverJoined++
+			}
 			if !sl.failed && !sl.down && len(sl.intervals) > 0 {
 				iv := sl.intervals[0]
 				kept := len(sl.intervals) == 1 && (iv.to.IsZero() || !iv.to.Before(end)) &&
@@ -253,8 +279,8 @@ func (s *sim) collectTree(res *Result, wireBytes uint64, end time.Time) {
 						tr.NodesLosing++
 					}
 				} else {
-					tr.Orphaned++
-					tr.LostOrphaned += lost
+					tr.Rejoined++
+					tr.LostRejoined += lost
 				}
 			}
 			sl.mu.Unlock()
@@ -281,8 +307,14 @@ func (s *sim) collectTree(res *Result, wireBytes uint64, end time.Time) {
 	s.failMu.Lock()
 	tr.RelaysSeen, tr.RelaysFailed = s.relaysSeen, s.relaysFailed
 	var rts []int
+	traces := s.joinRTs
+	if len(s.parentRTs) > 0 {
+		traces, tr.JoinSide = s.parentRTs, "subscriber"
+	} else {
+		tr.JoinSide = "broker"
+	}
 	for _, sl := range s.slots {
-		if jt := s.joinRTs[sl.node.Overlay().ByteString()]; jt != nil && jt.ok {
+		if jt := traces[sl.node.Overlay().ByteString()]; jt != nil && jt.ok {
 			tr.JoinRoundTrips[jt.answers]++
 			rts = append(rts, jt.answers)
 		}

@@ -319,13 +319,13 @@ func writeTable(w io.Writer, res *Result) error {
 	if tr.SOCSize > 0 {
 		row("wire ÷ SOC", "%.2f (a %d B SOC per update)", tr.WireRatio, tr.SOCSize)
 	}
-	row("join time", "p50 %s, p99 %s%s; Join answers to the first OK: %s (median %d)",
-		tr.JoinTimeP50, tr.JoinTimeP99, rtts(tr.JoinTimeP50, sc.Latency), intMapString(tr.JoinRoundTrips), tr.JoinRoundTripsP50)
+	row("join time", "p50 %s, p99 %s%s; answers to the first OK (as the %s saw them): %s (median %d)",
+		tr.JoinTimeP50, tr.JoinTimeP99, rtts(tr.JoinTimeP50, sc.Latency), tr.JoinSide, intMapString(tr.JoinRoundTrips), tr.JoinRoundTripsP50)
 	if tr.RelaysSeen > 0 || sc.FailRelays > 0 {
 		row("relays failed", "%d of %d", tr.RelaysFailed, tr.RelaysSeen)
 	}
-	row("kept a parent", "%d subscribers: %d updates lost (%d nodes lost any, at most %d at one); %d others (orphaned at some point): %d lost",
-		tr.KeptParent, tr.LostKept, tr.NodesLosing, tr.MaxLostKept, tr.Orphaned, tr.LostOrphaned)
+	row("kept a parent", "%d subscribers: %d updates lost (%d nodes lost any, at most %d at one); %d rejoined or faulted at some point: %d lost; %d never joined",
+		tr.KeptParent, tr.LostKept, tr.NodesLosing, tr.MaxLostKept, tr.Rejoined, tr.LostRejoined, tr.NeverJoined)
 	row("joins", "%s", mapString(res.Joins))
 	row("clients", "%s", mapString(res.Clients))
 	row("counters", "%s", mapString(res.Counters))

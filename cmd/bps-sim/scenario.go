@@ -230,7 +230,8 @@ type sim struct {
 	failed                   map[int][]failedRelay // by cohort: relays killed by -fail-relays
 	failedAt                 time.Time
 	relaysSeen, relaysFailed int
-	joinRTs                  map[string]*joinTrace // by joiner overlay: its first joins' answers
+	joinRTs                  map[string]*joinTrace // by joiner overlay: the answers to its first joins, as brokers saw them
+	parentRTs                map[string]*joinTrace // by subscriber overlay: its first attempts to attach, as it saw them
 }
 
 // Run runs the scenario and returns its result.
@@ -243,7 +244,7 @@ func Run(ctx context.Context, sc Scenario) (*Result, error) {
 		return nil, err
 	}
 	s := &sim{sc: sc, counts: newCounts(), byKey: make(map[string]*cohortState), rng: rand.New(rand.NewPCG(uint64(sc.Seed), 0x5157)),
-		failed: make(map[int][]failedRelay), joinRTs: make(map[string]*joinTrace)}
+		failed: make(map[int][]failedRelay), joinRTs: make(map[string]*joinTrace), parentRTs: make(map[string]*joinTrace)}
 	svcOpts := bps.Options{BackoffMin: time.Duration(sc.BackoffMin), BackoffMax: time.Duration(sc.BackoffMax), QueueLen: sc.QueueLen}
 	if err := applyRelays(&svcOpts, sc); err != nil {
 		return nil, err
@@ -478,6 +479,18 @@ func (s *sim) trace(nd *bpsnet.Node, e bps.Event) {
 		s.counts.add("reclaim")
 	case bps.EventClientDrop:
 		s.counts.add("client_drop")
+	default:
+		// SWIP-61's events, by name, so that this file builds with and
+		// without them: a subscriber's join outcome at each parent it
+		// tried, and what the tree did (parent_lost, probe, reparent,
+		// withheld, fault, forward).
+		switch k := e.Kind.String(); k {
+		case "parent":
+			s.traceParent(nd, e)
+		case "deliver", "leave", "claim", "end", "unknown":
+		default:
+			s.counts.add(k)
+		}
 	}
 }
 
