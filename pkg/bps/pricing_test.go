@@ -1,0 +1,527 @@
+// Copyright 2026 The BPS Authors. All rights reserved.
+// Use of this source code is governed by a BSD-style
+// license that can be found in the LICENSE file.
+
+package bps_test
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"math/big"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/ethersphere/bee/v2/pkg/accounting"
+	"github.com/ethersphere/bee/v2/pkg/log"
+	"github.com/ethersphere/bee/v2/pkg/p2p"
+	statestore "github.com/ethersphere/bee/v2/pkg/statestore/mock"
+	"github.com/ethersphere/bee/v2/pkg/swarm"
+	"github.com/ethersphere/bps/pkg/bps"
+	"github.com/ethersphere/bps/pkg/bps/pb"
+	"github.com/ethersphere/bps/pkg/bps/streamtest"
+)
+
+// ledger is a fake accounting.Interface with bee's sign convention (a
+// positive balance: the peer owes this node) and bee's two limits: a debit
+// that leaves a peer owing disconnect or more fails on Apply with bee's
+// p2p.BlockPeerError(accounting.ErrDisconnectThresholdExceeded); a credit
+// that would leave this node owing more than overdraft fails on
+// PrepareCredit with accounting.ErrOverdraft. A peer in settled pays at
+// once: its balance returns to 0 after every debit.
+type ledger struct {
+	disconnect int64 // 0: none
+	overdraft  int64 // 0: none
+
+	mu       sync.Mutex
+	balances map[string]int64
+	settled  map[string]bool
+	notify   chan struct{} // closed and replaced on every change
+}
+
+var _ accounting.Interface = (*ledger)(nil)
+
+func newLedger() *ledger {
+	return &ledger{balances: make(map[string]int64), settled: make(map[string]bool), notify: make(chan struct{})}
+}
+
+type ledgerAction struct {
+	l     *ledger
+	peer  swarm.Address
+	delta int64
+}
+
+func (a *ledgerAction) Apply() error {
+	l := a.l
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	k := a.peer.ByteString()
+	b := l.balances[k] + a.delta
+	l.balances[k] = b
+	close(l.notify)
+	l.notify = make(chan struct{})
+	if a.delta > 0 && l.settled[k] {
+		l.balances[k] = 0
+		return nil
+	}
+	if a.delta > 0 && l.disconnect > 0 && b >= l.disconnect {
+		return p2p.NewBlockPeerError(10*time.Second, accounting.ErrDisconnectThresholdExceeded)
+	}
+	return nil
+}
+
+func (*ledgerAction) Cleanup() {}
+
+func (l *ledger) PrepareDebit(_ context.Context, peer swarm.Address, price uint64) (accounting.Action, error) {
+	return &ledgerAction{l: l, peer: peer, delta: int64(price)}, nil
+}
+
+func (l *ledger) PrepareCredit(_ context.Context, peer swarm.Address, price uint64, _ bool) (accounting.Action, error) {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	if l.overdraft > 0 && -(l.balances[peer.ByteString()]-int64(price)) > l.overdraft {
+		return nil, accounting.ErrOverdraft
+	}
+	return &ledgerAction{l: l, peer: peer, delta: -int64(price)}, nil
+}
+
+// balance is what peer owes this node (negative: what this node owes it).
+func (l *ledger) balance(peer swarm.Address) int64 {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	return l.balances[peer.ByteString()]
+}
+
+func (l *ledger) settle(peer swarm.Address) {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	l.settled[peer.ByteString()] = true
+}
+
+// waitBalance waits until peer's balance is want.
+func (l *ledger) waitBalance(t *testing.T, who string, peer swarm.Address, want int64) {
+	t.Helper()
+	deadline := time.NewTimer(waitTimeout)
+	defer deadline.Stop()
+	for {
+		l.mu.Lock()
+		got, notify := l.balances[peer.ByteString()], l.notify
+		l.mu.Unlock()
+		if got == want {
+			return
+		}
+		select {
+		case <-notify:
+		case <-deadline.C:
+			t.Fatalf("%s: balance of %s is %d, want %d", who, peer, got, want)
+		}
+	}
+}
+
+func (*ledger) Balance(swarm.Address) (*big.Int, error)            { return nil, accounting.ErrPeerNoBalance }
+func (*ledger) SurplusBalance(swarm.Address) (*big.Int, error)     { return new(big.Int), nil }
+func (*ledger) Balances() (map[string]*big.Int, error)             { return nil, nil }
+func (*ledger) CompensatedBalance(swarm.Address) (*big.Int, error) { return nil, accounting.ErrPeerNoBalance }
+func (*ledger) CompensatedBalances() (map[string]*big.Int, error)  { return nil, nil }
+func (*ledger) PeerAccounting() (map[string]accounting.PeerInfo, error) {
+	return nil, nil
+}
+
+// pricedNode is newNode whose service charges prices on acc.
+func pricedNode(t testing.TB, net *streamtest.Network, o bps.Options, acc accounting.Interface, p bps.Prices) *tnode {
+	t.Helper()
+	nd := net.NewNode()
+	rec := newRecorder()
+	o.Tracer = rec
+	svc, err := bps.New(nd, nd.Overlay(), o)
+	if err != nil {
+		t.Fatal(err)
+	}
+	svc.SetAccounting(acc, p)
+	if err := nd.AddProtocol(svc.Protocol()); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() {
+		if err := svc.Close(); err != nil {
+			t.Errorf("close service: %v", err)
+		}
+	})
+	return &tnode{Node: nd, svc: svc, rec: rec}
+}
+
+var testPrices = bps.Prices{Delivery: 7, Publish: 100}
+
+// TestPricingDeliveriesAndPublications: after n publications through a
+// broker, each subscriber owes the broker n × Delivery and the publisher
+// (at depth 1) n × Publish more than its own deliveries; both ends' ledgers
+// agree, and Charges shows the same per peer.
+func TestPricingDeliveriesAndPublications(t *testing.T) {
+	t.Parallel()
+	net := newNetwork(t)
+	ledgers := make(map[*tnode]*ledger)
+	node := func() *tnode {
+		l := newLedger()
+		n := pricedNode(t, net, bps.Options{}, l, testPrices)
+		ledgers[n] = l
+		return n
+	}
+	broker, pubNode := node(), node()
+	subs := []*tnode{node(), node()}
+	for _, c := range append([]*tnode{pubNode}, subs...) {
+		if err := net.Connect(c.Node, broker.Node); err != nil {
+			t.Fatal(err)
+		}
+	}
+	admin := newKey(t)
+	sp := feedSpec(t, "priced", admin)
+	var ss []*bps.Subscription
+	for _, c := range subs {
+		ss = append(ss, subscribe(t, c, broker, sp))
+	}
+	p := publish(t, pubNode, broker, sp, admin, 0)
+	const n = 5
+	for i := range uint64(n) {
+		if err := p.PublishUpdate(ctxT(t), admin.signer, i, fmt.Appendf(nil, "update %d", i)); err != nil {
+			t.Fatal(err)
+		}
+	}
+	for _, s := range ss {
+		for range n {
+			recv(t, s)
+		}
+	}
+
+	// The publisher pays as it writes; the broker has debited it once it
+	// read the publication.
+	pubOwes := int64(n * testPrices.Publish)
+	if got := ledgers[pubNode].balance(broker.Overlay()); got > -pubOwes || got < -pubOwes-n*int64(testPrices.Delivery) {
+		t.Fatalf("publisher owes the broker %d, want %d for its publications (and at most %d deliveries)", -got, pubOwes, n)
+	}
+	for _, c := range subs {
+		want := int64(n * testPrices.Delivery)
+		ledgers[c].waitBalance(t, "subscriber", broker.Overlay(), -want)
+		ledgers[broker].waitBalance(t, "broker", c.Overlay(), want)
+	}
+	// A publisher stream receives the cohort's deliveries too: whatever
+	// it got, both ends agree.
+	got := ledgers[pubNode].balance(broker.Overlay())
+	ledgers[broker].waitBalance(t, "broker", pubNode.Overlay(), -got)
+
+	charges := make(map[string]bps.PeerCharges)
+	for _, c := range broker.svc.Charges() {
+		charges[c.Peer.ByteString()] = c
+	}
+	for _, c := range subs {
+		if ch := charges[c.Overlay().ByteString()]; ch.Debited != n*testPrices.Delivery || ch.Credited != 0 || ch.Streams != 1 {
+			t.Errorf("broker's charges of a subscriber: %+v, want %d debited", ch, n*testPrices.Delivery)
+		}
+	}
+	for _, c := range subs[0].svc.Charges() {
+		if !c.Peer.Equal(broker.Overlay()) || c.Credited != n*testPrices.Delivery || c.Debited != 0 {
+			t.Errorf("subscriber's charges: %+v, want %d credited to the broker", c, n*testPrices.Delivery)
+		}
+	}
+	if got := broker.svc.Prices(); got != testPrices {
+		t.Errorf("Prices() = %+v, want %+v", got, testPrices)
+	}
+}
+
+// fakeParent answers every Join at nd as a parent at depth stated and then
+// writes deliveries down the stream; it hands a publisher stream's reader
+// to read, if not nil.
+func fakeParent(t *testing.T, nd *streamtest.Node, stated uint32, deliveries []*pb.Message, read func(r *raw)) {
+	t.Helper()
+	spec := p2p.ProtocolSpec{Name: bps.ProtocolName, Version: bps.ProtocolVersion, StreamSpecs: []p2p.StreamSpec{{
+		Name: bps.StreamName,
+		Handler: func(_ context.Context, _ p2p.Peer, s p2p.Stream) error {
+			r := &raw{t: t, s: s, r: newByteReader(s)}
+			join := new(pb.Join)
+			if err := r.read(join); err != nil {
+				return err
+			}
+			ack := &pb.Ack{Status: pb.Status_OK, Depth: stated}
+			if join.Addr != nil {
+				ack.Challenge = make([]byte, 32)
+			}
+			r.send(ack)
+			for _, m := range deliveries {
+				r.send(m)
+			}
+			if read != nil && join.Addr != nil {
+				read(r)
+			}
+			_ = r.expectEnd()
+			return s.FullClose()
+		},
+	}}}
+	if err := nd.AddProtocol(spec); err != nil {
+		t.Fatal(err)
+	}
+}
+
+// TestPricingDepth: a child owes a delivery's price whatever the depth its
+// parent stated, and Publish × (stated + 1) for each publication it sends
+// up; a claim is free.
+func TestPricingDepth(t *testing.T) {
+	t.Parallel()
+	for _, stated := range []uint32{0, 2} {
+		t.Run(fmt.Sprint("stated ", stated), func(t *testing.T) {
+			t.Parallel()
+			net := newNetwork(t)
+			k := newKey(t)
+			sp := feedSpec(t, "depth", k)
+			parent := net.NewNode()
+			msgs := []*pb.Message{update(t, k, sp, 0, "a"), update(t, k, sp, 1, "b"), update(t, k, sp, 2, "c")}
+			read := make(chan int, 1)
+			fakeParent(t, parent, stated, msgs, func(r *raw) {
+				n := 0
+				for {
+					if err := r.read(new(pb.Message)); err != nil {
+						break
+					}
+					n++
+				}
+				read <- n
+			})
+			l := newLedger()
+			child := pricedNode(t, net, bps.Options{}, l, testPrices)
+			if err := net.Connect(child.Node, parent); err != nil {
+				t.Fatal(err)
+			}
+			sub, err := child.svc.Subscribe(ctxT(t), parent.Overlay(), sp)
+			if err != nil {
+				t.Fatal(err)
+			}
+			for range msgs {
+				recv(t, sub)
+			}
+			l.waitBalance(t, "child", parent.Overlay(), -int64(len(msgs))*int64(testPrices.Delivery))
+			_ = sub.Close()
+
+			l2 := newLedger()
+			pub := pricedNode(t, net, bps.Options{}, l2, testPrices)
+			if err := net.Connect(pub.Node, parent); err != nil {
+				t.Fatal(err)
+			}
+			p, err := pub.svc.Publish(ctxT(t), parent.Overlay(), sp, bps.PublishOptions{Addr: k.addr, Sign: bps.KeyClaimSigner(k.signer)})
+			if err != nil {
+				t.Fatal(err)
+			}
+			sent := []*pb.Message{update(t, k, sp, 3, "x"), update(t, k, sp, 4, "y")}
+			for _, m := range sent {
+				if err := p.Send(ctxT(t), m); err != nil {
+					t.Fatal(err)
+				}
+			}
+			// The parent's deliveries, and the publications at depth stated+1.
+			want := int64(len(msgs))*int64(testPrices.Delivery) + int64(len(sent))*int64(testPrices.Publish)*int64(stated+1)
+			l2.waitBalance(t, "publisher", parent.Overlay(), -want)
+			_ = p.Close()
+			if n := <-read; n != len(sent)+1 {
+				t.Fatalf("parent read %d frames, want the claim and %d publications", n, len(sent))
+			}
+		})
+	}
+}
+
+// TestPricingCutAtThreshold: a subscriber that never settles is cut when
+// the broker's accounting refuses its debt, as bee's accounting ends any
+// exchange — the handler returns bee's own BlockPeerError, which the node
+// blocklists, and BPS counts no violation — while a subscriber that settles
+// keeps receiving every update.
+func TestPricingCutAtThreshold(t *testing.T) {
+	t.Parallel()
+	net := newNetwork(t)
+	bl := newLedger()
+	bl.disconnect = 3 * int64(testPrices.Delivery)
+	broker := pricedNode(t, net, bps.Options{}, bl, testPrices)
+	debtor, payer := newNode(t, net, bps.Options{}), newNode(t, net, bps.Options{})
+	pubNode := newNode(t, net, bps.Options{})
+	for _, c := range []*tnode{debtor, payer, pubNode} {
+		if err := net.Connect(c.Node, broker.Node); err != nil {
+			t.Fatal(err)
+		}
+	}
+	bl.settle(payer.Overlay())
+	bl.settle(pubNode.Overlay())
+	admin := newKey(t)
+	sp := feedSpec(t, "threshold", admin)
+	dsub, psub := subscribe(t, debtor, broker, sp), subscribe(t, payer, broker, sp)
+	p := publish(t, pubNode, broker, sp, admin, 0)
+	const n = 6
+	for i := range uint64(n) {
+		if err := p.PublishUpdate(ctxT(t), admin.signer, i, fmt.Appendf(nil, "update %d", i)); err != nil {
+			t.Fatal(err)
+		}
+		if d := recv(t, psub); d.Index != i {
+			t.Fatalf("payer got index %d, want %d", d.Index, i)
+		}
+	}
+	leave := broker.rec.wait(t, "the debtor's stream ended", func(e bps.Event) bool {
+		return e.Kind == bps.EventLeave && e.Peer.Equal(debtor.Overlay())
+	})
+	if !errors.Is(leave.Err, accounting.ErrDisconnectThresholdExceeded) || !errors.Is(leave.Err, bps.ErrUnpaid) {
+		t.Fatalf("debtor's stream ended with %v, want the disconnect threshold", leave.Err)
+	}
+	var bpe *p2p.BlockPeerError
+	if !errors.As(leave.Err, &bpe) {
+		t.Fatalf("debtor's stream ended with %v, not bee's BlockPeerError", leave.Err)
+	}
+	waitBlocklisted(t, broker, debtor)
+	if got := broker.rec.count(kind(bps.EventViolation)); got != 0 {
+		t.Fatalf("%d violations counted", got)
+	}
+	// It received what it was charged for below the threshold, and the
+	// third, which reached it, if it arrived before the reset; no more.
+	got := 0
+	for range dsub.C() {
+		got++
+	}
+	if got < 2 || got > 3 {
+		t.Fatalf("debtor received %d deliveries, want 2 or 3", got)
+	}
+	if err := dsub.Err(); err == nil {
+		t.Fatal("debtor's subscription ended without an error")
+	}
+	if c := broker.svc.Charges(); len(c) != 2 {
+		t.Fatalf("broker holds charges of %d peers after the debtor left, want 2: %+v", len(c), c)
+	}
+}
+
+// TestPricingChildCannotPay: a subscriber whose own accounting refuses a
+// delivery's charge (bee's ErrOverdraft: it cannot settle) ends its
+// stream, and its subscription says why.
+func TestPricingChildCannotPay(t *testing.T) {
+	t.Parallel()
+	net := newNetwork(t)
+	broker := pricedNode(t, net, bps.Options{}, newLedger(), testPrices)
+	l := newLedger()
+	l.overdraft = 2 * int64(testPrices.Delivery)
+	child := pricedNode(t, net, bps.Options{}, l, testPrices)
+	pubNode := newNode(t, net, bps.Options{})
+	for _, c := range []*tnode{child, pubNode} {
+		if err := net.Connect(c.Node, broker.Node); err != nil {
+			t.Fatal(err)
+		}
+	}
+	admin := newKey(t)
+	sp := feedSpec(t, "overdraft", admin)
+	sub := subscribe(t, child, broker, sp)
+	p := publish(t, pubNode, broker, sp, admin, 0)
+	for i := range uint64(3) {
+		if err := p.PublishUpdate(ctxT(t), admin.signer, i, []byte("x")); err != nil {
+			t.Fatal(err)
+		}
+	}
+	got := 0
+	for range sub.C() {
+		got++
+	}
+	err := sub.Err()
+	if got != 2 || !errors.Is(err, bps.ErrUnpaid) || !errors.Is(err, accounting.ErrOverdraft) {
+		t.Fatalf("received %d, ended with %v; want 2 and the overdraft", got, err)
+	}
+	t.Logf("the subscription says: %v", err)
+}
+
+// benchPricing publishes b.N updates through a broker to subscribers, with
+// bee's own accounting (over an in-memory state store) at every node, or
+// without accounting.
+func benchPricing(b *testing.B, priced bool) {
+	const subscribers = 16
+	net := streamtest.New()
+	b.Cleanup(func() { _ = net.Close() })
+	accs := make(map[*tnode]*accounting.Accounting)
+	node := func() *tnode {
+		if !priced {
+			return pricingBenchNode(b, net, nil)
+		}
+		acc, err := accounting.NewAccounting(new(big.Int).Lsh(big.NewInt(1), 100), 25, 50, log.Noop, statestore.NewStateStore(), nil, big.NewInt(4_500_000), 10, nil)
+		if err != nil {
+			b.Fatal(err)
+		}
+		n := pricingBenchNode(b, net, acc)
+		accs[n] = acc
+		return n
+	}
+	broker, pubNode := node(), node()
+	subs := make([]*tnode, subscribers)
+	for i := range subs {
+		subs[i] = node()
+	}
+	for _, c := range append([]*tnode{pubNode}, subs...) {
+		if err := net.Connect(c.Node, broker.Node); err != nil {
+			b.Fatal(err)
+		}
+		if priced {
+			accs[broker].Connect(c.Overlay(), true)
+			accs[c].Connect(broker.Overlay(), true)
+		}
+	}
+	ctx := context.Background()
+	k := newKey(b)
+	sp := feedSpec(b, "bench pricing", k)
+	ss := make([]*bps.Subscription, subscribers)
+	for i, c := range subs {
+		s, err := c.svc.Subscribe(ctx, broker.Overlay(), sp)
+		if err != nil {
+			b.Fatal(err)
+		}
+		b.Cleanup(func() { _ = s.Close() })
+		ss[i] = s
+	}
+	p, err := pubNode.svc.Publish(ctx, broker.Overlay(), sp, bps.PublishOptions{Addr: k.addr, Sign: bps.KeyClaimSigner(k.signer)})
+	if err != nil {
+		b.Fatal(err)
+	}
+	b.Cleanup(func() { _ = p.Close() })
+	msgs := make([]*pb.Message, b.N)
+	for i := range msgs {
+		msgs[i] = update(b, k, sp, uint64(i), "benchmark payload of a modest size")
+	}
+	b.ReportAllocs()
+	b.ResetTimer()
+	for i, m := range msgs {
+		if err := p.Send(ctx, m); err != nil {
+			b.Fatal(err)
+		}
+		for _, s := range ss {
+			if d := <-s.C(); d.Index != uint64(i) {
+				b.Fatalf("index %d, want %d", d.Index, i)
+			}
+		}
+	}
+	b.StopTimer()
+	if priced {
+		bal, err := accs[broker].Balance(subs[0].Overlay())
+		if err != nil || bal.Uint64() != uint64(b.N)*bps.BeeBasePrice {
+			b.Fatalf("a subscriber owes %v (%v), want %d", bal, err, uint64(b.N)*bps.BeeBasePrice)
+		}
+	}
+}
+
+func pricingBenchNode(b *testing.B, net *streamtest.Network, acc accounting.Interface) *tnode {
+	nd := net.NewNode()
+	svc, err := bps.New(nd, nd.Overlay(), bps.Options{QueueLen: 1024})
+	if err != nil {
+		b.Fatal(err)
+	}
+	if acc != nil {
+		svc.SetAccounting(acc, bps.DefaultPrices())
+	}
+	if err := nd.AddProtocol(svc.Protocol()); err != nil {
+		b.Fatal(err)
+	}
+	b.Cleanup(func() { _ = svc.Close() })
+	return &tnode{Node: nd, svc: svc}
+}
+
+// BenchmarkPricing: CPU per published update (one publisher, 16
+// subscribers, all in one process) without accounting and with bee's
+// accounting charging every delivery and publication. The ratio of the two
+// is the cost of charging for depth (docs/benchmarks.md).
+func BenchmarkPricing(b *testing.B) {
+	b.Run("free", func(b *testing.B) { benchPricing(b, false) })
+	b.Run("priced", func(b *testing.B) { benchPricing(b, true) })
+}
