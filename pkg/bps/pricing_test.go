@@ -119,11 +119,13 @@ func (l *ledger) waitBalance(t *testing.T, who string, peer swarm.Address, want 
 	}
 }
 
-func (*ledger) Balance(swarm.Address) (*big.Int, error)            { return nil, accounting.ErrPeerNoBalance }
-func (*ledger) SurplusBalance(swarm.Address) (*big.Int, error)     { return new(big.Int), nil }
-func (*ledger) Balances() (map[string]*big.Int, error)             { return nil, nil }
-func (*ledger) CompensatedBalance(swarm.Address) (*big.Int, error) { return nil, accounting.ErrPeerNoBalance }
-func (*ledger) CompensatedBalances() (map[string]*big.Int, error)  { return nil, nil }
+func (*ledger) Balance(swarm.Address) (*big.Int, error)        { return nil, accounting.ErrPeerNoBalance }
+func (*ledger) SurplusBalance(swarm.Address) (*big.Int, error) { return new(big.Int), nil }
+func (*ledger) Balances() (map[string]*big.Int, error)         { return nil, nil }
+func (*ledger) CompensatedBalance(swarm.Address) (*big.Int, error) {
+	return nil, accounting.ErrPeerNoBalance
+}
+func (*ledger) CompensatedBalances() (map[string]*big.Int, error) { return nil, nil }
 func (*ledger) PeerAccounting() (map[string]accounting.PeerInfo, error) {
 	return nil, nil
 }
