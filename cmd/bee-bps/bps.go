@@ -11,12 +11,14 @@ import (
 	"strings"
 	"time"
 
+	"github.com/ethersphere/bee/v2/pkg/accounting"
 	"github.com/ethersphere/bee/v2/pkg/log"
 	"github.com/ethersphere/bee/v2/pkg/p2p"
 	"github.com/ethersphere/bee/v2/pkg/swarm"
 	"github.com/ethersphere/bps/pkg/api"
 	"github.com/ethersphere/bps/pkg/bps"
 	"github.com/ethersphere/bps/pkg/node"
+	"github.com/prometheus/client_golang/prometheus"
 	"github.com/spf13/pflag"
 	"github.com/spf13/viper"
 )
@@ -33,6 +35,9 @@ const (
 	optionNameBPSInactivity          = "bps-inactivity"
 	optionNameBPSClaimDeadline       = "bps-claim-deadline"
 
+	optionNameBPSDeliveryPrice       = "bps-delivery-price"
+	optionNameBPSPublishPrice        = "bps-publish-price"
+
 	optionNameBPSAPIMaxSessions          = "bps-api-max-sessions"
 	optionNameBPSAPIMaxSessionsPerClient = "bps-api-max-sessions-per-client"
 	optionNameBPSAPIMaxCohortsPerClient  = "bps-api-max-cohorts-per-client"
@@ -43,6 +48,7 @@ const (
 var (
 	_ node.Plugin      = (*bps.Service)(nil)
 	_ node.PeerChecker = bpsPeerCheck{}
+	_ node.Accountant  = bpsPeerCheck{}
 )
 
 // setBPSFlags defines the bps-* options; withEnable adds bps-enable (the dev
@@ -57,6 +63,8 @@ func setBPSFlags(f *pflag.FlagSet, withEnable bool) {
 	f.Int(optionNameBPSQueueLen, bps.DefaultQueueLen, "BPS: outbound queue per stream, in frames (full: the stream is reset)")
 	f.Duration(optionNameBPSInactivity, bps.DefaultInactivity, "BPS: a cohort without messages for this long is reclaimed")
 	f.Duration(optionNameBPSClaimDeadline, bps.DefaultClaimDeadline, "BPS: time an unclaimed publisher seat is held")
+	f.Uint64(optionNameBPSDeliveryPrice, bps.BeeBasePrice, "BPS: accounting units a child owes its parent for each delivery, on bee's accounting (default: bee's base price; both prices 0: BPS charges nothing)")
+	f.Uint64(optionNameBPSPublishPrice, bps.BeeBasePrice, "BPS: accounting units per hop a publication costs its sender, times its depth, owed to its parent (default: bee's base price)")
 	f.Int(optionNameBPSAPIMaxSessions, api.DefaultMaxSessions, "BPS API: WebSocket sessions on this node (past it: 503)")
 	f.Int(optionNameBPSAPIMaxSessionsPerClient, api.DefaultMaxSessionsPerClient, "BPS API: WebSocket sessions of one client (past it: 429)")
 	f.Int(optionNameBPSAPIMaxCohortsPerClient, api.DefaultMaxCohortsPerClient, "BPS API: cohorts one client holds sessions in, at each broker (past it: 429)")
@@ -113,6 +121,30 @@ func bpsOptions(v *viper.Viper) (bps.Options, error) {
 	return o, errors.Join(errs...)
 }
 
+// maxBPSPrice bounds bps-delivery-price and bps-publish-price: bee's
+// smallest accepted payment threshold (2 × its refresh rate), so that no
+// single frame is owed past what a peer may owe.
+const maxBPSPrice = 9_000_000
+
+// bpsPrices reads bps-delivery-price and bps-publish-price, checked as
+// bpsOptions checks its options.
+func bpsPrices(v *viper.Viper) (bps.Prices, error) {
+	p := bps.Prices{Delivery: v.GetUint64(optionNameBPSDeliveryPrice), Publish: v.GetUint64(optionNameBPSPublishPrice)}
+	var errs []error
+	for _, c := range []struct {
+		name string
+		v    uint64
+	}{
+		{optionNameBPSDeliveryPrice, p.Delivery},
+		{optionNameBPSPublishPrice, p.Publish},
+	} {
+		if c.v > maxBPSPrice {
+			errs = append(errs, fmt.Errorf("--%s %d: must be at most %d", c.name, c.v, maxBPSPrice))
+		}
+	}
+	return p, errors.Join(errs...)
+}
+
 // bpsAPIOptions reads the bps-api-* options, the bounds of the /pubsub API
 // (the node's sessions, and each client's share of them and of the node's
 // cohorts at a broker), and checks each, naming the option that is out of
@@ -160,15 +192,16 @@ func isHeaderName(s string) bool {
 	return s != ""
 }
 
-// bpsPlugin attaches a bps.Service with options o to a node.
-func bpsPlugin(o bps.Options) node.PluginFactory {
+// bpsPlugin attaches a bps.Service with options o to a node, charging
+// prices on the node's accounting.
+func bpsPlugin(o bps.Options, prices bps.Prices) node.PluginFactory {
 	return func(streamer p2p.Streamer, overlay swarm.Address, logger log.Logger) (node.Plugin, error) {
 		o.Logger = logger
 		s, err := bps.New(streamer, overlay, o)
 		if err != nil {
 			return nil, err
 		}
-		return bpsPeerCheck{s}, nil
+		return bpsPeerCheck{Service: s, prices: prices}, nil
 	}
 }
 
@@ -197,7 +230,18 @@ func bpsPubSub(o api.Options) node.PubSubHandlerFactory {
 	}
 }
 
-// bpsPeerCheck makes the BPS service take the node's transport binding check.
-type bpsPeerCheck struct{ *bps.Service }
+// bpsPeerCheck makes the BPS service take the node's transport binding
+// check and bee's accounting, on which it charges prices.
+type bpsPeerCheck struct {
+	*bps.Service
+	prices bps.Prices
+}
 
 func (p bpsPeerCheck) SetPeerCheck(c node.PeerCheck) { p.Service.SetPeerCheck(c) }
+
+func (p bpsPeerCheck) SetAccounting(a accounting.Interface) { p.Service.SetAccounting(a, p.prices) }
+
+// Metrics are the service's and those of its accounting.
+func (p bpsPeerCheck) Metrics() []prometheus.Collector {
+	return append(p.Service.Metrics(), p.Service.PricingMetrics()...)
+}

@@ -136,8 +136,9 @@ func (c *command) runDev(cmd *cobra.Command) (err error) {
 		return fmt.Errorf("--%s: %w", optionNameVerbosity, err)
 	}
 	bpsOpts, err := bpsOptions(v)
+	prices, pricesErr := bpsPrices(v)
 	apiOpts, apiErr := bpsAPIOptions(v, v.GetStringSlice(optionNameCORSAllowedOrigins))
-	if err = errors.Join(err, apiErr); err != nil {
+	if err = errors.Join(err, pricesErr, apiErr); err != nil {
 		return err
 	}
 	infoFile := v.GetString(optionNameDevInfoFile)
@@ -198,7 +199,7 @@ func (c *command) runDev(cmd *cobra.Command) (err error) {
 		dataDir:   dataDir,
 	}
 	watch := newPeerWatch()
-	plugin := bpsPlugin(bpsOpts)
+	plugin := bpsPlugin(bpsOpts, prices)
 	var broker *node.Node
 	var bootnodes []string
 	for i := range count {

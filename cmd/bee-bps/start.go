@@ -45,15 +45,16 @@ func (c *command) runStart(cmd *cobra.Command) error {
 		return err
 	}
 	o, err := bpsOptions(c.config) // checked with or without bps-enable
+	prices, pricesErr := bpsPrices(c.config)
 	apiOpts, apiErr := bpsAPIOptions(c.config, cfg.CORSAllowedOrigins)
-	if err = errors.Join(err, apiErr); err != nil {
+	if err = errors.Join(err, pricesErr, apiErr); err != nil {
 		return err
 	}
 	if cfg.Logger, err = node.NewLogger(cfg.Verbosity, cmd.OutOrStdout(), ""); err != nil {
 		return err
 	}
 	if c.config.GetBool(optionNameBPSEnable) {
-		cfg.Plugin = bpsPlugin(o)
+		cfg.Plugin = bpsPlugin(o, prices)
 		cfg.PubSubHandler = bpsPubSub(apiOpts)
 	}
 

@@ -155,7 +155,7 @@ func Start(ctx context.Context, c Config) (n *Node, err error) {
 		return nil, err
 	}
 	if c.Plugin != nil {
-		if n.plugin, err = attach(beeCtx, n.in.P2P, n.overlay, logger, c.Plugin, TransportBinding(addressbook.New(n.in.StateStore))); err != nil {
+		if n.plugin, err = attach(beeCtx, n.in.P2P, n.overlay, logger, withAccounting(c.Plugin, n.in.Accounting), TransportBinding(addressbook.New(n.in.StateStore))); err != nil {
 			return nil, err
 		}
 		if err := registerMetrics(beeAPI, n.plugin); err != nil {

@@ -1,0 +1,253 @@
+// Copyright 2026 The BPS Authors. All rights reserved.
+// Use of this source code is governed by a BSD-style
+// license that can be found in the LICENSE file.
+
+package node_test
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"math/big"
+	"net/http"
+	"testing"
+	"time"
+
+	"github.com/ethersphere/bee/v2/pkg/accounting"
+	"github.com/ethersphere/bee/v2/pkg/log"
+	"github.com/ethersphere/bee/v2/pkg/p2p"
+	"github.com/ethersphere/bee/v2/pkg/swarm"
+	"github.com/ethersphere/bps/pkg/bps"
+	"github.com/ethersphere/bps/pkg/node"
+)
+
+// pricedPlugin is bpsPlugin taking bee's accounting from the node, with
+// prices; it keeps the accounting for the test to wait on.
+type pricedPlugin struct {
+	bpsPlugin
+	prices bps.Prices
+	acc    *accounting.Interface
+}
+
+func (p pricedPlugin) SetAccounting(a accounting.Interface) {
+	*p.acc = a
+	p.Service.SetAccounting(a, p.prices)
+}
+
+var _ node.Accountant = pricedPlugin{}
+
+func pricedFactory(prices bps.Prices, peers *peerSet) node.PluginFactory {
+	inner := bpsFactory(bps.Options{}, peers)
+	return func(streamer p2p.Streamer, overlay swarm.Address, logger log.Logger) (node.Plugin, error) {
+		pl, err := inner(streamer, overlay, logger)
+		if err != nil {
+			return nil, err
+		}
+		return pricedPlugin{bpsPlugin: pl.(bpsPlugin), prices: prices, acc: new(accounting.Interface)}, nil
+	}
+}
+
+// Test prices: ten times bee's base price a delivery, twice a hop.
+var e2ePrices = bps.Prices{Delivery: 10 * bps.BeeBasePrice, Publish: 2 * bps.BeeBasePrice}
+
+// TestPricingOnBeeAccounting: on real bee nodes (pseudosettle, no swap), a
+// full-node subscriber and a light-node publisher both charge with BPS
+// prices; a light-node subscriber charges nothing — it never settles its
+// BPS debt. After n updates, bee's own GET /balances at the broker and at
+// each payer shows exactly n × Delivery for the subscriber and
+// n × Publish × 1 for the publisher (all below bee's early-payment
+// threshold: nothing was settled), the same at both ends; the debtor was
+// cut by the broker's accounting once its debt passed bee's disconnect
+// threshold for a light node, and the payer received every update.
+func TestPricingOnBeeAccounting(t *testing.T) {
+	if testing.Short() {
+		t.Skip("starts four bee nodes")
+	}
+	chain := startChain(t)
+	bc := testConfig(t, "broker", chain)
+	bc.FullNode = true
+	bc.Plugin = pricedFactory(e2ePrices, nil)
+	broker := startNode(t, bc)
+	underlays, err := broker.Underlays()
+	if err != nil || len(underlays) == 0 {
+		t.Fatalf("broker underlays %v: %v", underlays, err)
+	}
+	brokerAcc := *broker.Plugin().(pricedPlugin).acc
+
+	start := func(name string, full bool, factory func(*peerSet) node.PluginFactory) *node.Node {
+		peers := newPeerSet()
+		c := testConfig(t, name, chain)
+		c.FullNode = full
+		c.Plugin = factory(peers)
+		for _, u := range underlays {
+			c.Bootnodes = append(c.Bootnodes, u.String())
+		}
+		n := startNode(t, c)
+		ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+		defer cancel()
+		if err := peers.wait(ctx, broker.Overlay()); err != nil {
+			t.Fatalf("%s: %v", name, err)
+		}
+		// bee connects a peer's accounting on a goroutine of its
+		// pseudosettle hook, with no event to wait for: until it has, a
+		// charge fails ("connection not initialized yet").
+		waitAccounting(t, brokerAcc, n.Overlay())
+		return n
+	}
+	priced := func(p *peerSet) node.PluginFactory { return pricedFactory(e2ePrices, p) }
+	free := func(p *peerSet) node.PluginFactory { return bpsFactory(bps.Options{}, p) }
+	payer := start("payer", true, priced)
+	publisher := start("publisher", false, priced)
+	debtor := start("debtor", false, free)
+	waitAccounting(t, *payer.Plugin().(pricedPlugin).acc, broker.Overlay())
+	waitAccounting(t, *publisher.Plugin().(pricedPlugin).acc, broker.Overlay())
+
+	before := func(n *node.Node, peer swarm.Address) *big.Int { return balanceOf(t, n, peer) }
+	b0 := map[string]*big.Int{
+		"broker/payer":     before(broker, payer.Overlay()),
+		"broker/publisher": before(broker, publisher.Overlay()),
+		"broker/debtor":    before(broker, debtor.Overlay()),
+		"payer/broker":     before(payer, broker.Overlay()),
+		"publisher/broker": before(publisher, broker.Overlay()),
+	}
+
+	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
+	defer cancel()
+	admin := newFeedKey(t)
+	sp := feedSpecOf(t, "pricing", admin)
+	svcOf := func(n *node.Node) *bps.Service {
+		switch p := n.Plugin().(type) {
+		case pricedPlugin:
+			return p.Service
+		case bpsPlugin:
+			return p.Service
+		}
+		t.Fatalf("plugin %T", n.Plugin())
+		return nil
+	}
+	psub, err := svcOf(payer).Subscribe(ctx, broker.Overlay(), sp)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer func() { _ = psub.Close() }()
+	dsub, err := svcOf(debtor).Subscribe(ctx, broker.Overlay(), sp)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer func() { _ = dsub.Close() }()
+	pub, err := svcOf(publisher).Publish(ctx, broker.Overlay(), sp, bps.PublishOptions{Addr: admin.addr, Sign: bps.KeyClaimSigner(admin.signer)})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer func() { _ = pub.Close() }()
+
+	const n = 25
+	debtorGot := 0
+	for i := range n {
+		want := fmt.Sprintf("update %d", i)
+		if err := pub.PublishUpdate(ctx, admin.signer, uint64(i), []byte(want)); err != nil {
+			t.Fatalf("publish %d: %v", i, err)
+		}
+		receive(ctx, t, "payer", psub.C(), want)
+	}
+	for range dsub.C() {
+		debtorGot++
+	}
+	t.Logf("the debtor received %d deliveries; its subscription ended with: %v", debtorGot, dsub.Err())
+
+	delta := func(key string, n *node.Node, peer swarm.Address) int64 {
+		return new(big.Int).Sub(balanceOf(t, n, peer), b0[key]).Int64()
+	}
+	wantSub, wantPub := int64(n*e2ePrices.Delivery), int64(n*e2ePrices.Publish)
+	waitBalance(t, broker, payer.Overlay(), new(big.Int).Add(b0["broker/payer"], big.NewInt(wantSub)))
+	if got := delta("payer/broker", payer, broker.Overlay()); got != -wantSub {
+		t.Errorf("payer's balance with the broker moved by %d, want %d", got, -wantSub)
+	}
+	waitBalance(t, broker, publisher.Overlay(), new(big.Int).Add(b0["broker/publisher"], big.NewInt(wantPub)))
+	if got := delta("publisher/broker", publisher, broker.Overlay()); got != -wantPub {
+		t.Errorf("publisher's balance with the broker moved by %d, want %d", got, -wantPub)
+	}
+
+	// The debtor: bee's light-node disconnect limit is its payment
+	// threshold (13.5M / 10) plus 25 % tolerance, plus at most one second
+	// of light refresh (450k) — cut at the first debit that reaches it.
+	const limit, refresh = 1_687_500, 450_000
+	owed := delta("broker/debtor", broker, debtor.Overlay())
+	charged := owed / int64(e2ePrices.Delivery)
+	if owed%int64(e2ePrices.Delivery) != 0 || owed < limit || owed-int64(e2ePrices.Delivery) >= limit+refresh {
+		t.Errorf("the debtor owes the broker %d (%d deliveries), want the first multiple of %d at or past %d (+ up to %d)", owed, charged, e2ePrices.Delivery, limit, refresh)
+	}
+	if int64(debtorGot) > charged || int64(debtorGot) < charged-1 {
+		t.Errorf("the debtor received %d deliveries, charged %d", debtorGot, charged)
+	}
+	if err := dsub.Err(); err == nil {
+		t.Error("the debtor's subscription ended without an error")
+	}
+	if charged >= n {
+		t.Errorf("the debtor was charged for all %d updates: never cut", n)
+	}
+}
+
+// waitAccounting waits until acc has a balance for peer: bee's accounting
+// connected it.
+func waitAccounting(t *testing.T, acc accounting.Interface, peer swarm.Address) {
+	t.Helper()
+	if acc == nil {
+		t.Fatal("the plugin got no accounting")
+	}
+	deadline := time.Now().Add(30 * time.Second)
+	tick := time.NewTicker(10 * time.Millisecond)
+	defer tick.Stop()
+	for {
+		_, err := acc.Balance(peer)
+		if err == nil {
+			return
+		}
+		if !errors.Is(err, accounting.ErrPeerNoBalance) || time.Now().After(deadline) {
+			t.Fatalf("accounting of %s: %v", peer, err)
+		}
+		<-tick.C
+	}
+}
+
+// balanceOf is n's balance with peer from bee's GET /balances/{peer}: what
+// the peer owes n (negative: what n owes it).
+func balanceOf(t *testing.T, n *node.Node, peer swarm.Address) *big.Int {
+	t.Helper()
+	var resp struct {
+		Balance string `json:"balance"`
+	}
+	r, err := http.Get(n.APIURL() + "/balances/" + peer.String())
+	if err != nil {
+		t.Fatal(err)
+	}
+	_ = r.Body.Close()
+	if r.StatusCode == http.StatusNotFound {
+		return new(big.Int)
+	}
+	getJSON(t, n.APIURL()+"/balances/"+peer.String(), &resp)
+	b, ok := new(big.Int).SetString(resp.Balance, 10)
+	if !ok {
+		t.Fatalf("balance %q", resp.Balance)
+	}
+	return b
+}
+
+// waitBalance waits until n's balance with peer is want: the broker debits
+// after its write, which the receiver may read before.
+func waitBalance(t *testing.T, n *node.Node, peer swarm.Address, want *big.Int) {
+	t.Helper()
+	deadline := time.Now().Add(10 * time.Second)
+	tick := time.NewTicker(10 * time.Millisecond)
+	defer tick.Stop()
+	for {
+		got := balanceOf(t, n, peer)
+		if got.Cmp(want) == 0 {
+			return
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("balance of %s at %s: %s, want %s", peer, n.Overlay(), got, want)
+		}
+		<-tick.C
+	}
+}
