@@ -35,8 +35,8 @@ const (
 	optionNameBPSInactivity          = "bps-inactivity"
 	optionNameBPSClaimDeadline       = "bps-claim-deadline"
 
-	optionNameBPSDeliveryPrice       = "bps-delivery-price"
-	optionNameBPSPublishPrice        = "bps-publish-price"
+	optionNameBPSDeliveryPrice = "bps-delivery-price"
+	optionNameBPSPublishPrice  = "bps-publish-price"
 
 	optionNameBPSAPIMaxSessions          = "bps-api-max-sessions"
 	optionNameBPSAPIMaxSessionsPerClient = "bps-api-max-sessions-per-client"
