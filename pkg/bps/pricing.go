@@ -12,6 +12,7 @@ import (
 	"math/bits"
 	"sync"
 	"sync/atomic"
+	"time"
 
 	"github.com/ethersphere/bee/v2/pkg/accounting"
 	beemetrics "github.com/ethersphere/bee/v2/pkg/metrics"
@@ -224,7 +225,46 @@ func (p Prices) upPrice(stated uint32) uint64 {
 }
 
 func (p *pricing) meter(peer swarm.Address, parent bool, stated uint32) *meter {
+	p.await(peer)
 	return &meter{p: p, t: p.open(peer), parent: parent, down: p.prices.Delivery, up: p.prices.upPrice(stated)}
+}
+
+// accountingWait bounds how long a new stream waits for bee to connect its
+// peer's accounting.
+const accountingWait = 2 * time.Second
+
+// await waits, at most accountingWait, until bee's accounting takes charges
+// for peer. bee connects a peer's accounting on a goroutine of its
+// pseudosettle hook once the peer has connected, and a charge before that
+// fails ("connection not initialized yet"): a stream opened in the first
+// moments of a connection would end on its first frame. A zero debit,
+// released at once, is the probe: it moves no balance. If the wait runs
+// out, the stream goes ahead and its first charge says why.
+func (p *pricing) await(peer swarm.Address) {
+	var t *time.Timer
+	for wait, waited := 5*time.Millisecond, time.Duration(0); ; wait *= 2 {
+		act, err := p.acc.PrepareDebit(p.ctx, peer, 0)
+		if err == nil {
+			act.Cleanup()
+			return
+		}
+		if waited >= accountingWait || p.ctx.Err() != nil {
+			return
+		}
+		wait = min(wait, accountingWait-waited)
+		if t == nil {
+			t = time.NewTimer(wait)
+			defer t.Stop()
+		} else {
+			t.Reset(wait)
+		}
+		select {
+		case <-t.C:
+		case <-p.ctx.Done():
+			return
+		}
+		waited += wait
+	}
 }
 
 // done ends the meter's stream's tally; later calls do nothing.

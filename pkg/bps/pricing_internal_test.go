@@ -6,8 +6,10 @@ package bps
 
 import (
 	"context"
+	"errors"
 	"math/big"
 	"sync"
+	"testing"
 
 	"github.com/ethersphere/bee/v2/pkg/accounting"
 	"github.com/ethersphere/bee/v2/pkg/swarm"
@@ -20,6 +22,8 @@ type recAccounting struct {
 	prepared []uint64 // prices prepared, debits and credits
 	applied  []uint64 // prices applied
 	cleaned  int      // actions released
+	notReady int      // probes refused before the peer's accounting is connected
+	probes   int
 }
 
 var _ accounting.Interface = (*recAccounting)(nil)
@@ -45,6 +49,13 @@ func (r recAction) Cleanup() {
 func (a *recAccounting) prepare(price uint64) (accounting.Action, error) {
 	a.mu.Lock()
 	defer a.mu.Unlock()
+	if price == 0 { // a probe of whether the peer's accounting is connected
+		a.probes++
+		if a.probes <= a.notReady {
+			return nil, errors.New("connection not initialized yet")
+		}
+		return recAction{a: &recAccounting{}}, nil
+	}
 	a.prepared = append(a.prepared, price)
 	return recAction{a: a, price: price}, nil
 }
@@ -76,4 +87,21 @@ func (a *recAccounting) record() (prepared, applied []uint64, cleaned int) {
 // for each Message written down.
 func meterParent(acc accounting.Interface, peer swarm.Address, delivery uint64) *meter {
 	return newPricing(context.Background(), acc, Prices{Delivery: delivery}).meter(peer, true, 0)
+}
+
+// TestPricingAwaitsAccounting: a new stream waits until bee's accounting
+// takes charges for its peer (bee connects it on a goroutine of its own),
+// with zero-priced probes that move nothing.
+func TestPricingAwaitsAccounting(t *testing.T) {
+	t.Parallel()
+	peer := swarm.MustParseHexAddress("ca1e9f3938cc1425c6061b96ad9eb93e134dfe8734ad490164ef20af9d1cf59c")
+	acc := &recAccounting{notReady: 3}
+	m := meterParent(acc, peer, 5)
+	defer m.done()
+	if acc.probes != 4 {
+		t.Fatalf("%d probes, want 4: three refused, then taken", acc.probes)
+	}
+	if prepared, applied, _ := acc.record(); len(prepared) != 0 || len(applied) != 0 {
+		t.Fatalf("the probes charged: prepared %v, applied %v", prepared, applied)
+	}
 }
