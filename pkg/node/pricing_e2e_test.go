@@ -52,8 +52,8 @@ var e2ePrices = bps.Prices{Delivery: 10 * bps.BeeBasePrice, Publish: 2 * bps.Bee
 
 // TestPricingOnBeeAccounting: on real bee nodes (pseudosettle, no swap), a
 // full-node subscriber and a light-node publisher both charge with BPS
-// prices; a light-node subscriber charges nothing — it never settles its
-// BPS debt. After n updates, bee's own GET /balances at the broker and at
+// prices; a light-node subscriber keeps no BPS ledger — it never settles
+// its BPS debt. After n updates, bee's own GET /balances at the broker and at
 // each payer shows exactly n × Delivery for the subscriber and
 // n × Publish × 1 for the publisher (all below bee's early-payment
 // threshold: nothing was settled), the same at both ends; the debtor was
@@ -153,6 +153,9 @@ func TestPricingOnBeeAccounting(t *testing.T) {
 	for range dsub.C() {
 		debtorGot++
 	}
+	// The debtor keeps no BPS ledger, so nothing on its side knows why:
+	// bee at the broker reset the stream and closed the connection (its
+	// blocklist), which the debtor reads as a reset or as the end.
 	t.Logf("the debtor received %d deliveries; its subscription ended with: %v", debtorGot, dsub.Err())
 
 	delta := func(key string, n *node.Node, peer swarm.Address) int64 {
@@ -179,9 +182,6 @@ func TestPricingOnBeeAccounting(t *testing.T) {
 	}
 	if int64(debtorGot) > charged || int64(debtorGot) < charged-1 {
 		t.Errorf("the debtor received %d deliveries, charged %d", debtorGot, charged)
-	}
-	if err := dsub.Err(); err == nil {
-		t.Error("the debtor's subscription ended without an error")
 	}
 	if charged >= n {
 		t.Errorf("the debtor was charged for all %d updates: never cut", n)
