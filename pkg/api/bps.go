@@ -304,6 +304,8 @@ type topicsResponse struct {
 	Topics []topicInfo `json:"topics"`
 	// Audience says what bounds this node's audience as a broker.
 	Audience audienceInfo `json:"audience"`
+	// Pricing is what BPS charges each peer on bee's accounting (pricing.go).
+	Pricing *pricingInfo `json:"pricing,omitempty"`
 }
 
 // What bee v2.8.1 bounds of a broker's audience, fixed in bee (its
@@ -360,7 +362,7 @@ func (s *Server) topicsHandler(w http.ResponseWriter, _ *http.Request) {
 		CohortsPerPeer:      a.CohortsPerPeer,
 		LightNodes:          beeLightNodes,
 		FullNodesPerBin:     beeFullNodesPerBin,
-	}}
+	}, Pricing: s.pricing()}
 	for _, c := range s.svc.Cohorts() {
 		t := specInfo(c.Spec)
 		t.Role = "broker"
