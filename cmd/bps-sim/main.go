@@ -60,6 +60,8 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 	durFlag(fs, &sc.Downtime, "downtime", "how long a churned or killed node stays down")
 	fs.Float64Var(&sc.KillBrokers, "kill-brokers", sc.KillBrokers, "fraction of brokers killed halfway through and restarted after -downtime")
 	fs.IntVar(&sc.RelayCapacity, "relay-capacity", sc.RelayCapacity, "children a subscriber accepts per cohort as a relay (SWIP-61; 0: it does not relay)")
+	fs.IntVar(&sc.BrokerCapacity, "broker-capacity", sc.BrokerCapacity, "subscriber streams a broker admits per cohort (0: bps's default)")
+	durFlag(fs, &sc.ProbeWait, "probe-wait", "how long a node at capacity waits for its subtree's candidates (0: bps's default)")
 	fs.IntVar(&sc.Parents, "parents", sc.Parents, "parents a subscriber keeps: 1 or 2")
 	fs.Float64Var(&sc.FailRelays, "fail-relays", sc.FailRelays, "fraction of relays killed halfway through (they stay down)")
 	fs.Float64Var(&sc.JoinRate, "join-rate", sc.JoinRate, "subscribers starting per second (0: all at once)")

@@ -15,8 +15,8 @@ import (
 // applyRelays sets the service options of a multihop run. This pkg/bps has
 // no relays yet: every subscriber joins its broker (SWIP-74).
 func applyRelays(_ *bps.Options, sc Scenario) error {
-	if sc.RelayCapacity > 0 || sc.Parents > 1 {
-		return errors.New("-relay-capacity and -parents 2 need a pkg/bps with relays (SWIP-61)")
+	if sc.RelayCapacity > 0 || sc.Parents > 1 || sc.ProbeWait > 0 {
+		return errors.New("-relay-capacity, -parents 2 and -probe-wait need a pkg/bps with relays (SWIP-61)")
 	}
 	return nil
 }

@@ -45,11 +45,13 @@ type Scenario struct {
 	// (0: none, every subscriber joins the broker), how many parents it
 	// keeps, and the fraction of relays killed halfway through (they stay
 	// down).
-	RelayCapacity int     `json:"relay_capacity"`
-	Parents       int     `json:"parents"`
-	FailRelays    float64 `json:"fail_relays"`
-	JoinRate      float64 `json:"join_rate"` // subscribers starting per second; 0: all at once
-	JoinWait      Dur     `json:"join_wait"` // with relays, how long to wait for every subscriber to have a parent
+	RelayCapacity  int     `json:"relay_capacity"`
+	BrokerCapacity int     `json:"broker_capacity"` // the broker's subscriber streams per cohort (0: bps's default, 64)
+	ProbeWait      Dur     `json:"probe_wait"`      // how long a node at capacity waits for its subtree's candidates (0: bps's default)
+	Parents        int     `json:"parents"`
+	FailRelays     float64 `json:"fail_relays"`
+	JoinRate       float64 `json:"join_rate"` // subscribers starting per second; 0: all at once
+	JoinWait       Dur     `json:"join_wait"` // with relays, how long to wait for every subscriber to have a parent
 
 	BackoffMin Dur `json:"backoff_min"`
 	BackoffMax Dur `json:"backoff_max"`
@@ -102,8 +104,8 @@ func (sc Scenario) validate() error {
 		return errors.New("kill-brokers must be in [0, 1]")
 	case sc.Churn < 0:
 		return errors.New("churn must not be negative")
-	case sc.RelayCapacity < 0:
-		return errors.New("relay-capacity must not be negative")
+	case sc.RelayCapacity < 0 || sc.BrokerCapacity < 0 || sc.ProbeWait < 0:
+		return errors.New("relay-capacity, broker-capacity and probe-wait must not be negative")
 	case sc.Parents < 1 || sc.Parents > 2:
 		return errors.New("parents must be 1 or 2")
 	case sc.FailRelays < 0 || sc.FailRelays > 1:
@@ -245,7 +247,8 @@ func Run(ctx context.Context, sc Scenario) (*Result, error) {
 	}
 	s := &sim{sc: sc, counts: newCounts(), byKey: make(map[string]*cohortState), rng: rand.New(rand.NewPCG(uint64(sc.Seed), 0x5157)),
 		failed: make(map[int][]failedRelay), joinRTs: make(map[string]*joinTrace), parentRTs: make(map[string]*joinTrace)}
-	svcOpts := bps.Options{BackoffMin: time.Duration(sc.BackoffMin), BackoffMax: time.Duration(sc.BackoffMax), QueueLen: sc.QueueLen}
+	svcOpts := bps.Options{BackoffMin: time.Duration(sc.BackoffMin), BackoffMax: time.Duration(sc.BackoffMax), QueueLen: sc.QueueLen,
+		MaxStreamsPerCohort: sc.BrokerCapacity}
 	if err := applyRelays(&svcOpts, sc); err != nil {
 		return nil, err
 	}
