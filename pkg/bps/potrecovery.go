@@ -98,7 +98,9 @@ func (f *follower) potRecover(ctx context.Context, ps PotSession, live Delivery,
 	// Past max the exact count does not matter to the descent (the anchor
 	// is then sought by key), and an index far out must not overflow it.
 	missed := min(to-from+1, uint64(max)+1)
-	gap := pot.Gap{Top: top, TopRef: ref, Missed: int(missed)}
+	// From index 0, every element below the top is missed: the whole pot
+	// is retrieved, ahead of the descent too.
+	gap := pot.Gap{Top: top, TopRef: ref, Missed: int(missed), All: from == 0}
 	if anchor != nil && anchor.Index+1 == from {
 		if n, r, ok := deliveryTop(*anchor); ok {
 			gap.Anchor = &pot.Anchor{Key: n.Key(), Ref: r}

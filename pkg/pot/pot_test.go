@@ -531,3 +531,76 @@ func FuzzDecode(f *testing.F) {
 		}
 	})
 }
+
+// TestRecoverAhead: a recovery whose missed nodes are all known to lie
+// above the anchor retrieves them ahead of its descent, several at once,
+// and still retrieves each exactly once — the anchor never; so does one
+// that reads a whole pot (All). Its goroutines end with it (goleak).
+func TestRecoverAhead(t *testing.T) {
+	t.Parallel()
+	for _, tc := range []struct {
+		name string
+		gap  func(f *feed) pot.Gap
+		want int
+	}{
+		{"anchor", func(f *feed) pot.Gap {
+			top, ref := f.top(30)
+			return pot.Gap{Top: top, TopRef: ref, Missed: 19, Anchor: anchored(f, 10)}
+		}, 19},
+		{"all", func(f *feed) pot.Gap {
+			top, ref := f.top(30)
+			return pot.Gap{Top: top, TopRef: ref, Missed: 30, All: true}
+		}, 30},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			t.Parallel()
+			f := build(t, 31, sequential, 15)
+			arrived := make(chan struct{}, 64)
+			release := make(chan struct{})
+			g := count(storage.GetterFunc(func(ctx context.Context, a swarm.Address) (swarm.Chunk, error) {
+				arrived <- struct{}{}
+				select {
+				case <-release:
+				case <-ctx.Done():
+					return nil, ctx.Err()
+				}
+				return f.store.Get(ctx, a)
+			}))
+			type result struct {
+				rec pot.Recovery
+				err error
+			}
+			done := make(chan result, 1)
+			go func() {
+				rec, err := pot.Recover(context.Background(), g, tc.gap(f), 64)
+				done <- result{rec, err}
+			}()
+			deadline := time.After(10 * time.Second)
+			for range 2 { // two retrievals outstanding at once
+				select {
+				case <-arrived:
+				case <-deadline:
+					close(release)
+					<-done
+					t.Fatal("the recovery retrieves one node at a time")
+				}
+			}
+			close(release)
+			r := <-done
+			if r.err != nil {
+				t.Fatal(r.err)
+			}
+			if len(r.rec.Elements) != tc.want || r.rec.Retrievals != tc.want || g.n != tc.want {
+				t.Fatalf("%d elements, %d retrievals (%d counted), want %d", len(r.rec.Elements), r.rec.Retrievals, g.n, tc.want)
+			}
+			for i, e := range r.rec.Elements {
+				if !bytes.Equal(e.Value(), value(30-tc.want+i)) {
+					t.Fatalf("element %d: %x", i, e.Value())
+				}
+			}
+			if a, ok := g.twice(); ok {
+				t.Fatalf("retrieved %s twice", a)
+			}
+		})
+	}
+}

@@ -10,6 +10,7 @@ import (
 	"fmt"
 	"io"
 	"slices"
+	"sync/atomic"
 
 	"github.com/ethersphere/bee/v2/pkg/storage"
 	"github.com/ethersphere/bee/v2/pkg/swarm"
@@ -18,12 +19,16 @@ import (
 // Gap is what a follower of a self-indexed feed missed (SWIP-65): it
 // verified the update whose payload is Top (its wrapped chunk at TopRef)
 // and, before it, Missed updates it does not hold. Anchor, if set, is the
-// node of the update just before those, which the follower holds.
+// node of the update just before those, which the follower holds. All
+// says that every element below the top is missed (the follower reads the
+// feed from its first update): without an anchor, the recovery then
+// retrieves ahead too.
 type Gap struct {
 	Top    *Node
 	TopRef swarm.Address
 	Missed int
 	Anchor *Anchor
+	All    bool
 }
 
 // Recovery is what Recover found: the elements of the latest missed
@@ -36,7 +41,9 @@ type Recovery struct {
 
 // Recover retrieves the latest min(Missed, max) missed elements by
 // descending from the top — one retrieval each, each verified by hash only
-// against the reference chain rooted in the top — and performs the anchor
+// against the reference chain rooted in the top; when they are all the
+// missed ones, the nodes certain to be reached (above the anchor's key, or
+// all with All) are retrieved ahead, Parallel at once — and performs the anchor
 // check: when every missed element is recovered, the next reference of the
 // descent must be the anchor's (no retrieval); when fewer are (max), the
 // anchor is sought by key (one retrieval per level at most).
@@ -49,11 +56,31 @@ type Recovery struct {
 // later than them).
 func Recover(ctx context.Context, g storage.Getter, gap Gap, max int) (Recovery, error) {
 	want := min(gap.Missed, max)
+	cg := &countGetter{g: g}
+	g = cg
 	c := Descend(g, gap.Top, gap.TopRef)
+	var pf *prefetcher
+	if want == gap.Missed && (gap.Anchor != nil || gap.All) {
+		// Every node above the anchor's key is a missed update (all of
+		// them, without an anchor): retrieve them ahead, Parallel at once.
+		pf = newPrefetcher(ctx, g)
+		c.l.g = pf
+		c.reached = func(n *Node, floor int) {
+			for p := n.prev(KeyBits - 1); p > floor; p = n.prev(p - 1) {
+				if gap.Anchor == nil || lowest(n.key, p) > gap.Anchor.Key {
+					ref, _ := n.Fork(p)
+					pf.fetch(ref)
+				}
+			}
+		}
+	}
 	var got []Element
 	finish := func(err error) (Recovery, error) {
+		if pf != nil {
+			pf.close() // what it retrieved ahead and nobody took is counted too
+		}
 		slices.Reverse(got)
-		return Recovery{Elements: got, Retrievals: c.Retrievals()}, err
+		return Recovery{Elements: got, Retrievals: int(cg.n.Load())}, err
 	}
 	if _, err := c.Next(ctx); err != nil { // the top, in hand
 		return finish(err)
@@ -85,8 +112,17 @@ func Recover(ctx context.Context, g storage.Getter, gap Gap, max int) (Recovery,
 		}
 		return finish(nil)
 	}
-	n, err := CheckAnchor(ctx, g, gap.Top, gap.TopRef, *gap.Anchor)
-	r, _ := finish(err)
-	r.Retrievals += n
-	return r, err
+	_, err := CheckAnchor(ctx, g, gap.Top, gap.TopRef, *gap.Anchor)
+	return finish(err)
+}
+
+// countGetter counts retrievals, those ahead of the descent included.
+type countGetter struct {
+	g storage.Getter
+	n atomic.Int64
+}
+
+func (c *countGetter) Get(ctx context.Context, addr swarm.Address) (swarm.Chunk, error) {
+	c.n.Add(1)
+	return c.g.Get(ctx, addr)
 }

@@ -112,6 +112,7 @@ type Descending struct {
 	started bool
 	stack   []frame
 	err     error
+	reached func(n *Node, floor int) // called for each node entered (Recover's prefetch)
 }
 
 // Descend starts a descending iteration at top, the node whose chunk is at
@@ -146,6 +147,9 @@ func (c *Descending) Next(ctx context.Context) (Element, error) {
 	if !c.started {
 		c.started = true
 		c.stack = append(c.stack, frame{n: c.top.Node, ref: c.top.Ref, floor: -1, next: KeyBits - 1})
+		if c.reached != nil {
+			c.reached(c.top.Node, -1)
+		}
 		return c.top, nil
 	}
 	for len(c.stack) > 0 {
@@ -162,6 +166,9 @@ func (c *Descending) Next(ctx context.Context) (Element, error) {
 			return Element{}, err
 		}
 		c.stack = append(c.stack, frame{n: n, ref: ref, floor: p, next: KeyBits - 1})
+		if c.reached != nil {
+			c.reached(n, p)
+		}
 		return Element{Key: n.key, Ref: ref, Node: n}, nil
 	}
 	c.err = io.EOF
