@@ -62,8 +62,9 @@ type parent struct {
 	cs      *clientStream
 	gen     uint32
 	missed  int          // deliveries its sister gave and it did not, this lag epoch; under the receiver's dmu
-	probing atomic.Bool  // a probe from this parent is being answered
-	last    atomic.Int64 // when the last probe from this parent arrived (unix nanos)
+	probing atomic.Int32 // probes from this parent being answered
+	window  time.Time    // the second probes are counted in; the reader only
+	probes  int          // probes from this parent in window; the reader only
 	moving  atomic.Bool  // a Reparent from this parent is being followed
 	moved   atomic.Bool  // the node moved away from this parent on its Reparent
 }

@@ -21,9 +21,12 @@ const (
 	maxUnderlaySize = 256 // bytes per underlay (a multiaddr)
 	maxOpenProbes   = 16  // per cohort at one node: joins probing at once
 	recentNonces    = 32  // closed nonces remembered per cohort: a late answer is dropped, not punished
-	// minProbeGap is the least time between two probes a parent may send
-	// one child: a probe that comes sooner is answered empty at once.
-	minProbeGap = 50 * time.Millisecond
+	// maxProbesPerSecond bounds the probes a parent may send one child in
+	// a second: one past it is answered empty at once.
+	maxProbesPerSecond = 20
+	// maxProbesInFlight bounds the probes from one parent a node forwards
+	// into its subtree at once; one beyond is answered empty at once.
+	maxProbesInFlight = 4
 )
 
 // probeWait is one open probe at a node: the children asked and the
@@ -69,15 +72,20 @@ func bestCandidates(found []*pb.Candidate, exclude swarm.Address) []*pb.Candidat
 }
 
 // probe searches c's subtree for free slots over the streams it has
-// (SWIP-61): Probe{childDepth, nonce} to every child that speaks the
-// envelope and may relay (a subscriber stream; never exclude's), and the
+// (SWIP-61): Probe{childDepth, nonce, joiner} to every child that speaks
+// the envelope and may relay (a subscriber stream; never exclude's — the
+// joiner's — whose subtree the probe does not enter), and the
 // two shallowest candidates among their answers, collected until every
 // child answered or wait passed.
 func (s *Service) probe(c *cohort, childDepth uint32, exclude swarm.Address, wait time.Duration) []*pb.Candidate {
 	var nb [8]byte
 	_, _ = rand.Read(nb[:])
 	nonce := binary.BigEndian.Uint64(nb[:])
-	frame := encodeFrame(&pb.Probe{Depth: childDepth, Nonce: nonce})
+	pr := &pb.Probe{Depth: childDepth, Nonce: nonce}
+	if !exclude.IsZero() {
+		pr.Joiner = exclude.Bytes()
+	}
+	frame := encodeFrame(pr)
 
 	c.mu.Lock()
 	if c.dead || c.ended || len(c.probes) >= maxOpenProbes {
@@ -168,14 +176,17 @@ func (c *cohort) candidates(from *member, cs *pb.Candidates) error {
 // itself if it has a free slot as a relay, with nothing if it cannot relay,
 // and else with what a probe of its own subtree finds, within half the
 // probe wait. One probe per parent is answered at a time, and not more
-// often than minProbeGap; one beyond is answered empty at once.
+// often than maxProbesPerSecond; one beyond is answered empty at once.
 func (sub *Subscription) answerProbe(p *parent, pr *pb.Probe) {
 	s := sub.s
 	answer := func(cands []*pb.Candidate) {
 		p.cs.push(s, outFrame{b: encodeFrame(&pb.Candidates{Candidates: cands, Nonce: pr.Nonce}), kind: kindCandidates})
 	}
-	now := time.Now().UnixNano()
-	if s.opts.RelayCapacity == 0 || p.cs.codec != codecEnvelope || now-p.last.Swap(now) < int64(minProbeGap) {
+	joiner := swarm.NewAddress(pr.Joiner)
+	if s.opts.RelayCapacity == 0 || p.cs.codec != codecEnvelope || !p.probeAllowed(time.Now()) ||
+		len(pr.Joiner) != 0 && (len(pr.Joiner) != swarm.HashSize || joiner.Equal(s.overlay)) {
+		// Nothing to offer, too many probes, or this node is the joiner:
+		// its own subtree is no place for it.
 		answer(nil)
 		return
 	}
@@ -197,14 +208,28 @@ func (sub *Subscription) answerProbe(p *parent, pr *pb.Probe) {
 		answer([]*pb.Candidate{{Overlay: s.overlay.Bytes(), Depth: pr.Depth, Underlays: under}})
 		return
 	}
-	if c == nil || !p.probing.CompareAndSwap(false, true) {
+	if c == nil || p.probing.Add(1) > maxProbesInFlight {
+		p.probing.Add(-1)
 		answer(nil)
 		return
 	}
-	if !s.goOwned(func() {
-		defer p.probing.Store(false)
-		answer(s.probe(c, pr.Depth+1, swarm.ZeroAddress, s.opts.ProbeWait/2))
-	}) {
-		p.probing.Store(false)
+	if len(pr.Joiner) == 0 {
+		joiner = swarm.ZeroAddress
 	}
+	if !s.goOwned(func() {
+		defer p.probing.Add(-1)
+		answer(s.probe(c, pr.Depth+1, joiner, s.opts.ProbeWait/2))
+	}) {
+		p.probing.Add(-1)
+	}
+}
+
+// probeAllowed counts a probe from p in the current second and reports
+// whether it is within maxProbesPerSecond; the parent's reader only.
+func (p *parent) probeAllowed(now time.Time) bool {
+	if now.Sub(p.window) >= time.Second {
+		p.window, p.probes = now, 0
+	}
+	p.probes++
+	return p.probes <= maxProbesPerSecond
 }

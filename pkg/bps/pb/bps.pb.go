@@ -785,6 +785,7 @@ type Probe struct {
 	state         protoimpl.MessageState `protogen:"open.v1"`
 	Depth         uint32                 `protobuf:"varint,1,opt,name=depth,proto3" json:"depth,omitempty"`
 	Nonce         uint64                 `protobuf:"varint,2,opt,name=nonce,proto3" json:"nonce,omitempty"`
+	Joiner        []byte                 `protobuf:"bytes,3,opt,name=joiner,proto3" json:"joiner,omitempty"` // the joiner's overlay: its own subtree is not searched (no cycles)
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache
 }
@@ -831,6 +832,13 @@ func (x *Probe) GetNonce() uint64 {
 		return x.Nonce
 	}
 	return 0
+}
+
+func (x *Probe) GetJoiner() []byte {
+	if x != nil {
+		return x.Joiner
+	}
+	return nil
 }
 
 type Candidates struct {
@@ -1118,10 +1126,11 @@ const file_bps_proto_rawDesc = "" +
 	"\x05index\x18\x02 \x01(\x04R\x05index\x12\x1e\n" +
 	"\n" +
 	"publishers\x18\x03 \x03(\fR\n" +
-	"publishers\"3\n" +
+	"publishers\"K\n" +
 	"\x05Probe\x12\x14\n" +
 	"\x05depth\x18\x01 \x01(\rR\x05depth\x12\x14\n" +
-	"\x05nonce\x18\x02 \x01(\x04R\x05nonce\"R\n" +
+	"\x05nonce\x18\x02 \x01(\x04R\x05nonce\x12\x16\n" +
+	"\x06joiner\x18\x03 \x01(\fR\x06joiner\"R\n" +
 	"\n" +
 	"Candidates\x12.\n" +
 	"\n" +

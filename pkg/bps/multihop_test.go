@@ -1,0 +1,457 @@
+// Copyright 2026 The BPS Authors. All rights reserved.
+// Use of this source code is governed by a BSD-style
+// license that can be found in the LICENSE file.
+
+package bps_test
+
+import (
+	"fmt"
+	"slices"
+	"testing"
+	"time"
+
+	"github.com/ethersphere/bee/v2/pkg/swarm"
+	"github.com/ethersphere/bps/pkg/bps"
+	"github.com/ethersphere/bps/pkg/bps/pb"
+	"github.com/ethersphere/bps/pkg/bps/streamtest"
+)
+
+// mtree is a multihop cohort on the in-memory network: a broker with a
+// small fan-out and nodes that relay, every node linked to every other (a
+// candidate is reachable by overlay).
+type mtree struct {
+	t      *testing.T
+	net    *streamtest.Network
+	broker *tnode
+	nodes  []*tnode
+	subs   []*bps.Subscription
+	admin  key
+	sp     *bps.Spec
+}
+
+// relayOptions are a relaying node's options in these tests: small
+// backoffs, so that a repair after a loss is prompt.
+func relayOptions(relayCap int) bps.Options {
+	return bps.Options{RelayCapacity: relayCap, BackoffMin: time.Millisecond, BackoffMax: 5 * time.Millisecond, ProbeWait: 5 * time.Second}
+}
+
+func newMTree(t *testing.T, n, brokerCap, relayCap int, sp func(admin key) *bps.Spec) *mtree {
+	t.Helper()
+	net := newNetwork(t)
+	mt := &mtree{t: t, net: net, admin: newKey(t)}
+	mt.sp = sp(mt.admin)
+	mt.broker = newNode(t, net, bps.Options{MaxStreamsPerCohort: brokerCap, ProbeWait: 5 * time.Second})
+	all := []*tnode{mt.broker}
+	for range n {
+		nd := newNode(t, net, relayOptions(relayCap))
+		for _, o := range all {
+			if err := net.Connect(nd.Node, o.Node); err != nil {
+				t.Fatal(err)
+			}
+		}
+		all = append(all, nd)
+		mt.nodes = append(mt.nodes, nd)
+	}
+	return mt
+}
+
+// subscribeAll subscribes every node in turn, each join complete before
+// the next begins, so the tree's shape follows from the bounds alone.
+func (mt *mtree) subscribeAll() {
+	mt.t.Helper()
+	for _, nd := range mt.nodes {
+		mt.subs = append(mt.subs, subscribe(mt.t, nd, mt.broker, mt.sp))
+	}
+}
+
+// position is nd's place in the tree's cohort.
+func (mt *mtree) position(nd *tnode) bps.Position {
+	mt.t.Helper()
+	for _, p := range nd.svc.Tree() {
+		if slices.Equal(p.Spec.Canonical(), mt.sp.Canonical()) {
+			return p
+		}
+	}
+	mt.t.Fatalf("node %s has no position in the cohort", nd.Overlay())
+	return bps.Position{}
+}
+
+// adminPublisher opens the admin's publisher stream on a node of its own,
+// at the broker (an absent admin has a seat there beyond the fan-out).
+func (mt *mtree) adminPublisher() *bps.Publisher {
+	mt.t.Helper()
+	nd := newNode(mt.t, mt.net, bps.Options{})
+	if err := mt.net.Connect(nd.Node, mt.broker.Node); err != nil {
+		mt.t.Fatal(err)
+	}
+	return publish(mt.t, nd, mt.broker, mt.sp, mt.admin, 0)
+}
+
+// publishN publishes feed updates from..to-1.
+func (mt *mtree) publishN(p *bps.Publisher, from, to uint64) {
+	mt.t.Helper()
+	for i := from; i < to; i++ {
+		if err := p.Send(ctxT(mt.t), update(mt.t, mt.admin, mt.sp, i, fmt.Sprintf("m%d", i))); err != nil {
+			mt.t.Fatalf("publish %d: %v", i, err)
+		}
+	}
+}
+
+// expectUpdates reads updates from..to-1 from sub, in order, each once.
+func expectUpdates(t *testing.T, sub *bps.Subscription, from, to uint64) {
+	t.Helper()
+	for i := from; i < to; i++ {
+		d := recv(t, sub)
+		if d.Service != nil {
+			i--
+			continue
+		}
+		if d.Index != i {
+			t.Fatalf("delivery %d, want %d", d.Index, i)
+		}
+	}
+}
+
+// TestMultihopTree covers SWIP-61 items 1, 2, 4 and 5. A broker with room
+// for 2 and relays with room for 2 take 8 subscribers: each joiner past
+// the broker's first two is answered FULL with two candidates its probe
+// found (item 1; the probe wave ends at free slots, item 2), attaches to
+// both in one more step (item 4: three joins — the referral, then the two
+// attaches), and keeps both (item 5); the tree is at least 3 deep. Every
+// update reaches every node once and in order, though most arrive twice.
+func TestMultihopTree(t *testing.T) {
+	t.Parallel()
+	mt := newMTree(t, 8, 2, 2, func(a key) *bps.Spec { return feedSpec(t, "multihop-tree", a) })
+	mt.subscribeAll()
+
+	maxDepth := uint32(0)
+	for i, nd := range mt.nodes {
+		pos := mt.position(nd)
+		maxDepth = max(maxDepth, pos.Depth)
+		switch {
+		case i < 2:
+			if pos.Depth != 1 || len(pos.Parents) != 1 || !pos.Parents[0].Equal(mt.broker.Overlay()) {
+				t.Fatalf("node %d: %+v, want the broker's child at depth 1", i, pos)
+			}
+		default:
+			if len(pos.Parents) != 2 || pos.Depth < 2 {
+				t.Fatalf("node %d: %+v, want two parents at depth 2 or more", i, pos)
+			}
+			joins := nd.rec.count(kind(bps.EventParent))
+			referred := nd.rec.count(func(e bps.Event) bool { return e.Kind == bps.EventParent && e.Status == pb.Status_FULL.String() })
+			if joins != 3 || referred != 1 {
+				t.Fatalf("node %d: %d joins (%d referred), want 3: one referral, two attaches", i, joins, referred)
+			}
+		}
+	}
+	if maxDepth < 3 {
+		t.Fatalf("tree depth %d, want at least 3", maxDepth)
+	}
+	if n := mt.broker.rec.count(kind(bps.EventProbe)); n < 6 {
+		t.Fatalf("the broker probed %d times, want one per referred joiner (6)", n)
+	}
+
+	p := mt.adminPublisher()
+	const n = 20
+	mt.publishN(p, 0, n)
+	for i, sub := range mt.subs {
+		expectUpdates(t, sub, 0, n)
+		if got := sub.Received(); got != n {
+			t.Fatalf("node %d received %d, want %d", i, got, n)
+		}
+	}
+	// Two parents: the second copy of each update is absorbed.
+	for _, nd := range mt.nodes[2:] {
+		nd.rec.wait(t, "a duplicate absorbed from the second parent", func(e bps.Event) bool {
+			return e.Kind == bps.EventClientDrop && e.Counter == bps.CounterRetransmit
+		})
+	}
+}
+
+// TestMultihopAckEchoesService covers SWIP-61 item 3: a subscriber deep in
+// the tree receives, as its stream's first delivery, the latest service SOC
+// the relay holds, verified against the admin, and holds the roster it
+// names, exactly as the broker's own child does.
+func TestMultihopAckEchoesService(t *testing.T) {
+	t.Parallel()
+	mt := newMTree(t, 6, 2, 2, func(a key) *bps.Spec { return feedSpec(t, "multihop-service", a) })
+	p := mt.adminPublisher()
+	grantee := newKey(t)
+	roster, err := bps.ServiceUpdate(mt.admin.signer, mt.sp.Topic, &pb.ServiceMessage{Kind: pb.ServiceKind_ROSTER, Index: 0, Publishers: [][]byte{grantee.addr}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := p.Send(ctxT(t), roster); err != nil {
+		t.Fatal(err)
+	}
+	mt.broker.rec.wait(t, "roster accepted", kind(bps.EventAccept))
+	mt.subscribeAll()
+	for i, sub := range mt.subs {
+		d := recv(t, sub)
+		if d.Service == nil || d.Service.Kind != pb.ServiceKind_ROSTER || d.Gap {
+			t.Fatalf("node %d: first delivery %+v, want the roster", i, d)
+		}
+		if got := sub.Roster(); len(got) != 1 || !slices.Equal(got[0], grantee.addr) {
+			t.Fatalf("node %d: roster %x, want the grantee", i, got)
+		}
+	}
+	if d := mt.position(mt.nodes[5]).Depth; d < 3 {
+		t.Fatalf("the last node at depth %d, want 3 or more", d)
+	}
+}
+
+// relayWithChildren is a node at depth 1 with children, and its children.
+func (mt *mtree) relayWithChildren() (*tnode, []int) {
+	mt.t.Helper()
+	for _, nd := range mt.nodes {
+		pos := mt.position(nd)
+		if pos.Depth != 1 || len(pos.Children) == 0 {
+			continue
+		}
+		var kids []int
+		for j, o := range mt.nodes {
+			if slices.ContainsFunc(pos.Children, o.Overlay().Equal) {
+				kids = append(kids, j)
+			}
+		}
+		return nd, kids
+	}
+	mt.t.Fatal("no relay at depth 1")
+	return nil, nil
+}
+
+// TestMultihopRelayFailure covers SWIP-61 item 6: a relay is killed
+// mid-stream; every node below it keeps receiving through its other parent
+// — no update is missing anywhere — and each child it orphaned acquires a
+// second parent again by the ordinary join at its surviving parent.
+func TestMultihopRelayFailure(t *testing.T) {
+	t.Parallel()
+	mt := newMTree(t, 8, 2, 2, func(a key) *bps.Spec { return feedSpec(t, "multihop-failure", a) })
+	mt.subscribeAll()
+	p := mt.adminPublisher()
+	mt.publishN(p, 0, 5)
+
+	relay, kids := mt.relayWithChildren()
+	before := make(map[int]int)
+	for _, k := range kids {
+		before[k] = mt.nodes[k].rec.count(parentOK)
+	}
+	mt.net.Remove(relay.Node)
+	for _, k := range kids {
+		mt.nodes[k].rec.wait(t, "lost the relay", kind(bps.EventParentLost))
+	}
+	mt.publishN(p, 5, 30)
+	for i, sub := range mt.subs {
+		if mt.nodes[i] == relay {
+			continue
+		}
+		expectUpdates(t, sub, 0, 30)
+		if sub.LivenessFaults() != 0 {
+			t.Fatalf("node %d: a liveness fault", i)
+		}
+	}
+	for _, k := range kids {
+		mt.nodes[k].rec.waitN(t, before[k]+1, "a new second parent", parentOK)
+		if pos := mt.position(mt.nodes[k]); len(pos.Parents) != 2 || slices.ContainsFunc(pos.Parents, relay.Overlay().Equal) {
+			t.Fatalf("orphan %d: parents %v, want two, the dead relay not among them", k, pos.Parents)
+		}
+	}
+}
+
+func parentOK(e bps.Event) bool {
+	return e.Kind == bps.EventParent && e.Status == pb.Status_OK.String()
+}
+
+// TestMultihopGracefulLeave covers SWIP-61 item 7: a relay that closes its
+// subscription first sends each child a Reparent toward its own parent;
+// each child attaches there and only then drops the old stream, and no
+// update is missed.
+func TestMultihopGracefulLeave(t *testing.T) {
+	t.Parallel()
+	mt := newMTree(t, 8, 2, 2, func(a key) *bps.Spec { return feedSpec(t, "multihop-leave", a) })
+	mt.subscribeAll()
+	p := mt.adminPublisher()
+	mt.publishN(p, 0, 5)
+
+	relay, kids := mt.relayWithChildren()
+	ri := slices.Index(mt.nodes, relay)
+	if err := mt.subs[ri].Close(); err != nil {
+		t.Fatalf("close the relay: %v", err)
+	}
+	for _, k := range kids {
+		ev := mt.nodes[k].rec.wait(t, "reparented", kind(bps.EventReparent))
+		if !ev.Peer.Equal(mt.broker.Overlay()) {
+			t.Fatalf("child %d moved to %s, want the relay's parent, the broker", k, ev.Peer)
+		}
+		if n := mt.nodes[k].rec.count(kind(bps.EventParentLost)); n != 0 {
+			t.Fatalf("child %d lost %d parents: the move was not make-before-break", k, n)
+		}
+	}
+	mt.publishN(p, 5, 20)
+	for i, sub := range mt.subs {
+		if i == ri {
+			continue
+		}
+		expectUpdates(t, sub, 0, 20)
+	}
+}
+
+// TestMultihopUnmodifiedLeaf covers SWIP-61 item 8: a SWIP-74/60 client —
+// no multihop in its Join — attaches at a relay exactly as at a broker:
+// the same bare Ack (OK, no envelope) and bare deliveries.
+func TestMultihopUnmodifiedLeaf(t *testing.T) {
+	t.Parallel()
+	mt := newMTree(t, 3, 2, 2, func(a key) *bps.Spec { return feedSpec(t, "multihop-leaf", a) })
+	mt.subscribeAll()
+	relay := mt.nodes[2] // depth 2: children of both of the broker's
+	if d := mt.position(relay).Depth; d != 2 {
+		t.Fatalf("node 2 at depth %d, want 2", d)
+	}
+	leaf := newNode(t, mt.net, bps.Options{})
+	if err := mt.net.Connect(leaf.Node, relay.Node); err != nil {
+		t.Fatal(err)
+	}
+	r := openRaw(t, leaf, relay)
+	ack := r.join(&pb.Join{Cohort: mt.sp.PB()})
+	if ack.GetStatus() != pb.Status_OK || ack.GetMultihop() || len(ack.GetCandidates()) != 0 || len(ack.GetChallenge()) != 0 {
+		t.Fatalf("the relay's Ack to a SWIP-60 leaf: %v, want a bare OK", ack)
+	}
+	p := mt.adminPublisher()
+	mt.publishN(p, 0, 3)
+	for i := range uint64(3) {
+		m := r.recvMessage()
+		if want := update(t, mt.admin, mt.sp, i, fmt.Sprintf("m%d", i)); !slices.Equal(m.Address, want.Address) {
+			t.Fatalf("bare delivery %d: %x, want %x", i, m.Address, want.Address)
+		}
+	}
+}
+
+// TestMultihopBothParentsLost covers SWIP-61 item 9: a node whose two
+// parents both fail has a liveness fault, counted and traced, and repairs
+// it by rejoining from the broker; what is published after it is back
+// reaches it, verified end to end.
+func TestMultihopBothParentsLost(t *testing.T) {
+	t.Parallel()
+	mt := newMTree(t, 6, 2, 2, func(a key) *bps.Spec { return feedSpec(t, "multihop-both", a) })
+	mt.subscribeAll()
+	victim := mt.nodes[5]
+	parents := mt.position(victim).Parents
+	if len(parents) != 2 {
+		t.Fatalf("node 5 parents %v, want two", parents)
+	}
+	for _, nd := range mt.nodes {
+		if slices.ContainsFunc(parents, nd.Overlay().Equal) {
+			mt.net.Remove(nd.Node)
+		}
+	}
+	victim.rec.wait(t, "liveness fault", kind(bps.EventFault))
+	if mt.subs[5].LivenessFaults() == 0 {
+		t.Fatal("the fault is not counted")
+	}
+	before := victim.rec.count(parentOK)
+	victim.rec.waitN(t, before+1, "rejoined", parentOK)
+	p := mt.adminPublisher()
+	mt.publishN(p, 0, 5)
+	expectUpdates(t, mt.subs[5], 0, 5)
+}
+
+// mnemonicAll is an everyone-publishes cohort: any SOC from any owner.
+func mnemonicAll(t *testing.T, topic string, admin key) *bps.Spec {
+	t.Helper()
+	sp, err := bps.NewSpec(&pb.CohortSpec{Topic: topicOf(topic), Binding: pb.TopicBinding_MNEMONIC, Admin: admin.addr, Publishers: pb.PublisherRegime_ALL})
+	if err != nil {
+		t.Fatal(err)
+	}
+	return sp
+}
+
+// TestMultihopPublishFromDepth covers SWIP-61 items 10 and 11. Under ALL,
+// a node publishes where the broker has no room: it attaches at a relay
+// the broker's probe named; its publication travels rootward (each relay
+// checks it statelessly and forwards it, never deduplicating: the same
+// update sent twice is forwarded twice and the root drops the second), is
+// accepted at the root and comes back down to every subscriber, its own
+// node's included. A relay drops a frame that is not a valid SOC and does
+// not forward it.
+func TestMultihopPublishFromDepth(t *testing.T) {
+	t.Parallel()
+	mt := newMTree(t, 6, 2, 2, func(a key) *bps.Spec { return mnemonicAll(t, "multihop-publish", a) })
+	mt.subscribeAll()
+	author := mt.nodes[5]
+	k := newKey(t)
+	pub, err := author.svc.Publish(ctxT(t), mt.broker.Overlay(), mt.sp, bps.PublishOptions{Addr: k.addr})
+	if err != nil {
+		t.Fatalf("publish from depth: %v", err)
+	}
+	t.Cleanup(func() { _ = pub.Close() })
+	if pub.Broker().Equal(mt.broker.Overlay()) {
+		t.Fatal("the publisher attached at the broker, which had no room")
+	}
+	msg, err := bps.SOCUpdate(k.signer, topicOf("any id"), []byte("from depth"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	for range 2 {
+		if err := pub.Send(ctxT(t), msg); err != nil {
+			t.Fatal(err)
+		}
+	}
+	for i, sub := range mt.subs {
+		d := recv(t, sub)
+		if !slices.Equal(d.Address.Bytes(), msg.Address) {
+			t.Fatalf("node %d got %s, want the publication", i, d.Address)
+		}
+	}
+	mt.broker.rec.wait(t, "the second copy dropped at the root", dropped(bps.CounterRetransmit))
+	if n := mt.broker.rec.count(kind(bps.EventAccept)); n != 1 {
+		t.Fatalf("the root accepted %d, want 1", n)
+	}
+
+	// A frame that fails the stateless check is dropped at the relay.
+	relay := findNode(mt.nodes, pub.Broker())
+	relay.rec.waitN(t, 2, "both copies forwarded", kind(bps.EventForward))
+	fwd := relay.rec.count(kind(bps.EventForward))
+	bad := &pb.Message{Address: msg.Address, Data: append([]byte(nil), msg.Data...)}
+	bad.Data[len(bad.Data)-1] ^= 1
+	if err := pub.Send(ctxT(t), bad); err != nil {
+		t.Fatal(err)
+	}
+	relay.rec.wait(t, "the bad frame counted", dropped(bps.CounterInvalidSOC))
+	if n := relay.rec.count(kind(bps.EventForward)); n != fwd {
+		t.Fatalf("the relay forwarded %d more, want none", n-fwd)
+	}
+}
+
+func findNode(nodes []*tnode, a swarm.Address) *tnode {
+	for _, nd := range nodes {
+		if nd.Overlay().Equal(a) {
+			return nd
+		}
+	}
+	return nil
+}
+
+// TestMultihopCandidatesWithoutProbe covers SWIP-61's bounds (issue item
+// 9): candidates only answer an open probe; a child that sends them
+// unasked is reset and blocklisted, and the node serves everyone else.
+func TestMultihopCandidatesWithoutProbe(t *testing.T) {
+	t.Parallel()
+	mt := newMTree(t, 2, 4, 2, func(a key) *bps.Spec { return feedSpec(t, "multihop-hostile", a) })
+	mt.subscribeAll()
+	evil := newNode(t, mt.net, bps.Options{})
+	if err := mt.net.Connect(evil.Node, mt.broker.Node); err != nil {
+		t.Fatal(err)
+	}
+	r := openRaw(t, evil, mt.broker)
+	if ack := r.join(&pb.Join{Cohort: mt.sp.PB(), Multihop: true}); !ack.GetMultihop() {
+		t.Fatalf("ack %v, want multihop", ack)
+	}
+	r.send(&pb.Frame{Kind: &pb.Frame_Candidates{Candidates: &pb.Candidates{Nonce: 7}}})
+	expectReset(t, r)
+	waitBlocklisted(t, mt.broker, evil)
+	p := mt.adminPublisher()
+	mt.publishN(p, 0, 2)
+	for _, sub := range mt.subs {
+		expectUpdates(t, sub, 0, 2)
+	}
+}
