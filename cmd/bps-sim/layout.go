@@ -26,6 +26,9 @@ func (s *sim) newCohorts(l bpsnet.CohortLayout, base bps.Options) ([]bpsnet.Coho
 			return nil, err
 		}
 		self.Store(nds[0])
+		if err := s.price(nds[0]); err != nil {
+			return nil, err
+		}
 		return nds[0], nil
 	}
 	nodes := func(k int) ([]*bpsnet.Node, error) {

@@ -31,6 +31,8 @@ import (
 	"runtime/pprof"
 	"strings"
 	"time"
+
+	"github.com/ethersphere/bps/pkg/bps"
 )
 
 func main() {
@@ -64,6 +66,9 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 	durFlag(fs, &sc.ProbeWait, "probe-wait", "how long a node at capacity waits for its subtree's candidates (0: bps's default)")
 	fs.IntVar(&sc.Parents, "parents", sc.Parents, "parents a subscriber keeps: 1 or 2")
 	fs.Float64Var(&sc.FailRelays, "fail-relays", sc.FailRelays, "fraction of relays killed halfway through (they stay down)")
+	price := fs.Bool("price", false, "charge for depth on bee's accounting at bps's default prices (bee's base price per delivery and per publication hop)")
+	fs.Uint64Var(&sc.DeliveryPrice, "delivery-price", sc.DeliveryPrice, "accounting units a child owes its parent per frame delivered (issue 10; 0 with -publish-price 0: free)")
+	fs.Uint64Var(&sc.PublishPrice, "publish-price", sc.PublishPrice, "accounting units per publication per hop up")
 	fs.Float64Var(&sc.JoinRate, "join-rate", sc.JoinRate, "subscribers starting per second (0: all at once)")
 	durFlag(fs, &sc.JoinWait, "join-wait", "with relays, how long to wait for every subscriber to have a parent before publishing")
 	durFlag(fs, &sc.BackoffMin, "backoff-min", "the clients' shortest backoff")
@@ -82,6 +87,10 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 	}
 	if fs.NArg() > 0 {
 		return fmt.Errorf("unexpected arguments %q", fs.Args())
+	}
+	if *price && sc.DeliveryPrice == 0 && sc.PublishPrice == 0 {
+		p := bps.DefaultPrices()
+		sc.DeliveryPrice, sc.PublishPrice = p.Delivery, p.Publish
 	}
 
 	if *cpuProfile != "" {

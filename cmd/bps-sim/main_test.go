@@ -132,3 +132,29 @@ func TestFlags(t *testing.T) {
 		}
 	}
 }
+
+// Depth-priced bandwidth on bee's accounting (issue 10): every delivery
+// costs its subscriber the delivery price, owed to the broker, and every
+// publication costs the publisher one hop; both ends agree.
+func TestRunPriced(t *testing.T) {
+	t.Parallel()
+	args := []string{"-nodes", "20", "-fanout", "32", "-rate", "10", "-duration", "400ms", "-latency", "2ms", "-drain", "5s",
+		"-delivery-price", "7", "-publish-price", "3", "-json"}
+	var out, stderr bytes.Buffer
+	if err := run(context.Background(), args, &out, &stderr); err != nil {
+		t.Fatalf("run: %v\n%s", err, stderr.String())
+	}
+	var res Result
+	if err := json.Unmarshal(out.Bytes(), &res); err != nil {
+		t.Fatal(err)
+	}
+	pr := res.Pricing
+	if pr == nil || res.Published == 0 || res.DeliveryRatio != 1 {
+		t.Fatalf("pricing %+v, %d published, ratio %.3f", pr, res.Published, res.DeliveryRatio)
+	}
+	want := res.Deliveries*7 + res.Published*3
+	if pr.Debited != want || pr.Credit != want || len(pr.ByDepth) != 2 ||
+		pr.ByDepth[0].Earned != float64(want) || pr.ByDepth[1].Nodes != 19 || pr.Roles[roleBroker].Earned != want {
+		t.Fatalf("charged %d, owed %d, want %d (%d deliveries, %d published); by depth %+v", pr.Debited, pr.Credit, want, res.Deliveries, res.Published, pr.ByDepth)
+	}
+}

@@ -92,8 +92,9 @@ type Result struct {
 	BrokersKilled          uint64            `json:"brokers_killed"`
 	PeakRSSMiB             float64           `json:"peak_rss_mib"` // the process's peak resident set (-1: unknown)
 
-	Tree  TreeResult   `json:"tree"`
-	Trees []CohortTree `json:"-"` // every cohort's tree as the run left it (-tree draws them)
+	Tree    TreeResult   `json:"tree"`
+	Pricing *PriceResult `json:"pricing,omitempty"`
+	Trees   []CohortTree `json:"-"` // every cohort's tree as the run left it (-tree draws them)
 }
 
 // Build is what building and joining the network cost.
@@ -326,6 +327,14 @@ func writeTable(w io.Writer, res *Result) error {
 	}
 	row("kept a parent", "%d subscribers: %d updates lost (%d nodes lost any, at most %d at one); %d rejoined or faulted at some point: %d lost; %d never joined",
 		tr.KeptParent, tr.LostKept, tr.NodesLosing, tr.MaxLostKept, tr.Rejoined, tr.LostRejoined, tr.NeverJoined)
+	if pr := res.Pricing; pr != nil {
+		row("prices", "%d per delivery, %d per publication hop (bee accounting units): %d charged, %d owed in all%s",
+			pr.Prices.Delivery, pr.Prices.Publish, pr.Debited, pr.Credit, agree(pr.Debited, pr.Credit))
+		for _, b := range pr.ByDepth {
+			row(fmt.Sprintf("  depth %d", b.Depth), "%d nodes: earned %.0f, paid %.0f per node; net p50 %d (min %d, max %d)",
+				b.Nodes, b.Earned, b.Paid, b.NetP50, b.NetMin, b.NetMax)
+		}
+	}
 	row("joins", "%s", mapString(res.Joins))
 	row("clients", "%s", mapString(res.Clients))
 	row("counters", "%s", mapString(res.Counters))
@@ -407,4 +416,11 @@ func intMapString(m map[int]int) string {
 		u[k] = uint64(v)
 	}
 	return mapString(u)
+}
+
+func agree(a, b uint64) string {
+	if a == b {
+		return " (both ends agree)"
+	}
+	return fmt.Sprintf(" (the ends differ by %d: streams that ended took their tallies with them)", int64(a)-int64(b))
 }

@@ -50,8 +50,10 @@ type Scenario struct {
 	ProbeWait      Dur     `json:"probe_wait"`      // how long a node at capacity waits for its subtree's candidates (0: bps's default)
 	Parents        int     `json:"parents"`
 	FailRelays     float64 `json:"fail_relays"`
-	JoinRate       float64 `json:"join_rate"` // subscribers starting per second; 0: all at once
-	JoinWait       Dur     `json:"join_wait"` // with relays, how long to wait for every subscriber to have a parent
+	DeliveryPrice  uint64  `json:"delivery_price"` // bee accounting units a child owes its parent per frame delivered (0 with PublishPrice 0: free)
+	PublishPrice   uint64  `json:"publish_price"`  // units per publication per hop up
+	JoinRate       float64 `json:"join_rate"`      // subscribers starting per second; 0: all at once
+	JoinWait       Dur     `json:"join_wait"`      // with relays, how long to wait for every subscriber to have a parent
 
 	BackoffMin Dur `json:"backoff_min"`
 	BackoffMax Dur `json:"backoff_max"`
@@ -227,6 +229,7 @@ type sim struct {
 	churned uint64
 	killed  uint64
 	socSize int // bytes of the SOC an update is (id, signature, span, payload)
+	ledgers ledgers
 
 	failMu                   sync.Mutex            // guards the fields below
 	failed                   map[int][]failedRelay // by cohort: relays killed by -fail-relays
@@ -393,6 +396,7 @@ func Run(ctx context.Context, sc Scenario) (*Result, error) {
 	res.Build.SysMiB = float64(m3.Sys) / (1 << 20)
 	end := time.Now()
 	s.snapshot(res) // the tree as the run left it, before anything stops
+	s.collectPrices(res)
 
 	// Stop everything before reading what the slots saw.
 	for _, sl := range s.slots {
@@ -681,6 +685,9 @@ func (s *sim) churn(duration time.Duration) {
 				return
 			}
 			fresh, err := s.net.Restart(nd)
+			if err == nil {
+				err = s.price(fresh)
+			}
 			if err != nil {
 				s.counts.add("restart failed")
 				return
@@ -719,6 +726,9 @@ func (s *sim) killBrokers(d time.Duration) {
 	for _, i := range victims {
 		st := s.cohorts[i]
 		fresh, err := s.net.Restart(st.currentBroker())
+		if err == nil {
+			err = s.price(fresh)
+		}
 		if err != nil {
 			s.counts.add("restart failed")
 			continue

@@ -1,0 +1,158 @@
+// Copyright 2026 The BPS Authors. All rights reserved.
+// Use of this source code is governed by a BSD-style
+// license that can be found in the LICENSE file.
+
+package main
+
+import (
+	"context"
+	"math/big"
+	"slices"
+	"sync"
+
+	"github.com/ethersphere/bee/v2/pkg/accounting"
+	"github.com/ethersphere/bee/v2/pkg/log"
+	"github.com/ethersphere/bee/v2/pkg/p2p"
+	statestore "github.com/ethersphere/bee/v2/pkg/statestore/mock"
+	"github.com/ethersphere/bps/pkg/bps"
+	"github.com/ethersphere/bps/pkg/bps/streamtest/bpsnet"
+)
+
+// Depth-priced bandwidth (issue 10, DESIGN §3): with prices set, every node
+// charges on bee's own accounting — one accounting.Accounting per node
+// over an in-memory state store, kept across the node's restarts as a bee
+// node keeps its state store — connected to a peer when the two connect,
+// as bee's p2p layer connects it. The payment threshold is out of reach, so
+// nothing settles and nobody is cut: the run measures what moves.
+
+// ledgers holds every node's accounting, by overlay.
+type ledgers struct {
+	mu sync.Mutex
+	m  map[string]*accounting.Accounting
+}
+
+func (l *ledgers) of(nd *bpsnet.Node) (*accounting.Accounting, error) {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	k := nd.Overlay().ByteString()
+	if acc := l.m[k]; acc != nil {
+		return acc, nil
+	}
+	acc, err := accounting.NewAccounting(new(big.Int).Lsh(big.NewInt(1), 100), 25, 50, log.Noop, statestore.NewStateStore(), nil, big.NewInt(4_500_000), 10, nil)
+	if err != nil {
+		return nil, err
+	}
+	if l.m == nil {
+		l.m = make(map[string]*accounting.Accounting)
+	}
+	l.m[k] = acc
+	return acc, nil
+}
+
+func (sc Scenario) prices() bps.Prices {
+	return bps.Prices{Delivery: sc.DeliveryPrice, Publish: sc.PublishPrice}
+}
+
+// price makes nd charge on its accounting, connected to every peer it
+// connects to from now on and to the peers it has (a restarted node is
+// reconnected before the simulation sees it).
+func (s *sim) price(nd *bpsnet.Node) error {
+	if s.sc.prices() == (bps.Prices{}) {
+		return nil
+	}
+	acc, err := s.ledgers.of(nd)
+	if err != nil {
+		return err
+	}
+	nd.Service().SetAccounting(acc, s.sc.prices())
+	connect := func(_ context.Context, p p2p.Peer) error { acc.Connect(p.Address, true); return nil }
+	if err := nd.AddProtocol(p2p.ProtocolSpec{Name: "bps-sim-accounting", Version: "1.0.0", ConnectIn: connect, ConnectOut: connect}); err != nil {
+		return err
+	}
+	for _, p := range nd.Peers() {
+		acc.Connect(p.Address, true)
+	}
+	return nil
+}
+
+// PriceResult is what BPS moved on the nodes' accounting, by depth.
+type PriceResult struct {
+	Prices  bps.Prices         `json:"prices"`
+	ByDepth []DepthBalance     `json:"by_depth"`
+	Debited uint64             `json:"debited"`  // all nodes charged their peers
+	Credit  uint64             `json:"credited"` // all nodes were charged; equal to debited when both ends agree
+	Roles   map[string]Balance `json:"roles"`
+}
+
+// DepthBalance is the balance of the nodes at one depth: what they earned
+// (charged their children and the publishers under them) and paid (were
+// charged by their parents), per node.
+type DepthBalance struct {
+	Depth  int     `json:"depth"`
+	Nodes  int     `json:"nodes"`
+	Earned float64 `json:"earned"` // mean per node
+	Paid   float64 `json:"paid"`   // mean per node
+	NetMin int64   `json:"net_min"`
+	NetP50 int64   `json:"net_p50"`
+	NetMax int64   `json:"net_max"`
+}
+
+// Balance is a role's totals.
+type Balance struct {
+	Nodes  int    `json:"nodes"`
+	Earned uint64 `json:"earned"`
+	Paid   uint64 `json:"paid"`
+}
+
+// collectPrices reads every live node's charges, before the run stops its
+// streams (charges are kept per stream held).
+func (s *sim) collectPrices(res *Result) {
+	if s.sc.prices() == (bps.Prices{}) {
+		return
+	}
+	pr := &PriceResult{Prices: s.sc.prices(), Roles: map[string]Balance{}}
+	nets := map[int][]int64{}
+	earned, paid := map[int]uint64{}, map[int]uint64{}
+	for c, t := range res.Trees {
+		depth := make(map[string]int, len(t.Nodes))
+		for _, n := range t.Nodes {
+			depth[n.Overlay] = n.Depth
+		}
+		for _, m := range s.members(c) {
+			d, ok := depth[m.overlay.String()]
+			if m.svc == nil || !ok || d < 0 {
+				continue
+			}
+			var e, p uint64
+			for _, ch := range m.svc.Charges() {
+				e += ch.Debited
+				p += ch.Credited
+			}
+			nets[d] = append(nets[d], int64(e)-int64(p))
+			earned[d] += e
+			paid[d] += p
+			pr.Debited += e
+			pr.Credit += p
+			r := pr.Roles[m.role]
+			r.Nodes++
+			r.Earned += e
+			r.Paid += p
+			pr.Roles[m.role] = r
+		}
+	}
+	depths := make([]int, 0, len(nets))
+	for d := range nets {
+		depths = append(depths, d)
+	}
+	slices.Sort(depths)
+	for _, d := range depths {
+		ns := nets[d]
+		slices.Sort(ns)
+		pr.ByDepth = append(pr.ByDepth, DepthBalance{
+			Depth: d, Nodes: len(ns),
+			Earned: float64(earned[d]) / float64(len(ns)), Paid: float64(paid[d]) / float64(len(ns)),
+			NetMin: ns[0], NetP50: ns[len(ns)/2], NetMax: ns[len(ns)-1],
+		})
+	}
+	res.Pricing = pr
+}
