@@ -427,38 +427,69 @@ func TestPricingChildCannotPay(t *testing.T) {
 	t.Logf("the subscription says: %v", err)
 }
 
-// benchPricing publishes b.N updates through a broker to subscribers, with
-// bee's own accounting (over an in-memory state store) at every node, or
-// without accounting.
-func benchPricing(b *testing.B, priced bool) {
-	const subscribers = 16
+// benchPeer is a node of a pricing benchmark, on a transport.
+type benchPeer struct {
+	overlay swarm.Address
+	svc     *bps.Service
+}
+
+// benchTransport makes the nodes of a pricing benchmark: node starts one
+// whose service charges on acc (nil: nothing), connect connects a to b.
+type benchTransport struct {
+	node    func(b *testing.B, acc accounting.Interface) benchPeer
+	connect func(b *testing.B, a, c benchPeer)
+}
+
+// streamtestTransport is the in-memory network.
+func streamtestTransport(b *testing.B) benchTransport {
 	net := streamtest.New()
 	b.Cleanup(func() { _ = net.Close() })
-	accs := make(map[*tnode]*accounting.Accounting)
-	node := func() *tnode {
+	nodes := make(map[string]*tnode)
+	return benchTransport{
+		node: func(b *testing.B, acc accounting.Interface) benchPeer {
+			n := pricingBenchNode(b, net, acc)
+			nodes[n.Overlay().ByteString()] = n
+			return benchPeer{overlay: n.Overlay(), svc: n.svc}
+		},
+		connect: func(b *testing.B, a, c benchPeer) {
+			if err := net.Connect(nodes[a.overlay.ByteString()].Node, nodes[c.overlay.ByteString()].Node); err != nil {
+				b.Fatal(err)
+			}
+		},
+	}
+}
+
+// benchPricing publishes b.N updates through a broker to subscribers,
+// without accounting, or priced: with bee's own accounting (over an
+// in-memory state store) at every node, or with the test's ledger.
+func benchPricing(b *testing.B, tr benchTransport, priced, bee bool) {
+	const subscribers = 16
+	accs := make(map[string]*accounting.Accounting)
+	node := func() benchPeer {
 		if !priced {
-			return pricingBenchNode(b, net, nil)
+			return tr.node(b, nil)
+		}
+		if !bee {
+			return tr.node(b, newLedger())
 		}
 		acc, err := accounting.NewAccounting(new(big.Int).Lsh(big.NewInt(1), 100), 25, 50, log.Noop, statestore.NewStateStore(), nil, big.NewInt(4_500_000), 10, nil)
 		if err != nil {
 			b.Fatal(err)
 		}
-		n := pricingBenchNode(b, net, acc)
-		accs[n] = acc
+		n := tr.node(b, acc)
+		accs[n.overlay.ByteString()] = acc
 		return n
 	}
 	broker, pubNode := node(), node()
-	subs := make([]*tnode, subscribers)
+	subs := make([]benchPeer, subscribers)
 	for i := range subs {
 		subs[i] = node()
 	}
-	for _, c := range append([]*tnode{pubNode}, subs...) {
-		if err := net.Connect(c.Node, broker.Node); err != nil {
-			b.Fatal(err)
-		}
-		if priced {
-			accs[broker].Connect(c.Overlay(), true)
-			accs[c].Connect(broker.Overlay(), true)
+	for _, c := range append([]benchPeer{pubNode}, subs...) {
+		tr.connect(b, c, broker)
+		if priced && bee {
+			accs[broker.overlay.ByteString()].Connect(c.overlay, true)
+			accs[c.overlay.ByteString()].Connect(broker.overlay, true)
 		}
 	}
 	ctx := context.Background()
@@ -466,14 +497,14 @@ func benchPricing(b *testing.B, priced bool) {
 	sp := feedSpec(b, "bench pricing", k)
 	ss := make([]*bps.Subscription, subscribers)
 	for i, c := range subs {
-		s, err := c.svc.Subscribe(ctx, broker.Overlay(), sp)
+		s, err := c.svc.Subscribe(ctx, broker.overlay, sp)
 		if err != nil {
 			b.Fatal(err)
 		}
 		b.Cleanup(func() { _ = s.Close() })
 		ss[i] = s
 	}
-	p, err := pubNode.svc.Publish(ctx, broker.Overlay(), sp, bps.PublishOptions{Addr: k.addr, Sign: bps.KeyClaimSigner(k.signer)})
+	p, err := pubNode.svc.Publish(ctx, broker.overlay, sp, bps.PublishOptions{Addr: k.addr, Sign: bps.KeyClaimSigner(k.signer)})
 	if err != nil {
 		b.Fatal(err)
 	}
@@ -484,6 +515,7 @@ func benchPricing(b *testing.B, priced bool) {
 	}
 	b.ReportAllocs()
 	b.ResetTimer()
+	cpu := cpuTime(b)
 	for i, m := range msgs {
 		if err := p.Send(ctx, m); err != nil {
 			b.Fatal(err)
@@ -495,8 +527,9 @@ func benchPricing(b *testing.B, priced bool) {
 		}
 	}
 	b.StopTimer()
-	if priced {
-		bal, err := accs[broker].Balance(subs[0].Overlay())
+	b.ReportMetric(float64((cpuTime(b)-cpu).Nanoseconds())/float64(b.N), "cpu-ns/op")
+	if priced && bee {
+		bal, err := accs[broker.overlay.ByteString()].Balance(subs[0].overlay)
 		if err != nil || bal.Uint64() != uint64(b.N)*bps.BeeBasePrice {
 			b.Fatalf("a subscriber owes %v (%v), want %d", bal, err, uint64(b.N)*bps.BeeBasePrice)
 		}
@@ -520,10 +553,13 @@ func pricingBenchNode(b *testing.B, net *streamtest.Network, acc accounting.Inte
 }
 
 // BenchmarkPricing: CPU per published update (one publisher, 16
-// subscribers, all in one process) without accounting and with bee's
-// accounting charging every delivery and publication. The ratio of the two
-// is the cost of charging for depth (docs/benchmarks.md).
+// subscribers, all in one process: cpu-ns/op is the process's user and
+// system time) without accounting and with bee's accounting charging every
+// delivery and publication at both ends — or with a ledger that only sums
+// (this package's cost alone). The ratio to free is the cost of charging
+// for depth (docs/benchmarks.md).
 func BenchmarkPricing(b *testing.B) {
-	b.Run("free", func(b *testing.B) { benchPricing(b, false) })
-	b.Run("priced", func(b *testing.B) { benchPricing(b, true) })
+	b.Run("free", func(b *testing.B) { benchPricing(b, streamtestTransport(b), false, false) })
+	b.Run("priced/ledger", func(b *testing.B) { benchPricing(b, streamtestTransport(b), true, false) })
+	b.Run("priced/bee", func(b *testing.B) { benchPricing(b, streamtestTransport(b), true, true) })
 }
