@@ -5,6 +5,7 @@
 package bps
 
 import (
+	"bytes"
 	"context"
 	"errors"
 	"math/big"
@@ -13,6 +14,7 @@ import (
 
 	"github.com/ethersphere/bee/v2/pkg/accounting"
 	"github.com/ethersphere/bee/v2/pkg/swarm"
+	"github.com/ethersphere/bps/pkg/bps/pb"
 )
 
 // recAccounting is an accounting.Interface that records the charges
@@ -103,5 +105,41 @@ func TestPricingAwaitsAccounting(t *testing.T) {
 	}
 	if prepared, applied, _ := acc.record(); len(prepared) != 0 || len(applied) != 0 {
 		t.Fatalf("the probes charged: prepared %v, applied %v", prepared, applied)
+	}
+}
+
+// TestPricingRelayChild: at a parent that stated depth 2 in its Ack (a
+// relay), a child's publication costs Publish × 3, read from the child; a
+// claim it sends is free, and so is a Message that is not one (any frame
+// but a well-formed claim is charged: it is a publication or a violation).
+func TestPricingRelayChild(t *testing.T) {
+	t.Parallel()
+	peer := swarm.MustParseHexAddress("ca1e9f3938cc1425c6061b96ad9eb93e134dfe8734ad490164ef20af9d1cf59c")
+	acc := new(recAccounting)
+	s := &Service{pricing: newPricing(context.Background(), acc, Prices{Delivery: 1, Publish: 10})}
+	msg := encodeFrame(&pb.Message{Address: bytes.Repeat([]byte{1}, 32), Data: []byte("data")})
+	claim := encodeFrame(&pb.Claim{Addr: bytes.Repeat([]byte{2}, AddressSize), Index: 3, Auth: &pb.Auth{R: make([]byte, 32), S: make([]byte, 32), V: 27}})
+	for _, cd := range []codec{codecBare, codecEnvelope} {
+		var in bytes.Buffer
+		in.Write(cd.out(outFrame{b: msg, kind: kindMessage}))
+		in.Write(cd.out(outFrame{b: claim, kind: kindClaim}))
+		in.Write(cd.out(outFrame{b: msg, kind: kindMessage}))
+		ps := peerStream{peer: peer, codec: cd}
+		fr := newFrameReader(&in)
+		s.priceChild(&ps, fr, encodeFrame(&pb.Ack{Status: pb.Status_OK, Depth: 2}))
+		for range 3 {
+			if _, err := fr.readRaw(); err != nil {
+				t.Fatal(err)
+			}
+		}
+		ps.meter.done()
+		_, applied, _ := acc.record()
+		if len(applied) != 2 || applied[0] != 30 || applied[1] != 30 {
+			t.Fatalf("codec %d: applied %v, want two publications at 3 hops × 10", cd, applied)
+		}
+		acc.applied = nil
+	}
+	if len(s.pricing.peers) != 0 {
+		t.Fatalf("%d tallies after every stream ended", len(s.pricing.peers))
 	}
 }
