@@ -11,6 +11,10 @@ import (
 	"io"
 	"math/rand/v2"
 	"testing"
+	"time"
+
+	"github.com/ethersphere/bee/v2/pkg/storage"
+	"github.com/ethersphere/bee/v2/pkg/swarm"
 
 	"github.com/ethersphere/bps/pkg/pot"
 )
@@ -125,6 +129,45 @@ func BenchmarkSeek(b *testing.B) {
 				total += got
 			}
 			b.ReportMetric(float64(total)/float64(b.N), "retrievals/seek")
+		})
+	}
+}
+
+// BenchmarkRecoverLatency is a recovery of 64 missed updates over a
+// storage that answers each retrieval after a simulated round trip of 2 ms
+// (a network's latency, not synchronisation): retrieved ahead (the anchor
+// known) against one node at a time (no anchor, not from the start), in
+// round trips per recovery.
+func BenchmarkRecoverLatency(b *testing.B) {
+	const rtt = 2 * time.Millisecond
+	const missed = 64
+	f := build(b, 4096, timestamps, 6)
+	slow := storage.GetterFunc(func(ctx context.Context, a swarm.Address) (swarm.Chunk, error) {
+		t := time.NewTimer(rtt)
+		defer t.Stop()
+		select {
+		case <-t.C:
+		case <-ctx.Done():
+			return nil, ctx.Err()
+		}
+		return f.store.Get(ctx, a)
+	})
+	for _, ahead := range []bool{true, false} {
+		b.Run(fmt.Sprint("ahead=", ahead), func(b *testing.B) {
+			ctx := context.Background()
+			for i := range b.N {
+				top := 4095 - i%(4096-missed-1)
+				w := top - missed - 1
+				gap := pot.Gap{Top: f.nodes[top], TopRef: f.refs[top], Missed: missed}
+				if ahead {
+					gap.Anchor = &pot.Anchor{Key: f.keys[w], Ref: f.refs[w]}
+				}
+				rec, err := pot.Recover(ctx, slow, gap, 64)
+				if err != nil || len(rec.Elements) != missed {
+					b.Fatal(len(rec.Elements), err)
+				}
+			}
+			b.ReportMetric(float64(b.Elapsed())/float64(b.N)/float64(rtt), "rtts/recovery")
 		})
 	}
 }

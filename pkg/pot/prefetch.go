@@ -17,19 +17,23 @@ import (
 const Parallel = 8
 
 // prefetcher retrieves, ahead of a descent and at most Parallel at once,
-// nodes the descent is certain to reach, so that a recovery costs about
-// depth round trips instead of one per node. It is a storage.Getter: a node
-// retrieved ahead is handed over once, anything else is retrieved then.
-// Its goroutines are owned by close, which cancels and waits for them.
+// nodes the descent is certain to reach — as each arrives, its forks that
+// need says the descent reaches too — so that a recovery costs about as
+// many round trips as the pot is deep instead of one per node. It is a
+// storage.Getter: a node retrieved ahead is handed over once, anything
+// else is retrieved then; no node is retrieved ahead twice. Its goroutines
+// are owned by close, which cancels and waits for them.
 type prefetcher struct {
 	g      storage.Getter
+	need   func(n *Node, p int) bool
 	ctx    context.Context
 	cancel context.CancelFunc
 	sem    chan struct{}
 	wg     sync.WaitGroup
 
-	mu    sync.Mutex // guards ahead
+	mu    sync.Mutex // guards ahead and seen
 	ahead map[string]*retrieval
+	seen  map[string]bool
 }
 
 // retrieval is a node retrieved ahead: done closes once ch or err is set.
@@ -39,20 +43,34 @@ type retrieval struct {
 	err  error
 }
 
-func newPrefetcher(ctx context.Context, g storage.Getter) *prefetcher {
-	p := &prefetcher{g: g, sem: make(chan struct{}, Parallel), ahead: make(map[string]*retrieval)}
+func newPrefetcher(ctx context.Context, g storage.Getter, need func(n *Node, p int) bool) *prefetcher {
+	p := &prefetcher{g: g, need: need, sem: make(chan struct{}, Parallel),
+		ahead: make(map[string]*retrieval), seen: make(map[string]bool)}
 	p.ctx, p.cancel = context.WithCancel(ctx)
 	return p
 }
 
-// fetch starts retrieving ref, unless it already is.
-func (p *prefetcher) fetch(ref swarm.Address) {
+// reached starts retrieving the forks of n, reached at fork floor, that
+// the descent needs.
+func (p *prefetcher) reached(n *Node, floor int) {
+	for q := n.prev(KeyBits - 1); q > floor; q = n.prev(q - 1) {
+		if p.need(n, q) {
+			ref, _ := n.Fork(q)
+			p.fetch(ref, q)
+		}
+	}
+}
+
+// fetch starts retrieving ref, the fork at floor of its parent, unless it
+// was already; once it arrives, its own forks the descent needs.
+func (p *prefetcher) fetch(ref swarm.Address, floor int) {
 	k := ref.ByteString()
 	p.mu.Lock()
-	if _, ok := p.ahead[k]; ok {
+	if p.seen[k] {
 		p.mu.Unlock()
 		return
 	}
+	p.seen[k] = true
 	r := &retrieval{done: make(chan struct{})}
 	p.ahead[k] = r
 	p.mu.Unlock()
@@ -66,8 +84,13 @@ func (p *prefetcher) fetch(ref swarm.Address) {
 			r.err = p.ctx.Err()
 			return
 		}
-		defer func() { <-p.sem }()
 		r.ch, r.err = p.g.Get(p.ctx, ref)
+		<-p.sem
+		if r.err == nil {
+			if n, err := nodeOf(r.ch, ref); err == nil {
+				p.reached(n, floor) // before done: the descent enters n after
+			}
+		}
 	}()
 }
 

@@ -63,16 +63,11 @@ func Recover(ctx context.Context, g storage.Getter, gap Gap, max int) (Recovery,
 	if want == gap.Missed && (gap.Anchor != nil || gap.All) {
 		// Every node above the anchor's key is a missed update (all of
 		// them, without an anchor): retrieve them ahead, Parallel at once.
-		pf = newPrefetcher(ctx, g)
+		pf = newPrefetcher(ctx, g, func(n *Node, p int) bool {
+			return gap.Anchor == nil || lowest(n.key, p) > gap.Anchor.Key
+		})
 		c.l.g = pf
-		c.reached = func(n *Node, floor int) {
-			for p := n.prev(KeyBits - 1); p > floor; p = n.prev(p - 1) {
-				if gap.Anchor == nil || lowest(n.key, p) > gap.Anchor.Key {
-					ref, _ := n.Fork(p)
-					pf.fetch(ref)
-				}
-			}
-		}
+		c.reached = pf.reached
 	}
 	var got []Element
 	finish := func(err error) (Recovery, error) {

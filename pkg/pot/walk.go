@@ -55,6 +55,11 @@ func Load(ctx context.Context, g storage.Getter, ref swarm.Address) (*Node, erro
 	if err != nil {
 		return nil, fmt.Errorf("%w: %s: %w", ErrUnavailable, ref, err)
 	}
+	return nodeOf(ch, ref)
+}
+
+// nodeOf is Load's check of a chunk retrieved at ref.
+func nodeOf(ch swarm.Chunk, ref swarm.Address) (*Node, error) {
 	if !ch.Address().Equal(ref) || !cac.Valid(ch) {
 		return nil, fmt.Errorf("%w: %s: the chunk does not hash to its reference", ErrUnavailable, ref)
 	}
