@@ -398,15 +398,24 @@ func Run(ctx context.Context, sc Scenario) (*Result, error) {
 	s.snapshot(res) // the tree as the run left it, before anything stops
 	s.collectPrices(res)
 
-	// Stop everything before reading what the slots saw.
+	// Stop everything before reading what the slots saw, all at once: a
+	// relay that closes gracefully first moves its children (SWIP-61's
+	// make-before-break, bounded by a wait), which one after another
+	// would add up.
+	var closing sync.WaitGroup
 	for _, sl := range s.slots {
 		sl.mu.Lock()
 		f := sl.follower
 		sl.mu.Unlock()
 		if f != nil {
-			f.Close()
+			closing.Add(1)
+			go func() {
+				defer closing.Done()
+				f.Close()
+			}()
 		}
 	}
+	closing.Wait()
 	for _, p := range pubs {
 		p.close()
 	}

@@ -1,0 +1,55 @@
+// Copyright 2026 The BPS Authors. All rights reserved.
+// Use of this source code is governed by a BSD-style
+// license that can be found in the LICENSE file.
+
+package main
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"os"
+	"path/filepath"
+	"testing"
+)
+
+// A small multihop run: a broker that admits four, relays of three, two
+// parents, a quarter of the relays killed halfway. The tree is at least
+// three deep, most nodes have two parents, nothing is lost at a node that
+// kept a parent, and the picture draws every node — the failed relays red,
+// with their former children — and both parents' edges.
+func TestRunMultihop(t *testing.T) {
+	t.Parallel()
+	svgPath := filepath.Join(t.TempDir(), "tree.svg")
+	args := []string{"-nodes", "40", "-cohorts", "1", "-broker-capacity", "4", "-relay-capacity", "3", "-parents", "2",
+		"-latency", "2ms", "-rate", "10", "-duration", "2s", "-fail-relays", "0.25", "-probe-wait", "200ms",
+		"-backoff-min", "20ms", "-backoff-max", "100ms", "-join-rate", "20", "-join-wait", "30s", "-tree", svgPath, "-json"}
+	var out, stderr bytes.Buffer
+	if err := run(context.Background(), args, &out, &stderr); err != nil {
+		t.Fatalf("run: %v\n%s", err, stderr.String())
+	}
+	var res Result
+	if err := json.Unmarshal(out.Bytes(), &res); err != nil {
+		t.Fatal(err)
+	}
+	tr := res.Tree
+	if tr.MaxDepth < 3 || tr.Parents[2] == 0 || tr.RelaysFailed == 0 || tr.KeptParent == 0 || tr.LostKept != 0 || tr.JoinSide != "subscriber" {
+		t.Fatalf("tree %+v\n%s", tr, stderr.String())
+	}
+	svg, err := os.ReadFile(svgPath)
+	if err != nil {
+		t.Fatal(err)
+	}
+	got := countSVG(t, svg)
+	if got.nodes != 40 || got.failed != tr.RelaysFailed || got.p2 == 0 || got.lost == 0 || got.stubs != 0 || len(got.depthLabels) < 4 {
+		t.Fatalf("tree: %d nodes, %d failed (%d killed), %d second-parent edges, %d lost, %d stubs, depths %q",
+			got.nodes, got.failed, tr.RelaysFailed, got.p2, got.lost, got.stubs, got.depthLabels)
+	}
+	live := 0
+	for _, r := range got.rows {
+		live += r[0]
+	}
+	if live != 40-tr.RelaysFailed-tr.Detached {
+		t.Fatalf("%d live nodes in the rows, %d failed, %d detached", live, tr.RelaysFailed, tr.Detached)
+	}
+}
