@@ -97,3 +97,29 @@ func BenchmarkPotPublish(b *testing.B) {
 		})
 	}
 }
+
+// BenchmarkPotCheck is what the anchor check costs a pot-profile session
+// per in-sequence update (bps.PotCheck against the update before it: one
+// BMT hash, no retrieval), for a 1 KiB value.
+func BenchmarkPotCheck(b *testing.B) {
+	value := make([]byte, 1024)
+	prev, err := bps.PotNext(nil, 1_780_000_000_000, value)
+	if err != nil {
+		b.Fatal(err)
+	}
+	for i := range 1000 { // a pot with forks
+		if prev, err = bps.PotNext(prev, uint64(1_780_000_001_000+1000*i), value); err != nil {
+			b.Fatal(err)
+		}
+	}
+	next, err := bps.PotNext(prev, 1_780_002_000_000, value)
+	if err != nil {
+		b.Fatal(err)
+	}
+	b.ReportAllocs()
+	for range b.N {
+		if err := bps.PotCheck(prev, next); err != nil {
+			b.Fatal(err)
+		}
+	}
+}
