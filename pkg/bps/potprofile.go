@@ -6,10 +6,10 @@ package bps
 
 import (
 	"bytes"
+	"encoding/binary"
 	"errors"
 	"fmt"
 
-	"github.com/ethersphere/bee/v2/pkg/cac"
 	"github.com/ethersphere/bee/v2/pkg/swarm"
 	"github.com/ethersphere/bps/pkg/pot"
 )
@@ -77,13 +77,17 @@ func PotCheck(prev, payload []byte) error {
 
 // potTop decodes an update's payload as the top of its pot, with the
 // reference its successor forks to: the address of the update's wrapped
-// chunk (bee's cac over the payload).
+// chunk, span ‖ payload hashed as readSOC hashes a wrapped chunk (bee's BMT,
+// SIMD where the CPU has it; the same address as bee's cac.New).
 func potTop(payload []byte) (*pot.Node, swarm.Address, error) {
 	n, err := pot.Decode(payload)
 	if err != nil {
 		return nil, swarm.ZeroAddress, err
 	}
-	ch, err := cac.New(payload)
+	spanData := make([]byte, swarm.SpanSize+len(payload))
+	binary.LittleEndian.PutUint64(spanData, uint64(len(payload)))
+	copy(spanData[swarm.SpanSize:], payload)
+	ch, err := wrapChunk(chunkHashers, spanData)
 	if err != nil {
 		return nil, swarm.ZeroAddress, err
 	}
