@@ -46,6 +46,7 @@ type Subscription struct {
 	finished  bool
 	retry     *time.Timer   // the next request for a missing second parent, if armed
 	nextRetry time.Duration // the wait after the next failed request
+	lastDepth uint32        // the depth when a parent last attached: where a node with children may move
 
 	quit   chan struct{} // closed when Close begins or the subscription ends: deliveries stop
 	qonce  sync.Once
@@ -104,6 +105,9 @@ func (s *Service) Subscribe(ctx context.Context, broker swarm.Address, sp *Spec)
 	sub.ctx, sub.cancel = context.WithCancel(s.ctx)
 	sub.receiver.init(s, sp, true, sub.quit)
 	sub.onTake = sub.took
+	if sp.Binding == pb.TopicBinding_FEED_TOPIC && sp.explicit() {
+		sub.order = newReorder()
+	}
 	if err := sub.acquire(ctx, broker, nil, false); err != nil {
 		sub.mu.Lock()
 		if sub.fatal == nil {
@@ -145,7 +149,7 @@ func (sub *Subscription) acquire(ctx context.Context, at swarm.Address, underlay
 				break
 			}
 			peer := swarm.NewAddress(c.Overlay)
-			if peer.Equal(s.overlay) || sub.hasParent(peer) {
+			if peer.Equal(s.overlay) || sub.hasParent(peer) || !sub.mayAttachUnder(c.Depth) {
 				continue
 			}
 			if err := sub.attachAt(ctx, peer, c.Underlays, false); err != nil {
@@ -165,6 +169,24 @@ func (sub *Subscription) acquire(ctx context.Context, at swarm.Address, underlay
 		last = errNoParents
 	}
 	return last
+}
+
+// mayAttachUnder reports whether a candidate at depth may become a parent
+// without risking a cycle: a node with children takes only candidates no
+// deeper than itself, since its descendants sit below it (the probe does
+// not enter the joiner's own subtree, but a descendant may also be reached
+// through its other parent). A leaf has no descendants and takes any.
+func (sub *Subscription) mayAttachUnder(depth uint32) bool {
+	sub.mu.Lock()
+	c, own := sub.relay, sub.lastDepth
+	sub.mu.Unlock()
+	if c == nil || own == 0 {
+		return true
+	}
+	c.mu.Lock()
+	children := len(c.children)
+	c.mu.Unlock()
+	return children == 0 || depth <= own
 }
 
 // attachAt joins at peer (connecting to underlays first, if given) and, on
@@ -198,6 +220,7 @@ func (sub *Subscription) attachAt(ctx context.Context, peer swarm.Address, under
 	sub.gen++
 	p.gen = sub.gen
 	sub.parents = append(sub.parents, p)
+	sub.lastDepth = sub.depthLocked()
 	sub.mu.Unlock()
 	if cs.codec == codecEnvelope && s.opts.RelayCapacity > 0 {
 		s.reg.addRelay(sub)
@@ -314,7 +337,15 @@ func (sub *Subscription) finishLocked() {
 		sub.err = sub.fatal // nil if closed by us, by the Service, or cleanly by the broker
 	}
 	sub.s.reg.dropRelay(sub)
+	// No reader is left; a reorder flush may hold dmu (it never takes
+	// sub.mu), and gives up on quit, closed above.
+	sub.dmu.Lock()
+	if sub.order != nil {
+		sub.order.stop()
+	}
+	sub.cClosed = true
 	close(sub.c)
+	sub.dmu.Unlock()
 	close(sub.done)
 }
 
@@ -359,8 +390,8 @@ func (sub *Subscription) retryLocked() {
 const maxRepairWait = 10 * time.Minute
 
 // repair acquires the parents the subscription lacks: a second one by
-// asking the surviving parent where else to attach, both by rejoining from
-// the broker (SWIP-61: self-healing is the join protocol re-run). Where
+// asking the surviving parent where else to attach (then, if that offers
+// nothing usable, the broker), both by rejoining from the broker (SWIP-61: self-healing is the join protocol re-run). Where
 // the tree offers no second parent it tries again later, on a timer.
 func (sub *Subscription) repair() {
 	s := sub.s
@@ -382,6 +413,12 @@ func (sub *Subscription) repair() {
 
 		ctx, cancel := context.WithTimeout(sub.ctx, s.opts.HandshakeTimeout+s.opts.ProbeWait)
 		err := sub.acquire(ctx, at, nil, n > 0)
+		if err != nil && n > 0 && !sub.hasParent(sub.root) {
+			// Nothing usable below the surviving parent: the broker may
+			// have room (the lost relay's slot, say), or a shallower
+			// subtree.
+			err = sub.acquire(ctx, sub.root, nil, false)
+		}
 		cancel()
 		if err == nil {
 			sub.mu.Lock()
@@ -419,6 +456,10 @@ func (sub *Subscription) repair() {
 func (sub *Subscription) depth() uint32 {
 	sub.mu.Lock()
 	defer sub.mu.Unlock()
+	return sub.depthLocked()
+}
+
+func (sub *Subscription) depthLocked() uint32 {
 	shallowest := uint32(math.MaxUint32)
 	for _, p := range sub.parents {
 		shallowest = min(shallowest, p.cs.stated)

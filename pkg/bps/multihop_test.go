@@ -226,7 +226,7 @@ func (mt *mtree) relayWithChildren() (*tnode, []int) {
 // second parent again by the ordinary join at its surviving parent.
 func TestMultihopRelayFailure(t *testing.T) {
 	t.Parallel()
-	mt := newMTree(t, 8, 2, 2, func(a key) *bps.Spec { return feedSpec(t, "multihop-failure", a) })
+	mt := newMTree(t, 8, 2, 3, func(a key) *bps.Spec { return feedSpec(t, "multihop-failure", a) })
 	mt.subscribeAll()
 	p := mt.adminPublisher()
 	mt.publishN(p, 0, 5)
@@ -268,7 +268,7 @@ func parentOK(e bps.Event) bool {
 // update is missed.
 func TestMultihopGracefulLeave(t *testing.T) {
 	t.Parallel()
-	mt := newMTree(t, 8, 2, 2, func(a key) *bps.Spec { return feedSpec(t, "multihop-leave", a) })
+	mt := newMTree(t, 8, 3, 2, func(a key) *bps.Spec { return feedSpec(t, "multihop-leave", a) })
 	mt.subscribeAll()
 	p := mt.adminPublisher()
 	mt.publishN(p, 0, 5)

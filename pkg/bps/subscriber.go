@@ -75,6 +75,12 @@ type receiver struct {
 	// parent gave it. dup reports one already taken from another parent.
 	onTake func(from *clientStream, pub publication, msg *pb.Message, dup bool)
 
+	// order, on a subscription under FEED_TOPIC with explicit
+	// authorship, delivers each publisher's updates in index order across
+	// parents; under dmu.
+	order   *reorder
+	cClosed bool // c is closed; under dmu
+
 	mu      sync.Mutex // the service feed as this node knows it
 	svcNext uint64
 	svcSeen bool
@@ -187,6 +193,10 @@ func (rc *receiver) take(cs *clientStream, msg *pb.Message) error {
 			if !rc.seen.Add(pub.dedup) {
 				v = retransmit
 			}
+		case rc.order != nil:
+			if !rc.order.admit(pub.owner, pub.index) {
+				v = retransmit
+			}
 		default:
 			if !s.cursors.advance(rc.spec.feedKey(pub.owner), pub.index) {
 				v = retransmit
@@ -205,9 +215,28 @@ func (rc *receiver) take(cs *clientStream, msg *pb.Message) error {
 	if d.Gap {
 		rc.faults.Add(1)
 	}
+	if rc.order != nil && pub.feed {
+		// Two parents at different depths interleave: an update ahead of
+		// the next expected one waits for the ones before it.
+		for _, d := range rc.order.push(d, rc.flushHeld) {
+			if err := rc.deliver(cs.peer, d); err != nil {
+				return err
+			}
+		}
+		return nil
+	}
+	return rc.deliver(cs.peer, d)
+}
+
+// deliver hands one taken delivery on, under dmu.
+func (rc *receiver) deliver(from swarm.Address, d Delivery) error {
+	s := rc.s
+	if d.Service == nil && rc.order != nil {
+		s.cursors.advance(rc.spec.feedKey(d.Owner), d.Index)
+	}
 	rc.received.Add(1)
 	s.metrics.ClientReceived.Inc()
-	s.trace(Event{Kind: EventDeliver, Cohort: rc.spec.String(), Peer: cs.peer, Index: pub.index, Service: pub.service != nil})
+	s.trace(Event{Kind: EventDeliver, Cohort: rc.spec.String(), Peer: from, Index: d.Index, Service: d.Service != nil})
 	if rc.keep {
 		select {
 		case rc.c <- d:
@@ -215,10 +244,26 @@ func (rc *receiver) take(cs *clientStream, msg *pb.Message) error {
 			return ErrClosed
 		}
 	}
-	if pub.service != nil && pub.service.Kind == pb.ServiceKind_END_OF_STREAM {
+	if d.Service != nil && d.Service.Kind == pb.ServiceKind_END_OF_STREAM {
 		return ErrEndOfStream
 	}
 	return nil
+}
+
+// flushHeld delivers, in index order, the updates held waiting for the
+// ones before them, once the reorder wait passed: what did not come by
+// then is a gap, which the application sees in the indexes.
+func (rc *receiver) flushHeld() {
+	rc.dmu.Lock()
+	defer rc.dmu.Unlock()
+	if rc.cClosed {
+		return
+	}
+	for _, d := range rc.order.flush() {
+		if rc.deliver(swarm.ZeroAddress, d) != nil {
+			return
+		}
+	}
 }
 
 // serviceTaken reports whether service update index was taken already

@@ -1,0 +1,120 @@
+// Copyright 2026 The BPS Authors. All rights reserved.
+// Use of this source code is governed by a BSD-style
+// license that can be found in the LICENSE file.
+
+package bps
+
+import (
+	"slices"
+	"time"
+)
+
+// reorder puts a subscription's feed updates back in index order per
+// publisher when two parents interleave them (SWIP-61: a second parent at
+// another depth delivers the same updates earlier or later). An update is
+// taken once by index: one below the next expected, or held already, is a
+// duplicate. One past the next expected is held until the ones before it
+// come, for at most maxHeld updates and reorderWait; then everything held
+// is delivered in order and what never came is a gap the application sees
+// in the indexes (and a SWIP-65 follower recovers).
+type reorder struct {
+	next  map[string]uint64              // per owner: the lowest index not yet delivered
+	held  map[string]map[uint64]Delivery // per owner: updates ahead of next
+	nheld int
+	wait  time.Duration
+	timer *time.Timer
+}
+
+// Bounds of the reorder buffer.
+const (
+	maxHeld     = 64
+	reorderWait = time.Second
+)
+
+func newReorder() *reorder {
+	return &reorder{next: make(map[string]uint64), held: make(map[string]map[uint64]Delivery), wait: reorderWait}
+}
+
+// admit reports whether update index of owner is new.
+func (o *reorder) admit(owner []byte, index uint64) bool {
+	if n, ok := o.next[string(owner)]; ok && index < n {
+		return false
+	}
+	_, held := o.held[string(owner)][index]
+	return !held
+}
+
+// push takes a new update and returns what may be delivered now, in order;
+// flush is armed to run after the wait if updates stay held.
+func (o *reorder) push(d Delivery, flush func()) []Delivery {
+	k := string(d.Owner)
+	n, ok := o.next[k]
+	if ok && d.Index != n {
+		h := o.held[k]
+		if h == nil {
+			h = make(map[uint64]Delivery)
+			o.held[k] = h
+		}
+		h[d.Index] = d
+		o.nheld++
+		if o.nheld > maxHeld {
+			return o.flush()
+		}
+		if o.timer == nil {
+			o.timer = time.AfterFunc(o.wait, flush)
+		}
+		return nil
+	}
+	out := []Delivery{d}
+	n = d.Index + 1
+	for h := o.held[k]; len(h) > 0; n++ {
+		next, ok := h[n]
+		if !ok {
+			break
+		}
+		out = append(out, next)
+		delete(h, n)
+		o.nheld--
+	}
+	o.next[k] = n
+	if len(o.held[k]) == 0 {
+		delete(o.held, k)
+	}
+	if o.nheld == 0 && o.timer != nil {
+		o.timer.Stop()
+		o.timer = nil
+	}
+	return out
+}
+
+// flush returns everything held, in index order per owner, and moves each
+// owner's next past it.
+func (o *reorder) flush() []Delivery {
+	var out []Delivery
+	for k, h := range o.held {
+		idx := make([]uint64, 0, len(h))
+		for i := range h {
+			idx = append(idx, i)
+		}
+		slices.Sort(idx)
+		for _, i := range idx {
+			out = append(out, h[i])
+		}
+		o.next[k] = idx[len(idx)-1] + 1
+		delete(o.held, k)
+	}
+	o.nheld = 0
+	if o.timer != nil {
+		o.timer.Stop()
+		o.timer = nil
+	}
+	return out
+}
+
+// stop disarms the flush for good.
+func (o *reorder) stop() {
+	if o.timer != nil {
+		o.timer.Stop()
+		o.timer = nil
+	}
+}
