@@ -329,14 +329,15 @@ func (m *meter) apply(act accounting.Action, price uint64) error {
 
 // unpaid is the error that ends a stream whose charge bee's accounting
 // refused, counted. It wraps err as it is: a p2p.BlockPeerError from bee's
-// accounting stays one, for the handler to return to bee.
+// accounting stays one, for the handler to return to bee. The reason comes
+// first, so that it survives a cut to a WebSocket close reason (123 bytes).
 func (m *meter) unpaid(price uint64, err error) error {
 	if m.parent {
 		m.p.metrics.unpaid.WithLabelValues("parent").Inc()
-		return fmt.Errorf("%w: %s owes for a charge of %d: %w", ErrUnpaid, m.t.peer, price, err)
+		return fmt.Errorf("%w: %w (child %s, a charge of %d)", ErrUnpaid, err, m.t.peer, price)
 	}
 	m.p.metrics.unpaid.WithLabelValues("child").Inc()
-	return fmt.Errorf("%w: a charge of %d by %s: %w", ErrUnpaid, price, m.t.peer, err)
+	return fmt.Errorf("%w: %w (parent %s, a charge of %d)", ErrUnpaid, err, m.t.peer, price)
 }
 
 // read charges one frame read whole from the stream, priced by cd: at a
