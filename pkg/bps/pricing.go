@@ -225,7 +225,6 @@ func (p Prices) upPrice(stated uint32) uint64 {
 }
 
 func (p *pricing) meter(peer swarm.Address, parent bool, stated uint32) *meter {
-	p.await(peer)
 	return &meter{p: p, t: p.open(peer), parent: parent, down: p.prices.Delivery, up: p.prices.upPrice(stated)}
 }
 
@@ -417,18 +416,20 @@ func (s *Service) priceChild(ps *peerStream, fr *frameReader, ack []byte) {
 	if n, k := protowire.ConsumeVarint(ack); k > 0 && uint64(len(ack)-k) == n && decodeFrame(ack[k:], a) == nil {
 		stated = a.GetDepth()
 	}
+	s.pricing.await(ps.peer)
 	m := s.pricing.meter(ps.peer, true, stated)
-	ps.meter = m
+	ps.meter.Store(m)
 	fr.onFrame = func(b []byte) error { return m.read(ps.codec, b) }
 }
 
 // priceParent meters this node's stream to a parent that stated depth
 // stated in its Ack: what the writer writes up and what fr reads down.
+// newClientStream has waited for the parent's accounting.
 func (s *Service) priceParent(cs *clientStream, fr *frameReader) {
 	if s.pricing == nil {
 		return
 	}
 	m := s.pricing.meter(cs.peer, false, cs.stated)
-	cs.meter = m
+	cs.meter.Store(m)
 	fr.onFrame = func(b []byte) error { return m.read(cs.codec, b) }
 }

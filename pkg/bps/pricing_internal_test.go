@@ -98,8 +98,7 @@ func TestPricingAwaitsAccounting(t *testing.T) {
 	t.Parallel()
 	peer := swarm.MustParseHexAddress("ca1e9f3938cc1425c6061b96ad9eb93e134dfe8734ad490164ef20af9d1cf59c")
 	acc := &recAccounting{notReady: 3}
-	m := meterParent(acc, peer, 5)
-	defer m.done()
+	newPricing(context.Background(), acc, Prices{Delivery: 5}).await(peer)
 	if acc.probes != 4 {
 		t.Fatalf("%d probes, want 4: three refused, then taken", acc.probes)
 	}
@@ -124,15 +123,15 @@ func TestPricingRelayChild(t *testing.T) {
 		in.Write(cd.out(outFrame{b: msg, kind: kindMessage}))
 		in.Write(cd.out(outFrame{b: claim, kind: kindClaim}))
 		in.Write(cd.out(outFrame{b: msg, kind: kindMessage}))
-		ps := peerStream{peer: peer, codec: cd}
+		ps := &peerStream{peer: peer, codec: cd}
 		fr := newFrameReader(&in)
-		s.priceChild(&ps, fr, encodeFrame(&pb.Ack{Status: pb.Status_OK, Depth: 2}))
+		s.priceChild(ps, fr, encodeFrame(&pb.Ack{Status: pb.Status_OK, Depth: 2}))
 		for range 3 {
 			if _, err := fr.readRaw(); err != nil {
 				t.Fatal(err)
 			}
 		}
-		ps.meter.done()
+		ps.meter.Load().done()
 		_, applied, _ := acc.record()
 		if len(applied) != 2 || applied[0] != 30 || applied[1] != 30 {
 			t.Fatalf("codec %d: applied %v, want two publications at 3 hops × 10", cd, applied)

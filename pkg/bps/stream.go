@@ -52,8 +52,9 @@ type peerStream struct {
 
 	// meter, if set, charges for depth on bee's accounting (pricing.go):
 	// the writer prepares the charge of the Messages of a batch before
-	// writing it and applies it after. Set before the writer starts.
-	meter *meter
+	// writing it and applies it after. Set once, when the stream's reader
+	// starts; a parent stream's on-demand writer may already run.
+	meter atomic.Pointer[meter]
 }
 
 func newPeerStream(stream p2p.Stream, peer swarm.Address, c codec, o *Options) peerStream {
@@ -229,14 +230,15 @@ func (ps *peerStream) putBatch(t *watchdog, bt *batch) (last bool, err error) {
 	}
 	var charge accounting.Action
 	var price uint64
-	if ps.meter != nil {
+	m := ps.meter.Load()
+	if m != nil {
 		priced := 0
 		for i := range frames {
 			if pricedOut(&frames[i]) {
 				priced++
 			}
 		}
-		if charge, price, err = ps.meter.prepareWrite(priced); err != nil {
+		if charge, price, err = m.prepareWrite(priced); err != nil {
 			return ps.failBatch(frames, err)
 		}
 	}
@@ -265,7 +267,7 @@ func (ps *peerStream) putBatch(t *watchdog, bt *batch) (last bool, err error) {
 	if charge != nil {
 		if err != nil {
 			charge.Cleanup()
-		} else if err = ps.meter.apply(charge, price); err != nil {
+		} else if err = m.apply(charge, price); err != nil {
 			return ps.failBatch(frames, err)
 		}
 	}
@@ -312,7 +314,7 @@ func (ps *peerStream) failBatch(frames []outFrame, err error) (bool, error) {
 // stream ends. The cohort's end is the last frame: the writer writes
 // END_OF_STREAM, if the stream receives it, closes our side and returns.
 func (ps *peerStream) writeLoop(first []byte) error {
-	defer ps.meter.done()
+	defer func() { ps.meter.Load().done() }()
 	t := ps.writeTimer()
 	defer t.Stop()
 	if err := ps.write(t, first); err != nil {
@@ -434,6 +436,9 @@ type clientStream struct {
 }
 
 func newClientStream(s *Service, broker swarm.Address, sp *Spec, stream p2p.Stream, stated uint32) clientStream {
+	if s.pricing != nil {
+		s.pricing.await(broker) // before the stream is anyone's: pricing.go
+	}
 	return clientStream{peerStream: newPeerStream(stream, broker, codecBare, &s.opts),
 		s: s, spec: sp, started: time.Now(), stated: stated, done: make(chan struct{})}
 }
@@ -489,7 +494,7 @@ func (cs *clientStream) run(read func(fr *frameReader) error, fr *frameReader, o
 	s.tree.addParent(cs)
 	ok := s.goOwned(func() {
 		defer close(cs.done)
-		defer cs.meter.done()
+		defer func() { cs.meter.Load().done() }()
 		defer s.tree.removeParent(cs)
 		defer onEnd()
 		var err error
@@ -521,7 +526,7 @@ func (cs *clientStream) run(read func(fr *frameReader) error, fr *frameReader, o
 		s.streamEnded(cs.peer, cs.spec, cs.started, cs.err)
 	})
 	if !ok {
-		cs.meter.done()
+		cs.meter.Load().done()
 		s.tree.removeParent(cs)
 		_ = cs.stream.Reset()
 		close(cs.done)

@@ -46,7 +46,7 @@ func TestStreamBatch(t *testing.T) {
 		st := &countStream{}
 		ps := newPeerStream(st, peer, cd, &Options{QueueLen: 8, WriteTimeout: DefaultWriteTimeout})
 		acc := new(recAccounting)
-		ps.meter = meterParent(acc, peer, 3)
+		ps.meter.Store(meterParent(acc, peer, 3))
 		var want []byte
 		var dones []chan error
 		for i := range 5 {
@@ -145,7 +145,7 @@ func TestStreamBatchFails(t *testing.T) {
 	peer := swarm.MustParseHexAddress("ca1e9f3938cc1425c6061b96ad9eb93e134dfe8734ad490164ef20af9d1cf59c")
 	ps := newPeerStream(&bufStream{fail: true}, peer, codecBare, &Options{QueueLen: 3, WriteTimeout: DefaultWriteTimeout})
 	acc := new(recAccounting)
-	ps.meter = meterParent(acc, peer, 1)
+	ps.meter.Store(meterParent(acc, peer, 1))
 	var dones []chan error
 	for i := range 3 {
 		f := outFrame{b: rawFrame(5, byte(i)), svc: 7, done: make(chan error, 1)}

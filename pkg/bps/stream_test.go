@@ -57,7 +57,7 @@ func TestStreamPut(t *testing.T) {
 			st := &bufStream{fail: tc.fail}
 			ps := newPeerStream(st, peer, tc.cd, &Options{QueueLen: 1, WriteTimeout: DefaultWriteTimeout})
 			acc := new(recAccounting)
-			ps.meter = meterParent(acc, peer, 5)
+			ps.meter.Store(meterParent(acc, peer, 5))
 			tm := ps.writeTimer()
 			defer tm.Stop()
 			f := outFrame{b: frame, kind: tc.kind}
