@@ -341,6 +341,16 @@ func (sub *Subscription) finishLocked() {
 	// sub.mu), and gives up on quit, closed above.
 	sub.dmu.Lock()
 	if sub.order != nil {
+		// What waited for an earlier update is delivered as it is; the
+		// consumer has the channel's room for it, no more.
+		for _, d := range sub.order.flush() {
+			select {
+			case sub.c <- d:
+				sub.received.Add(1)
+				sub.s.metrics.ClientReceived.Inc()
+			default:
+			}
+		}
 		sub.order.stop()
 	}
 	sub.cClosed = true
