@@ -80,7 +80,7 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 	pngPath := fs.String("png", "", "write the latency CDF as a PNG to this file")
 	cpuProfile := fs.String("cpuprofile", "", "write a CPU profile of the run to this file")
 	treePath := fs.String("tree", "", "draw the cohorts' trees as they were at the end of the run to this file: SVG, or an HTML page if it ends in .html")
-	treeSample := fs.Int("tree-sample", 0, fmt.Sprintf("nodes drawn per depth, at most (0: every node up to %d nodes, %d per depth above)", autoFull, autoPerDepth))
+	treeSample := fs.Int("tree-sample", autoPerDepth, "nodes drawn per depth, at most: a wider depth is sampled (its counts stay whole)")
 	treeCohorts := fs.Int("tree-cohorts", 1, "how many cohorts -tree draws, the first ones")
 	if err := fs.Parse(args); err != nil {
 		return err

@@ -167,6 +167,8 @@ type TreeResult struct {
 	FloorRatioP50 float64 `json:"floor_ratio_p50"`
 	FloorRatioP99 float64 `json:"floor_ratio_p99"`
 	FloorDeepest  Dur     `json:"floor_deepest"` // the floor at the deepest subscriber
+	// Latency by the subscriber's depth, with that depth's floor.
+	LatencyByDepth []DepthLatency `json:"latency_by_depth"`
 
 	SOCSize   int     `json:"soc_size"`   // bytes of an update's SOC (id, signature, span, payload)
 	WireRatio float64 `json:"wire_ratio"` // wire bytes per delivery ÷ SOC size
@@ -194,6 +196,20 @@ type TreeResult struct {
 	Rejoined     int    `json:"rejoined"`
 	LostRejoined uint64 `json:"lost_rejoined"`
 	NeverJoined  int    `json:"never_joined"` // alive at the end, never subscribed
+}
+
+// DepthLatency is the latency of the deliveries at one depth.
+type DepthLatency struct {
+	Depth   int `json:"depth"`
+	Samples int `json:"samples"`
+	P50     Dur `json:"p50"`
+	P99     Dur `json:"p99"`
+	Floor   Dur `json:"floor"` // (publisher depth + depth) × link latency
+	// CPUFloor adds what one process pays that a network does not: every
+	// node at a depth verifies the same update at the same moment on the
+	// same cores, so a depth of n nodes waits about n × the CPU per
+	// delivery ÷ cores, and the depths above it add theirs.
+	CPUFloor Dur `json:"cpu_floor"`
 }
 
 // collectTree computes the TreeResult and the deliveries by depth.
@@ -231,6 +247,7 @@ func (s *sim) collectTree(res *Result, wireBytes uint64, end time.Time) {
 	link := time.Duration(s.sc.Latency)
 	var ratios []float64
 	var joinTimes []time.Duration
+	byDepth, floors := map[int][]time.Duration{}, map[int]time.Duration{}
 	res.Depth = map[int]uint64{}
 	for c, st := range s.cohorts {
 		st.mu.Lock()
@@ -248,6 +265,10 @@ func (s *sim) collectTree(res *Result, wireBytes uint64, end time.Time) {
 				d = -1
 			}
 			res.Depth[d] += sl.received - sl.dups
+			if d > 0 {
+				byDepth[d] = append(byDepth[d], sl.latencies...)
+				floors[d] = time.Duration(pd+d) * link
+			}
 			if link > 0 && d > 0 {
 				floor := time.Duration(pd+d) * link
 				for _, l := range sl.latencies {
@@ -290,6 +311,20 @@ func (s *sim) collectTree(res *Result, wireBytes uint64, end time.Time) {
 	if n := len(ratios); n > 0 {
 		tr.FloorRatioP50 = ratios[min(n/2, n-1)]
 		tr.FloorRatioP99 = ratios[min(int(0.99*float64(n)), n-1)]
+	}
+	var burst time.Duration
+	for d := 1; d <= tr.MaxDepth; d++ {
+		if res.Cores > 0 {
+			burst += time.Duration(tr.NodesByDepth[d]) * time.Duration(res.CPUPerDelivery) / time.Duration(res.Cores)
+		}
+		ls := byDepth[d]
+		if len(ls) == 0 {
+			continue
+		}
+		slices.Sort(ls)
+		tr.LatencyByDepth = append(tr.LatencyByDepth, DepthLatency{Depth: d, Samples: len(ls),
+			P50: Dur(ls[len(ls)/2]), P99: Dur(ls[min(int(0.99*float64(len(ls))), len(ls)-1)]),
+			Floor: Dur(floors[d]), CPUFloor: Dur(floors[d] + burst)})
 	}
 	slices.Sort(joinTimes)
 	if n := len(joinTimes); n > 0 {

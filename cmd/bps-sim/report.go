@@ -317,6 +317,10 @@ func writeTable(w io.Writer, res *Result) error {
 		row("vs floor", "latency ÷ ((publisher + subscriber depth) × link latency): p50 %.2f, p99 %.2f; floor at the deepest subscriber %s",
 			tr.FloorRatioP50, tr.FloorRatioP99, tr.FloorDeepest)
 	}
+	for _, l := range tr.LatencyByDepth {
+		row(fmt.Sprintf("  depth %d", l.Depth), "p50 %s, p99 %s over %d deliveries; floor %s, with this process's CPU %s (p99 ÷ that %.2f)",
+			l.P50, l.P99, l.Samples, l.Floor, l.CPUFloor, float64(l.P99)/float64(max(l.CPUFloor, 1)))
+	}
 	if tr.SOCSize > 0 {
 		row("wire ÷ SOC", "%.2f (a %d B SOC per update)", tr.WireRatio, tr.SOCSize)
 	}

@@ -29,12 +29,11 @@ import (
 // is drawn is a connected piece of the tree in proportion; a node whose
 // parent was not drawn gets a short stub instead of its edge. The counts
 // and histograms beside the rows are always over every node. At 10,000
-// nodes the file stays around a few hundred kilobytes.
+// nodes the file stays around 150 KB.
 
 // treeOptions shape the picture.
 type treeOptions struct {
-	// PerDepth is how many nodes a row draws at most; 0 draws every node
-	// of trees up to autoFull nodes and samples autoPerDepth per row above.
+	// PerDepth is how many nodes a row draws at most; 0: autoPerDepth.
 	PerDepth int
 	// Parents is how many parents a node should have (2 with two parents):
 	// a live node with fewer is ringed.
@@ -44,8 +43,7 @@ type treeOptions struct {
 }
 
 const (
-	autoFull     = 2000 // trees up to this many nodes are drawn whole by default
-	autoPerDepth = 160  // otherwise this many nodes per row
+	autoPerDepth = 200 // nodes a row draws by default: a wider row is sampled
 
 	svgTop      = 64  // title and legend
 	svgLeft     = 120 // depth labels
@@ -110,10 +108,7 @@ func layoutTree(t CohortTree, o treeOptions) *panelLayout {
 	}
 	budget := o.PerDepth
 	if budget <= 0 {
-		budget = math.MaxInt
-		if len(t.Nodes) > autoFull {
-			budget = autoPerDepth
-		}
+		budget = autoPerDepth
 	}
 	maxDepth := -1
 	for _, n := range t.Nodes {
