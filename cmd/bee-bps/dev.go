@@ -22,6 +22,7 @@ import (
 	"syscall"
 	"time"
 
+	"github.com/ethersphere/bee/v2/pkg/accounting"
 	"github.com/ethersphere/bee/v2/pkg/log"
 	"github.com/ethersphere/bee/v2/pkg/metrics"
 	"github.com/ethersphere/bee/v2/pkg/p2p"
@@ -482,6 +483,14 @@ func (w *peerWatch) wait(ctx context.Context, peers []swarm.Address) error {
 type watchedPlugin struct {
 	node.Plugin
 	w *peerWatch
+}
+
+// SetAccounting passes bee's accounting on (node.Accountant): BPS charges
+// for depth on it.
+func (p *watchedPlugin) SetAccounting(a accounting.Interface) {
+	if ac, ok := p.Plugin.(node.Accountant); ok {
+		ac.SetAccounting(a)
+	}
 }
 
 // SetPeerCheck passes the node's peer check on.

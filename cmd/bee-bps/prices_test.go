@@ -9,6 +9,7 @@ import (
 	"testing"
 
 	"github.com/ethersphere/bps/pkg/bps"
+	"github.com/ethersphere/bps/pkg/node"
 )
 
 // TestBPSPrices: bps-delivery-price and bps-publish-price default to bee's
@@ -41,3 +42,9 @@ func TestBPSPrices(t *testing.T) {
 		}
 	}
 }
+
+// Every plugin bee-bps attaches hands bee's accounting on to BPS.
+var (
+	_ node.Accountant = bpsPeerCheck{}
+	_ node.Accountant = (*watchedPlugin)(nil)
+)
