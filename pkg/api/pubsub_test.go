@@ -275,7 +275,7 @@ func TestBadRequests(t *testing.T) {
 		{"index under anchor", "binding=anchor&admin=" + admin + "&addr=" + admin + "&index=1&peer=" + peer, "", "", "index"},
 		{"publishers", "binding=feed&admin=" + admin + "&publishers=all&peer=" + peer, "", "", "publishers"},
 		{"publishers without admin", "binding=mnemonic&publishers=all&peer=" + peer, "", "", "publishers"},
-		{"history", "binding=feed&admin=" + admin + "&history=true&peer=" + peer, "", "", "history"},
+		{"history", "binding=anchor&admin=" + admin + "&history=true&peer=" + peer, "", "", "history"},
 		{"closed without admin", "binding=mnemonic&closed=true&addr=" + admin + "&peer=" + peer, "", "", "closed"},
 		{"closed under all", "binding=mnemonic&admin=" + admin + "&publishers=all&closed=true&peer=" + peer, "", "", "closed"},
 		{"closed without addr", "binding=anchor&admin=" + admin + "&closed=true&peer=" + peer, "", "", "addr"},

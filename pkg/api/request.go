@@ -46,6 +46,8 @@ type sessionQuery struct {
 	Addr       hexBytes `map:"addr" validate:"omitempty,len=20"`
 	ID         hexBytes `map:"id" validate:"omitempty,len=32"`
 	Index      *uint64  `map:"index"`
+	// Pot turns SWIP-65's pot profile on (binding=feed).
+	Pot *bool `map:"pot"`
 	// The GSOC client's publishing parameters (bee-js): the SOC owner and id.
 	GSOCOwner hexBytes `map:"gsoc-eth-address" validate:"omitempty,len=20"`
 	GSOCID    hexBytes `map:"gsoc-topic" validate:"omitempty,len=32"`
@@ -105,6 +107,7 @@ type plan struct {
 	keepAlive time.Duration
 	batch     []byte  // swarm-postage-batch-id: every update published is uploaded, stamped with it
 	from      *uint64 // a subscriber's index: each publisher feed resumes there (SWIP-65 recovery)
+	pot       bool    // SWIP-65's pot profile: publications checked, gaps recovered by pot descent
 }
 
 // control reports whether the session speaks the text frames of the session
@@ -146,6 +149,10 @@ func (p *plan) streamOptions() bps.StreamOptions {
 // memberOptions say which messages the session does not receive: its own.
 func (p *plan) memberOptions(echo *bps.EchoFilter) bps.MemberOptions {
 	if !p.publish {
+		if p.from == nil && p.spec.History { // a late joiner: each feed from its first update
+			zero := uint64(0)
+			return bps.MemberOptions{From: &zero}
+		}
 		return bps.MemberOptions{From: p.from}
 	}
 	return bps.MemberOptions{Owner: p.addr, Echo: echo}
@@ -228,6 +235,9 @@ func (s *Server) parseSession(r *http.Request) (*plan, string, []jsonhttp.Reason
 	if p.from != nil && s.opts.Storage == nil {
 		bad("index", "this node has no storage: a subscriber cannot resume from an index")
 	}
+	if p.spec != nil && p.spec.History && !p.publish && s.opts.Storage == nil {
+		bad("history", "this node has no storage: it cannot read a history cohort's history")
+	}
 	if len(reasons) > 0 {
 		return nil, "invalid query params", reasons
 	}
@@ -255,6 +265,9 @@ func (s *Server) parseSession(r *http.Request) (*plan, string, []jsonhttp.Reason
 			bad("swarm-postage-batch-id", "this node has no storage: it publishes live only")
 		}
 		p.batch = h.PostageBatch
+	}
+	if p.publish && p.spec.History && p.batch == nil {
+		bad("swarm-postage-batch-id", "required to publish in a history cohort: its history is read from storage")
 	}
 	if len(reasons) > 0 {
 		return nil, "invalid header params", reasons
@@ -294,6 +307,7 @@ func parseGSOC(p *plan, q *sessionQuery, reasons *reasonList) {
 	for _, g := range []given{
 		{"admin", q.Admin != nil}, {"publishers", q.Publishers != nil}, {"closed", q.Closed != nil},
 		{"history", q.History != nil}, {"addr", q.Addr != nil}, {"id", q.ID != nil}, {"index", q.Index != nil},
+		{"pot", q.Pot != nil},
 	} {
 		if g.ok {
 			bad(g.name, "only with binding")
@@ -353,7 +367,7 @@ func buildSpec(topic []byte, sp specParams, reasons *reasonList) *bps.Spec {
 		reason := "not served by this node"
 		switch field {
 		case "history":
-			reason = "this node's brokers deliver no history (SWIP-60 lets a singlehop broker refuse it)"
+			reason = "history only with binding=feed and an admin: a self-indexed feed's history is read from storage (SWIP-65); no other history is delivered"
 		case "publishers":
 			reason = "publishers=all takes an admin and binding=mnemonic (group chat)"
 		case "closed":
@@ -416,6 +430,12 @@ func parseBinding(p *plan, q *sessionQuery, reasons *reasonList) {
 			bad("index", "only with binding=feed: with admin and addr the cursor signed into the claim, without addr the index a subscriber resumes at")
 		}
 		p.index = *q.Index
+	}
+	if q.Pot != nil {
+		if sp.Binding != pb.TopicBinding_FEED_TOPIC {
+			bad("pot", "only with binding=feed: the pot profile is a self-indexed feed's")
+		}
+		p.pot = *q.Pot
 	}
 	if sp.Closed && q.Addr == nil {
 		bad("addr", "closed cohort: only publishers attend; give addr")

@@ -58,6 +58,9 @@ type session struct {
 	waiting atomic.Pointer[string] // why the session may not publish now
 	told    string                 // the waiting reason last sent; the session's goroutine only
 
+	potPrev  []byte // pot profile: the payload of the session's last update; the reader only
+	potIndex uint64 // its index
+
 	quit   chan struct{} // closed by close
 	once   sync.Once
 	code   int    // close code; read after quit
@@ -387,6 +390,9 @@ func (ss *session) onBinary(data []byte) {
 		return
 	}
 	msg, err := ss.plan.assemble(data)
+	if err == nil {
+		err = ss.checkPot(msg)
+	}
 	if err != nil {
 		ss.s.metrics.InvalidFrames.Inc()
 		ss.fail(websocket.CloseInvalidFramePayloadData, err.Error())

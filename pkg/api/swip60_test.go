@@ -569,7 +569,7 @@ func TestSWIP60ServiceHostile(t *testing.T) {
 		{"other topic", serviceData(t, alice, keccak([]byte("elsewhere")), pb.ServiceKind_ROSTER, 2), q, http.StatusBadRequest, "not a service SOC"},
 		{"tampered", append(bytes.Clone(roster0[:len(roster0)-1]), roster0[len(roster0)-1]^1), q, http.StatusBadRequest, ""},
 		{"no admin", roster0, spec(c.broker.addr, "feed", nil), http.StatusBadRequest, ""},
-		{"history", roster0, spec(c.broker.addr, "feed", &alice, "history", "true"), http.StatusBadRequest, ""},
+		{"history", roster0, spec(c.broker.addr, "anchor", &alice, "history", "true"), http.StatusBadRequest, ""},
 	} {
 		code, out := postService(t, a, "hostile", tc.q, tc.body)
 		if code != tc.code || !strings.Contains(fmt.Sprint(out), tc.msg) {

@@ -168,7 +168,7 @@ func TestOneHopRefusals(t *testing.T) {
 		{name: "closed with ALL", join: subscriberOf(with(func(c *pb.CohortSpec) {
 			c.Binding, c.Publishers, c.Closed = pb.TopicBinding_MNEMONIC, pb.PublisherRegime_ALL, true
 		})), status: pb.Status_REJECTED},
-		{name: "history", join: subscriberOf(with(func(c *pb.CohortSpec) { c.History = true })), status: pb.Status_REJECTED},
+		{name: "history off a feed", join: subscriberOf(with(func(c *pb.CohortSpec) { c.Binding, c.History = pb.TopicBinding_ANCHOR, true })), status: pb.Status_REJECTED},
 		{name: "addr of 19 bytes", join: func(*oneHop) *pb.Join { return &pb.Join{Cohort: feed, Addr: admin.addr[:19]} }, status: pb.Status_REJECTED},
 		{name: "cohorts at the broker's bound", opts: bps.Options{MaxCohorts: 1},
 			before: []func(*oneHop) *pb.Join{subscriberOf(other)}, join: subscriberOf(feed), status: pb.Status_FULL},

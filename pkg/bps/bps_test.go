@@ -73,7 +73,7 @@ func TestSeedFlow(t *testing.T) {
 // TestConformance74_01_Spec: FEED_TOPIC with an admin is accepted; values
 // outside what this broker serves — an unset or unknown binding, a
 // wrong-length admin or topic, SWIP-60 combinations SWIP-60 itself refuses,
-// history — are REJECTED; fields the wire does not define are ignored. As a
+// history off a self-indexed feed — are REJECTED; fields the wire does not define are ignored. As a
 // full SWIP-60 broker it also serves the other bindings (SWIP-74, "Relation to
 // SWIP-60"); TestConformance60_Spec covers those.
 func TestConformance74_01_Spec(t *testing.T) {
@@ -97,7 +97,8 @@ func TestConformance74_01_Spec(t *testing.T) {
 		"unknown regime":    {Topic: topic, Binding: pb.TopicBinding_MNEMONIC, Admin: admin.addr, Publishers: 7},
 		"closed with ALL":   {Topic: topic, Binding: pb.TopicBinding_MNEMONIC, Admin: admin.addr, Publishers: pb.PublisherRegime_ALL, Closed: true},
 		"closed implicit":   {Topic: topic, Binding: pb.TopicBinding_ANCHOR, Closed: true},
-		"history (refused)": {Topic: topic, Binding: pb.TopicBinding_FEED_TOPIC, Admin: admin.addr, History: true},
+		"history (refused)": {Topic: topic, Binding: pb.TopicBinding_ANCHOR, Admin: admin.addr, History: true},
+		"history implicit":  {Topic: topic, Binding: pb.TopicBinding_FEED_TOPIC, History: true},
 	} {
 		r := openRaw(t, cl[0], broker)
 		if ack := r.join(&pb.Join{Cohort: spec}); ack.Status != pb.Status_REJECTED || ack.Challenge != nil {

@@ -91,7 +91,11 @@ func specFromPB(c *pb.CohortSpec) (*Spec, pb.Status) {
 	if c.Closed && (implicit || c.Publishers == pb.PublisherRegime_ALL) {
 		return nil, pb.Status_REJECTED
 	}
-	if c.History {
+	// history: only where SWIP-65 makes it honest — a FEED_TOPIC cohort
+	// under explicit authorship, whose publishers' feeds are read from
+	// storage by each subscriber's node; the broker delivers the live
+	// stream only.
+	if c.History && (implicit || c.Binding != pb.TopicBinding_FEED_TOPIC) {
 		return nil, pb.Status_REJECTED
 	}
 	sp := &Spec{

@@ -78,6 +78,14 @@ type Options struct {
 	Admin      []byte // the admin's address: explicit authorship; nil: implicit
 	Publishers string // PublishersAll for a group chat; empty otherwise
 	Closed     bool   // a closed cohort (a jam): only publishers attend
+	// History (binding=feed with an admin): a history cohort, whose
+	// receiving sessions get each feed from index 0, recovered from
+	// storage (SWIP-65); its publishers must name a PostageBatch.
+	History bool
+	// Pot turns SWIP-65's pot profile on (binding=feed): a publisher's
+	// payloads must be the feed's pot nodes (bps.PotNext), a receiving
+	// session recovers by pot descent.
+	Pot bool
 
 	// Publishing only.
 	ID    []byte // binding=anchor without an admin: the session's SOC id
@@ -138,6 +146,12 @@ func (o Options) query() (url.Values, error) {
 	}
 	if o.Closed {
 		q.Set("closed", "true")
+	}
+	if o.History {
+		q.Set("history", "true")
+	}
+	if o.Pot {
+		q.Set("pot", "true")
 	}
 	return q, nil
 }
