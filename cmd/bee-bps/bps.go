@@ -34,6 +34,7 @@ const (
 	optionNameBPSQueueLen            = "bps-queue-len"
 	optionNameBPSInactivity          = "bps-inactivity"
 	optionNameBPSClaimDeadline       = "bps-claim-deadline"
+	optionNameBPSRelayCapacity       = "bps-relay-capacity"
 
 	optionNameBPSDeliveryPrice = "bps-delivery-price"
 	optionNameBPSPublishPrice  = "bps-publish-price"
@@ -63,6 +64,7 @@ func setBPSFlags(f *pflag.FlagSet, withEnable bool) {
 	f.Int(optionNameBPSQueueLen, bps.DefaultQueueLen, "BPS: outbound queue per stream, in frames (full: the stream is reset)")
 	f.Duration(optionNameBPSInactivity, bps.DefaultInactivity, "BPS: a cohort without messages for this long is reclaimed")
 	f.Duration(optionNameBPSClaimDeadline, bps.DefaultClaimDeadline, "BPS: time an unclaimed publisher seat is held")
+	f.Int(optionNameBPSRelayCapacity, defaultRelayCapacity, "BPS: children this node accepts per cohort it follows, as a relay in the cohort's tree (SWIP-61); 0: it does not relay (a light node never does)")
 	f.Uint64(optionNameBPSDeliveryPrice, bps.BeeBasePrice, "BPS: accounting units a child owes its parent for each delivery, on bee's accounting (default: bee's base price; both prices 0: BPS charges nothing)")
 	f.Uint64(optionNameBPSPublishPrice, bps.BeeBasePrice, "BPS: accounting units per hop a publication costs its sender, times its depth, owed to its parent (default: bee's base price)")
 	f.Int(optionNameBPSAPIMaxSessions, api.DefaultMaxSessions, "BPS API: WebSocket sessions on this node (past it: 503)")
@@ -74,6 +76,10 @@ func setBPSFlags(f *pflag.FlagSet, withEnable bool) {
 
 // The bounds bee-bps accepts for the bps-* options. The upper ones keep a
 // typo from allocating gigabytes (a stream's queue is allocated whole).
+// defaultRelayCapacity is a full node's relay capacity per cohort unless
+// configured: a quarter of a broker's default fan-out.
+const defaultRelayCapacity = 16
+
 const (
 	maxBPSCount    = 1 << 16 // streams per cohort, cohorts per peer, queue length
 	maxBPSCohorts  = 1 << 20
@@ -92,6 +98,10 @@ func bpsOptions(v *viper.Viper) (bps.Options, error) {
 		QueueLen:            v.GetInt(optionNameBPSQueueLen),
 		Inactivity:          v.GetDuration(optionNameBPSInactivity),
 		ClaimDeadline:       v.GetDuration(optionNameBPSClaimDeadline),
+		RelayCapacity:       v.GetInt(optionNameBPSRelayCapacity),
+	}
+	if o.RelayCapacity < 0 || o.RelayCapacity > maxBPSCount {
+		return o, fmt.Errorf("--%s %d: must be between 0 and %d", optionNameBPSRelayCapacity, o.RelayCapacity, maxBPSCount)
 	}
 	var errs []error
 	for _, c := range []struct {

@@ -201,6 +201,9 @@ func (c *command) runDev(cmd *cobra.Command) (err error) {
 	}
 	watch := newPeerWatch()
 	plugin := bpsPlugin(bpsOpts, prices)
+	lightOpts := bpsOpts
+	lightOpts.RelayCapacity = 0 // a light node cannot be dialled: it relays nothing (SWIP-61)
+	lightPlugin := bpsPlugin(lightOpts, prices)
 	var broker *node.Node
 	var bootnodes []string
 	for i := range count {
@@ -226,6 +229,9 @@ func (c *command) runDev(cmd *cobra.Command) (err error) {
 			return err
 		}
 		cfg.Plugin = plugin
+		if !cfg.FullNode {
+			cfg.Plugin = lightPlugin
+		}
 		cfg.PubSubHandler = bpsPubSub(apiOpts)
 		if cfg.APIAddr, err = devAPIAddr(v.GetString(optionNameAPIAddr), i); err != nil {
 			return err
@@ -483,6 +489,13 @@ func (w *peerWatch) wait(ctx context.Context, peers []swarm.Address) error {
 type watchedPlugin struct {
 	node.Plugin
 	w *peerWatch
+}
+
+// SetDialer passes the node's dialer on.
+func (p *watchedPlugin) SetDialer(connect func(context.Context, swarm.Address, [][]byte) error, underlays func() [][]byte) {
+	if d, ok := p.Plugin.(node.Dialer); ok {
+		d.SetDialer(connect, underlays)
+	}
 }
 
 // SetAccounting passes bee's accounting on (node.Accountant): BPS charges

@@ -54,6 +54,11 @@ func (c *command) runStart(cmd *cobra.Command) error {
 		return err
 	}
 	if c.config.GetBool(optionNameBPSEnable) {
+		if !cfg.FullNode && o.RelayCapacity > 0 {
+			// A light node cannot be dialled: it relays nothing (SWIP-61).
+			cfg.Logger.Info("bps: a light node does not relay; bps-relay-capacity is 0", "configured", o.RelayCapacity)
+			o.RelayCapacity = 0
+		}
 		cfg.Plugin = bpsPlugin(o, prices)
 		cfg.PubSubHandler = bpsPubSub(apiOpts)
 	}

@@ -410,3 +410,11 @@ func (s *Service) HoldsStreams(peer swarm.Address) bool {
 func (s *Service) SetPeerCheck(f func(ctx context.Context, peer p2p.Peer, stream p2p.Stream) error) {
 	s.opts.PeerCheck = f
 }
+
+// SetDialer sets how this node reaches a relay a probe named or a reparent
+// points to (connect, by underlays), and its own underlays, named in the
+// candidates it offers (SWIP-61). Call it before the protocol is
+// registered.
+func (s *Service) SetDialer(connect func(ctx context.Context, peer swarm.Address, underlays [][]byte) error, underlays func() [][]byte) {
+	s.opts.Connect, s.opts.Underlays = connect, underlays
+}

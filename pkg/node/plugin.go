@@ -5,6 +5,7 @@
 package node
 
 import (
+	"errors"
 	"context"
 	"fmt"
 	"net/http"
@@ -65,6 +66,11 @@ func attach(ctx context.Context, host protocolHost, overlay swarm.Address, logge
 	if pc, ok := pl.(PeerChecker); ok && check != nil {
 		pc.SetPeerCheck(check)
 	}
+	if d, ok := pl.(Dialer); ok {
+		if dh, ok := host.(dialingHost); ok {
+			d.SetDialer(dialer(dh))
+		}
+	}
 	spec := pl.Protocol()
 	if err := host.AddProtocol(spec); err != nil {
 		return nil, fmt.Errorf("plugin: add protocol %s/%s: %w", spec.Name, spec.Version, joinClose(err, pl))
@@ -87,4 +93,66 @@ func joinClose(err error, c interface{ Close() error }) error {
 		return fmt.Errorf("%w (close: %w)", err, cerr)
 	}
 	return err
+}
+
+// Dialer is a plugin that reaches peers by underlay beyond those it is
+// connected to (BPS: a relay a probe named): the node gives it a connect
+// function over its libp2p service and its own underlays.
+type Dialer interface {
+	SetDialer(connect func(ctx context.Context, peer swarm.Address, underlays [][]byte) error, underlays func() [][]byte)
+}
+
+// dialingHost is what dialing needs of bee's libp2p service.
+type dialingHost interface {
+	Connect(ctx context.Context, addrs []ma.Multiaddr) (*bzz.Address, error)
+	Addresses() ([]ma.Multiaddr, error)
+	Peers() []p2p.Peer
+}
+
+// maxDialUnderlays bounds the underlays tried for one peer.
+const maxDialUnderlays = 8
+
+// dialer adapts h to a Dialer's functions: connect does nothing if the
+// peer is connected already, else dials the underlays (binary multiaddrs)
+// and checks that the overlay answering is the one asked for; underlays
+// are h's own addresses, binary.
+func dialer(h dialingHost) (func(context.Context, swarm.Address, [][]byte) error, func() [][]byte) {
+	connect := func(ctx context.Context, peer swarm.Address, underlays [][]byte) error {
+		for _, p := range h.Peers() {
+			if p.Address.Equal(peer) {
+				return nil
+			}
+		}
+		addrs := make([]ma.Multiaddr, 0, len(underlays))
+		for _, u := range underlays[:min(len(underlays), maxDialUnderlays)] {
+			a, err := ma.NewMultiaddrBytes(u)
+			if err != nil {
+				return fmt.Errorf("underlay: %w", err)
+			}
+			addrs = append(addrs, a)
+		}
+		if len(addrs) == 0 {
+			return fmt.Errorf("no underlay for %s", peer)
+		}
+		bz, err := h.Connect(ctx, addrs)
+		if err != nil && !errors.Is(err, p2p.ErrAlreadyConnected) {
+			return err
+		}
+		if bz != nil && !bz.Overlay.Equal(peer) {
+			return fmt.Errorf("dialled %s, answered by %s", peer, bz.Overlay)
+		}
+		return nil
+	}
+	underlays := func() [][]byte {
+		addrs, err := h.Addresses()
+		if err != nil {
+			return nil
+		}
+		out := make([][]byte, 0, len(addrs))
+		for _, a := range addrs {
+			out = append(out, a.Bytes())
+		}
+		return out
+	}
+	return connect, underlays
 }
