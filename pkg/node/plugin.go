@@ -5,8 +5,8 @@
 package node
 
 import (
-	"errors"
 	"context"
+	"errors"
 	"fmt"
 	"net/http"
 
