@@ -275,6 +275,15 @@ type topicInfo struct {
 	Depth    uint32   `json:"depth"`    // 0 at the root; one below the shallowest parent's stated depth
 	Parents  []string `json:"parents"`  // the nodes this one receives the cohort from, hex overlays
 	Children int      `json:"children"` // the nodes this one fans the cohort out to
+	// ParentLag is, per parent in Parents' order, the deliveries it missed
+	// that its sister gave in the current lag epoch (a withholding parent
+	// is dropped at bps MaxLag). Probes counts the probes this node
+	// answered, Reparents its moves on a parent's Reparent, Withheld the
+	// parents it dropped for lagging.
+	ParentLag []int  `json:"parentLag"`
+	Probes    uint64 `json:"probes"`
+	Reparents uint64 `json:"reparents"`
+	Withheld  uint64 `json:"withheld"`
 
 	// broker
 	Subscribers *int         `json:"subscribers,omitempty"`
@@ -335,6 +344,11 @@ func ptr[T any](v T) *T { return &v }
 // (the stream or cohort ended in between) reads as the root alone.
 func (t *topicInfo) position(p bps.Position) {
 	t.Depth, t.Children = p.Depth, len(p.Children)
+	t.ParentLag = p.Lag
+	if t.ParentLag == nil {
+		t.ParentLag = make([]int, len(p.Parents))
+	}
+	t.Probes, t.Reparents, t.Withheld = p.Probes, p.Reparents, p.Withheld
 	t.Parents = make([]string, len(p.Parents))
 	for i, a := range p.Parents {
 		t.Parents[i] = a.String()

@@ -56,6 +56,8 @@ type Subscription struct {
 	err    error         // why it ended; read after done
 
 	lag lagWindow // under dmu
+
+	probes, reparents, withheld atomic.Uint64
 }
 
 // parent is one parent stream of a subscription.
@@ -222,7 +224,7 @@ func (sub *Subscription) attachAt(ctx context.Context, peer swarm.Address, under
 	sub.parents = append(sub.parents, p)
 	sub.lastDepth = sub.depthLocked()
 	sub.mu.Unlock()
-	if cs.codec == codecEnvelope && s.opts.RelayCapacity > 0 {
+	if cs.codec == codecEnvelope {
 		s.reg.addRelay(sub)
 	}
 	s.trace(Event{Kind: EventParent, Cohort: sub.spec.String(), Peer: peer, Status: pb.Status_OK.String()})
@@ -635,6 +637,7 @@ func (sub *Subscription) reparent(p *parent, rp *pb.Reparent) {
 				reason = fmt.Errorf("bps: reparent to %s failed: %w", to, err)
 			} else {
 				s.metrics.Reparents.Inc()
+				sub.reparents.Add(1)
 				s.trace(Event{Kind: EventReparent, Cohort: sub.spec.String(), Peer: to})
 			}
 		}

@@ -179,6 +179,7 @@ func (c *cohort) candidates(from *member, cs *pb.Candidates) error {
 // often than maxProbesPerSecond; one beyond is answered empty at once.
 func (sub *Subscription) answerProbe(p *parent, pr *pb.Probe) {
 	s := sub.s
+	sub.probes.Add(1)
 	answer := func(cands []*pb.Candidate) {
 		p.cs.push(s, outFrame{b: encodeFrame(&pb.Candidates{Candidates: cands, Nonce: pr.Nonce}), kind: kindCandidates})
 	}

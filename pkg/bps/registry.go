@@ -71,7 +71,7 @@ func (r *registry) attach(peer swarm.Address, stream p2p.Stream, cd codec, sp *S
 		up, limit = c.up, o.RelayCapacity
 	} else if c == nil && r.followsLocked(sp.key) {
 		up, limit = r.relays[sp.key], o.RelayCapacity
-		if up == nil {
+		if up == nil || limit == 0 {
 			return nil, pb.Status_FULL, nil // follows, but does not relay
 		}
 	}

@@ -187,3 +187,27 @@ func (c *cohort) nodeDepth() uint32 {
 	}
 	return 0
 }
+
+// relayOf is the subscription this node follows the cohort of key through,
+// the one it relays for; nil if none.
+func (r *registry) relayOf(key string) *Subscription {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	return r.relays[key]
+}
+
+// describe fills in what the subscription knows of its place: its parents'
+// lag, its probe, reparent and withholding counts.
+func (sub *Subscription) describe(p *Position) {
+	sub.mu.Lock()
+	lag := make(map[string]int, len(sub.parents))
+	for _, q := range sub.parents {
+		lag[q.cs.peer.ByteString()] = q.missed
+	}
+	sub.mu.Unlock()
+	p.Lag = make([]int, len(p.Parents))
+	for i, a := range p.Parents {
+		p.Lag[i] = lag[a.ByteString()]
+	}
+	p.Probes, p.Reparents, p.Withheld = sub.probes.Load(), sub.reparents.Load(), sub.withheld.Load()
+}

@@ -160,6 +160,13 @@ type Position struct {
 	Parents  []swarm.Address // the nodes this one receives the cohort from, each once
 	Children []swarm.Address // the nodes this one fans the cohort out to, each once
 	Streams  int             // child streams (a node may hold several: one per identity)
+	// Lag is, per parent in Parents' order, how many deliveries it missed
+	// that its sister gave, in the current lag epoch (SWIP-61 withholding).
+	Lag []int
+	// Probes counts the probes this node answered for the cohort,
+	// Reparents the moves it made on a parent's Reparent, Withheld the
+	// parents it dropped for lagging.
+	Probes, Reparents, Withheld uint64
 }
 
 // Tree describes this node's place in every cohort it takes part in: the
@@ -181,10 +188,15 @@ func (s *Service) Tree() []Position {
 		roots = append(roots, c.position(c.spec))
 	})
 	follows := s.tree.positions()
-	// A relay's children join its position as a follower (SWIP-61).
+	// A relay's children join its position as a follower (SWIP-61), and
+	// the subscription says how its parents lag and what it probed and
+	// moved.
 	for i, p := range follows {
 		if r, ok := relays[p.Spec.key]; ok {
 			follows[i].Children, follows[i].Streams = r.Children, r.Streams
+		}
+		if sub := s.reg.relayOf(p.Spec.key); sub != nil {
+			sub.describe(&follows[i])
 		}
 	}
 	byCanonical := func(a, b Position) int { return bytes.Compare(a.Spec.canonical, b.Spec.canonical) }
