@@ -155,6 +155,7 @@ type TreeResult struct {
 	MaxDepth     int         `json:"max_depth"`
 	Parents      map[int]int `json:"parents"`       // live subscribers and publishers by number of parents at the end
 	Detached     int         `json:"detached"`      // subscribers alive at the end with no place in their cohort
+	Skewed       int         `json:"skewed"`        // nodes whose stated depth is not one below their shallowest parent's now (a parent moved up since)
 	Relays       int         `json:"relays"`        // nodes other than brokers with a child at the end
 	MaxFanout    int         `json:"max_fanout"`    // of a relay
 	RelaysSeen   int         `json:"relays_seen"`   // relays when -fail-relays struck
@@ -226,6 +227,7 @@ func (s *sim) collectTree(res *Result, wireBytes uint64, end time.Time) {
 		tr.MaxDepth = max(tr.MaxDepth, st.MaxDepth)
 		tr.Relays += st.Relays
 		tr.MaxFanout = max(tr.MaxFanout, st.MaxFanout)
+		tr.Skewed += st.Skewed
 		pubDepth[c] = -1
 		for _, n := range t.Nodes {
 			depthOf[n.Overlay] = n.Depth

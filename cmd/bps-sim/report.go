@@ -311,8 +311,8 @@ func writeTable(w io.Writer, res *Result) error {
 		res.CPU, res.RunTime, 100*res.CPUUse, res.Cores, res.CPUPerDelivery, loadString(res.Load))
 	row("depth", "deliveries by the subscriber's depth: %s", mapString(res.Depth))
 	tr := res.Tree
-	row("tree", "nodes by depth: %s; relays %d (max fan-out %d); parents: %s; %d detached",
-		intMapString(tr.NodesByDepth), tr.Relays, tr.MaxFanout, intMapString(tr.Parents), tr.Detached)
+	row("tree", "nodes by depth: %s; relays %d (max fan-out %d); parents: %s; %d detached; %d whose parent moved since they attached",
+		intMapString(tr.NodesByDepth), tr.Relays, tr.MaxFanout, intMapString(tr.Parents), tr.Detached, tr.Skewed)
 	if tr.FloorDeepest > 0 {
 		row("vs floor", "latency ÷ ((publisher + subscriber depth) × link latency): p50 %.2f, p99 %.2f; floor at the deepest subscriber %s",
 			tr.FloorRatioP50, tr.FloorRatioP99, tr.FloorDeepest)
