@@ -47,6 +47,7 @@ type Subscription struct {
 	retry     *time.Timer   // the next request for a missing second parent, if armed
 	nextRetry time.Duration // the wait after the next failed request
 	lastDepth uint32        // the depth when a parent last attached: where a node with children may move
+	leaving   bool          // Close is reparenting this relay's children
 
 	quit   chan struct{} // closed when Close begins or the subscription ends: deliveries stop
 	qonce  sync.Once
@@ -338,7 +339,9 @@ func (sub *Subscription) finishLocked() {
 	if !errors.Is(sub.fatal, ErrClosed) && sub.fatal != errRootClosed {
 		sub.err = sub.fatal // nil if closed by us, by the Service, or cleanly by the broker
 	}
-	sub.s.reg.dropRelay(sub)
+	if !sub.leaving {
+		sub.s.reg.dropRelay(sub) // a graceful leave drops its children once they moved
+	}
 	// No reader is left; a reorder flush may hold dmu (it never takes
 	// sub.mu), and gives up on quit, closed above.
 	sub.dmu.Lock()
@@ -527,9 +530,12 @@ func (sub *Subscription) took(from *clientStream, pub publication, msg *pb.Messa
 	sub.noteLag(from, msg.Address, dup)
 }
 
-// Close ends the subscription and waits for it. A relay first moves its
-// children to its own parents (make-before-break, SWIP-61), for at most
-// closeWait, then closes its parent streams.
+// Close ends the subscription and waits for it. A relay leaves gracefully
+// (SWIP-61): it first closes its own parent streams, which frees its slots
+// there, then sends each child a Reparent toward its first parent and waits,
+// at most closeWait, for them to move — each child keeps receiving through
+// its other parent meanwhile and drops this node only once its new parent's
+// stream is live. The children that did not move are then reset.
 func (sub *Subscription) Close() error {
 	sub.mu.Lock()
 	if sub.closing || sub.finished {
@@ -543,12 +549,8 @@ func (sub *Subscription) Close() error {
 	if len(sub.parents) > 0 {
 		to = sub.parents[0]
 	}
-	sub.mu.Unlock()
-
-	if relay != nil && to != nil {
-		sub.s.reg.reparentAll(relay, to.cs.peer, closeWait)
-	}
-	sub.mu.Lock()
+	leaving := relay != nil && to != nil
+	sub.leaving = leaving
 	sub.stopLocked()
 	parents := slices.Clone(sub.parents)
 	sub.finishLocked()
@@ -556,6 +558,26 @@ func (sub *Subscription) Close() error {
 
 	t := time.NewTimer(closeWait)
 	defer t.Stop()
+	if leaving {
+		// The parents have detached this node once they closed their
+		// side: its slots there are free for the children it sends.
+		for _, p := range parents {
+			select {
+			case <-p.cs.done:
+			case <-t.C:
+				_ = p.cs.stream.Reset()
+				<-p.cs.done
+			}
+		}
+		sub.s.reg.reparentAll(relay, to.cs.peer, closeWait)
+		sub.s.reg.dropRelay(sub)
+	}
+
+	if !t.Stop() {
+		t = time.NewTimer(0) // the leave took the wait: reset what is left at once
+	} else {
+		t.Reset(closeWait)
+	}
 	select {
 	case <-sub.done:
 		return nil

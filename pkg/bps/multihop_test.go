@@ -230,6 +230,9 @@ func TestMultihopRelayFailure(t *testing.T) {
 	mt.subscribeAll()
 	p := mt.adminPublisher()
 	mt.publishN(p, 0, 5)
+	for _, sub := range mt.subs {
+		expectUpdates(t, sub, 0, 5)
+	}
 
 	relay, kids := mt.relayWithChildren()
 	before := make(map[int]int)
@@ -245,7 +248,7 @@ func TestMultihopRelayFailure(t *testing.T) {
 		if mt.nodes[i] == relay {
 			continue
 		}
-		expectUpdates(t, sub, 0, 30)
+		expectUpdates(t, sub, 5, 30)
 		if sub.LivenessFaults() != 0 {
 			t.Fatalf("node %d: a liveness fault", i)
 		}

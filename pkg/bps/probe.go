@@ -94,7 +94,7 @@ func (s *Service) probe(c *cohort, childDepth uint32, exclude swarm.Address, wai
 	}
 	pw := &probeWait{asked: make(map[*member]bool), ready: make(chan struct{})}
 	for m := range c.children {
-		if m.codec != codecEnvelope || m.role != roleSubscriber || m.declared != nil || m.silent || m.peer.Equal(exclude) {
+		if m.codec != codecEnvelope || m.role != roleSubscriber || m.declared != nil || m.silent || m.peer.Equal(exclude) || isDone(m.quit) {
 			continue
 		}
 		if m.offer(outFrame{b: frame, kind: kindProbe}) {
@@ -233,4 +233,18 @@ func (p *parent) probeAllowed(now time.Time) bool {
 	}
 	p.probes++
 	return p.probes <= maxProbesPerSecond
+}
+
+// unprobe counts a child that left as having answered every open probe it
+// was asked, empty: nobody waits for a stream that is gone. The caller
+// holds c.mu.
+func (c *cohort) unprobe(m *member) {
+	for _, pw := range c.probes {
+		if answered, asked := pw.asked[m]; asked && !answered {
+			pw.asked[m] = true
+			if pw.left--; pw.left == 0 {
+				close(pw.ready)
+			}
+		}
+	}
 }

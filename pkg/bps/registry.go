@@ -288,6 +288,7 @@ func (r *registry) detach(m *member) {
 	defer c.mu.Unlock()
 	if _, ok := c.children[m]; ok {
 		delete(c.children, m)
+		c.unprobe(m)
 		r.gauge(m, -1)
 		switch {
 		case m.counted:

@@ -1,0 +1,206 @@
+// Copyright 2026 The BPS Authors. All rights reserved.
+// Use of this source code is governed by a BSD-style
+// license that can be found in the LICENSE file.
+
+package main
+
+import (
+	"context"
+	"fmt"
+	"slices"
+	"testing"
+	"time"
+
+	"github.com/ethersphere/bps/pkg/wsclient"
+)
+
+// treeDeadline bounds the whole tree run.
+const treeDeadline = 4 * time.Minute
+
+// startDevClusterArgs starts `bee-bps dev` in this process with args and
+// returns the cluster once it is ready; it stops with the test.
+func startDevClusterArgs(t *testing.T, args ...string) devCluster {
+	t.Helper()
+	ready := make(chan devCluster, 1)
+	c, err := newCommand(func(c *command) {
+		c.homeDir = t.TempDir()
+		c.devReady = func(d devCluster) { ready <- d }
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	ctx, cancel := context.WithCancel(context.Background())
+	done, out := run(ctx, t, c, append([]string{"dev", "--api-addr", "127.0.0.1:0", "--verbosity", "0"}, args...)...)
+	t.Cleanup(func() {
+		cancel()
+		select {
+		case <-done:
+		case <-time.After(time.Minute):
+			t.Errorf("dev cluster not stopped:\n%s", out)
+		}
+	})
+	select {
+	case cl := <-ready:
+		return cl
+	case err := <-done:
+		t.Fatalf("dev returned %v:\n%s", err, out)
+	case <-time.After(3 * time.Minute):
+		t.Fatalf("no cluster after three minutes:\n%s", out)
+	}
+	return devCluster{}
+}
+
+// treeEntry is what the test reads of a node's GET /pubsub/ entry for the
+// cohort.
+type treeEntry struct {
+	Cohort    string   `json:"cohort"`
+	Role      string   `json:"role"`
+	Depth     uint32   `json:"depth"`
+	Parents   []string `json:"parents"`
+	Children  int      `json:"children"`
+	Reparents uint64   `json:"reparents"`
+}
+
+// treeOf reads node api's subscriber entry.
+func treeOf(ctx context.Context, t *testing.T, api string) treeEntry {
+	t.Helper()
+	e, ok := treeEntryOf(ctx, t, api)
+	if !ok {
+		t.Fatalf("%s: no subscriber entry", api)
+	}
+	return e
+}
+
+// treeEntryOf reads node api's subscriber entry, if it has one.
+func treeEntryOf(ctx context.Context, t *testing.T, api string) (treeEntry, bool) {
+	t.Helper()
+	var resp struct {
+		Topics []treeEntry `json:"topics"`
+	}
+	getJSON(ctx, t, api+"/pubsub/", &resp)
+	for _, e := range resp.Topics {
+		if e.Role == "subscriber" {
+			return e, true
+		}
+	}
+	return treeEntry{}, false
+}
+
+// TestDevClusterTree is SWIP-61 on real bee nodes: a dev cluster of 9 (the
+// broker and 8), the broker taking 2 streams per cohort and every node
+// relaying 2. A WebSocket subscriber on each of the 8 nodes, joined in
+// turn, builds a tree at least 3 deep in which the nodes below the broker's
+// children keep two parents. A publisher on a node at depth 2 or more —
+// the broker has no room for it — attaches at a relay, and its message
+// reaches every subscriber through the root. Then a relay's session closes
+// (a graceful stop): its children are reparented, and the next message
+// still reaches every subscriber left.
+func TestDevClusterTree(t *testing.T) {
+	if testing.Short() {
+		t.Skip("starts nine bee nodes")
+	}
+	cl := startDevClusterArgs(t, "--nodes", "9", "--bps-max-streams-per-cohort", "2", "--bps-relay-capacity", "2")
+	ctx, cancel := context.WithTimeout(context.Background(), treeDeadline)
+	defer cancel()
+	broker := cl.Nodes[0].Underlays[0]
+	admin := newSWIP60Key(t)
+	o := wsclient.Options{Peer: broker, Topic: swip60Topic("e2e-tree"), Binding: wsclient.BindingMnemonic,
+		Admin: admin.addr, Publishers: wsclient.PublishersAll, Fields: "address,payload"}
+
+	subs := make([]*wsclient.Session, len(cl.Nodes))
+	for i := 1; i < len(cl.Nodes); i++ {
+		o.API = cl.Nodes[i].API
+		s, err := wsclient.Subscribe(ctx, o)
+		if err != nil {
+			t.Fatalf("subscribe on node %d: %v", i, err)
+		}
+		t.Cleanup(func() { _ = s.Close() })
+		subs[i] = s
+	}
+
+	entries := make([]treeEntry, len(cl.Nodes))
+	deepest, twoParents := 0, 0
+	for i := 1; i < len(cl.Nodes); i++ {
+		entries[i] = treeOf(ctx, t, cl.Nodes[i].API)
+		if entries[i].Depth > entries[deepest].Depth {
+			deepest = i
+		}
+		if len(entries[i].Parents) == 2 {
+			twoParents++
+		}
+		t.Logf("node %d: depth %d, parents %d, children %d", i, entries[i].Depth, len(entries[i].Parents), entries[i].Children)
+	}
+	if entries[deepest].Depth < 3 {
+		t.Fatalf("the tree is %d deep, want at least 3", entries[deepest].Depth)
+	}
+	if twoParents < 4 {
+		t.Fatalf("%d nodes keep two parents, want every node below the broker's children (6)", twoParents)
+	}
+
+	// A publisher at depth 2 or more: the broker has no room for it.
+	author := newSWIP60Key(t)
+	o.API = cl.Nodes[deepest].API
+	pub, err := wsclient.Publish(ctx, o, author.signer)
+	if err != nil {
+		t.Fatalf("publish on node %d: %v", deepest, err)
+	}
+	t.Cleanup(func() { _ = pub.Close() })
+	say := func(what string, skip int) {
+		t.Helper()
+		if err := pub.SendSOC(author.signer, swip60Topic(what), []byte(what)); err != nil {
+			t.Fatal(err)
+		}
+		for i := 1; i < len(cl.Nodes); i++ {
+			if i == skip {
+				continue
+			}
+			m, err := subs[i].NextMessage(ctx)
+			if err != nil || string(m.Payload) != what {
+				t.Fatalf("node %d: %q (%v), want %q", i, m.Payload, err, what)
+			}
+		}
+	}
+	say("from depth", 0)
+
+	// A graceful stop of a relay at depth 1: its children move.
+	relay := slices.IndexFunc(entries, func(e treeEntry) bool { return e.Depth == 1 && e.Children > 0 })
+	if relay < 1 {
+		t.Fatalf("no relay at depth 1 among %+v", entries)
+	}
+	relayOverlay := cl.Nodes[relay].Overlay
+	var kids []int
+	for i := 1; i < len(cl.Nodes); i++ {
+		if slices.Contains(entries[i].Parents, relayOverlay) {
+			kids = append(kids, i)
+		}
+	}
+	if err := subs[relay].Close(); err != nil {
+		t.Fatalf("close the relay's session: %v", err)
+	}
+	for _, k := range kids {
+		waitFor(ctx, t, fmt.Sprintf("node %d reparented off node %d", k, relay), func() bool {
+			e, ok := treeEntryOf(ctx, t, cl.Nodes[k].API)
+			if !ok {
+				_, err := subs[k].NextMessage(ctx)
+				t.Fatalf("node %d: its subscription ended: %v", k, err)
+			}
+			return len(e.Parents) > 0 && !slices.Contains(e.Parents, relayOverlay)
+		})
+	}
+	say("after the leave", relay)
+}
+
+// waitFor polls cond until it holds or ctx ends: the node's API is the
+// only view of its tree from here, and it offers no event to wait on.
+func waitFor(ctx context.Context, t *testing.T, what string, cond func() bool) {
+	t.Helper()
+	tick := time.NewTicker(50 * time.Millisecond)
+	defer tick.Stop()
+	for !cond() {
+		select {
+		case <-ctx.Done():
+			t.Fatalf("%s: %v", what, ctx.Err())
+		case <-tick.C:
+		}
+	}
+}
