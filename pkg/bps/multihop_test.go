@@ -5,15 +5,19 @@
 package bps_test
 
 import (
+	"context"
 	"fmt"
 	"slices"
 	"testing"
 	"time"
 
+	"github.com/ethersphere/bee/v2/pkg/p2p"
 	"github.com/ethersphere/bee/v2/pkg/swarm"
 	"github.com/ethersphere/bps/pkg/bps"
 	"github.com/ethersphere/bps/pkg/bps/pb"
 	"github.com/ethersphere/bps/pkg/bps/streamtest"
+	"google.golang.org/protobuf/encoding/protodelim"
+	"google.golang.org/protobuf/proto"
 )
 
 // mtree is a multihop cohort on the in-memory network: a broker with a
@@ -457,4 +461,129 @@ func TestMultihopCandidatesWithoutProbe(t *testing.T) {
 	for _, sub := range mt.subs {
 		expectUpdates(t, sub, 0, 2)
 	}
+}
+
+// TestMultihopRevocationAtRelay covers SWIP-61 item 12: a rostered
+// publisher attached at a relay deep in the tree publishes through it (its
+// claim taken there, its publications forwarded rootward to everyone);
+// once the roster revoking it has been written to its stream at the relay
+// — its parent, where enforcement happens — a further publication is a
+// violation there: the stream is reset and the peer blocklisted by the
+// relay. Before that it is dropped and tolerated, as at a broker.
+func TestMultihopRevocationAtRelay(t *testing.T) {
+	t.Parallel()
+	mt := newMTree(t, 4, 2, 2, func(a key) *bps.Spec { return feedSpec(t, "multihop-revocation", a) })
+	p := mt.adminPublisher()
+	bob := newKey(t)
+	send(t, p, rosterMsg(t, mt.admin, mt.sp, 0, bob))
+	mt.broker.rec.wait(t, "roster 0", kind(bps.EventAccept))
+	mt.subscribeAll()
+	for _, sub := range mt.subs {
+		if d := recv(t, sub); d.Service == nil {
+			t.Fatalf("first delivery %+v, want the roster", d)
+		}
+	}
+	relay := mt.nodes[3] // depth 2 or more
+	if d := mt.position(relay).Depth; d < 2 {
+		t.Fatalf("node 3 at depth %d", d)
+	}
+
+	bobNode := newNode(t, mt.net, bps.Options{})
+	if err := mt.net.Connect(bobNode.Node, relay.Node); err != nil {
+		t.Fatal(err)
+	}
+	r := openRaw(t, bobNode, relay)
+	ack := r.join(&pb.Join{Cohort: mt.sp.PB(), Addr: bob.addr})
+	if ack.GetStatus() != pb.Status_OK || len(ack.GetChallenge()) != 32 {
+		t.Fatalf("the relay's Ack to bob: %v", ack)
+	}
+	r.send(claimFor(t, bob, ack.Challenge, relay.Overlay(), 0))
+	relay.rec.wait(t, "bob claimed at the relay", kind(bps.EventClaim))
+	if m := r.recvMessage(); len(m.Data) < 105 {
+		t.Fatal("bob's first delivery is not the roster")
+	}
+	r.send(update(t, bob, mt.sp, 0, "bob from depth"))
+	for i, sub := range mt.subs {
+		if d := recv(t, sub); !slices.Equal(d.Owner, bob.addr) || d.Index != 0 {
+			t.Fatalf("node %d: %+v, want bob's update", i, d)
+		}
+	}
+
+	send(t, p, rosterMsg(t, mt.admin, mt.sp, 1))
+	for {
+		m := r.recvMessage()
+		svc := new(pb.ServiceMessage)
+		if proto.Unmarshal(m.Data[105:], svc) == nil && svc.Kind == pb.ServiceKind_ROSTER && svc.Index == 1 {
+			break
+		}
+	}
+	r.send(update(t, bob, mt.sp, 1, "after the revocation"))
+	expectReset(t, r)
+	waitBlocklisted(t, relay, bobNode)
+}
+
+// TestMultihopWithholdingParent covers the item 6: a parent that
+// gives nothing while its sister gives everything is dropped once it has
+// missed MaxLag deliveries within the lag window, counted and traced, and
+// the node goes on through its sister.
+func TestMultihopWithholdingParent(t *testing.T) {
+	t.Parallel()
+	mt := newMTree(t, 1, 2, 2, func(a key) *bps.Spec { return feedSpec(t, "multihop-withholding", a) })
+	mt.subscribeAll()
+	honest := mt.nodes[0]
+	// A joiner referred by a fake origin to the honest relay and to a
+	// withholder: a parent that answers OK and sends nothing.
+	evil := statingParent(t, mt.net, 1)
+	origin := referrer(t, mt.net, honest.Overlay(), evil.Overlay())
+	o := relayOptions(2)
+	o.MaxLag = 3
+	joiner := newNode(t, mt.net, o)
+	for _, nd := range []*streamtest.Node{honest.Node, evil, origin, mt.broker.Node} {
+		if err := mt.net.Connect(joiner.Node, nd); err != nil {
+			t.Fatal(err)
+		}
+	}
+	sub, err := joiner.svc.Subscribe(ctxT(t), origin.Overlay(), mt.sp)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { _ = sub.Close() })
+	if ps := sub.Parents(); len(ps) != 2 {
+		t.Fatalf("parents %v, want the honest relay and the withholder", ps)
+	}
+	p := mt.adminPublisher()
+	const n = 64 + 4 // the lag window, then enough to miss MaxLag
+	for i := range uint64(n) {
+		mt.publishN(p, i, i+1)
+		expectUpdates(t, sub, i, i+1)
+		expectUpdates(t, mt.subs[0], i, i+1) // the honest relay's own subscription keeps up
+	}
+	ev := joiner.rec.wait(t, "the withholder dropped", kind(bps.EventWithheld))
+	if !ev.Peer.Equal(evil.Overlay()) {
+		t.Fatalf("dropped %s, want the withholder %s", ev.Peer, evil.Overlay())
+	}
+	if slices.ContainsFunc(sub.Parents(), evil.Overlay().Equal) {
+		t.Fatal("the withholder is still a parent")
+	}
+}
+
+// referrer is a node that answers every Join FULL with candidates a and b
+// at depth 1.
+func referrer(t *testing.T, net *streamtest.Network, a, b swarm.Address) *streamtest.Node {
+	t.Helper()
+	nd := net.NewNode()
+	if err := nd.AddProtocol(p2p.ProtocolSpec{Name: bps.ProtocolName, Version: bps.ProtocolVersion,
+		StreamSpecs: []p2p.StreamSpec{{Name: bps.StreamName, Handler: func(_ context.Context, _ p2p.Peer, s p2p.Stream) error {
+			if err := protodelim.UnmarshalFrom(newByteReader(s), new(pb.Join)); err != nil {
+				return err
+			}
+			ack := &pb.Ack{Status: pb.Status_FULL, Multihop: true, Candidates: []*pb.Candidate{{Overlay: a.Bytes(), Depth: 1}, {Overlay: b.Bytes(), Depth: 1}}}
+			if _, err := s.Write(bps.EncodeFrame(ack)); err != nil {
+				return err
+			}
+			return s.FullClose()
+		}}}}); err != nil {
+		t.Fatal(err)
+	}
+	return nd
 }
