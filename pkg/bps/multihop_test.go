@@ -587,3 +587,31 @@ func referrer(t *testing.T, net *streamtest.Network, a, b swarm.Address) *stream
 	}
 	return nd
 }
+
+// TestMultihopSingleParent covers SWIP-65 item 7's tree half: on a
+// self-indexed (FEED_TOPIC) cohort a subscriber may keep one parent; a node
+// with SingleParent attaches at one candidate and breaks no tree
+// invariant: it receives every update once, in order.
+func TestMultihopSingleParent(t *testing.T) {
+	t.Parallel()
+	mt := newMTree(t, 3, 2, 2, func(a key) *bps.Spec { return feedSpec(t, "multihop-single", a) })
+	mt.subscribeAll()
+	o := relayOptions(2)
+	o.SingleParent = true
+	lone := newNode(t, mt.net, o)
+	for _, nd := range append([]*tnode{mt.broker}, mt.nodes...) {
+		if err := mt.net.Connect(lone.Node, nd.Node); err != nil {
+			t.Fatal(err)
+		}
+	}
+	sub := subscribe(t, lone, mt.broker, mt.sp)
+	if ps := sub.Parents(); len(ps) != 1 || ps[0].Equal(mt.broker.Overlay()) {
+		t.Fatalf("parents %v, want one relay", ps)
+	}
+	p := mt.adminPublisher()
+	mt.publishN(p, 0, 10)
+	expectUpdates(t, sub, 0, 10)
+	if got := sub.Received(); got != 10 {
+		t.Fatalf("received %d, want 10", got)
+	}
+}
