@@ -44,10 +44,11 @@ type Subscription struct {
 	repairing bool    // a repair goroutine runs
 	gen       uint32  // numbers parents, for the withholding check
 	finished  bool
-	retry     *time.Timer   // the next request for a missing second parent, if armed
-	nextRetry time.Duration // the wait after the next failed request
-	lastDepth uint32        // the depth when a parent last attached: where a node with children may move
-	leaving   bool          // Close is reparenting this relay's children
+	retry     *time.Timer     // the next request for a missing second parent, if armed
+	nextRetry time.Duration   // the wait after the next failed request
+	lastDepth uint32          // the depth when a parent last attached: where a node with children may move
+	leaving   bool            // Close is reparenting this relay's children
+	shunned   []swarm.Address // parents dropped for withholding, most recent last; never taken again
 
 	quit   chan struct{} // closed when Close begins or the subscription ends: deliveries stop
 	qonce  sync.Once
@@ -152,7 +153,7 @@ func (sub *Subscription) acquire(ctx context.Context, at swarm.Address, underlay
 				break
 			}
 			peer := swarm.NewAddress(c.Overlay)
-			if peer.Equal(s.overlay) || sub.hasParent(peer) || !sub.mayAttachUnder(c.Depth) {
+			if peer.Equal(s.overlay) || sub.hasParent(peer) || sub.shuns(peer) || !sub.mayAttachUnder(c.Depth) {
 				continue
 			}
 			if err := sub.attachAt(ctx, peer, c.Underlays, false); err != nil {
@@ -172,6 +173,26 @@ func (sub *Subscription) acquire(ctx context.Context, at swarm.Address, underlay
 		last = errNoParents
 	}
 	return last
+}
+
+// maxShunned bounds the withholding parents a subscription remembers.
+const maxShunned = 16
+
+// shun remembers peer as a parent dropped for withholding: it is not taken
+// as a parent again by this subscription.
+func (sub *Subscription) shun(peer swarm.Address) {
+	sub.mu.Lock()
+	defer sub.mu.Unlock()
+	sub.shunned = append(sub.shunned, peer)
+	if len(sub.shunned) > maxShunned {
+		sub.shunned = sub.shunned[1:]
+	}
+}
+
+func (sub *Subscription) shuns(peer swarm.Address) bool {
+	sub.mu.Lock()
+	defer sub.mu.Unlock()
+	return slices.ContainsFunc(sub.shunned, peer.Equal)
 }
 
 // mayAttachUnder reports whether a candidate at depth may become a parent

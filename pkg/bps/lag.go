@@ -116,6 +116,7 @@ func (sub *Subscription) evictLag(e *lagEntry) {
 	}
 	sub.mu.Unlock()
 	for _, p := range drop {
+		sub.shun(p.cs.peer)
 		s.metrics.Withheld.Inc()
 		sub.withheld.Add(1)
 		s.trace(Event{Kind: EventWithheld, Cohort: sub.spec.String(), Peer: p.cs.peer})

@@ -562,8 +562,11 @@ func TestMultihopWithholdingParent(t *testing.T) {
 	if !ev.Peer.Equal(evil.Overlay()) {
 		t.Fatalf("dropped %s, want the withholder %s", ev.Peer, evil.Overlay())
 	}
+	joiner.rec.wait(t, "the withholder's stream ended", func(e bps.Event) bool {
+		return e.Kind == bps.EventParentLost && e.Peer.Equal(evil.Overlay())
+	})
 	if slices.ContainsFunc(sub.Parents(), evil.Overlay().Equal) {
-		t.Fatal("the withholder is still a parent")
+		t.Fatal("the withholder is a parent again")
 	}
 }
 
