@@ -374,14 +374,15 @@ func TestPricingCutAtThreshold(t *testing.T) {
 	if got := broker.rec.count(kind(bps.EventViolation)); got != 0 {
 		t.Fatalf("%d violations counted", got)
 	}
-	// It received what it was charged for below the threshold, and the
-	// third, which reached it, if it arrived before the reset; no more.
+	// It received at most what it was charged for, the third (which
+	// reached the threshold) included: no more. Fewer is possible — the
+	// reset discards what was written and not yet read.
 	got := 0
 	for range dsub.C() {
 		got++
 	}
-	if got < 2 || got > 3 {
-		t.Fatalf("debtor received %d deliveries, want 2 or 3", got)
+	if got > 3 {
+		t.Fatalf("debtor received %d deliveries, want at most 3", got)
 	}
 	if err := dsub.Err(); err == nil {
 		t.Fatal("debtor's subscription ended without an error")
