@@ -403,6 +403,7 @@ type muxMetrics struct {
 	Recovered        prometheus.Counter
 	RecoveryGaps     prometheus.Counter
 	RecoveryFetches  prometheus.Counter
+	Equivocations    prometheus.Counter
 }
 
 func newMuxMetrics() muxMetrics {
@@ -422,6 +423,8 @@ func newMuxMetrics() muxMetrics {
 			Name: "unrecovered_updates", Help: "Missed feed updates a session was told of as a gap: not recovered."}),
 		RecoveryFetches: prometheus.NewCounter(prometheus.CounterOpts{Namespace: m.Namespace, Subsystem: subsystem,
 			Name: "recovery_retrievals", Help: "Chunk retrievals made to recover missed feed updates."}),
+		Equivocations: prometheus.NewCounter(prometheus.CounterOpts{Namespace: m.Namespace, Subsystem: subsystem,
+			Name: "equivocations", Help: "Pot-profile updates that failed SWIP-65's anchor check."}),
 	}
 }
 

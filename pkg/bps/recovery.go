@@ -246,6 +246,7 @@ func (f *follower) hand(d Delivery) bool {
 func (f *follower) before(live Delivery, anchor *Delivery, from, to uint64, e *EquivocationError) bool {
 	switch {
 	case e != nil:
+		f.x.metrics.Equivocations.Inc()
 		return f.pot.Equivocation(f.ctx, e)
 	case from > to:
 		return true
