@@ -82,6 +82,10 @@ type streamer struct {
 	overlay swarm.Address
 	dir     *directory
 	meter   *meter
+	// dial, if set, connects the host to a peer it is not connected to
+	// before a stream is opened (the tree's candidates and reparent
+	// targets: on mocknet, hosts are connected by overlay).
+	dial func(ctx context.Context, id peer.ID) error
 
 	ctx    context.Context
 	cancel context.CancelFunc
@@ -107,6 +111,11 @@ func (s *streamer) NewStream(ctx context.Context, address swarm.Address, _ p2p.H
 	id, ok := s.dir.peer(address)
 	if !ok {
 		return nil, p2p.ErrPeerNotFound
+	}
+	if s.dial != nil && s.h.Network().Connectedness(id) != network.Connected {
+		if err := s.dial(ctx, id); err != nil {
+			return nil, fmt.Errorf("dial %s: %w", address, err)
+		}
 	}
 	st, err := s.h.NewStream(ctx, id, protocol.ID(p2p.NewSwarmStreamName(proto, version, name)))
 	if err != nil {

@@ -13,6 +13,7 @@ import (
 	"time"
 
 	"github.com/ethersphere/bee/v2/pkg/crypto"
+	"github.com/ethersphere/bee/v2/pkg/swarm"
 	"github.com/ethersphere/bps/pkg/bps"
 	"github.com/libp2p/go-libp2p/core/host"
 )
@@ -42,14 +43,23 @@ func (nd *bpsNode) close() error {
 	return err
 }
 
-// runBPS runs singlehop BPS: one broker, one publisher node and n subscriber
-// nodes, each connected to the broker only. The broker's fan-out bound is
-// raised to n: this is one broker's fan-out, not a tree.
-func runBPS(ctx context.Context, cfg config, n int) (res result, err error) {
-	res = result{name: "BPS", n: n, messages: cfg.messages, expected: n * cfg.messages}
+// runBPS runs BPS with one broker, one publisher node and n subscriber
+// nodes. Singlehop (tree false): every subscriber is connected to the
+// broker only, and the broker's fan-out bound is raised to n: one broker's
+// fan-out, not a tree. Multihop (tree true, SWIP-61): the broker takes
+// cfg.fanout children, every subscriber relays for up to cfg.relayCap
+// children and keeps cfg.parents parents; a joiner that finds the broker
+// full attaches where its probe sends it, connecting to the candidates on
+// demand (the mocknet links them with the same latency).
+func runBPS(ctx context.Context, cfg config, n int, tree bool) (res result, err error) {
+	res = result{name: "BPS star", n: n, messages: cfg.messages, expected: n * cfg.messages}
+	if tree {
+		res.name = "BPS tree"
+	}
 	mn := newMocknet(cfg.latency)
 	m := new(meter)
 	dir := newDirectory()
+	lk := &linker{mn: mn}
 
 	var nodes []*bpsNode
 	defer func() {
@@ -69,22 +79,46 @@ func runBPS(ctx context.Context, cfg config, n int) (res result, err error) {
 		return res, err
 	}
 	var queueResets atomic.Uint64
-	broker, err := newBPSNode(hosts[0], dir, m, bps.Options{
-		MaxStreamsPerCohort: n,
-		Tracer: bps.TracerFunc(func(e bps.Event) {
-			if e.Kind == bps.EventQueueReset {
-				queueResets.Add(1)
-			}
-		}),
+	tracer := bps.TracerFunc(func(e bps.Event) {
+		if e.Kind == bps.EventQueueReset {
+			queueResets.Add(1)
+		}
 	})
+	brokerOpts := bps.Options{MaxStreamsPerCohort: n, Tracer: tracer}
+	if tree {
+		brokerOpts.MaxStreamsPerCohort = cfg.fanout
+	}
+	broker, err := newBPSNode(hosts[0], dir, m, brokerOpts)
 	if err != nil {
 		return res, err
 	}
 	nodes = append(nodes, broker)
-	for _, h := range hosts[1:] {
-		nd, err := newBPSNode(h, dir, m, bps.Options{})
+	for i, h := range hosts[1:] {
+		o := bps.Options{Tracer: tracer}
+		if tree && i > 0 { // the subscribers; the publisher does not relay
+			o.RelayCapacity = cfg.relayCap
+			o.SingleParent = cfg.parents == 1
+			o.Underlays = func() [][]byte {
+				if a := h.Addrs(); len(a) > 0 {
+					return [][]byte{a[0].Bytes()}
+				}
+				return nil
+			}
+			dial := lk.dialer(h)
+			o.Connect = func(ctx context.Context, p swarm.Address, _ [][]byte) error {
+				id, ok := dir.peer(p)
+				if !ok {
+					return fmt.Errorf("unknown overlay %s", p)
+				}
+				return dial(ctx, id)
+			}
+		}
+		nd, err := newBPSNode(h, dir, m, o)
 		if err != nil {
 			return res, err
+		}
+		if tree {
+			nd.st.dial = lk.dialer(h)
 		}
 		nodes = append(nodes, nd)
 		if err := connect(mn, h, hosts[0]); err != nil {
@@ -112,17 +146,30 @@ func runBPS(ctx context.Context, cfg config, n int) (res result, err error) {
 	}
 
 	// Subscribe everyone (a few at a time), then start one receiver per
-	// subscription.
+	// subscription. In a tree a join that lost every candidate to a race
+	// is retried.
 	subs := make([]*bps.Subscription, len(subNodes))
-	if err := parallel(ctx, len(subNodes), 16, func(ctx context.Context, i int) error {
-		sub, err := subNodes[i].svc.Subscribe(ctx, broker.st.overlay, spec)
-		if err != nil {
-			return fmt.Errorf("subscribe %d: %w", i, err)
+	var retries atomic.Int64
+	if err := parallel(ctx, len(subNodes), cfg.joinPar, func(ctx context.Context, i int) error {
+		for attempt := 0; ; attempt++ {
+			sub, err := subNodes[i].svc.Subscribe(ctx, broker.st.overlay, spec)
+			if err == nil {
+				subs[i] = sub
+				return nil
+			}
+			if !tree || attempt >= maxJoinAttempts-1 || ctx.Err() != nil {
+				return fmt.Errorf("subscribe %d: %w", i, err)
+			}
+			retries.Add(1)
 		}
-		subs[i] = sub
-		return nil
 	}); err != nil {
 		return res, err
+	}
+	if tree {
+		res.notes = append(res.notes, settle(ctx, cfg, subs, subNodes, broker.st.overlay)...)
+		if r := retries.Load(); r > 0 {
+			res.notes = append(res.notes, fmt.Sprintf("%d joins retried", r))
+		}
 	}
 	var wg sync.WaitGroup // the receivers
 	defer func() {
@@ -250,4 +297,56 @@ func parallel(parent context.Context, n, k int, f func(ctx context.Context, i in
 		return first
 	}
 	return parent.Err()
+}
+
+// maxJoinAttempts bounds the harness's own retries of a tree join (each
+// Subscribe already re-asks the broker up to 3 rounds).
+const maxJoinAttempts = 5
+
+// settle waits, at most cfg.meshWait, until every subscription that is not
+// the broker's own child has as many parents as it wants (the broker's
+// children stay single-parented, SWIP-61), and describes the tree: the
+// subscriptions' parent counts and the deepest node.
+func settle(ctx context.Context, cfg config, subs []*bps.Subscription, nodes []*bpsNode, root swarm.Address) []string {
+	want := max(cfg.parents, 1)
+	short := func() (n int) {
+		for _, s := range subs {
+			ps := s.Parents()
+			if len(ps) < want && !(len(ps) == 1 && ps[0].Equal(root)) {
+				n++
+			}
+		}
+		return n
+	}
+	deadline := time.Now().Add(cfg.meshWait)
+	var notes []string
+	for short() > 0 {
+		if time.Now().After(deadline) {
+			notes = append(notes, fmt.Sprintf("%d nodes short of %d parents after %s", short(), want, cfg.meshWait))
+			break
+		}
+		select {
+		case <-time.After(50 * time.Millisecond):
+		case <-ctx.Done():
+			return notes
+		}
+	}
+	var counts [3]int // subscriptions with 0, 1, 2+ parents
+	rootChildren := 0
+	for _, s := range subs {
+		ps := s.Parents()
+		counts[min(len(ps), 2)]++
+		for _, p := range ps {
+			if p.Equal(root) {
+				rootChildren++
+			}
+		}
+	}
+	depth := 0
+	for _, nd := range nodes {
+		for _, pos := range nd.svc.Tree() {
+			depth = max(depth, int(pos.Depth))
+		}
+	}
+	return append(notes, fmt.Sprintf("tree: %d at the root, depth ≤ %d, parents 2/1/0: %d/%d/%d", rootChildren, depth, counts[2], counts[1], counts[0]))
 }

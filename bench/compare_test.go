@@ -27,7 +27,12 @@ func smallConfig() config {
 		meshWait: 5 * time.Second,
 		idle:     100 * time.Millisecond,
 		seed:     1,
-		systems:  "bps,gossipsub",
+		systems:  map[string]bool{"bps": true, "gossipsub": true},
+		tree:     true,
+		fanout:   2,
+		relayCap: 2,
+		parents:  2,
+		joinPar:  4,
 	}
 }
 
@@ -35,7 +40,7 @@ func smallConfig() config {
 // subscriber gets every message once, and the counters moved.
 func TestRunBPS(t *testing.T) {
 	cfg := smallConfig()
-	r, err := runBPS(t.Context(), cfg, 4)
+	r, err := runBPS(t.Context(), cfg, 4, false)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -55,6 +60,31 @@ func TestRunBPS(t *testing.T) {
 	}
 	if r.cpu <= 0 {
 		t.Fatal("no CPU time measured")
+	}
+}
+
+// TestRunBPSTree runs a multihop tree: a broker taking 2 children, relays
+// taking 2, two parents. Of 8 subscribers the broker's 2 children keep one
+// parent and the other 6 take two, so a delivery is received about 1.75
+// times: every message reaches every subscriber once, the rest is dropped
+// as a duplicate.
+func TestRunBPSTree(t *testing.T) {
+	cfg := smallConfig()
+	r, err := runBPS(t.Context(), cfg, 8, true)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if r.delivered != r.expected || r.expected != 32 {
+		t.Fatalf("delivered %d of %d, want 32 of 32; notes %v", r.delivered, r.expected, r.notes)
+	}
+	if !strings.Contains(strings.Join(r.notes, ";"), "tree: 2 at the root") {
+		t.Fatalf("the broker should hold exactly its 2 children: %v", r.notes)
+	}
+	if per := float64(r.duplicates) / float64(r.delivered); per < 0.5 || per > 1 {
+		t.Fatalf("%.2f duplicates per delivery, want about 0.75 (6 of 8 nodes with two parents); notes %v", per, r.notes)
+	}
+	if r.p50 < cfg.latency*2 {
+		t.Fatalf("p50 %s is below two links of %s", r.p50, cfg.latency)
 	}
 }
 
@@ -83,7 +113,7 @@ func TestRunPrintsRatios(t *testing.T) {
 	if err := run(t.Context(), &out, smallConfig()); err != nil {
 		t.Fatal(err)
 	}
-	for _, want := range []string{"| 4 | BPS |", "| 4 | gossipsub |", "duplicates/delivery", "bytes/delivery", "CPU/delivery", "Ratios BPS/gossipsub"} {
+	for _, want := range []string{"| 4 | BPS star |", "| 4 | BPS tree |", "| 4 | gossipsub |", "| 4 | tree |", "duplicates/delivery", "bytes/delivery", "CPU/delivery", "Ratios BPS/gossipsub"} {
 		if !strings.Contains(out.String(), want) {
 			t.Fatalf("report lacks %q:\n%s", want, out.String())
 		}
@@ -98,7 +128,14 @@ func TestParseFlags(t *testing.T) {
 	if len(cfg.sizes) != 2 || cfg.sizes[1] != 20 || cfg.rate != 5 {
 		t.Fatalf("parsed %+v", cfg)
 	}
-	for _, bad := range [][]string{{"-n", "0"}, {"-n", "x"}, {"-size", "5000"}, {"-rate", "0"}, {"-messages", "0"}} {
+	if !cfg.tree || cfg.fanout != 16 || cfg.relayCap != 16 || cfg.parents != 2 || !cfg.systems["bps"] || !cfg.systems["gossipsub"] {
+		t.Fatalf("defaults: %+v", cfg)
+	}
+	if cfg, err = parseFlags([]string{"-bps-tree=false", "-systems", "gossipsub"}); err != nil || cfg.tree || cfg.systems["bps"] {
+		t.Fatalf("-bps-tree=false -systems gossipsub: %+v, %v", cfg, err)
+	}
+	for _, bad := range [][]string{{"-n", "0"}, {"-n", "x"}, {"-size", "5000"}, {"-rate", "0"}, {"-messages", "0"},
+		{"-bps-parents", "3"}, {"-bps-fanout", "0"}, {"-systems", "floodsub"}} {
 		if _, err := parseFlags(bad); err == nil {
 			t.Errorf("%v: want an error", bad)
 		}

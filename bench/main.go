@@ -9,8 +9,11 @@
 // duplicate receptions, bytes written and CPU time per delivery, and the
 // ratios BPS/gossipsub.
 //
-// BPS is pkg/bps, unchanged, over libp2p streams (adapter.go): singlehop,
-// one broker whose fan-out bound is raised to N. gossipsub is
+// BPS is pkg/bps, unchanged, over libp2p streams (adapter.go), in two
+// topologies: a star (singlehop, one broker whose fan-out bound is raised
+// to N) and a tree (multihop, SWIP-61: a broker with a bounded fan-out,
+// every subscriber a relay with a bounded capacity and two parents;
+// -bps-tree). gossipsub is
 // go-libp2p-pubsub with its default parameters on N+1 hosts in a random
 // graph. See README.md.
 package main
@@ -24,6 +27,7 @@ import (
 	"os/signal"
 	"runtime"
 	"runtime/debug"
+	"slices"
 	"strconv"
 	"strings"
 	"time"
@@ -46,7 +50,12 @@ type config struct {
 	meshWait time.Duration
 	idle     time.Duration // measure CPU use without traffic this long
 	seed     int64
-	systems  string
+	systems  map[string]bool // "bps" (the star), "gossipsub"
+	tree     bool            // also run BPS as a multihop tree
+	fanout   int             // tree: the broker's children
+	relayCap int             // tree: children per relay
+	parents  int             // tree: parents per subscriber (the broker's children keep 1)
+	joinPar  int             // subscriptions joining at once
 }
 
 // result is one system's run at one N.
@@ -122,9 +131,24 @@ func parseFlags(args []string) (config, error) {
 	fs.DurationVar(&cfg.idle, "idle", 2*time.Second, "measure CPU use without traffic this long, after the warm-up")
 	fs.DurationVar(&cfg.meshWait, "mesh-wait", 10*time.Second, "gossipsub: bound on the wait for the mesh to form")
 	fs.Int64Var(&cfg.seed, "seed", 1, "seed of the gossipsub graph")
-	fs.StringVar(&cfg.systems, "systems", "bps,gossipsub", "which systems to run")
+	systems := fs.String("systems", "bps,gossipsub", "which systems to run: bps (the star; the tree is -bps-tree), gossipsub")
+	fs.BoolVar(&cfg.tree, "bps-tree", true, "also run BPS as a multihop tree (SWIP-61): a broker with -bps-fanout children, relays with -bps-relay-capacity, -bps-parents parents")
+	fs.IntVar(&cfg.fanout, "bps-fanout", 16, "tree: children the broker takes (its MaxStreamsPerCohort)")
+	fs.IntVar(&cfg.relayCap, "bps-relay-capacity", 16, "tree: children each subscriber takes as a relay (RelayCapacity)")
+	fs.IntVar(&cfg.parents, "bps-parents", 2, "tree: parents per subscriber, 1 or 2 (the broker's own children keep one)")
+	fs.IntVar(&cfg.joinPar, "join-parallel", 16, "BPS: subscriptions joining at once")
 	if err := fs.Parse(args); err != nil {
 		return cfg, err
+	}
+	cfg.systems = make(map[string]bool)
+	for _, f := range strings.Split(*systems, ",") {
+		switch f = strings.TrimSpace(f); f {
+		case "bps", "gossipsub":
+			cfg.systems[f] = true
+		case "":
+		default:
+			return cfg, fmt.Errorf("-systems: unknown system %q (bps, gossipsub)", f)
+		}
 	}
 	for _, f := range strings.Split(*ns, ",") {
 		n, err := strconv.Atoi(strings.TrimSpace(f))
@@ -142,6 +166,12 @@ func parseFlags(args []string) (config, error) {
 		return cfg, fmt.Errorf("-size must be 8..4096")
 	case cfg.dials < 1:
 		return cfg, fmt.Errorf("-dials must be at least 1")
+	case cfg.tree && (cfg.fanout < 1 || cfg.relayCap < 1):
+		return cfg, fmt.Errorf("-bps-fanout and -bps-relay-capacity must be at least 1")
+	case cfg.parents < 1 || cfg.parents > 2:
+		return cfg, fmt.Errorf("-bps-parents must be 1 or 2")
+	case cfg.joinPar < 1:
+		return cfg, fmt.Errorf("-join-parallel must be at least 1")
 	}
 	return cfg, nil
 }
@@ -150,14 +180,18 @@ func run(ctx context.Context, w io.Writer, cfg config) error {
 	p := pubsub.DefaultGossipSubParams()
 	fmt.Fprintf(w, "bench-compare: %d messages of %d B from one publisher at min(%g/s, %g deliveries/s ÷ N); links %s one way (go-libp2p mocknet); GOMAXPROCS %d\n",
 		cfg.messages, cfg.size, cfg.rate, cfg.budget, cfg.latency, runtime.GOMAXPROCS(0))
-	fmt.Fprintf(w, "  BPS: pkg/bps over libp2p streams, singlehop: one broker, MaxStreamsPerCohort raised from %d to N: one broker's fan-out, not a tree\n",
+	fmt.Fprintf(w, "  BPS star: pkg/bps over libp2p streams, singlehop: one broker, MaxStreamsPerCohort raised from %d to N: one broker's fan-out, not a tree\n",
 		bps.DefaultMaxStreamsPerCohort)
+	if cfg.tree {
+		fmt.Fprintf(w, "  BPS tree: multihop (SWIP-61): the broker takes %d children, every subscriber relays for up to %d and keeps %d parents (the broker's children keep 1); joiners attach where the probe sends them\n",
+			cfg.fanout, cfg.relayCap, cfg.parents)
+	}
 	fmt.Fprintf(w, "  gossipsub v0.19.0: default parameters (D=%d, D_lo=%d, D_hi=%d, heartbeat %s), N+1 hosts subscribed, each dialing %d random others, Ed25519 signing\n",
 		p.D, p.Dlo, p.Dhi, p.HeartbeatInterval, cfg.dials)
 	fmt.Fprintln(w, "  from the first publish until every subscriber has every message: bytes written on the protocol's streams by every node, CPU of the whole process (getrusage)")
 	fmt.Fprintln(w)
 
-	var rows [][2]*result
+	var rows []row
 	for _, n := range cfg.sizes {
 		at := cfg
 		at.rate = min(cfg.rate, cfg.budget/float64(n))
@@ -165,19 +199,20 @@ func run(ctx context.Context, w io.Writer, cfg config) error {
 		if err != nil {
 			return fmt.Errorf("calibrate: %w", err)
 		}
-		var pair [2]*result
-		for i, sys := range []string{"bps", "gossipsub"} {
-			if !strings.Contains(cfg.systems, sys) {
+		var rw row
+		for _, sys := range []string{"bps", "bps-tree", "gossipsub"} {
+			if sys == "bps-tree" && !cfg.tree || sys != "bps-tree" && !cfg.systems[sys] {
 				continue
 			}
 			runtime.GC()
 			debug.FreeOSMemory()
 			var r result
 			start := time.Now()
-			if sys == "bps" {
-				r, err = runBPS(ctx, at, n)
+			switch sys {
+			case "bps", "bps-tree":
+				r, err = runBPS(ctx, at, n, sys == "bps-tree")
 				r.verify = bpsVerify
-			} else {
+			default:
 				r, err = runGossipsub(ctx, at, n)
 				r.verify = gossipVerify
 			}
@@ -187,19 +222,30 @@ func run(ctx context.Context, w io.Writer, cfg config) error {
 			r.rate = at.rate
 			r.notes = append(r.notes, "loadavg "+loadavg())
 			fmt.Fprintf(os.Stderr, "  %s N=%d at %g/s: %s\n", r.name, n, at.rate, time.Since(start).Round(time.Millisecond))
-			pair[i] = &r
+			switch sys {
+			case "gossipsub":
+				rw.gossip = &r
+			default:
+				rw.bps = append(rw.bps, &r)
+			}
 		}
-		rows = append(rows, pair)
+		rows = append(rows, rw)
 	}
 	printTable(w, rows)
 	return nil
 }
 
-func printTable(w io.Writer, rows [][2]*result) {
+// row is one N's results: the BPS topologies run, and gossipsub.
+type row struct {
+	bps    []*result
+	gossip *result
+}
+
+func printTable(w io.Writer, rows []row) {
 	fmt.Fprintln(w, "| N | system | rate | delivered | p50 | p99 | duplicates/delivery | bytes/delivery | writes/delivery | CPU/delivery | of which idle | of which signature check | rest | process load | notes |")
 	fmt.Fprintln(w, "|---:|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---|")
-	for _, pair := range rows {
-		for _, r := range pair {
+	for _, rw := range rows {
+		for _, r := range append(slices.Clone(rw.bps), rw.gossip) {
 			if r == nil {
 				continue
 			}
@@ -212,21 +258,23 @@ func printTable(w io.Writer, rows [][2]*result) {
 	fmt.Fprintln(w)
 	fmt.Fprintln(w, "Ratios BPS/gossipsub, same run (goals: CPU/delivery ≤ 1/50, bytes/delivery ≤ 1/5, BPS p99 below gossipsub p50):")
 	fmt.Fprintln(w)
-	fmt.Fprintln(w, "| N | CPU/delivery | CPU/delivery without idle | rest | bytes/delivery | p50 | p99 | BPS p99 / gossipsub p50 | CPU goal | bytes goal | latency goal |")
-	fmt.Fprintln(w, "|---:|---:|---:|---:|---:|---:|---:|---:|---|---|---|")
-	for _, pair := range rows {
-		b, g := pair[0], pair[1]
-		if b == nil || g == nil {
+	fmt.Fprintln(w, "| N | BPS | CPU/delivery | CPU/delivery without idle | rest | bytes/delivery | p50 | p99 | BPS p99 / gossipsub p50 | CPU goal | bytes goal | latency goal |")
+	fmt.Fprintln(w, "|---:|---|---:|---:|---:|---:|---:|---:|---:|---|---|---|")
+	for _, rw := range rows {
+		g := rw.gossip
+		if g == nil {
 			continue
 		}
-		cpu := ratio(float64(b.cpuPer()), float64(g.cpuPer()))
-		by := ratio(b.bytesPer(), g.bytesPer())
-		lat := ratio(float64(b.p99), float64(g.p50))
-		fmt.Fprintf(w, "| %d | %s | %s | %s | %s | %s | %s | %s | %s | %s | %s |\n", b.n,
-			fx(cpu), fx(ratio(float64(b.cpuPer()-b.idlePer()), float64(g.cpuPer()-g.idlePer()))),
-			fx(ratio(float64(b.restPer()), float64(g.restPer()))), fx(by),
-			fx(ratio(float64(b.p50), float64(g.p50))), fx(ratio(float64(b.p99), float64(g.p99))), fx(lat),
-			verdict(cpu <= 1.0/50), verdict(by <= 1.0/5), verdict(lat < 1))
+		for _, b := range rw.bps {
+			cpu := ratio(float64(b.cpuPer()), float64(g.cpuPer()))
+			by := ratio(b.bytesPer(), g.bytesPer())
+			lat := ratio(float64(b.p99), float64(g.p50))
+			fmt.Fprintf(w, "| %d | %s | %s | %s | %s | %s | %s | %s | %s | %s | %s | %s |\n", b.n, strings.TrimPrefix(b.name, "BPS "),
+				fx(cpu), fx(ratio(float64(b.cpuPer()-b.idlePer()), float64(g.cpuPer()-g.idlePer()))),
+				fx(ratio(float64(b.restPer()), float64(g.restPer()))), fx(by),
+				fx(ratio(float64(b.p50), float64(g.p50))), fx(ratio(float64(b.p99), float64(g.p99))), fx(lat),
+				verdict(cpu <= 1.0/50), verdict(by <= 1.0/5), verdict(lat < 1))
+		}
 	}
 }
 

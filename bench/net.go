@@ -5,12 +5,16 @@
 package main
 
 import (
+	"context"
 	"crypto/rand"
 	"fmt"
+	"sync"
 	"time"
 
 	ic "github.com/libp2p/go-libp2p/core/crypto"
 	"github.com/libp2p/go-libp2p/core/host"
+	"github.com/libp2p/go-libp2p/core/network"
+	"github.com/libp2p/go-libp2p/core/peer"
 	mocknet "github.com/libp2p/go-libp2p/p2p/net/mock"
 	ma "github.com/multiformats/go-multiaddr"
 )
@@ -57,4 +61,36 @@ func connect(mn mocknet.Mocknet, a, b host.Host) error {
 		return fmt.Errorf("connect: %w", err)
 	}
 	return nil
+}
+
+// linker connects hosts of one mocknet on demand, by peer id: what a BPS
+// node does when it attaches to a candidate in the tree (bee dials the
+// candidate's underlays; on mocknet the link is made in memory, with the
+// network's default latency). Safe for concurrent use.
+type linker struct {
+	mn mocknet.Mocknet
+	mu sync.Mutex // serialises check-and-link, so a pair gets one link
+}
+
+// dialer returns the dial function of host h.
+func (l *linker) dialer(h host.Host) func(ctx context.Context, id peer.ID) error {
+	return func(ctx context.Context, id peer.ID) error {
+		if err := ctx.Err(); err != nil {
+			return err
+		}
+		l.mu.Lock()
+		defer l.mu.Unlock()
+		if h.Network().Connectedness(id) == network.Connected {
+			return nil
+		}
+		if len(l.mn.LinksBetweenPeers(h.ID(), id)) == 0 {
+			if _, err := l.mn.LinkPeers(h.ID(), id); err != nil {
+				return fmt.Errorf("link: %w", err)
+			}
+		}
+		if _, err := l.mn.ConnectPeers(h.ID(), id); err != nil {
+			return fmt.Errorf("connect: %w", err)
+		}
+		return nil
+	}
 }
