@@ -1,0 +1,609 @@
+// Copyright 2026 The BPS Authors. All rights reserved.
+// Use of this source code is governed by a BSD-style
+// license that can be found in the LICENSE file.
+
+package main
+
+import (
+	"bufio"
+	"context"
+	"crypto/rand"
+	"encoding/binary"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"net/http"
+	"os"
+	"slices"
+	"strconv"
+	"strings"
+	"sync"
+	"sync/atomic"
+	"time"
+
+	"github.com/ethersphere/bee/v2/pkg/crypto"
+	"github.com/ethersphere/bps/pkg/wsclient"
+	"github.com/spf13/cobra"
+)
+
+// bench-node measures the real-node path the way bee-js's GSOC client uses
+// it (issue 11, item 4): a publishing session on one node and subscribing
+// sessions on others, all on the broker's implicit ANCHOR cohort of one SOC
+// address, driven through the WebSocket bridge by this project's own client
+// (pkg/wsclient, GSOC mode). It prints the node-path round trip (from the
+// publisher's frame written to each subscriber's frame read) and the
+// broker's process CPU per publication, read from the node's /metrics
+// (bee_process_cpu_seconds_total, which bee's registry serves). Run against
+// separate bee-bps start processes, the broker's CPU is its own; on a
+// bee-bps dev cluster every node shares one process, and the output says so.
+
+// benchNodeFlags are bench-node's options.
+type benchNodeFlags struct {
+	cluster     string
+	apis        []string
+	subscribers string
+	messages    int
+	warmup      int
+	rate        float64
+	size        int
+	rounds      int
+	idle        time.Duration
+	drain       time.Duration
+	joinTimeout time.Duration
+	counts      []int // parsed from subscribers
+}
+
+func (c *command) initBenchNodeCmd() {
+	var f benchNodeFlags
+	cmd := &cobra.Command{
+		Use:   "bench-node",
+		Short: "Measure a cluster's node path in bee-js's GSOC mode: round-trip p50/p99, the broker's CPU per publication and per extra delivery",
+		Long: `Measure a running cluster through its WebSocket bridges, in bee-js's GSOC
+mode, with this project's client: a publishing session on the second node,
+subscribing sessions on the nodes after it (round robin), the first node the
+broker. For each subscriber count of --subscribers, in --rounds interleaved
+rounds, it publishes --messages messages of --size bytes at --rate a second
+and prints the round trip from the publisher's frame written to each
+subscriber's frame read (p50, p99) and the broker's CPU per publication: the
+growth of process_cpu_seconds_total on the broker's /metrics, less its idle
+rate measured for --idle just before. The difference between the largest
+and the smallest subscriber count gives the CPU per extra delivery.
+
+The nodes come from --cluster (the file bee-bps dev --info-file writes; its
+first node is the broker) and --api (more nodes, in order, e.g. separate
+bee-bps start processes; with no --cluster the first --api is the broker).
+The broker's CPU is its process's: run the broker as a process of its own
+to read it alone (bee-bps dev --nodes 1 and bee-bps start for the others).`,
+		Args: cobra.NoArgs,
+		RunE: func(cmd *cobra.Command, _ []string) error {
+			if err := f.check(); err != nil {
+				return err
+			}
+			return f.run(cmd.Context(), cmd.OutOrStdout())
+		},
+	}
+	fl := cmd.Flags()
+	fl.StringVar(&f.cluster, "cluster", "", "the `file` bee-bps dev --info-file wrote: its nodes, the first the broker")
+	fl.StringSliceVar(&f.apis, "api", nil, "more nodes' API URLs, in order (repeat or comma-separate); without --cluster the first is the broker, the second the publisher's")
+	fl.StringVar(&f.subscribers, "subscribers", "1,5", "subscriber counts to measure, comma separated; each run has that many subscribing sessions")
+	fl.IntVar(&f.messages, "messages", 200, "measured messages per run")
+	fl.IntVar(&f.warmup, "warmup", 5, "messages every subscriber must have received before a run is measured")
+	fl.Float64Var(&f.rate, "rate", 20, "messages per second")
+	fl.IntVar(&f.size, "size", 64, "payload bytes (8 to 4096)")
+	fl.IntVar(&f.rounds, "rounds", 2, "rounds; each runs every subscriber count once, interleaved")
+	fl.DurationVar(&f.idle, "idle", 2*time.Second, "measure the broker's idle CPU this long before each run (0: none)")
+	fl.DurationVar(&f.drain, "drain", 10*time.Second, "wait this long after the last message for stragglers")
+	fl.DurationVar(&f.joinTimeout, "join-timeout", 30*time.Second, "bound on the warm-up: every subscriber attached and receiving")
+	c.root.AddCommand(cmd)
+}
+
+// check validates the options and parses --subscribers.
+func (f *benchNodeFlags) check() error {
+	if f.cluster == "" && len(f.apis) < 2 {
+		return errors.New("give --cluster (bee-bps dev's info file) or at least two --api URLs (the broker's, then the publisher's)")
+	}
+	f.counts = f.counts[:0]
+	for _, s := range strings.Split(f.subscribers, ",") {
+		n, err := strconv.Atoi(strings.TrimSpace(s))
+		if err != nil || n < 1 {
+			return fmt.Errorf("--subscribers %s: %q is not a count of 1 or more", f.subscribers, s)
+		}
+		f.counts = append(f.counts, n)
+	}
+	switch {
+	case f.messages < 1:
+		return fmt.Errorf("--messages %d: must be at least 1", f.messages)
+	case f.warmup < 1:
+		return fmt.Errorf("--warmup %d: must be at least 1 (it tells when the subscribers are attached)", f.warmup)
+	case f.rate <= 0:
+		return fmt.Errorf("--rate %g: must be positive", f.rate)
+	case f.size < 8 || f.size > 4096:
+		return fmt.Errorf("--size %d: must be 8 to 4096 (the first 8 bytes carry the sequence number)", f.size)
+	case f.rounds < 1:
+		return fmt.Errorf("--rounds %d: must be at least 1", f.rounds)
+	case f.idle < 0 || f.drain <= 0 || f.joinTimeout <= 0:
+		return errors.New("--idle must not be negative, --drain and --join-timeout must be positive")
+	}
+	return nil
+}
+
+// benchNode is one node of the cluster under measurement.
+type benchNode struct {
+	name string
+	api  string
+}
+
+// nodes lists the cluster's nodes, the broker first, and the broker's peer
+// string for the sessions (its first underlay where the info file has one,
+// else its overlay from GET /addresses).
+func (f *benchNodeFlags) nodes(ctx context.Context) (nodes []benchNode, peer string, err error) {
+	if f.cluster != "" {
+		b, err := os.ReadFile(f.cluster)
+		if err != nil {
+			return nil, "", fmt.Errorf("--cluster %s: %w", f.cluster, pathErr(err))
+		}
+		var c devCluster
+		if err := json.Unmarshal(b, &c); err != nil {
+			return nil, "", fmt.Errorf("--cluster %s: not a bee-bps dev --info-file file: %w", f.cluster, err)
+		}
+		for _, n := range c.Nodes {
+			nodes = append(nodes, benchNode{name: n.Name, api: n.API})
+		}
+		if len(c.Nodes) > 0 && len(c.Nodes[0].Underlays) > 0 {
+			peer = c.Nodes[0].Underlays[0]
+		}
+	}
+	for i, a := range f.apis {
+		nodes = append(nodes, benchNode{name: fmt.Sprintf("api-%d", i), api: strings.TrimRight(a, "/")})
+	}
+	if len(nodes) < 2 {
+		return nil, "", fmt.Errorf("%d nodes: need the broker and a publishing node at least", len(nodes))
+	}
+	if peer == "" {
+		var a struct {
+			Overlay string `json:"overlay"`
+		}
+		if err := benchGetJSON(ctx, nodes[0].api+"/addresses", &a); err != nil {
+			return nil, "", fmt.Errorf("the broker's overlay: %w", err)
+		}
+		peer = a.Overlay
+	}
+	return nodes, peer, nil
+}
+
+func benchGetJSON(ctx context.Context, url string, v any) error {
+	req, err := http.NewRequestWithContext(ctx, http.MethodGet, url, nil)
+	if err != nil {
+		return err
+	}
+	resp, err := http.DefaultClient.Do(req)
+	if err != nil {
+		return err
+	}
+	defer func() { _ = resp.Body.Close() }()
+	if resp.StatusCode != http.StatusOK {
+		return fmt.Errorf("GET %s: %s", url, resp.Status)
+	}
+	return json.NewDecoder(resp.Body).Decode(v)
+}
+
+// procStat is a node's process as its /metrics tells it.
+type procStat struct {
+	cpu   time.Duration // process_cpu_seconds_total
+	start float64       // process_start_time_seconds: names the process
+}
+
+// processStat reads process_cpu_seconds_total and process_start_time_seconds
+// from api's /metrics (Prometheus text format).
+func processStat(ctx context.Context, api string) (procStat, error) {
+	req, err := http.NewRequestWithContext(ctx, http.MethodGet, api+"/metrics", nil)
+	if err != nil {
+		return procStat{}, err
+	}
+	resp, err := http.DefaultClient.Do(req)
+	if err != nil {
+		return procStat{}, fmt.Errorf("metrics: %w", err)
+	}
+	defer func() { _ = resp.Body.Close() }()
+	if resp.StatusCode != http.StatusOK {
+		return procStat{}, fmt.Errorf("GET %s/metrics: %s", api, resp.Status)
+	}
+	return parseProcStat(resp.Body)
+}
+
+func parseProcStat(r io.Reader) (procStat, error) {
+	var (
+		st           procStat
+		cpuOK, stOK  bool
+		sc           = bufio.NewScanner(r)
+		metricValues = map[string]*float64{}
+	)
+	var cpu float64
+	metricValues["process_cpu_seconds_total"] = &cpu
+	metricValues["process_start_time_seconds"] = &st.start
+	sc.Buffer(make([]byte, 64*1024), 1024*1024)
+	for sc.Scan() {
+		f := strings.Fields(sc.Text())
+		if len(f) < 2 || strings.HasPrefix(f[0], "#") {
+			continue
+		}
+		p, ok := metricValues[strings.TrimPrefix(f[0], "bee_")] // bee's registry prefixes its namespace
+		if !ok {
+			continue
+		}
+		v, err := strconv.ParseFloat(f[1], 64)
+		if err != nil {
+			return procStat{}, fmt.Errorf("metrics: %s %q: %w", f[0], f[1], err)
+		}
+		*p = v
+		cpuOK = cpuOK || p == &cpu
+		stOK = stOK || p == &st.start
+	}
+	if err := sc.Err(); err != nil {
+		return procStat{}, fmt.Errorf("metrics: %w", err)
+	}
+	if !cpuOK || !stOK {
+		return procStat{}, errors.New("metrics: no process_cpu_seconds_total or process_start_time_seconds (is this a bee node's API?)")
+	}
+	st.cpu = time.Duration(cpu * float64(time.Second))
+	return st, nil
+}
+
+// benchRun is one measured run.
+type benchRun struct {
+	round, subs    int
+	expected       int
+	delivered      int
+	p50, p99       time.Duration
+	wall           time.Duration
+	brokerCPU      time.Duration // the broker process's CPU over the window
+	brokerIdle     float64       // its idle CPU rate, in cores
+	publisherCPU   time.Duration // the publishing node's process, if another one
+	publisherOwn   bool          // the publishing node is a process of its own
+	warmupAttempts int
+}
+
+func (r benchRun) perPub(d time.Duration) time.Duration {
+	return d / time.Duration(max(r.expected/max(r.subs, 1), 1))
+}
+
+// brokerPerPub is the broker's CPU per publication, less its idle rate.
+func (r benchRun) brokerPerPub() time.Duration {
+	return r.perPub(r.brokerCPU - time.Duration(r.brokerIdle*float64(r.wall)))
+}
+
+func (f *benchNodeFlags) run(ctx context.Context, w io.Writer) error {
+	nodes, peer, err := f.nodes(ctx)
+	if err != nil {
+		return err
+	}
+	stats := make([]procStat, len(nodes))
+	for i, n := range nodes {
+		if stats[i], err = processStat(ctx, n.api); err != nil {
+			return fmt.Errorf("%s (%s): %w", n.name, n.api, err)
+		}
+	}
+	var shared []string // nodes in the broker's process
+	for i, s := range stats[1:] {
+		if s.start == stats[0].start {
+			shared = append(shared, nodes[i+1].name)
+		}
+	}
+	pubOwn := stats[1].start != stats[0].start
+	fmt.Fprintf(w, "bench-node: GSOC mode through the WebSocket bridge (pkg/wsclient); broker %s (%s), publisher on %s, subscribers on %s\n",
+		nodes[0].name, peer, nodes[1].name, subscriberNodes(nodes))
+	fmt.Fprintf(w, "  %d messages of %d B at %g/s per run, subscriber counts %v, %d rounds interleaved; CPU from each node's /metrics process_cpu_seconds_total\n",
+		f.messages, f.size, f.rate, f.counts, f.rounds)
+	if len(shared) > 0 {
+		fmt.Fprintf(w, "  the broker shares its process with %s (same process_start_time_seconds): its CPU below is theirs too\n", strings.Join(shared, ", "))
+	}
+	fmt.Fprintln(w)
+
+	key, err := crypto.GenerateSecp256k1Key()
+	if err != nil {
+		return err
+	}
+	signer := crypto.NewDefaultSigner(key)
+	var runs []benchRun
+	fmt.Fprintln(w, "| round | subscribers | delivered | p50 | p99 | broker CPU/publication | less idle | idle | publishing node CPU/publication |")
+	fmt.Fprintln(w, "|---:|---:|---:|---:|---:|---:|---:|---:|---:|")
+	for round := range f.rounds {
+		for _, s := range f.counts {
+			r, err := f.runOnce(ctx, nodes, peer, signer, s)
+			if err != nil {
+				return fmt.Errorf("round %d, %d subscribers: %w", round+1, s, err)
+			}
+			r.round, r.publisherOwn = round+1, pubOwn
+			runs = append(runs, r)
+			pubCPU := "same process"
+			if pubOwn {
+				pubCPU = usec(r.perPub(r.publisherCPU))
+			}
+			fmt.Fprintf(w, "| %d | %d | %d/%d | %s | %s | %s | %s | %.3f cores | %s |\n", r.round, r.subs, r.delivered, r.expected,
+				msec(r.p50), msec(r.p99), usec(r.perPub(r.brokerCPU)), usec(r.brokerPerPub()), r.brokerIdle, pubCPU)
+		}
+	}
+	printBenchNodeSummary(w, f.counts, runs)
+	return nil
+}
+
+// printBenchNodeSummary prints, per subscriber count, the medians over the
+// rounds, and the broker's CPU per extra delivery.
+func printBenchNodeSummary(w io.Writer, counts []int, runs []benchRun) {
+	fmt.Fprintln(w)
+	fmt.Fprintln(w, "Medians over the rounds:")
+	fmt.Fprintln(w)
+	fmt.Fprintln(w, "| subscribers | p50 | p99 | broker CPU/publication (less idle) |")
+	fmt.Fprintln(w, "|---:|---:|---:|---:|")
+	cpuAt := map[int]time.Duration{}
+	uniq := slices.Compact(slices.Sorted(slices.Values(counts)))
+	for _, s := range uniq {
+		var p50, p99, cpu []time.Duration
+		for _, r := range runs {
+			if r.subs == s {
+				p50, p99, cpu = append(p50, r.p50), append(p99, r.p99), append(cpu, r.brokerPerPub())
+			}
+		}
+		cpuAt[s] = median(cpu)
+		fmt.Fprintf(w, "| %d | %s | %s | %s |\n", s, msec(median(p50)), msec(median(p99)), usec(cpuAt[s]))
+	}
+	if len(uniq) > 1 {
+		lo, hi := uniq[0], uniq[len(uniq)-1]
+		extra := (cpuAt[hi] - cpuAt[lo]) / time.Duration(hi-lo)
+		fmt.Fprintf(w, "\nbroker CPU per extra delivery: %s ((%s − %s) ÷ %d more subscribers)\n", usec(extra), usec(cpuAt[hi]), usec(cpuAt[lo]), hi-lo)
+	}
+}
+
+func median(d []time.Duration) time.Duration {
+	if len(d) == 0 {
+		return 0
+	}
+	s := slices.Sorted(slices.Values(d))
+	if len(s)%2 == 1 {
+		return s[len(s)/2]
+	}
+	return (s[len(s)/2-1] + s[len(s)/2]) / 2
+}
+
+func subscriberNodes(nodes []benchNode) string {
+	if len(nodes) < 3 {
+		return nodes[1].name
+	}
+	names := make([]string, 0, len(nodes)-2)
+	for _, n := range nodes[2:] {
+		names = append(names, n.name)
+	}
+	return strings.Join(names, ", ")
+}
+
+// subscriberNode is where subscriber i's session opens: the nodes after the
+// publisher's in turn, or the publisher's node in a cluster of two.
+func subscriberNode(nodes []benchNode, i int) benchNode {
+	if len(nodes) < 3 {
+		return nodes[1]
+	}
+	return nodes[2+i%(len(nodes)-2)]
+}
+
+// warmBase is the first warm-up message's sequence number; measured
+// messages count from 0.
+const warmBase = 1 << 62
+
+// runOnce runs one measurement with subs subscribing sessions on a fresh
+// SOC (a random id), hence a fresh cohort.
+func (f *benchNodeFlags) runOnce(ctx context.Context, nodes []benchNode, peer string, signer crypto.Signer, subs int) (r benchRun, err error) {
+	r = benchRun{subs: subs, expected: subs * f.messages}
+	id := make([]byte, 32)
+	if _, err := rand.Read(id); err != nil {
+		return r, err
+	}
+	owner, err := signer.EthereumAddress()
+	if err != nil {
+		return r, err
+	}
+	topic, err := wsclient.GSOCAddress(id, owner.Bytes())
+	if err != nil {
+		return r, err
+	}
+	ctx, cancel := context.WithCancel(ctx)
+	defer cancel()
+	opts := func(api string) wsclient.Options {
+		return wsclient.Options{API: api, Peer: peer, Mode: wsclient.GSOC, Topic: topic, Fields: "payload"}
+	}
+
+	sent := make([]atomic.Int64, f.messages) // unix nanos of each measured send
+	var (
+		wg       sync.WaitGroup // the readers
+		lmu      sync.Mutex     // guards lat
+		lat      []time.Duration
+		got      atomic.Int64 // measured first deliveries
+		allIn    = make(chan struct{})
+		allOnce  sync.Once
+		warm     = make([]atomic.Int64, subs) // warm-up frames per subscriber
+		sessions []*wsclient.Session
+	)
+	defer func() {
+		cancel() // a reader's Next returns when its context ends
+		for _, s := range sessions {
+			_ = s.Close()
+		}
+		wg.Wait()
+	}()
+	for i := range subs {
+		s, err := wsclient.Subscribe(ctx, opts(subscriberNode(nodes, i).api))
+		if err != nil {
+			return r, fmt.Errorf("subscriber %d: %w", i, err)
+		}
+		sessions = append(sessions, s)
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			seen := make([]bool, f.messages)
+			var own []time.Duration
+			defer func() {
+				lmu.Lock()
+				lat = append(lat, own...)
+				lmu.Unlock()
+			}()
+			for {
+				m, text, err := s.Next(ctx)
+				if err != nil {
+					return
+				}
+				if text != nil || len(m.Payload) < 8 {
+					continue
+				}
+				seq := binary.BigEndian.Uint64(m.Payload)
+				if seq >= warmBase {
+					warm[i].Add(1)
+					continue
+				}
+				if seq >= uint64(f.messages) || seen[seq] {
+					continue
+				}
+				seen[seq] = true
+				own = append(own, time.Duration(time.Now().UnixNano()-sent[seq].Load()))
+				if got.Add(1) == int64(r.expected) {
+					allOnce.Do(func() { close(allIn) })
+				}
+			}
+		}()
+	}
+	pub, err := wsclient.PublishGSOC(ctx, opts(nodes[1].api), owner.Bytes(), id)
+	if err != nil {
+		return r, fmt.Errorf("publisher: %w", err)
+	}
+	sessions = append(sessions, pub)
+	wg.Add(1)
+	go func() { // a GSOC publisher's session receives the cohort too
+		defer wg.Done()
+		for {
+			if _, _, err := pub.Next(ctx); err != nil {
+				return
+			}
+		}
+	}()
+	payload := func(seq uint64) []byte {
+		p := make([]byte, f.size)
+		binary.BigEndian.PutUint64(p, seq)
+		return p
+	}
+
+	// Warm-up: the subscribers' nodes join the broker when their sessions
+	// open; GSOC sessions say nothing when they are attached, so messages
+	// are sent until every subscriber has received --warmup of them.
+	deadline := time.Now().Add(f.joinTimeout)
+	tick := time.NewTicker(100 * time.Millisecond)
+	defer tick.Stop()
+	for seq := uint64(warmBase); ; seq++ {
+		ready := true
+		for i := range warm {
+			ready = ready && warm[i].Load() >= int64(f.warmup)
+		}
+		if ready {
+			break
+		}
+		if time.Now().After(deadline) {
+			return r, fmt.Errorf("warm-up: not every subscriber received %d messages within %s", f.warmup, f.joinTimeout)
+		}
+		if err := pub.SendGSOC(signer, id, payload(seq)); err != nil {
+			return r, fmt.Errorf("warm-up: %w", err)
+		}
+		r.warmupAttempts++
+		select {
+		case <-tick.C:
+		case <-ctx.Done():
+			return r, ctx.Err()
+		}
+	}
+
+	// The broker's idle rate, then the measured window.
+	if f.idle > 0 {
+		s0, err := processStat(ctx, nodes[0].api)
+		if err != nil {
+			return r, err
+		}
+		t0 := time.Now()
+		select {
+		case <-time.After(f.idle):
+		case <-ctx.Done():
+			return r, ctx.Err()
+		}
+		s1, err := processStat(ctx, nodes[0].api)
+		if err != nil {
+			return r, err
+		}
+		r.brokerIdle = float64(s1.cpu-s0.cpu) / float64(time.Since(t0))
+	}
+	b0, err := processStat(ctx, nodes[0].api)
+	if err != nil {
+		return r, err
+	}
+	p0, err := processStat(ctx, nodes[1].api)
+	if err != nil {
+		return r, err
+	}
+	t0 := time.Now()
+	every := time.NewTicker(time.Duration(float64(time.Second) / f.rate))
+	defer every.Stop()
+	for seq := range f.messages {
+		if seq > 0 {
+			select {
+			case <-every.C:
+			case <-ctx.Done():
+				return r, ctx.Err()
+			}
+		}
+		p := payload(uint64(seq))
+		sent[seq].Store(time.Now().UnixNano())
+		if err := pub.SendGSOC(signer, id, p); err != nil {
+			return r, fmt.Errorf("message %d: %w", seq, err)
+		}
+	}
+	drain := time.NewTimer(f.drain)
+	defer drain.Stop()
+	select {
+	case <-allIn:
+	case <-drain.C:
+	case <-ctx.Done():
+		return r, ctx.Err()
+	}
+	r.wall = time.Since(t0)
+	b1, err := processStat(ctx, nodes[0].api)
+	if err != nil {
+		return r, err
+	}
+	p1, err := processStat(ctx, nodes[1].api)
+	if err != nil {
+		return r, err
+	}
+	r.brokerCPU, r.publisherCPU = b1.cpu-b0.cpu, p1.cpu-p0.cpu
+	r.delivered = int(got.Load())
+
+	cancel()
+	for _, s := range sessions {
+		_ = s.Close()
+	}
+	sessions = nil
+	wg.Wait()
+	slices.Sort(lat)
+	r.p50, r.p99 = quantile(lat, 0.50), quantile(lat, 0.99)
+	return r, nil
+}
+
+// quantile is the q-quantile (nearest rank) of sorted d.
+func quantile(d []time.Duration, q float64) time.Duration {
+	if len(d) == 0 {
+		return 0
+	}
+	i := int(q*float64(len(d))+0.5) - 1
+	return d[min(max(i, 0), len(d)-1)]
+}
+
+func msec(d time.Duration) string {
+	return fmt.Sprintf("%.2f ms", float64(d)/float64(time.Millisecond))
+}
+func usec(d time.Duration) string {
+	return fmt.Sprintf("%.1f µs", float64(d)/float64(time.Microsecond))
+}
