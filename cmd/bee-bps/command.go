@@ -68,6 +68,7 @@ func newCommand(opts ...option) (*command, error) {
 	c.initPubCmd()
 	c.initSubCmd()
 	c.initKeygenCmd()
+	c.initBenchNodeCmd()
 	return c, nil
 }
 
