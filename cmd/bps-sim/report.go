@@ -90,7 +90,8 @@ type Result struct {
 	Counters               map[string]uint64 `json:"counters"` // SWIP-74's eight and the node's own
 	Churned                uint64            `json:"churned"`  // subscriber restarts
 	BrokersKilled          uint64            `json:"brokers_killed"`
-	PeakRSSMiB             float64           `json:"peak_rss_mib"` // the process's peak resident set (-1: unknown)
+	PeakRSSMiB             float64           `json:"peak_rss_mib"`   // the process's peak resident set (-1: unknown)
+	Hung                   string            `json:"hung,omitempty"` // the shutdown hung: where the goroutines' stacks were written
 
 	Tree    TreeResult   `json:"tree"`
 	Pricing *PriceResult `json:"pricing,omitempty"`
@@ -350,6 +351,9 @@ func writeTable(w io.Writer, res *Result) error {
 	}
 	if res.Load > float64(res.Cores) {
 		row("warning", "the machine was busy with other work (load %.1f on %d cores): latencies include waiting for it", res.Load, res.Cores)
+	}
+	if res.Hung != "" {
+		row("warning", "the network did not shut down within %s (a deadlock in the code under test?): goroutines in %s", shutdownWait, res.Hung)
 	}
 	if !res.Drained {
 		row("warning", "deliveries still arriving at the drain deadline (%s)", sc.Drain)

@@ -10,7 +10,9 @@ import (
 	"errors"
 	"fmt"
 	"math/rand/v2"
+	"os"
 	"runtime"
+	"runtime/pprof"
 	"sync"
 	"time"
 
@@ -266,7 +268,12 @@ func Run(ctx context.Context, sc Scenario) (*Result, error) {
 		Transport: []streamtest.Option{streamtest.WithLinkConfig(streamtest.LinkConfig{Latency: time.Duration(sc.Latency), Bandwidth: sc.Bandwidth, Loss: sc.Loss})},
 		Tracer:    s.trace,
 	})
-	defer func() { _ = s.net.Close() }()
+	closed := false
+	defer func() {
+		if !closed {
+			_ = s.net.Close()
+		}
+	}()
 	cs, err := s.newCohorts(layout, svcOpts)
 	if err != nil {
 		return nil, err
@@ -415,7 +422,7 @@ func Run(ctx context.Context, sc Scenario) (*Result, error) {
 			}()
 		}
 	}
-	closing.Wait()
+	hung := !waitFor(closing.Wait, shutdownWait)
 	for _, p := range pubs {
 		p.close()
 	}
@@ -425,7 +432,47 @@ func Run(ctx context.Context, sc Scenario) (*Result, error) {
 	if res.PeakRSSMiB > 0 {
 		res.PeakRSSMiB /= 1 << 20
 	}
+	// The network is closed here, not deferred, and bounded: a shutdown
+	// that hangs (a deadlock in the code under test) is reported with the
+	// goroutines' stacks, and the run's numbers are not lost with it.
+	closed = true
+	if hung || !waitFor(func() { _ = s.net.Close() }, shutdownWait) {
+		res.Hung = dumpGoroutines()
+	}
 	return res, nil
+}
+
+// shutdownWait bounds closing the followers and then the network.
+const shutdownWait = time.Minute
+
+// waitFor runs f and waits for it at most d; false if it did not return
+// (it is left running).
+func waitFor(f func(), d time.Duration) bool {
+	done := make(chan struct{})
+	go func() {
+		defer close(done)
+		f()
+	}()
+	t := time.NewTimer(d)
+	defer t.Stop()
+	select {
+	case <-done:
+		return true
+	case <-t.C:
+		return false
+	}
+}
+
+// dumpGoroutines writes every goroutine's stack to a temporary file and
+// returns its path.
+func dumpGoroutines() string {
+	f, err := os.CreateTemp("", "bps-sim-hang-*.txt")
+	if err != nil {
+		return "(stacks not written: " + err.Error() + ")"
+	}
+	_ = pprof.Lookup("goroutine").WriteTo(f, 2)
+	_ = f.Close()
+	return f.Name()
 }
 
 // follow starts the follower of sl's current node.
