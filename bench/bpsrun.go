@@ -150,6 +150,7 @@ func runBPS(ctx context.Context, cfg config, n int, tree bool) (res result, err 
 	// is retried.
 	subs := make([]*bps.Subscription, len(subNodes))
 	var retries atomic.Int64
+	joinStart := time.Now()
 	if err := parallel(ctx, len(subNodes), cfg.joinPar, func(ctx context.Context, i int) error {
 		for attempt := 0; ; attempt++ {
 			sub, err := subNodes[i].svc.Subscribe(ctx, broker.st.overlay, spec)
@@ -166,6 +167,7 @@ func runBPS(ctx context.Context, cfg config, n int, tree bool) (res result, err 
 		return res, err
 	}
 	if tree {
+		res.notes = append(res.notes, fmt.Sprintf("joined in %s", time.Since(joinStart).Round(100*time.Millisecond)))
 		res.notes = append(res.notes, settle(ctx, cfg, subs, subNodes, broker.st.overlay)...)
 		if r := retries.Load(); r > 0 {
 			res.notes = append(res.notes, fmt.Sprintf("%d joins retried", r))
@@ -318,7 +320,8 @@ func settle(ctx context.Context, cfg config, subs []*bps.Subscription, nodes []*
 		}
 		return n
 	}
-	deadline := time.Now().Add(cfg.meshWait)
+	start := time.Now()
+	deadline := start.Add(cfg.meshWait)
 	var notes []string
 	for short() > 0 {
 		if time.Now().After(deadline) {
@@ -348,5 +351,6 @@ func settle(ctx context.Context, cfg config, subs []*bps.Subscription, nodes []*
 			depth = max(depth, int(pos.Depth))
 		}
 	}
-	return append(notes, fmt.Sprintf("tree: %d at the root, depth ≤ %d, parents 2/1/0: %d/%d/%d", rootChildren, depth, counts[2], counts[1], counts[0]))
+	return append(notes, fmt.Sprintf("second parents in %s", time.Since(start).Round(100*time.Millisecond)),
+		fmt.Sprintf("tree: %d at the root, depth ≤ %d, parents 2/1/0: %d/%d/%d", rootChildren, depth, counts[2], counts[1], counts[0]))
 }
