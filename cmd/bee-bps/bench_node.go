@@ -67,7 +67,7 @@ rounds, it publishes --messages messages of --size bytes at --rate a second
 and prints the round trip from the publisher's frame written to each
 subscriber's frame read (p50, p99) and the broker's CPU per publication: the
 growth of process_cpu_seconds_total on the broker's /metrics, less its idle
-rate measured for --idle just before. The difference between the largest
+rate measured for --idle before the runs. The difference between the largest
 and the smallest subscriber count gives the CPU per extra delivery.
 
 The nodes come from --cluster (the file bee-bps dev --info-file writes; its
@@ -92,7 +92,7 @@ to read it alone (bee-bps dev --nodes 1 and bee-bps start for the others).`,
 	fl.Float64Var(&f.rate, "rate", 20, "messages per second")
 	fl.IntVar(&f.size, "size", 64, "payload bytes (8 to 4096)")
 	fl.IntVar(&f.rounds, "rounds", 2, "rounds; each runs every subscriber count once, interleaved")
-	fl.DurationVar(&f.idle, "idle", 2*time.Second, "measure the broker's idle CPU this long before each run (0: none)")
+	fl.DurationVar(&f.idle, "idle", 20*time.Second, "measure the broker's idle CPU this long, once before the runs, and subtract it (0: none); /metrics counts in ticks of 10 ms")
 	fl.DurationVar(&f.drain, "drain", 10*time.Second, "wait this long after the last message for stragglers")
 	fl.DurationVar(&f.joinTimeout, "join-timeout", 30*time.Second, "bound on the warm-up: every subscriber attached and receiving")
 	c.root.AddCommand(cmd)
@@ -305,12 +305,33 @@ func (f *benchNodeFlags) run(ctx context.Context, w io.Writer) error {
 		return err
 	}
 	signer := crypto.NewDefaultSigner(key)
+	// The broker's idle rate, once: /metrics counts CPU in ticks of 10 ms,
+	// so a short sample would be mostly rounding.
+	var idle float64
+	if f.idle > 0 {
+		s0, err := processStat(ctx, nodes[0].api)
+		if err != nil {
+			return err
+		}
+		t0 := time.Now()
+		select {
+		case <-time.After(f.idle):
+		case <-ctx.Done():
+			return ctx.Err()
+		}
+		s1, err := processStat(ctx, nodes[0].api)
+		if err != nil {
+			return err
+		}
+		idle = float64(s1.cpu-s0.cpu) / float64(time.Since(t0))
+		fmt.Fprintf(w, "broker's process idle: %.4f cores (over %s, before the runs)\n\n", idle, f.idle)
+	}
 	var runs []benchRun
-	fmt.Fprintln(w, "| round | subscribers | delivered | p50 | p99 | broker CPU/publication | less idle | idle | publishing node CPU/publication |")
-	fmt.Fprintln(w, "|---:|---:|---:|---:|---:|---:|---:|---:|---:|")
+	fmt.Fprintln(w, "| round | subscribers | delivered | p50 | p99 | broker CPU/publication | less idle | publishing node CPU/publication |")
+	fmt.Fprintln(w, "|---:|---:|---:|---:|---:|---:|---:|---:|")
 	for round := range f.rounds {
 		for _, s := range f.counts {
-			r, err := f.runOnce(ctx, nodes, peer, signer, s)
+			r, err := f.runOnce(ctx, nodes, peer, signer, s, idle)
 			if err != nil {
 				return fmt.Errorf("round %d, %d subscribers: %w", round+1, s, err)
 			}
@@ -320,8 +341,8 @@ func (f *benchNodeFlags) run(ctx context.Context, w io.Writer) error {
 			if pubOwn {
 				pubCPU = usec(r.perPub(r.publisherCPU))
 			}
-			fmt.Fprintf(w, "| %d | %d | %d/%d | %s | %s | %s | %s | %.3f cores | %s |\n", r.round, r.subs, r.delivered, r.expected,
-				msec(r.p50), msec(r.p99), usec(r.perPub(r.brokerCPU)), usec(r.brokerPerPub()), r.brokerIdle, pubCPU)
+			fmt.Fprintf(w, "| %d | %d | %d/%d | %s | %s | %s | %s | %s |\n", r.round, r.subs, r.delivered, r.expected,
+				msec(r.p50), msec(r.p99), usec(r.perPub(r.brokerCPU)), usec(r.brokerPerPub()), pubCPU)
 		}
 	}
 	printBenchNodeSummary(w, f.counts, runs)
@@ -334,19 +355,25 @@ func printBenchNodeSummary(w io.Writer, counts []int, runs []benchRun) {
 	fmt.Fprintln(w)
 	fmt.Fprintln(w, "Medians over the rounds:")
 	fmt.Fprintln(w)
-	fmt.Fprintln(w, "| subscribers | p50 | p99 | broker CPU/publication (less idle) |")
-	fmt.Fprintln(w, "|---:|---:|---:|---:|")
+	fmt.Fprintln(w, "| subscribers | p50 | p99 | broker CPU/publication (less idle) | publishing node CPU/publication |")
+	fmt.Fprintln(w, "|---:|---:|---:|---:|---:|")
 	cpuAt := map[int]time.Duration{}
 	uniq := slices.Compact(slices.Sorted(slices.Values(counts)))
 	for _, s := range uniq {
-		var p50, p99, cpu []time.Duration
+		var p50, p99, cpu, pub []time.Duration
+		own := false
 		for _, r := range runs {
 			if r.subs == s {
 				p50, p99, cpu = append(p50, r.p50), append(p99, r.p99), append(cpu, r.brokerPerPub())
+				pub, own = append(pub, r.perPub(r.publisherCPU)), r.publisherOwn
 			}
 		}
 		cpuAt[s] = median(cpu)
-		fmt.Fprintf(w, "| %d | %s | %s | %s |\n", s, msec(median(p50)), msec(median(p99)), usec(cpuAt[s]))
+		pubCPU := "same process"
+		if own {
+			pubCPU = usec(median(pub))
+		}
+		fmt.Fprintf(w, "| %d | %s | %s | %s | %s |\n", s, msec(median(p50)), msec(median(p99)), usec(cpuAt[s]), pubCPU)
 	}
 	if len(uniq) > 1 {
 		lo, hi := uniq[0], uniq[len(uniq)-1]
@@ -392,8 +419,8 @@ const warmBase = 1 << 62
 
 // runOnce runs one measurement with subs subscribing sessions on a fresh
 // SOC (a random id), hence a fresh cohort.
-func (f *benchNodeFlags) runOnce(ctx context.Context, nodes []benchNode, peer string, signer crypto.Signer, subs int) (r benchRun, err error) {
-	r = benchRun{subs: subs, expected: subs * f.messages}
+func (f *benchNodeFlags) runOnce(ctx context.Context, nodes []benchNode, peer string, signer crypto.Signer, subs int, idle float64) (r benchRun, err error) {
+	r = benchRun{subs: subs, expected: subs * f.messages, brokerIdle: idle}
 	id := make([]byte, 32)
 	if _, err := rand.Read(id); err != nil {
 		return r, err
@@ -518,24 +545,7 @@ func (f *benchNodeFlags) runOnce(ctx context.Context, nodes []benchNode, peer st
 		}
 	}
 
-	// The broker's idle rate, then the measured window.
-	if f.idle > 0 {
-		s0, err := processStat(ctx, nodes[0].api)
-		if err != nil {
-			return r, err
-		}
-		t0 := time.Now()
-		select {
-		case <-time.After(f.idle):
-		case <-ctx.Done():
-			return r, ctx.Err()
-		}
-		s1, err := processStat(ctx, nodes[0].api)
-		if err != nil {
-			return r, err
-		}
-		r.brokerIdle = float64(s1.cpu-s0.cpu) / float64(time.Since(t0))
-	}
+	// The measured window.
 	b0, err := processStat(ctx, nodes[0].api)
 	if err != nil {
 		return r, err
