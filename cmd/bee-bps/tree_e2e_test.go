@@ -7,6 +7,7 @@ package main
 import (
 	"context"
 	"fmt"
+	"net/http"
 	"slices"
 	"testing"
 	"time"
@@ -92,9 +93,11 @@ func treeEntryOf(ctx context.Context, t *testing.T, api string) (treeEntry, bool
 // turn, builds a tree at least 3 deep in which the nodes below the broker's
 // children keep two parents. A publisher on a node at depth 2 or more —
 // the broker has no room for it — attaches at a relay, and its message
-// reaches every subscriber through the root. Then a relay's session closes
-// (a graceful stop): its children are reparented, and the next message
-// still reaches every subscriber left.
+// reaches every subscriber through the root. A relay at depth 2 then fails
+// (cut off from every peer at once): the next message still reaches every
+// other subscriber — each of its children has a second parent. Then a relay
+// at depth 1 stops its session (a graceful stop): its children are
+// reparented off it, and the next message still reaches everyone left.
 func TestDevClusterTree(t *testing.T) {
 	if testing.Short() {
 		t.Skip("starts nine bee nodes")
@@ -145,13 +148,13 @@ func TestDevClusterTree(t *testing.T) {
 		t.Fatalf("publish on node %d: %v", deepest, err)
 	}
 	t.Cleanup(func() { _ = pub.Close() })
-	say := func(what string, skip int) {
+	say := func(what string, skip ...int) {
 		t.Helper()
 		if err := pub.SendSOC(author.signer, swip60Topic(what), []byte(what)); err != nil {
 			t.Fatal(err)
 		}
 		for i := 1; i < len(cl.Nodes); i++ {
-			if i == skip {
+			if slices.Contains(skip, i) {
 				continue
 			}
 			m, err := subs[i].NextMessage(ctx)
@@ -160,17 +163,31 @@ func TestDevClusterTree(t *testing.T) {
 			}
 		}
 	}
-	say("from depth", 0)
+	say("from depth")
+
+	// A relay fails: a node at depth 2 with children is cut off from
+	// every peer at once (bee's DELETE /peers on its API, which resets
+	// every stream it holds). Nothing below it misses the next message:
+	// each child still has its other parent.
+	failed := slices.IndexFunc(entries, func(e treeEntry) bool { return e.Depth == 2 && e.Children > 0 })
+	if failed < 1 {
+		t.Fatalf("no relay at depth 2 among %+v", entries)
+	}
+	cutOff(ctx, t, cl.Nodes[failed].API)
+	say("after a relay failed", failed)
+	// The failed node itself is out of the test from here: cut off from
+	// every peer, it waits for bee's kademlia to reconnect it.
 
 	// A graceful stop of a relay at depth 1: its children move.
 	relay := slices.IndexFunc(entries, func(e treeEntry) bool { return e.Depth == 1 && e.Children > 0 })
+	// (The failed node is at depth 2: never this one.)
 	if relay < 1 {
 		t.Fatalf("no relay at depth 1 among %+v", entries)
 	}
 	relayOverlay := cl.Nodes[relay].Overlay
 	var kids []int
 	for i := 1; i < len(cl.Nodes); i++ {
-		if slices.Contains(entries[i].Parents, relayOverlay) {
+		if i != failed && slices.Contains(entries[i].Parents, relayOverlay) {
 			kids = append(kids, i)
 		}
 	}
@@ -187,7 +204,32 @@ func TestDevClusterTree(t *testing.T) {
 			return len(e.Parents) > 0 && !slices.Contains(e.Parents, relayOverlay)
 		})
 	}
-	say("after the leave", relay)
+	say("after the leave", relay, failed)
+}
+
+// cutOff disconnects the node whose API is api from every peer it has.
+func cutOff(ctx context.Context, t *testing.T, api string) {
+	t.Helper()
+	var peers struct {
+		Peers []struct {
+			Address string `json:"address"`
+		} `json:"peers"`
+	}
+	getJSON(ctx, t, api+"/peers", &peers)
+	for _, p := range peers.Peers {
+		req, err := http.NewRequestWithContext(ctx, http.MethodDelete, api+"/peers/"+p.Address, nil)
+		if err != nil {
+			t.Fatal(err)
+		}
+		resp, err := http.DefaultClient.Do(req)
+		if err != nil {
+			t.Fatal(err)
+		}
+		resp.Body.Close()
+		if resp.StatusCode != http.StatusOK {
+			t.Fatalf("DELETE %s/peers/%s: %s", api, p.Address, resp.Status)
+		}
+	}
 }
 
 // waitFor polls cond until it holds or ctx ends: the node's API is the
