@@ -109,6 +109,7 @@ func (s *Service) Subscribe(ctx context.Context, broker swarm.Address, sp *Spec)
 	sub.ctx, sub.cancel = context.WithCancel(s.ctx)
 	sub.receiver.init(s, sp, true, sub.quit)
 	sub.onTake = sub.took
+	sub.taken = NewWindow(s.opts.DedupWindow)
 	if sp.Binding == pb.TopicBinding_FEED_TOPIC && sp.explicit() {
 		sub.order = newReorder()
 	}
@@ -361,7 +362,10 @@ func (sub *Subscription) finishLocked() {
 		sub.err = sub.fatal // nil if closed by us, by the Service, or cleanly by the broker
 	}
 	if !sub.leaving {
-		sub.s.reg.dropRelay(sub) // a graceful leave drops its children once they moved
+		// A graceful leave drops its children once they moved; otherwise
+		// now — off sub.mu: the registry's lock comes before it.
+		// If the Service is closing it resets every stream itself.
+		_ = sub.s.goOwned(func() { sub.s.reg.dropRelay(sub) })
 	}
 	// No reader is left; a reorder flush may hold dmu (it never takes
 	// sub.mu), and gives up on quit, closed above.

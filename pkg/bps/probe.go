@@ -23,10 +23,15 @@ const (
 	recentNonces    = 32  // closed nonces remembered per cohort: a late answer is dropped, not punished
 	// maxProbesPerSecond bounds the probes a parent may send one child in
 	// a second: one past it is answered empty at once.
-	maxProbesPerSecond = 20
+	maxProbesPerSecond = 100
 	// maxProbesInFlight bounds the probes from one parent a node forwards
 	// into its subtree at once; one beyond is answered empty at once.
-	maxProbesInFlight = 4
+	maxProbesInFlight = 8
+	// maxProbeFanout bounds the children one node probes for one join:
+	// FCFS needs a free slot, not the best one (SWIP-61), and a probe that
+	// reached every full relay would cost O(audience) frames per join.
+	// Go's map order picks them.
+	maxProbeFanout = 4
 )
 
 // probeWait is one open probe at a node: the children asked and the
@@ -96,6 +101,9 @@ func (s *Service) probe(c *cohort, childDepth uint32, exclude swarm.Address, wai
 	for m := range c.children {
 		if m.codec != codecEnvelope || m.role != roleSubscriber || m.declared != nil || m.silent || m.peer.Equal(exclude) || isDone(m.quit) {
 			continue
+		}
+		if len(pw.asked) == maxProbeFanout {
+			break
 		}
 		if m.offer(outFrame{b: frame, kind: kindProbe}) {
 			pw.asked[m] = false

@@ -6,6 +6,7 @@ package bps
 
 import (
 	"bytes"
+	"crypto/sha256"
 
 	"errors"
 	"slices"
@@ -79,7 +80,8 @@ type receiver struct {
 	// authorship, delivers each publisher's updates in index order across
 	// parents; under dmu.
 	order   *reorder
-	cClosed bool // c is closed; under dmu
+	cClosed bool    // c is closed; under dmu
+	taken   *Window // a subscription's: frames taken (copyKey), so that a second copy is dropped unverified; under dmu
 
 	mu      sync.Mutex // the service feed as this node knows it
 	svcNext uint64
@@ -177,10 +179,32 @@ func (rc *receiver) take(cs *clientStream, msg *pb.Message) error {
 		// feed cursors, which a subscription on this node may need.
 		return nil
 	}
+	// A frame taken already, byte for byte — the second parent's copy —
+	// is a retransmit before any signature check. (Not the chunk address
+	// alone: under ANCHOR every message has the same one.)
+	var addr [32]byte
+	if rc.taken != nil {
+		addr = copyKey(msg)
+		rc.dmu.Lock()
+		if rc.taken.Contains(addr) {
+			rc.onTake(cs, publication{}, msg, true)
+			rc.dmu.Unlock()
+			rc.dropped.Add(1)
+			s.metrics.ClientDropped.Inc()
+			s.trace(Event{Kind: EventClientDrop, Cohort: rc.spec.String(), Peer: cs.peer, Counter: CounterRetransmit})
+			return nil
+		}
+		rc.dmu.Unlock()
+	}
 	pub, v := check(rc.spec, msg, nil, rc)
 	d := Delivery{Index: pub.index, Address: swarm.NewAddress(msg.Address), Owner: pub.owner, Data: msg.Data, Service: pub.service}
 	rc.dmu.Lock()
 	defer rc.dmu.Unlock()
+	if v == accepted && rc.taken != nil {
+		if !rc.taken.Add(addr) {
+			v = retransmit // the other parent's copy was taken meanwhile
+		}
+	}
 	if v == accepted {
 		switch {
 		case pub.service != nil:
@@ -296,4 +320,15 @@ func (sub *receiver) applyService(svc *pb.ServiceMessage, msg *pb.Message) bool 
 		sub.roster = rosterOf(svc)
 	}
 	return contiguous
+}
+
+// copyKey identifies a delivered frame byte for byte: sha256 of its address
+// and data, a microsecond against a signature recovery's tens.
+func copyKey(msg *pb.Message) [32]byte {
+	h := sha256.New()
+	h.Write(msg.Address)
+	h.Write(msg.Data)
+	var k [32]byte
+	h.Sum(k[:0])
+	return k
 }

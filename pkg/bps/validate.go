@@ -299,6 +299,12 @@ func NewWindow(size int) *Window {
 	return &Window{size: size, set: make(map[[32]byte]struct{})}
 }
 
+// Contains reports whether k is in the window.
+func (w *Window) Contains(k [32]byte) bool {
+	_, seen := w.set[k]
+	return seen
+}
+
 // Add records k and reports whether it was new.
 func (w *Window) Add(k [32]byte) bool {
 	if _, seen := w.set[k]; seen {
