@@ -162,6 +162,17 @@ func runBPS(ctx context.Context, cfg config, n int, tree bool) (res result, err 
 				return fmt.Errorf("subscribe %d: %w", i, err)
 			}
 			retries.Add(1)
+			// A bare FULL (no candidate came from the probe in time)
+			// imposes the client's backoff: wait it out, as an
+			// application would.
+			wait := max(time.Until(subNodes[i].svc.BackoffUntil(broker.st.overlay, spec)), 50*time.Millisecond)
+			t := time.NewTimer(min(wait, 30*time.Second))
+			select {
+			case <-t.C:
+			case <-ctx.Done():
+				t.Stop()
+				return ctx.Err()
+			}
 		}
 	}); err != nil {
 		return res, err
@@ -303,7 +314,7 @@ func parallel(parent context.Context, n, k int, f func(ctx context.Context, i in
 
 // maxJoinAttempts bounds the harness's own retries of a tree join (each
 // Subscribe already re-asks the broker up to 3 rounds).
-const maxJoinAttempts = 5
+const maxJoinAttempts = 10
 
 // settle waits, at most cfg.meshWait, until every subscription that is not
 // the broker's own child has as many parents as it wants (the broker's
