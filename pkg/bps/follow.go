@@ -64,14 +64,15 @@ type Subscription struct {
 
 // parent is one parent stream of a subscription.
 type parent struct {
-	cs      *clientStream
-	gen     uint32
-	missed  int          // deliveries its sister gave and it did not, this lag epoch; under the receiver's dmu
-	probing atomic.Int32 // probes from this parent being answered
-	window  time.Time    // the second probes are counted in; the reader only
-	probes  int          // probes from this parent in window; the reader only
-	moving  atomic.Bool  // a Reparent from this parent is being followed
-	moved   atomic.Bool  // the node moved away from this parent on its Reparent
+	cs        *clientStream
+	gen       uint32
+	missed    int          // deliveries its sister gave and it did not, this lag epoch; under the receiver's dmu
+	probing   atomic.Int32 // probes from this parent being answered
+	window    time.Time    // the second probes are counted in; the reader only
+	probes    int          // probes from this parent in window; the reader only
+	underlays [][]byte     // how this node reached it, if a probe's candidate named them: passed on in a Reparent
+	moving    atomic.Bool  // a Reparent from this parent is being followed
+	moved     atomic.Bool  // the node moved away from this parent on its Reparent
 }
 
 // Errors of a subscription's parents.
@@ -232,7 +233,7 @@ func (sub *Subscription) attachAt(ctx context.Context, peer swarm.Address, under
 	cs := &clientStream{}
 	*cs = newClientStream(s, peer, sub.spec, stream, ack.GetDepth())
 	cs.codec = negotiated(join, ack)
-	p := &parent{cs: cs}
+	p := &parent{cs: cs, underlays: underlays}
 	sub.mu.Lock()
 	if sub.closing || sub.fatal != nil || sub.hasParentLocked(peer) {
 		sub.mu.Unlock()
@@ -594,7 +595,7 @@ func (sub *Subscription) Close() error {
 				<-p.cs.done
 			}
 		}
-		sub.s.reg.reparentAll(relay, to.cs.peer, closeWait)
+		sub.s.reg.reparentAll(relay, to.cs.peer, to.underlays, closeWait)
 		sub.s.reg.dropRelay(sub)
 	}
 

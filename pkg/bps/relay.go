@@ -108,10 +108,10 @@ func (relayAuthority) serviceNext() uint64      { return 0 }
 
 // reparentAll sends every child of the relay cohort c that speaks the
 // envelope a Reparent toward to — one of this node's own parents (SWIP-61,
-// graceful leave) — and waits, at most wait, for them to leave; the
+// graceful leave), with its underlays if this node learned them — and waits, at most wait, for them to leave; the
 // children that do not are left to the caller's close.
-func (r *registry) reparentAll(c *cohort, to swarm.Address, wait time.Duration) {
-	rp := &pb.Reparent{To: to.Bytes()}
+func (r *registry) reparentAll(c *cohort, to swarm.Address, underlays [][]byte, wait time.Duration) {
+	rp := &pb.Reparent{To: to.Bytes(), Underlays: underlays[:min(len(underlays), maxUnderlays)]}
 	frame := encodeFrame(rp)
 	c.mu.Lock()
 	if c.dead || c.ended {
