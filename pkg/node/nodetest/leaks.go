@@ -21,6 +21,10 @@ func LeakOptions() []goleak.Option {
 		goleak.IgnoreTopFunction("github.com/ethersphere/bee/v2/pkg/skippeers.(*List).worker"),
 		// libp2p's UPnP discovery outlives the host for a few seconds;
 		goleak.IgnoreAnyFunction("github.com/libp2p/go-libp2p/p2p/net/nat/internal/nat.discoverNATs.func1"),
+		// a light node syncs postage in the background (bee's node.go:965)
+		// and waits for the listener's first sync, which a node shut down
+		// before it never sends;
+		goleak.IgnoreTopFunction("github.com/ethersphere/bee/v2/pkg/postage/batchservice.(*batchService).Start"),
 		// a leveldb store is left open.
 		goleak.IgnoreTopFunction("github.com/syndtr/goleveldb/leveldb.(*DB).mpoolDrain"),
 		goleak.IgnoreTopFunction("github.com/syndtr/goleveldb/leveldb.(*DB).compactionError"),
