@@ -178,6 +178,16 @@ func TestOneHopRefusals(t *testing.T) {
 			before: []func(*oneHop) *pb.Join{subscriberOf(feed)}, join: subscriberOf(feed), status: pb.Status_FULL},
 		{name: "publisher streams at their bound", opts: bps.Options{MaxPublisherStreams: 1},
 			before: []func(*oneHop) *pb.Join{adminClaimed}, join: adminClaimed, status: pb.Status_FULL},
+		// SWIP-61: a multihop Join at capacity is answered by a probe of the
+		// subtree; with no child that speaks the envelope there is nothing
+		// to probe, and the answer is a bare FULL.
+		{name: "multihop Join at capacity, no subtree", opts: bps.Options{MaxStreamsPerCohort: 1},
+			before: []func(*oneHop) *pb.Join{subscriberOf(feed)},
+			join:   func(*oneHop) *pb.Join { return &pb.Join{Cohort: feed, Multihop: true} }, status: pb.Status_FULL},
+		// A Join asking only where else to attach (refer) never gets a
+		// stream; with no cohort here there is nowhere: bare FULL.
+		{name: "refer without a cohort", join: func(*oneHop) *pb.Join { return &pb.Join{Cohort: feed, Multihop: true, Refer: true} },
+			status: pb.Status_FULL},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			t.Parallel()

@@ -625,3 +625,70 @@ func TestMultihopSingleParent(t *testing.T) {
 		t.Fatalf("received %d, want 10", got)
 	}
 }
+
+// TestMultihopHundreds: a tree of 200 subscribers (the broker taking 4,
+// relays 4, two parents) carries every update to every node once and in
+// order; then five relays fail one after another, mid-stream — each a
+// single failure for every node below it (no node loses both parents, as
+// SWIP-61 item 6 supposes) — and no node anywhere misses an update or has
+// a liveness fault. (In a tree this full the orphans find no free slot as
+// shallow as themselves and stay single-parented until one opens: see
+// docs/protocol.md, "No cycles".)
+func TestMultihopHundreds(t *testing.T) {
+	if testing.Short() {
+		t.Skip("a tree of 200")
+	}
+	t.Parallel()
+	mt := newMTree(t, 200, 4, 4, func(a key) *bps.Spec { return feedSpec(t, "multihop-hundreds", a) })
+	mt.subscribeAll()
+	maxDepth := uint32(0)
+	positions := make(map[*tnode]bps.Position)
+	for _, nd := range mt.nodes {
+		positions[nd] = mt.position(nd)
+		maxDepth = max(maxDepth, positions[nd].Depth)
+	}
+	if maxDepth < 4 {
+		t.Fatalf("a tree of 200 under capacity 4 only %d deep", maxDepth)
+	}
+	p := mt.adminPublisher()
+	mt.publishN(p, 0, 10)
+	for _, sub := range mt.subs {
+		expectUpdates(t, sub, 0, 10)
+	}
+
+	// Five relays whose failures are each single for everyone: no two
+	// share a child, and none is a child of another.
+	weakened := map[string]bool{} // overlays that lost a parent, or failed
+	var killed []int
+	next := uint64(10)
+	for i, nd := range mt.nodes {
+		if len(killed) == 5 {
+			break
+		}
+		pos := positions[nd]
+		if pos.Depth < 2 || len(pos.Children) == 0 || weakened[nd.Overlay().ByteString()] ||
+			slices.ContainsFunc(pos.Children, func(c swarm.Address) bool { return weakened[c.ByteString()] }) {
+			continue
+		}
+		weakened[nd.Overlay().ByteString()] = true
+		for _, c := range pos.Children {
+			weakened[c.ByteString()] = true
+		}
+		killed = append(killed, i)
+		mt.net.Remove(nd.Node)
+		mt.publishN(p, next, next+2)
+		next += 2
+	}
+	if len(killed) < 5 {
+		t.Fatalf("only %d relays to fail", len(killed))
+	}
+	for i, sub := range mt.subs {
+		if slices.Contains(killed, i) {
+			continue
+		}
+		expectUpdates(t, sub, 10, next)
+		if n := mt.nodes[i].rec.count(kind(bps.EventFault)); n > 0 {
+			t.Fatalf("node %d: %d liveness faults", i, n)
+		}
+	}
+}

@@ -23,7 +23,7 @@ const (
 	recentNonces    = 32  // closed nonces remembered per cohort: a late answer is dropped, not punished
 	// maxProbesPerSecond bounds the probes a parent may send one child in
 	// a second: one past it is answered empty at once.
-	maxProbesPerSecond = 100
+	maxProbesPerSecond = 1000
 	// maxProbesInFlight bounds the probes from one parent a node forwards
 	// into its subtree at once; one beyond is answered empty at once.
 	maxProbesInFlight = 8
