@@ -66,6 +66,7 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 	durFlag(fs, &sc.ProbeWait, "probe-wait", "how long a node at capacity waits for its subtree's candidates (0: bps's default)")
 	fs.IntVar(&sc.Parents, "parents", sc.Parents, "parents a subscriber keeps: 1 or 2")
 	fs.Float64Var(&sc.FailRelays, "fail-relays", sc.FailRelays, "fraction of relays killed halfway through (they stay down)")
+	fs.BoolVar(&sc.Persist, "persist", sc.Persist, "publishers store every update (SOC and wrapped chunk); a subscriber recovers a gap from storage with bps.FetchUpdate (SWIP-65)")
 	price := fs.Bool("price", false, "charge for depth on bee's accounting at bps's default prices (bee's base price per delivery and per publication hop)")
 	fs.Uint64Var(&sc.DeliveryPrice, "delivery-price", sc.DeliveryPrice, "accounting units a child owes its parent per frame delivered (issue 10; 0 with -publish-price 0: free)")
 	fs.Uint64Var(&sc.PublishPrice, "publish-price", sc.PublishPrice, "accounting units per publication per hop up")

@@ -95,7 +95,9 @@ type Result struct {
 
 	Tree    TreeResult   `json:"tree"`
 	Pricing *PriceResult `json:"pricing,omitempty"`
-	Trees   []CohortTree `json:"-"` // every cohort's tree as the run left it (-tree draws them)
+	// Persistence is what -persist stored and recovered (SWIP-65).
+	Persistence *PersistResult `json:"persistence,omitempty"`
+	Trees       []CohortTree   `json:"-"` // every cohort's tree as the run left it (-tree draws them)
 }
 
 // Build is what building and joining the network cost.
@@ -339,6 +341,10 @@ func writeTable(w io.Writer, res *Result) error {
 			row(fmt.Sprintf("  depth %d", b.Depth), "%d nodes: earned %.0f, paid %.0f per node; net p50 %d (min %d, max %d)",
 				b.Nodes, b.Earned, b.Paid, b.NetP50, b.NetMin, b.NetMax)
 		}
+	}
+	if ps := res.Persistence; ps != nil {
+		row("persistence", "%d updates stored, %d bytes; %d chunks retrieved for recovery: %d updates recovered, %d not",
+			ps.Uploads, ps.BytesStored, ps.Retrievals, ps.Recovered, ps.Unrecovered)
 	}
 	row("joins", "%s", mapString(res.Joins))
 	row("clients", "%s", mapString(res.Clients))

@@ -54,6 +54,7 @@ type Scenario struct {
 	FailRelays     float64 `json:"fail_relays"`
 	DeliveryPrice  uint64  `json:"delivery_price"` // bee accounting units a child owes its parent per frame delivered (0 with PublishPrice 0: free)
 	PublishPrice   uint64  `json:"publish_price"`  // units per publication per hop up
+	Persist        bool    `json:"persist"`        // publishers store every update; subscribers recover gaps from storage (SWIP-65)
 	JoinRate       float64 `json:"join_rate"`      // subscribers starting per second; 0: all at once
 	JoinWait       Dur     `json:"join_wait"`      // with relays, how long to wait for every subscriber to have a parent
 
@@ -153,6 +154,9 @@ type slot struct {
 	joinTime  time.Duration     // from then to its first subscription
 	intervals []interval        // attached
 	seen      bitset            // indices received
+	hi        uint64            // the highest index received (hasHi)
+	hasHi     bool
+	recovered uint64 // indices recovered from storage (-persist)
 	received  uint64
 	dups      uint64
 	latencies []time.Duration
@@ -189,6 +193,9 @@ func (s *slot) deliver(d bps.Delivery) {
 		return
 	}
 	s.seen.set(d.Index)
+	if d.Service == nil && (!s.hasHi || d.Index > s.hi) {
+		s.hi, s.hasHi = d.Index, true
+	}
 	if p := d.Payload(); len(p) >= stampSize {
 		sent := time.Unix(0, int64(binary.BigEndian.Uint64(p)))
 		s.latencies = append(s.latencies, now.Sub(sent))
@@ -224,14 +231,16 @@ type sim struct {
 	cancel context.CancelFunc
 	wg     sync.WaitGroup // publisher, churn and restart goroutines
 
-	mu      sync.Mutex // guards the fields below
-	rng     *rand.Rand
-	skipped uint64 // publications not sent: no publisher stream
-	sent    uint64
-	churned uint64
-	killed  uint64
-	socSize int // bytes of the SOC an update is (id, signature, span, payload)
-	ledgers ledgers
+	mu        sync.Mutex // guards the fields below
+	rng       *rand.Rand
+	skipped   uint64 // publications not sent: no publisher stream
+	sent      uint64
+	churned   uint64
+	killed    uint64
+	socSize   int // bytes of the SOC an update is (id, signature, span, payload)
+	ledgers   ledgers
+	store     *simStorage   // -persist: the run's storage
+	persisted persistCounts // what subscribers recovered
 
 	failMu                   sync.Mutex            // guards the fields below
 	failed                   map[int][]failedRelay // by cohort: relays killed by -fail-relays
@@ -252,6 +261,9 @@ func Run(ctx context.Context, sc Scenario) (*Result, error) {
 	}
 	s := &sim{sc: sc, counts: newCounts(), byKey: make(map[string]*cohortState), rng: rand.New(rand.NewPCG(uint64(sc.Seed), 0x5157)),
 		failed: make(map[int][]failedRelay), joinRTs: make(map[string]*joinTrace), parentRTs: make(map[string]*joinTrace)}
+	if sc.Persist {
+		s.store = newSimStorage()
+	}
 	svcOpts := bps.Options{BackoffMin: time.Duration(sc.BackoffMin), BackoffMax: time.Duration(sc.BackoffMax), QueueLen: sc.QueueLen,
 		MaxStreamsPerCohort: sc.BrokerCapacity}
 	if err := applyRelays(&svcOpts, sc); err != nil {
@@ -404,6 +416,7 @@ func Run(ctx context.Context, sc Scenario) (*Result, error) {
 	end := time.Now()
 	s.snapshot(res) // the tree as the run left it, before anything stops
 	s.collectPrices(res)
+	s.collectPersistence(res)
 
 	// Stop everything before reading what the slots saw, all at once: a
 	// relay that closes gracefully first moves its children (SWIP-61's
@@ -486,7 +499,7 @@ func (s *sim) follow(sl *slot) error {
 	sl.mu.Unlock()
 	f, err := nd.Follow(st.c.Broker.Overlay(), st.c.Spec, bpsnet.FollowOptions{
 		OnJoin:    func(sub *bps.Subscription) { sl.joined(sub); s.counts.add("subscribe OK") },
-		OnDeliver: sl.deliver,
+		OnDeliver: func(d bps.Delivery) { s.deliverTo(sl, d) },
 		OnEnd: func(err error) {
 			sl.ended()
 			if err != nil {
@@ -631,6 +644,11 @@ func (p *publisher) run(duration, period, phase time.Duration) {
 		for _, ps := range p.streams {
 			if ps != nil && ps.Send(p.sim.ctx, msg) == nil {
 				sent = true
+			}
+		}
+		if sent && p.sim.store != nil {
+			if err := p.sim.store.upload(p.sim.ctx, p.cs.c.Spec, p.cs.c.Admin.Addr, p.next, msg.GetData()); err != nil {
+				p.sim.counts.add("upload failed")
 			}
 		}
 		p.sim.mu.Lock()
@@ -851,4 +869,27 @@ func perUnit(after, before uint64, n int) float64 {
 		return 0
 	}
 	return float64(int64(after)-int64(before)) / float64(n)
+}
+
+// deliverTo hands d to sl; with -persist, an index past the next one sl
+// expects is a gap, recovered from the run's storage first (SWIP-65).
+func (s *sim) deliverTo(sl *slot, d bps.Delivery) {
+	if s.store != nil && d.Service == nil {
+		sl.mu.Lock()
+		next, ok := sl.hi+1, sl.hasHi
+		sl.mu.Unlock()
+		if ok && d.Index > next {
+			sp := s.cohorts[sl.cohort].c.Spec
+			got := s.store.recoverGap(s.ctx, sp, d.Owner, next, d.Index-1, &s.persisted)
+			sl.mu.Lock()
+			for _, i := range got {
+				if !sl.seen.test(i) {
+					sl.seen.set(i)
+					sl.recovered++
+				}
+			}
+			sl.mu.Unlock()
+		}
+	}
+	sl.deliver(d)
 }
