@@ -163,13 +163,10 @@ func (r *registry) accept(c *cohort, pub publication, frame []byte) bool {
 	var svc uint64
 	switch {
 	case pub.service != nil:
-		if pub.index < c.svcNext {
+		var ok bool
+		if svc, ok = r.serviceLocked(c, pub, frame); !ok {
 			return false
 		}
-		c.svcNext = pub.index + 1
-		svc = c.svcNext
-		c.latest = frame
-		r.applyService(c, pub.service, svc)
 	case c.seen != nil:
 		if !c.seen.Add(pub.dedup) {
 			return false
@@ -181,10 +178,30 @@ func (r *registry) accept(c *cohort, pub publication, frame []byte) bool {
 		}
 		c.cursors[o] = pub.index + 1
 	}
+	r.deliverLocked(c, pub, frame, svc)
+	return true
+}
+
+// serviceLocked takes a service SOC at c: past the service cursor, it moves
+// the cursor, becomes every new stream's first delivery and is applied
+// (roster, end of stream); it returns the service index + 1 its frames
+// carry, and false for one at or below the cursor. The caller holds c.mu.
+func (r *registry) serviceLocked(c *cohort, pub publication, frame []byte) (uint64, bool) {
+	if pub.index < c.svcNext {
+		return 0, false
+	}
+	c.svcNext = pub.index + 1
+	c.latest = frame
+	r.applyService(c, pub.service, c.svcNext)
+	return c.svcNext, true
+}
+
+// deliverLocked counts a publication c took and fans it out; the caller
+// holds c.mu.
+func (r *registry) deliverLocked(c *cohort, pub publication, frame []byte, svc uint64) {
 	c.accepted++
 	c.lastAccept = time.Now()
 	r.fanOut(c, pub, frame, svc)
-	return true
 }
 
 // fanOut queues frame on every member that is neither silent nor a

@@ -275,12 +275,6 @@ func (sub *Subscription) need() int {
 	return max(0, sub.want-len(sub.parents))
 }
 
-func (sub *Subscription) lacksAll() bool {
-	sub.mu.Lock()
-	defer sub.mu.Unlock()
-	return len(sub.parents) == 0
-}
-
 func (sub *Subscription) hasParent(peer swarm.Address) bool {
 	sub.mu.Lock()
 	defer sub.mu.Unlock()

@@ -69,7 +69,7 @@ func (r *registry) attach(peer swarm.Address, stream p2p.Stream, cd codec, sp *S
 	limit := o.MaxStreamsPerCohort
 	if c != nil && c.up != nil {
 		up, limit = c.up, o.RelayCapacity
-	} else if c == nil && r.followsLocked(sp.key) {
+	} else if c == nil && r.s.tree.has(sp.key) {
 		up, limit = r.relays[sp.key], o.RelayCapacity
 		if up == nil || limit == 0 {
 			return nil, pb.Status_FULL, nil // follows, but does not relay
@@ -135,10 +135,6 @@ func (r *registry) attach(peer swarm.Address, stream p2p.Stream, cd codec, sp *S
 		}
 		r.cohorts[sp.key] = c
 		if up != nil {
-			if limit == 0 {
-				delete(r.cohorts, sp.key)
-				return nil, pb.Status_FULL, nil
-			}
 			// The relay takes its subscription's view of the cohort: the
 			// latest service SOC (every child's first delivery), its
 			// cursor and the roster. The subscription points at the

@@ -61,12 +61,6 @@ func (r *registry) dropRelay(sub *Subscription) {
 	}
 }
 
-// follows reports whether this node follows the cohort of key through a
-// subscription; the caller holds r.mu.
-func (r *registry) followsLocked(key string) bool {
-	return r.s.tree.has(key)
-}
-
 // relayDeliver fans a delivery the relay's subscription took out to the
 // relay's children: a service SOC moves the relay's service cursor, roster
 // and latest SOC first, as at the broker.
@@ -79,17 +73,12 @@ func (r *registry) relayDeliver(c *cohort, pub publication, msg *pb.Message) {
 	}
 	var svc uint64
 	if pub.service != nil {
-		if pub.index < c.svcNext {
+		var ok bool
+		if svc, ok = r.serviceLocked(c, pub, frame); !ok {
 			return
 		}
-		c.svcNext = pub.index + 1
-		svc = c.svcNext
-		c.latest = frame
-		r.applyService(c, pub.service, svc)
 	}
-	c.accepted++
-	c.lastAccept = time.Now()
-	r.fanOut(c, pub, frame, svc)
+	r.deliverLocked(c, pub, frame, svc)
 }
 
 // relayAuthority is a relay's view of who may publish: the roster it holds
