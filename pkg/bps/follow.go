@@ -8,7 +8,6 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"math"
 	"slices"
 	"sync"
 	"sync/atomic"
@@ -177,6 +176,19 @@ func (sub *Subscription) acquire(ctx context.Context, at swarm.Address, underlay
 	return last
 }
 
+// dial connects this node to peer at underlays — a probe's candidate, a
+// reparent's target — before it attaches there; without underlays (or a
+// Connect option) the peer is taken to be reachable by overlay.
+func (s *Service) dial(ctx context.Context, peer swarm.Address, underlays [][]byte) error {
+	if underlays == nil || s.opts.Connect == nil {
+		return nil
+	}
+	if err := s.opts.Connect(ctx, peer, underlays); err != nil {
+		return fmt.Errorf("bps: connect to candidate %s: %w", peer, err)
+	}
+	return nil
+}
+
 // maxShunned bounds the withholding parents a subscription remembers.
 const maxShunned = 16
 
@@ -219,10 +231,8 @@ func (sub *Subscription) mayAttachUnder(depth uint32) bool {
 // OK, makes the stream a parent.
 func (sub *Subscription) attachAt(ctx context.Context, peer swarm.Address, underlays [][]byte, refer bool) error {
 	s := sub.s
-	if underlays != nil && s.opts.Connect != nil {
-		if err := s.opts.Connect(ctx, peer, underlays); err != nil {
-			return fmt.Errorf("bps: connect to candidate %s: %w", peer, err)
-		}
+	if err := s.dial(ctx, peer, underlays); err != nil {
+		return err
 	}
 	join := &pb.Join{Cohort: sub.spec.PB(), Multihop: true, Refer: refer}
 	stream, fr, ack, err := s.join(ctx, peer, sub.spec, join)
@@ -495,14 +505,13 @@ func (sub *Subscription) depth() uint32 {
 }
 
 func (sub *Subscription) depthLocked() uint32 {
-	shallowest := uint32(math.MaxUint32)
-	for _, p := range sub.parents {
-		shallowest = min(shallowest, p.cs.stated)
-	}
-	if shallowest == math.MaxUint32 {
-		return shallowest
-	}
-	return shallowest + 1
+	return belowShallowest(func(yield func(uint32) bool) {
+		for _, p := range sub.parents {
+			if !yield(p.cs.stated) {
+				return
+			}
+		}
+	})
 }
 
 // Parents lists the overlays of the subscription's parents now.

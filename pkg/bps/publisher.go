@@ -160,10 +160,8 @@ func (s *Service) Publish(ctx context.Context, broker swarm.Address, sp *Spec, o
 // publishAt joins sp at the node at as a publisher: the broker, or a relay
 // a probe named (connected to at underlays first, if given).
 func (s *Service) publishAt(ctx context.Context, broker swarm.Address, underlays [][]byte, sp *Spec, o PublishOptions) (*Publisher, error) {
-	if underlays != nil && s.opts.Connect != nil {
-		if err := s.opts.Connect(ctx, broker, underlays); err != nil {
-			return nil, fmt.Errorf("bps: connect to candidate %s: %w", broker, err)
-		}
+	if err := s.dial(ctx, broker, underlays); err != nil {
+		return nil, err
 	}
 	if len(o.Addr) != AddressSize {
 		return nil, errors.New("bps: publish needs a 20-byte address")

@@ -6,6 +6,7 @@ package bps
 
 import (
 	"bytes"
+	"iter"
 	"math"
 	"slices"
 	"sync"
@@ -41,9 +42,22 @@ func (l *links) depth() uint32 {
 	if len(l.parents) == 0 {
 		return 0
 	}
+	return belowShallowest(func(yield func(uint32) bool) {
+		for cs := range l.parents {
+			if !yield(cs.stated) {
+				return
+			}
+		}
+	})
+}
+
+// belowShallowest is one below the shallowest of the depths parents
+// stated; a parent stating the largest depth leaves the node there rather
+// than wrapping to 0 (so does none at all).
+func belowShallowest(stated iter.Seq[uint32]) uint32 {
 	shallowest := uint32(math.MaxUint32)
-	for cs := range l.parents {
-		shallowest = min(shallowest, cs.stated)
+	for d := range stated {
+		shallowest = min(shallowest, d)
 	}
 	if shallowest == math.MaxUint32 {
 		return shallowest
