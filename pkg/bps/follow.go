@@ -585,15 +585,12 @@ func (sub *Subscription) Close() error {
 	sub.finishLocked()
 	sub.mu.Unlock()
 
-	t := time.NewTimer(closeWait)
-	defer t.Stop()
+	deadline := time.Now().Add(closeWait)
 	if leaving {
 		// The parents have detached this node once they closed their
 		// side: its slots there are free for the children it sends.
 		for _, p := range parents {
-			select {
-			case <-p.cs.done:
-			case <-t.C:
+			if !waitUntil(p.cs.done, deadline) {
 				_ = p.cs.stream.Reset()
 				<-p.cs.done
 			}
@@ -601,21 +598,25 @@ func (sub *Subscription) Close() error {
 		sub.s.reg.reparentAll(relay, to.cs.peer, to.underlays, closeWait)
 		sub.s.reg.dropRelay(sub)
 	}
-
-	if !t.Stop() {
-		t = time.NewTimer(0) // the leave took the wait: reset what is left at once
-	} else {
-		t.Reset(closeWait)
-	}
-	select {
-	case <-sub.done:
+	if waitUntil(sub.done, deadline) {
 		return nil
+	}
+	for _, p := range parents {
+		_ = p.cs.stream.Reset()
+	}
+	<-sub.done
+	return fmt.Errorf("bps: close: a parent did not end the stream within %s", closeWait)
+}
+
+// waitUntil waits for done until deadline and reports whether it came.
+func waitUntil(done <-chan struct{}, deadline time.Time) bool {
+	t := time.NewTimer(time.Until(deadline))
+	defer t.Stop()
+	select {
+	case <-done:
+		return true
 	case <-t.C:
-		for _, p := range parents {
-			_ = p.cs.stream.Reset()
-		}
-		<-sub.done
-		return fmt.Errorf("bps: close: a parent did not end the stream within %s", closeWait)
+		return false
 	}
 }
 
