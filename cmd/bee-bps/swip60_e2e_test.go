@@ -268,33 +268,7 @@ func TestDevClusterSWIP60(t *testing.T) {
 // when the test ends.
 func startSWIP60Cluster(t *testing.T) devCluster {
 	t.Helper()
-	ready := make(chan devCluster, 1)
-	c, err := newCommand(func(c *command) {
-		c.homeDir = t.TempDir()
-		c.devReady = func(d devCluster) { ready <- d }
-	})
-	if err != nil {
-		t.Fatal(err)
-	}
-	ctx, cancel := context.WithCancel(context.Background())
-	done, out := run(ctx, t, c, "dev", "--nodes", "4", "--api-addr", "127.0.0.1:0", "--verbosity", "0")
-	t.Cleanup(func() {
-		cancel()
-		select {
-		case <-done:
-		case <-time.After(time.Minute):
-			t.Errorf("dev cluster not stopped:\n%s", out)
-		}
-	})
-	select {
-	case cl := <-ready:
-		return cl
-	case err := <-done:
-		t.Fatalf("dev returned %v:\n%s", err, out)
-	case <-time.After(3 * time.Minute):
-		t.Fatalf("no cluster after three minutes:\n%s", out)
-	}
-	return devCluster{}
+	return startDevClusterArgs(t, "--nodes", "4")
 }
 
 // swip60Key is a dApp's key: it signs claims, messages and service SOCs.
