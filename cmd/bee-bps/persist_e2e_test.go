@@ -45,15 +45,8 @@ func TestDevClusterPersistence(t *testing.T) {
 	if testing.Short() {
 		t.Skip("starts three bee nodes")
 	}
-	cl := startDevProcess(t, "--nodes", "3", "--api-addr", "127.0.0.1:0", "--verbosity", "0")
-	ctx, cancel := context.WithTimeout(context.Background(), 3*time.Minute)
-	defer cancel()
+	cl, ctx, batch := startStampedCluster(t)
 	pubNode, subNode, reader := cl.Nodes[1], cl.Nodes[2], cl.Nodes[0]
-	waitUsableStamp(ctx, t, pubNode)
-	batch, err := hex.DecodeString(pubNode.Batch)
-	if err != nil {
-		t.Fatal(err)
-	}
 
 	alice := newSWIP60Key(t)
 	topic := swip60Topic(fmt.Sprintf("e2e-persist-%d", time.Now().UnixNano()))
@@ -340,4 +333,21 @@ func verifyUpdate(t *testing.T, m wsclient.Message, owner, topic []byte, index u
 	if err != nil || !soc.Valid(ch) || !bytes.Equal(ch.Address().Bytes(), m.Address) {
 		t.Fatalf("update %d: not a valid SOC of %x at %x: %v", index, owner, m.Address, err)
 	}
+}
+
+// startStampedCluster starts a dev cluster of three in a child process
+// (stamped uploads race under -race in process, see startDevProcess) and
+// waits until node-1's postage batch is usable; it returns the cluster, a
+// context bounding the test to three minutes, and node-1's batch.
+func startStampedCluster(t *testing.T) (devCluster, context.Context, []byte) {
+	t.Helper()
+	cl := startDevProcess(t, "--nodes", "3", "--api-addr", "127.0.0.1:0", "--verbosity", "0")
+	ctx, cancel := context.WithTimeout(context.Background(), 3*time.Minute)
+	t.Cleanup(cancel)
+	waitUsableStamp(ctx, t, cl.Nodes[1])
+	batch, err := hex.DecodeString(cl.Nodes[1].Batch)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return cl, ctx, batch
 }

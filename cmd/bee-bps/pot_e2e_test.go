@@ -64,15 +64,8 @@ func TestDevClusterPotProfile(t *testing.T) {
 	if testing.Short() {
 		t.Skip("starts three bee nodes")
 	}
-	cl := startDevProcess(t, "--nodes", "3", "--api-addr", "127.0.0.1:0", "--verbosity", "0")
-	ctx, cancel := context.WithTimeout(context.Background(), 3*time.Minute)
-	defer cancel()
+	cl, ctx, batch := startStampedCluster(t)
 	pubNode, reader := cl.Nodes[1], cl.Nodes[2]
-	waitUsableStamp(ctx, t, pubNode)
-	batch, err := hex.DecodeString(pubNode.Batch)
-	if err != nil {
-		t.Fatal(err)
-	}
 	alice := newSWIP60Key(t)
 	topic := swip60Topic(fmt.Sprintf("e2e-pot-%d", time.Now().UnixNano()))
 	o := wsclient.Options{API: pubNode.API, Peer: cl.Nodes[0].Underlays[0], Topic: topic, Binding: wsclient.BindingFeed, Admin: alice.addr, PostageBatch: batch}

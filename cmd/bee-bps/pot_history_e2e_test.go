@@ -5,7 +5,6 @@
 package main
 
 import (
-	"context"
 	"encoding/hex"
 	"fmt"
 	"testing"
@@ -26,15 +25,8 @@ func TestDevClusterPotHistory(t *testing.T) {
 	if testing.Short() {
 		t.Skip("starts three bee nodes")
 	}
-	cl := startDevProcess(t, "--nodes", "3", "--api-addr", "127.0.0.1:0", "--verbosity", "0")
-	ctx, cancel := context.WithTimeout(context.Background(), 3*time.Minute)
-	defer cancel()
+	cl, ctx, batch := startStampedCluster(t)
 	pubNode, subNode, reader := cl.Nodes[1], cl.Nodes[2], cl.Nodes[0]
-	waitUsableStamp(ctx, t, pubNode)
-	batch, err := hex.DecodeString(pubNode.Batch)
-	if err != nil {
-		t.Fatal(err)
-	}
 	alice := newSWIP60Key(t)
 	topic := swip60Topic(fmt.Sprintf("e2e-pot-history-%d", time.Now().UnixNano()))
 	o := wsclient.Options{API: pubNode.API, Peer: cl.Nodes[0].Underlays[0], Topic: topic, Binding: wsclient.BindingFeed, Admin: alice.addr,
