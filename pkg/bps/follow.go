@@ -547,7 +547,7 @@ func (sub *Subscription) forwardUp(frame []byte) int {
 // took is told every valid delivery under the receiver's dmu: a new one is
 // fanned out to this node's children; both note, for the withholding
 // check, which parent gave it.
-func (sub *Subscription) took(from *clientStream, pub publication, msg *pb.Message, dup bool) {
+func (sub *Subscription) took(from *clientStream, pub publication, msg *pb.Message, key [32]byte, dup bool) {
 	if !dup {
 		sub.mu.Lock()
 		c := sub.relay
@@ -556,7 +556,7 @@ func (sub *Subscription) took(from *clientStream, pub publication, msg *pb.Messa
 			c.r.relayDeliver(c, pub, msg)
 		}
 	}
-	sub.noteLag(from, msg.Address, dup)
+	sub.noteLag(from, key, dup)
 }
 
 // Close ends the subscription and waits for it. A relay leaves gracefully

@@ -71,10 +71,10 @@ type receiver struct {
 	// taken.
 	dmu  sync.Mutex
 	seen *Window // dedup bindings; under dmu
-	// onTake, if set, is told every valid delivery, under dmu: a relay
+	// onTake, if set, is told every valid delivery and its copyKey, under dmu: a relay
 	// fans it out to its children, the withholding check notes which
 	// parent gave it. dup reports one already taken from another parent.
-	onTake func(from *clientStream, pub publication, msg *pb.Message, dup bool)
+	onTake func(from *clientStream, pub publication, msg *pb.Message, key [32]byte, dup bool)
 
 	// order, on a subscription under FEED_TOPIC with explicit
 	// authorship, delivers each publisher's updates in index order across
@@ -182,12 +182,12 @@ func (rc *receiver) take(cs *clientStream, msg *pb.Message) error {
 	// A frame taken already, byte for byte — the second parent's copy —
 	// is a retransmit before any signature check. (Not the chunk address
 	// alone: under ANCHOR every message has the same one.)
-	var addr [32]byte
+	var key [32]byte // copyKey(msg), where a window of taken frames is kept
 	if rc.taken != nil {
-		addr = copyKey(msg)
+		key = copyKey(msg)
 		rc.dmu.Lock()
-		if rc.taken.Contains(addr) {
-			rc.onTake(cs, publication{}, msg, true)
+		if rc.taken.Contains(key) {
+			rc.onTake(cs, publication{}, msg, key, true)
 			rc.dmu.Unlock()
 			rc.dropped.Add(1)
 			s.metrics.ClientDropped.Inc()
@@ -201,7 +201,7 @@ func (rc *receiver) take(cs *clientStream, msg *pb.Message) error {
 	rc.dmu.Lock()
 	defer rc.dmu.Unlock()
 	if v == accepted && rc.taken != nil {
-		if !rc.taken.Add(addr) {
+		if !rc.taken.Add(key) {
 			v = retransmit // the other parent's copy was taken meanwhile
 		}
 	}
@@ -228,7 +228,7 @@ func (rc *receiver) take(cs *clientStream, msg *pb.Message) error {
 		}
 	}
 	if rc.onTake != nil && (v == accepted || v == retransmit) {
-		rc.onTake(cs, pub, msg, v == retransmit)
+		rc.onTake(cs, pub, msg, key, v == retransmit)
 	}
 	if v != accepted {
 		rc.dropped.Add(1)
