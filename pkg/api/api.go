@@ -54,6 +54,7 @@ import (
 	"github.com/ethersphere/bee/v2/pkg/log"
 	m "github.com/ethersphere/bee/v2/pkg/metrics"
 	"github.com/ethersphere/bps/pkg/bps"
+	"github.com/ethersphere/bps/pkg/internal/owned"
 	"github.com/go-playground/validator/v10"
 	"github.com/gorilla/mux"
 	"github.com/gorilla/websocket"
@@ -349,16 +350,7 @@ func (s *Server) Close() error {
 		ss.close(websocket.CloseGoingAway, "node shutting down", nil)
 	}
 
-	done := make(chan struct{})
-	go func() {
-		s.wg.Wait()
-		close(done)
-	}()
-	t := time.NewTimer(closeTimeout)
-	defer t.Stop()
-	select {
-	case <-done:
-	case <-t.C:
+	if !owned.Wait(&s.wg, closeTimeout) {
 		return errors.Join(errors.New("api: close timed out waiting for sessions"), s.mux.Close())
 	}
 	return s.mux.Close()

@@ -33,12 +33,12 @@ import (
 	"crypto/rand"
 	"errors"
 	"fmt"
-	"sync"
 	"time"
 
 	"github.com/ethersphere/bee/v2/pkg/log"
 	"github.com/ethersphere/bee/v2/pkg/p2p"
 	"github.com/ethersphere/bee/v2/pkg/swarm"
+	"github.com/ethersphere/bps/pkg/internal/owned"
 )
 
 // loggerName is the tree path name of the logger for this package.
@@ -281,9 +281,7 @@ type Service struct {
 	pricing    *pricing     // charging for depth on bee's accounting; nil: free (pricing.go)
 	ctx        context.Context
 	cancel     context.CancelFunc
-	wg         sync.WaitGroup // every goroutine the service owns
-	closeMu    sync.Mutex
-	isClosed   bool
+	owned      owned.Group // every goroutine the Service starts or tracks
 }
 
 // New builds a Service that opens streams through streamer and is known to
@@ -333,68 +331,34 @@ func (s *Service) Overlay() swarm.Address { return s.overlay }
 // Close ends every stream and cohort, broker and client side, and waits for
 // every goroutine the Service started, at most timeout (default 5 s).
 func (s *Service) Close() error {
-	s.closeMu.Lock()
-	if s.isClosed {
-		s.closeMu.Unlock()
+	if !s.owned.Close() {
 		return nil
 	}
-	s.isClosed = true
-	s.closeMu.Unlock()
-
 	s.cancel()
 	s.reg.closeAll()
 	s.tree.closeAll()
-
-	done := make(chan struct{})
-	go func() {
-		s.wg.Wait()
-		close(done)
-	}()
-	select {
-	case <-done:
-		return nil
-	case <-time.After(closeTimeout):
+	if !s.owned.Wait(closeTimeout) {
 		return errors.New("bps: close timed out waiting for streams")
 	}
+	return nil
 }
 
 const closeTimeout = 5 * time.Second
 
 // closed reports whether Close was called.
-func (s *Service) closed() bool {
-	s.closeMu.Lock()
-	defer s.closeMu.Unlock()
-	return s.isClosed
-}
+func (s *Service) closed() bool { return s.owned.Closed() }
 
 // goOwned runs f on a goroutine owned by the service; it returns false without
 // running f once the service is closed.
-func (s *Service) goOwned(f func()) bool {
-	s.closeMu.Lock()
-	defer s.closeMu.Unlock()
-	if s.isClosed {
-		return false
-	}
-	s.wg.Add(1)
-	go func() {
-		defer s.wg.Done()
-		f()
-	}()
-	return true
-}
+func (s *Service) goOwned(f func()) bool { return s.owned.Go(f) }
 
 // track registers the calling goroutine (a stream handler run by the p2p
-// layer) with the service so Close waits for it; it returns false once the
-// service is closed.
-func (s *Service) track() bool {
-	s.closeMu.Lock()
-	defer s.closeMu.Unlock()
-	if s.isClosed {
-		return false
-	}
-	s.wg.Add(1)
-	return true
-}
+// layer, a timer's callback) with the service so Close waits for it; it
+// returns false once the service is closed. The caller calls s.done.
+func (s *Service) track() bool { return s.owned.Track() }
+
+// done ends what track registered.
+func (s *Service) done() { s.owned.Done() }
 
 // HoldsStreams reports whether peer holds at least one live stream at this
 // broker. The node keeps such peers out of bee's kademlia bin counts, so

@@ -34,7 +34,7 @@ func (s *Service) handler(ctx context.Context, peer p2p.Peer, stream p2p.Stream)
 		_ = stream.Reset()
 		return ErrClosed
 	}
-	defer s.wg.Done()
+	defer s.done()
 	defer func() {
 		if err != nil {
 			_ = stream.Reset()

@@ -350,7 +350,7 @@ func (r *registry) armInactivity(c *cohort, d time.Duration) {
 		if !r.s.track() {
 			return
 		}
-		defer r.s.wg.Done()
+		defer r.s.done()
 		r.mu.Lock()
 		defer r.mu.Unlock()
 		c.mu.Lock()
@@ -375,7 +375,7 @@ func (r *registry) claimDeadline(m *member) {
 	if !r.s.track() {
 		return
 	}
-	defer r.s.wg.Done()
+	defer r.s.done()
 	m.c.mu.Lock()
 	unclaimed := m.role == roleSubscriber
 	m.c.mu.Unlock()
