@@ -399,7 +399,7 @@ func (ss *session) onBinary(data []byte) {
 		return
 	}
 	if ss.echo != nil {
-		ss.echo.Add(bps.EchoKey(msg.Address, msg.Data))
+		ss.echo.Add(bps.FrameKey(msg.Address, msg.Data))
 	}
 	if err := e.Send(ss.s.ctx, msg); err != nil {
 		ss.fail(websocket.CloseInternalServerErr, "publish: "+err.Error())

@@ -7,7 +7,6 @@ package bps
 import (
 	"bytes"
 	"errors"
-	"slices"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -52,10 +51,8 @@ type cohort struct {
 	cursors map[string]uint64  // FEED_TOPIC, explicit: lowest index accepted next, per publisher feed
 	seen    *Window            // dedup bindings: recent chunk identifiers
 
-	roster  map[string]struct{} // the publishers the latest ROSTER names (admin excluded)
-	svcNext uint64              // lowest service index accepted next
-	latest  []byte              // the latest service SOC, encoded: every new stream's first delivery
-	ended   bool                // END_OF_STREAM accepted: the cohort is over
+	svc    ServiceFeed // the admin's service feed: roster, next index, end
+	latest []byte      // the latest service SOC, encoded: every new stream's first delivery
 
 	lastAccept time.Time
 	created    time.Time
@@ -103,17 +100,7 @@ type member struct {
 // isPublisherLocked reports whether owner may publish under explicit
 // authorship: the admin, or named by the roster in force.
 func (c *cohort) isPublisherLocked(owner []byte) bool {
-	return mayPublish(c.spec, c.roster, owner)
-}
-
-// mayPublish reports whether owner may publish under explicit authorship,
-// as a holder of roster knows it: the admin, or named by roster.
-func mayPublish(sp *Spec, roster map[string]struct{}, owner []byte) bool {
-	if bytes.Equal(owner, sp.Admin) {
-		return true
-	}
-	_, ok := roster[string(owner)]
-	return ok
+	return c.svc.MayPublish(c.spec, owner)
 }
 
 // cohortAuthority is the broker's authority view of a cohort, read under the
@@ -138,7 +125,7 @@ func (a cohortAuthority) feedCursor(owner []byte) uint64 {
 func (a cohortAuthority) serviceNext() uint64 {
 	a.c.mu.Lock()
 	defer a.c.mu.Unlock()
-	return a.c.svcNext
+	return a.c.svc.Next()
 }
 
 // moveCursor moves a claimed publisher's feed cursor to at least index; the
@@ -157,7 +144,7 @@ func (c *cohort) moveCursor(addr []byte, index uint64) {
 func (r *registry) accept(c *cohort, pub publication, frame []byte) bool {
 	c.mu.Lock()
 	defer c.mu.Unlock()
-	if c.dead || c.ended {
+	if c.dead || c.svc.Ended() {
 		return false
 	}
 	var svc uint64
@@ -187,13 +174,12 @@ func (r *registry) accept(c *cohort, pub publication, frame []byte) bool {
 // (roster, end of stream); it returns the service index + 1 its frames
 // carry, and false for one at or below the cursor. The caller holds c.mu.
 func (r *registry) serviceLocked(c *cohort, pub publication, frame []byte) (uint64, bool) {
-	if pub.index < c.svcNext {
+	if c.svc.Apply(pub.service) == Stale {
 		return 0, false
 	}
-	c.svcNext = pub.index + 1
 	c.latest = frame
-	r.applyService(c, pub.service, c.svcNext)
-	return c.svcNext, true
+	r.applyService(c, pub.service, c.svc.Next())
+	return c.svc.Next(), true
 }
 
 // deliverLocked counts a publication c took and fans it out; the caller
@@ -212,7 +198,7 @@ func (r *registry) fanOut(c *cohort, pub publication, frame []byte, svc uint64) 
 	for m := range c.children {
 		// After END_OF_STREAM every stream closes, those that do not
 		// receive it included.
-		f := outFrame{b: frame, svc: svc, end: c.ended}
+		f := outFrame{b: frame, svc: svc, end: c.svc.Ended()}
 		if m.silent || (m.role == rolePublisher && bytes.Equal(m.addr, pub.owner)) {
 			if !f.end {
 				continue
@@ -324,29 +310,14 @@ func (c *cohort) publication(msg *pb.Message, from *member) error {
 	return nil
 }
 
-// rosterOf is the publisher set a ROSTER names (the admin excluded), by
-// address.
-func rosterOf(svc *pb.ServiceMessage) map[string]struct{} {
-	roster := make(map[string]struct{}, len(svc.Publishers))
-	for _, p := range svc.Publishers {
-		roster[string(p)] = struct{}{}
-	}
-	return roster
-}
-
-// applyService applies an accepted service message: a ROSTER replaces the
-// publisher set, marking the streams of revoked publishers and taking the
-// claims held for the addresses it names; END_OF_STREAM ends the cohort
-// (accept closes its streams, end forgets it). The caller holds c.mu.
+// applyService acts on a service message c.svc took: a ROSTER marks the
+// streams of revoked publishers and takes the claims held for the
+// addresses it names; END_OF_STREAM has ended the cohort (accept closes its
+// streams, end forgets it). The caller holds c.mu.
 func (r *registry) applyService(c *cohort, svc *pb.ServiceMessage, told uint64) {
-	if svc.Kind == pb.ServiceKind_END_OF_STREAM {
-		c.ended = true
-		return
-	}
-	if !c.spec.explicit() {
+	if svc.Kind == pb.ServiceKind_END_OF_STREAM || !c.spec.explicit() {
 		return // under ALL a roster decides nothing
 	}
-	c.roster = rosterOf(svc)
 	for m := range c.children {
 		if m.role == rolePublisher && !c.isPublisherLocked(m.addr) && m.revokedAt == 0 {
 			m.revokedAt = told
@@ -420,8 +391,8 @@ func (c *cohort) info() CohortInfo {
 		Publishers:  pubs,
 		Cursor:      c.cursors[string(c.spec.Admin)],
 		Cursors:     make(map[string]uint64, len(c.cursors)),
-		ServiceNext: c.svcNext,
-		Ended:       c.ended,
+		ServiceNext: c.svc.Next(),
+		Ended:       c.svc.Ended(),
 		Accepted:    c.accepted,
 		Created:     c.created,
 		LastAccept:  c.lastAccept,
@@ -430,9 +401,8 @@ func (c *cohort) info() CohortInfo {
 	for o, n := range c.cursors {
 		info.Cursors[swarm.NewAddress([]byte(o)).String()] = n
 	}
-	for p := range c.roster {
-		info.Roster = append(info.Roster, []byte(p))
+	if c.spec.explicit() {
+		info.Roster = c.svc.Roster()
 	}
-	slices.SortFunc(info.Roster, bytes.Compare)
 	return info
 }

@@ -17,7 +17,7 @@ package bps
 const lagWindowSize = 64
 
 type lagEntry struct {
-	addr [32]byte  // copyKey of the frame
+	addr [32]byte  // FrameKey of the frame
 	at   [2]uint32 // generations of the parents present when it was taken (0: none)
 	gave [2]bool   // which of them gave it
 }
@@ -31,7 +31,7 @@ type lagWindow struct {
 }
 
 // noteLag records, under the receiver's dmu, that parent stream from gave
-// the delivery whose frame is addr (copyKey: not the chunk address, which
+// the delivery whose frame is addr (FrameKey: not the chunk address, which
 // every message of an ANCHOR cohort shares); dup: it was taken before
 // (from the other parent).
 func (sub *Subscription) noteLag(from *clientStream, addr [32]byte, dup bool) {

@@ -6,8 +6,6 @@ package bps
 
 import (
 	"bytes"
-	"crypto/sha256"
-	"slices"
 	"sync"
 
 	"github.com/ethersphere/bee/v2/pkg/soc"
@@ -39,11 +37,8 @@ type Room struct {
 	members map[Session]*roomMember
 	pubs    map[*PubStream]struct{} // poked when the roster changes
 	seen    *Window
-	svcSeen bool                // a service SOC was applied
-	svcNext uint64              // the lowest service index the node takes next
-	latest  *pb.ServiceMessage  // the last service SOC applied
-	roster  map[string]struct{} // the publishers latest names (admin excluded)
-	ended   bool                // END_OF_STREAM applied
+	svc     ServiceFeed        // the admin's service feed as the node verified it
+	latest  *pb.ServiceMessage // the last service SOC applied
 }
 
 // roomMember is a session in a room.
@@ -60,7 +55,7 @@ type MemberOptions struct {
 	Owner []byte
 	// Echo, for a session that shares its identity with other publishers
 	// (the GSOC key), skips exactly the messages it sent, by their
-	// EchoKey, instead of every message of Owner.
+	// FrameKey, instead of every message of Owner.
 	Echo *EchoFilter
 	// From, in a FEED_TOPIC cohort on a node with storage, is the index
 	// the session resumes each publisher's feed at: a feed first seen past
@@ -87,7 +82,7 @@ func (r *Room) Release() { r.x.rooms.release(r.key, r) }
 func (r *Room) Add(s Session, o MemberOptions, receive bool) {
 	r.mu.Lock()
 	defer r.mu.Unlock()
-	if r.ended {
+	if r.svc.Ended() {
 		s.EndOfCohort(nil, false)
 		return
 	}
@@ -152,19 +147,14 @@ func (r *Room) removePub(e *PubStream) {
 func (r *Room) Rostered(addr []byte) bool {
 	r.mu.Lock()
 	defer r.mu.Unlock()
-	return mayPublish(r.spec, r.roster, addr)
+	return r.svc.MayPublish(r.spec, addr)
 }
 
 // Service is the service feed as the node knows it.
 func (r *Room) Service() ServiceState {
 	r.mu.Lock()
 	defer r.mu.Unlock()
-	st := ServiceState{Seen: r.svcSeen, Next: r.svcNext, Ended: r.ended, Roster: make([][]byte, 0, len(r.roster))}
-	for p := range r.roster {
-		st.Roster = append(st.Roster, []byte(p))
-	}
-	slices.SortFunc(st.Roster, bytes.Compare)
-	return st
+	return ServiceState{Seen: r.svc.Seen(), Next: r.svc.Next(), Ended: r.svc.Ended(), Roster: r.svc.Roster()}
 }
 
 // Deliver hands one verified delivery to the members: once, whichever of
@@ -175,7 +165,7 @@ func (r *Room) Service() ServiceState {
 // A service SOC updates the node's roster and goes to every receiving
 // member; END_OF_STREAM then ends every member.
 func (r *Room) Deliver(d Delivery) {
-	k := EchoKey(d.Address.Bytes(), d.Data)
+	k := FrameKey(d.Address.Bytes(), d.Data)
 	r.mu.Lock()
 	defer r.mu.Unlock()
 	if !r.seen.Add(k) {
@@ -212,21 +202,16 @@ func (r *Room) Deliver(d Delivery) {
 // or one the node sees across its streams.
 func (r *Room) serviceLocked(d Delivery) {
 	svc := d.Service
-	if r.svcSeen && svc.Index < r.svcNext {
+	fr := r.svc.Apply(svc)
+	if fr == Stale {
 		return // older than what the node holds: a late copy
 	}
-	gap := d.Gap || (r.svcSeen && svc.Index > r.svcNext)
-	r.svcSeen, r.svcNext, r.latest = true, svc.Index+1, svc
-	switch svc.Kind {
-	case pb.ServiceKind_ROSTER:
-		r.roster = rosterOf(svc)
-	case pb.ServiceKind_END_OF_STREAM:
-		r.ended = true
-	}
+	gap := d.Gap || fr == Gap
+	r.latest = svc
 	if gap {
 		r.x.metrics.ServiceGaps.Inc()
 	}
-	if r.ended {
+	if r.svc.Ended() {
 		for s, rm := range r.members {
 			var final *pb.ServiceMessage
 			if rm.receive {
@@ -312,17 +297,6 @@ func (v *View) Frame(key string, encode func(*View) ([]byte, error)) ([]byte, er
 	}
 	v.memo[key] = b
 	return b, nil
-}
-
-// EchoKey is what the dedup window and an echo filter remember of a
-// message: a hash of its address and its data.
-func EchoKey(address, data []byte) [32]byte {
-	h := sha256.New()
-	h.Write(address)
-	h.Write(data)
-	var k [32]byte
-	h.Sum(k[:0])
-	return k
 }
 
 // EchoFilter remembers the last messages a publishing session sent, so the

@@ -116,7 +116,7 @@ func TestMuxRoom(t *testing.T) {
 	r.Add(waiting, bps.MemberOptions{}, false)
 
 	m0, m1 := update(t, admin, sp, 0, "zero"), update(t, admin, sp, 1, "one")
-	filter.Add(bps.EchoKey(m0.Address, m0.Data)) // echo sent m0 itself
+	filter.Add(bps.FrameKey(m0.Address, m0.Data)) // echo sent m0 itself
 	r.Deliver(delivery(m0, admin.addr, 0, nil))
 	r.Deliver(delivery(m0, admin.addr, 0, nil)) // the copy another stream brings
 	r.Deliver(delivery(m1, admin.addr, 1, nil))

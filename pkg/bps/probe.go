@@ -93,7 +93,7 @@ func (s *Service) probe(c *cohort, childDepth uint32, exclude swarm.Address, wai
 	frame := encodeFrame(pr)
 
 	c.mu.Lock()
-	if c.dead || c.ended || len(c.probes) >= maxOpenProbes {
+	if c.dead || c.svc.Ended() || len(c.probes) >= maxOpenProbes {
 		c.mu.Unlock()
 		return nil
 	}

@@ -238,7 +238,7 @@ func (p *Publisher) Send(ctx context.Context, msg *pb.Message) error {
 		// takes its roster from what it sends.
 		if len(msg.Data) >= socHeaderSize {
 			if svc := asService(p.clientStream.spec, msg); svc != nil {
-				defer p.applyService(svc, nil)
+				defer func() { _ = p.applyService(svc, nil) }()
 			}
 		}
 	}

@@ -57,7 +57,7 @@ func (r *registry) attach(peer swarm.Address, stream p2p.Stream, cd codec, sp *S
 	if c != nil {
 		c.mu.Lock()
 		defer c.mu.Unlock()
-		if c.ended {
+		if c.svc.Ended() {
 			return nil, pb.Status_OK, c.latest // ended, not yet forgotten
 		}
 	} else if eos := r.ended.get(sp.key); eos != nil {
@@ -99,7 +99,7 @@ func (r *registry) attach(peer swarm.Address, stream p2p.Stream, cd codec, sp *S
 	}
 	extra := false
 	if c != nil {
-		m.svcAt = c.svcNext
+		m.svcAt = c.svc.Next()
 		switch {
 		case claimed:
 			if c.nclaim >= o.MaxPublisherStreams {
@@ -142,11 +142,7 @@ func (r *registry) attach(peer swarm.Address, stream p2p.Stream, cd codec, sp *S
 			// either seen here or fanned out to this cohort.
 			c.up = up
 			up.setRelay(c)
-			c.latest = up.latestService()
-			c.svcNext = up.serviceNext()
-			if up.spec.explicit() {
-				c.roster = up.rosterSet()
-			}
+			c.latest, c.svc = up.serviceFeed()
 		} else {
 			r.armInactivity(c, o.Inactivity)
 		}
@@ -188,7 +184,7 @@ func (r *registry) firstDelivery(m *member) {
 	if c.latest == nil || m.silent || bytes.Equal(m.addr, c.spec.Admin) {
 		return
 	}
-	m.offer(outFrame{b: c.latest, svc: c.svcNext}) // a fresh queue has room
+	m.offer(outFrame{b: c.latest, svc: c.svc.Next()}) // a fresh queue has room
 }
 
 // gauge moves the stream gauges for m by d.
@@ -223,9 +219,9 @@ func (r *registry) upgrade(m *member, claim *pb.Claim) (upgradeResult, uint64) {
 	c := m.c
 	c.mu.Lock()
 	defer c.mu.Unlock()
-	rosters := c.svcNext - m.svcAt
+	rosters := c.svc.Next() - m.svcAt
 	switch {
-	case c.dead || c.ended:
+	case c.dead || c.svc.Ended():
 		return upgradeFull, rosters
 	case m.role == rolePublisher && bytes.Equal(m.addr, claim.Addr):
 		c.moveCursor(claim.Addr, claim.Index)
@@ -393,7 +389,7 @@ func (r *registry) end(c *cohort) {
 	defer r.mu.Unlock()
 	c.mu.Lock()
 	defer c.mu.Unlock()
-	if c.dead || !c.ended {
+	if c.dead || !c.svc.Ended() {
 		return
 	}
 	r.forget(c)

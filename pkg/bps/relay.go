@@ -68,7 +68,7 @@ func (r *registry) relayDeliver(c *cohort, pub publication, msg *pb.Message) {
 	frame := encodeFrame(&pb.Message{Address: msg.Address, Data: msg.Data})
 	c.mu.Lock()
 	defer c.mu.Unlock()
-	if c.dead || c.ended {
+	if c.dead || c.svc.Ended() {
 		return
 	}
 	var svc uint64
@@ -103,7 +103,7 @@ func (r *registry) reparentAll(c *cohort, to swarm.Address, underlays [][]byte, 
 	rp := &pb.Reparent{To: to.Bytes(), Underlays: underlays[:min(len(underlays), maxUnderlays)]}
 	frame := encodeFrame(rp)
 	c.mu.Lock()
-	if c.dead || c.ended {
+	if c.dead || c.svc.Ended() {
 		c.mu.Unlock()
 		return
 	}
@@ -146,15 +146,12 @@ func (sub *Subscription) clearRelay(c *cohort) {
 	}
 }
 
-// rosterSet is a copy of the roster the subscription holds.
-func (rc *receiver) rosterSet() map[string]struct{} {
+// serviceFeed is the latest service SOC the subscription took, encoded
+// (nil if none), and a copy of its service feed.
+func (rc *receiver) serviceFeed() ([]byte, ServiceFeed) {
 	rc.mu.Lock()
 	defer rc.mu.Unlock()
-	out := make(map[string]struct{}, len(rc.roster))
-	for p := range rc.roster {
-		out[p] = struct{}{}
-	}
-	return out
+	return rc.latest, rc.svc.clone()
 }
 
 // live is the cohort of sp at this node, root or relay, if it is live.

@@ -5,11 +5,7 @@
 package bps
 
 import (
-	"bytes"
-	"crypto/sha256"
-
 	"errors"
-	"slices"
 	"sync"
 	"sync/atomic"
 
@@ -71,7 +67,7 @@ type receiver struct {
 	// taken.
 	dmu  sync.Mutex
 	seen *Window // dedup bindings; under dmu
-	// onTake, if set, is told every valid delivery and its copyKey, under dmu: a relay
+	// onTake, if set, is told every valid delivery and its FrameKey, under dmu: a relay
 	// fans it out to its children, the withholding check notes which
 	// parent gave it. dup reports one already taken from another parent.
 	onTake func(from *clientStream, pub publication, msg *pb.Message, key [32]byte, dup bool)
@@ -81,13 +77,11 @@ type receiver struct {
 	// parents; under dmu.
 	order   *reorder
 	cClosed bool    // c is closed; under dmu
-	taken   *Window // a subscription's: frames taken (copyKey), so that a second copy is dropped unverified; under dmu
+	taken   *Window // a subscription's: frames taken (FrameKey), so that a second copy is dropped unverified; under dmu
 
-	mu      sync.Mutex // the service feed as this node knows it
-	svcNext uint64
-	svcSeen bool
-	roster  map[string]struct{}
-	latest  []byte // the latest service SOC taken, encoded: a relay's first delivery to a child
+	mu     sync.Mutex  // guards svc and latest
+	svc    ServiceFeed // the service feed as this node knows it
+	latest []byte      // the latest service SOC taken, encoded: a relay's first delivery to a child
 }
 
 func (rc *receiver) init(s *Service, sp *Spec, keep bool, closing chan struct{}) {
@@ -101,7 +95,7 @@ func (rc *receiver) init(s *Service, sp *Spec, keep bool, closing chan struct{})
 func (sub *receiver) isPublisher(owner []byte) bool {
 	sub.mu.Lock()
 	defer sub.mu.Unlock()
-	return mayPublish(sub.spec, sub.roster, owner)
+	return sub.svc.MayPublish(sub.spec, owner)
 }
 
 func (sub *receiver) feedCursor(owner []byte) uint64 {
@@ -111,19 +105,14 @@ func (sub *receiver) feedCursor(owner []byte) uint64 {
 func (sub *receiver) serviceNext() uint64 {
 	sub.mu.Lock()
 	defer sub.mu.Unlock()
-	return sub.svcNext
+	return sub.svc.Next()
 }
 
 // Roster is the publisher set the subscription holds (admin excluded).
 func (sub *receiver) Roster() [][]byte {
 	sub.mu.Lock()
 	defer sub.mu.Unlock()
-	out := make([][]byte, 0, len(sub.roster))
-	for p := range sub.roster {
-		out = append(out, []byte(p))
-	}
-	slices.SortFunc(out, bytes.Compare)
-	return out
+	return sub.svc.Roster()
 }
 
 // LivenessFaults counts gaps seen in the service feed.
@@ -180,11 +169,10 @@ func (rc *receiver) take(cs *clientStream, msg *pb.Message) error {
 		return nil
 	}
 	// A frame taken already, byte for byte — the second parent's copy —
-	// is a retransmit before any signature check. (Not the chunk address
-	// alone: under ANCHOR every message has the same one.)
-	var key [32]byte // copyKey(msg), where a window of taken frames is kept
+	// is a retransmit before any signature check.
+	var key [32]byte // FrameKey(msg.Address, msg.Data), where a window of taken frames is kept
 	if rc.taken != nil {
-		key = copyKey(msg)
+		key = FrameKey(msg.Address, msg.Data)
 		rc.dmu.Lock()
 		if rc.taken.Contains(key) {
 			rc.onTake(cs, publication{}, msg, key, true)
@@ -208,11 +196,12 @@ func (rc *receiver) take(cs *clientStream, msg *pb.Message) error {
 	if v == accepted {
 		switch {
 		case pub.service != nil:
-			if rc.serviceTaken(pub.index) {
-				v = retransmit
-				break
+			switch rc.applyService(pub.service, msg) {
+			case Stale:
+				v = retransmit // taken already, from another parent
+			case Gap:
+				d.Gap = true
 			}
-			d.Gap = !rc.applyService(pub.service, msg)
 		case rc.seen != nil:
 			if !rc.seen.Add(pub.dedup) {
 				v = retransmit
@@ -290,45 +279,14 @@ func (rc *receiver) flushHeld() {
 	}
 }
 
-// serviceTaken reports whether service update index was taken already
-// (from another parent).
-func (rc *receiver) serviceTaken(index uint64) bool {
-	rc.mu.Lock()
-	defer rc.mu.Unlock()
-	return rc.svcSeen && index < rc.svcNext
-}
-
-// latestService is the latest service SOC taken, encoded; nil if none.
-func (rc *receiver) latestService() []byte {
-	rc.mu.Lock()
-	defer rc.mu.Unlock()
-	return rc.latest
-}
-
-// applyService moves the service cursor and takes a roster. It reports
-// false if updates were missed before this one (a gap).
-func (sub *receiver) applyService(svc *pb.ServiceMessage, msg *pb.Message) bool {
+// applyService applies svc to the service feed the node holds; msg, the
+// SOC that carried it, becomes the latest unless svc is stale.
+func (sub *receiver) applyService(svc *pb.ServiceMessage, msg *pb.Message) Freshness {
 	sub.mu.Lock()
 	defer sub.mu.Unlock()
-	if msg != nil {
+	fr := sub.svc.Apply(svc)
+	if fr != Stale && msg != nil {
 		sub.latest = encodeFrame(&pb.Message{Address: msg.Address, Data: msg.Data})
 	}
-	contiguous := !sub.svcSeen || svc.Index <= sub.svcNext
-	sub.svcSeen = true
-	sub.svcNext = max(sub.svcNext, svc.Index+1)
-	if svc.Kind == pb.ServiceKind_ROSTER {
-		sub.roster = rosterOf(svc)
-	}
-	return contiguous
-}
-
-// copyKey identifies a delivered frame byte for byte: sha256 of its address
-// and data, a microsecond against a signature recovery's tens.
-func copyKey(msg *pb.Message) [32]byte {
-	h := sha256.New()
-	h.Write(msg.Address)
-	h.Write(msg.Data)
-	var k [32]byte
-	h.Sum(k[:0])
-	return k
+	return fr
 }

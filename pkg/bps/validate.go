@@ -283,44 +283,6 @@ func checkService(sp *Spec, m *pb.Message, stream []byte, auth authority, svc *p
 	return pub, accepted
 }
 
-// Window is a bounded dedup set over recent chunk identifiers, evicting the
-// oldest (SWIP-60: the horizon is implementation-defined and bounded). It
-// grows as it fills, to at most size × (32 bytes + map overhead). Not safe
-// for concurrent use; its owner guards it.
-type Window struct {
-	size int
-	ring [][32]byte
-	next int
-	set  map[[32]byte]struct{}
-}
-
-// NewWindow is an empty window of at most size identifiers.
-func NewWindow(size int) *Window {
-	return &Window{size: size, set: make(map[[32]byte]struct{})}
-}
-
-// Contains reports whether k is in the window.
-func (w *Window) Contains(k [32]byte) bool {
-	_, seen := w.set[k]
-	return seen
-}
-
-// Add records k and reports whether it was new.
-func (w *Window) Add(k [32]byte) bool {
-	if _, seen := w.set[k]; seen {
-		return false
-	}
-	if len(w.ring) < w.size {
-		w.ring = append(w.ring, k)
-	} else {
-		delete(w.set, w.ring[w.next])
-		w.ring[w.next] = k
-		w.next = (w.next + 1) % w.size
-	}
-	w.set[k] = struct{}{}
-	return true
-}
-
 // staticAuthority is SWIP-74's view of a cohort: the admin alone, one cursor.
 type staticAuthority struct {
 	sp     *Spec
