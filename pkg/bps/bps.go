@@ -277,7 +277,6 @@ type Service struct {
 	backoff    *backoffs    // client side: per (broker, cohort)
 	cursors    *cursorCache // client side: per (topic, admin)
 	challenges *lru[[]byte] // client side: S held per (broker, cohort, address)
-	tree       *tree        // client side: the parents of the cohorts this node follows
 	pricing    *pricing     // charging for depth on bee's accounting; nil: free (pricing.go)
 	ctx        context.Context
 	cancel     context.CancelFunc
@@ -307,7 +306,6 @@ func New(streamer p2p.Streamer, overlay swarm.Address, o Options) (*Service, err
 	s.backoff = newBackoffs(o.BackoffMin, o.BackoffMax)
 	s.cursors = newCursorCache(o.ClientCursors)
 	s.challenges = newLRU[[]byte](o.ClientCursors)
-	s.tree = newTree()
 	return s, nil
 }
 
@@ -336,7 +334,7 @@ func (s *Service) Close() error {
 	}
 	s.cancel()
 	s.reg.closeAll()
-	s.tree.closeAll()
+	s.reg.closeParents()
 	if !s.owned.Wait(closeTimeout) {
 		return errors.New("bps: close timed out waiting for streams")
 	}

@@ -43,13 +43,13 @@ type cohort struct {
 	spec *Spec
 	mu   sync.Mutex // guards the fields below but counters; after registry.mu
 
-	links                      // its children: every attached stream (a broker is the root: no parent)
-	fanout  int                // members counted against MaxStreamsPerCohort (extra seats excluded)
-	claimed map[string]int     // claimed publisher streams per address (explicit authorship)
-	nclaim  int                // sum of claimed
-	extras  map[string]*member // extra seats, one per absent legitimate publisher
-	cursors map[string]uint64  // FEED_TOPIC, explicit: lowest index accepted next, per publisher feed
-	seen    *Window            // dedup bindings: recent chunk identifiers
+	children map[*member]struct{} // every attached stream
+	fanout   int                  // members counted against MaxStreamsPerCohort (extra seats excluded)
+	claimed  map[string]int       // claimed publisher streams per address (explicit authorship)
+	nclaim   int                  // sum of claimed
+	extras   map[string]*member   // extra seats, one per absent legitimate publisher
+	cursors  map[string]uint64    // FEED_TOPIC, explicit: lowest index accepted next, per publisher feed
+	seen     *Window              // dedup bindings: recent chunk identifiers
 
 	svc    ServiceFeed // the admin's service feed: roster, next index, end
 	latest []byte      // the latest service SOC, encoded: every new stream's first delivery

@@ -15,28 +15,28 @@ import (
 	"github.com/ethersphere/bps/pkg/bps/pb"
 )
 
-// registry holds the broker's cohorts. Its mutex guards the registry's maps
-// (cohorts, per-peer counts); each cohort's own mutex guards the cohort
-// (membership, roster, cursors, timers), so fan-outs of different cohorts
-// run in parallel. Lock order: registry, then cohort. Critical sections are
-// map updates and non-blocking queue sends, never I/O.
+// registry holds this node's place in every cohort it takes part in
+// (place.go). Its mutex guards the places and the per-peer counts; each
+// broker half's own mutex guards it (membership, roster, cursors, timers),
+// so fan-outs of different cohorts run in parallel. Lock order: registry,
+// then cohort. Critical sections are map updates and non-blocking queue
+// sends, never I/O.
 type registry struct {
-	s       *Service
-	mu      sync.Mutex
-	cohorts map[string]*cohort
-	peers   map[string]map[string]int // peer overlay -> cohort key -> streams
-	ended   *endedSpecs               // cohorts ended by END_OF_STREAM, remembered for late Joins
-	relays  map[string]*Subscription  // the subscription this node relays each cohort it follows for
-	closed  bool
+	s        *Service
+	mu       sync.Mutex
+	places   map[string]*place         // by the spec's canonical key
+	brokered int                       // places with a broker half, bounded by MaxCohorts
+	peers    map[string]map[string]int // peer overlay -> cohort key -> streams
+	ended    *endedSpecs               // cohorts ended by END_OF_STREAM, remembered for late Joins
+	closed   bool
 }
 
 func newRegistry(s *Service) *registry {
 	return &registry{
-		s:       s,
-		cohorts: make(map[string]*cohort),
-		peers:   make(map[string]map[string]int),
-		ended:   newEndedSpecs(s.opts.EndedCohorts, s.opts.EndedTTL),
-		relays:  make(map[string]*Subscription),
+		s:      s,
+		places: make(map[string]*place),
+		peers:  make(map[string]map[string]int),
+		ended:  newEndedSpecs(s.opts.EndedCohorts, s.opts.EndedTTL),
 	}
 }
 
@@ -53,7 +53,11 @@ func (r *registry) attach(peer swarm.Address, stream p2p.Stream, cd codec, sp *S
 	if r.closed {
 		return nil, pb.Status_FULL, nil
 	}
-	c := r.cohorts[sp.key]
+	pl := r.places[sp.key]
+	var c *cohort
+	if pl != nil {
+		c = pl.broker
+	}
 	if c != nil {
 		c.mu.Lock()
 		defer c.mu.Unlock()
@@ -69,13 +73,13 @@ func (r *registry) attach(peer swarm.Address, stream p2p.Stream, cd codec, sp *S
 	limit := o.MaxStreamsPerCohort
 	if c != nil && c.up != nil {
 		up, limit = c.up, o.RelayCapacity
-	} else if c == nil && r.s.tree.has(sp.key) {
-		up, limit = r.relays[sp.key], o.RelayCapacity
+	} else if c == nil && pl.follows() {
+		up, limit = pl.relay, o.RelayCapacity
 		if up == nil || limit == 0 {
 			return nil, pb.Status_FULL, nil // follows, but does not relay
 		}
 	}
-	if c == nil && len(r.cohorts) >= o.MaxCohorts {
+	if c == nil && r.brokered >= o.MaxCohorts {
 		return nil, pb.Status_FULL, nil
 	}
 
@@ -121,7 +125,7 @@ func (r *registry) attach(peer swarm.Address, stream p2p.Stream, cd codec, sp *S
 		c = &cohort{
 			r:          r,
 			spec:       sp,
-			links:      newLinks(),
+			children:   make(map[*member]struct{}),
 			claimed:    make(map[string]int),
 			extras:     make(map[string]*member),
 			cursors:    make(map[string]uint64),
@@ -133,7 +137,8 @@ func (r *registry) attach(peer swarm.Address, stream p2p.Stream, cd codec, sp *S
 		if !(sp.Binding == pb.TopicBinding_FEED_TOPIC && sp.explicit()) {
 			c.seen = NewWindow(o.DedupWindow)
 		}
-		r.cohorts[sp.key] = c
+		r.placeLocked(sp).broker = c
+		r.brokered++
 		if up != nil {
 			// The relay takes its subscription's view of the cohort: the
 			// latest service SOC (every child's first delivery), its
@@ -325,9 +330,11 @@ func (r *registry) forget(c *cohort) {
 	if c.up != nil {
 		c.up.clearRelay(c)
 	}
-	if r.cohorts[c.spec.key] == c {
-		delete(r.cohorts, c.spec.key)
+	if p := r.places[c.spec.key]; p != nil && p.broker == c {
+		p.broker = nil
+		r.brokered--
 		r.s.metrics.Cohorts.Dec()
+		r.tidyLocked(p)
 	}
 }
 
@@ -404,19 +411,23 @@ func (r *registry) closeAll() {
 	r.mu.Lock()
 	defer r.mu.Unlock()
 	r.closed = true
-	for _, c := range r.cohorts {
-		c.mu.Lock()
-		r.reclaim(c, errServiceClosed)
-		c.mu.Unlock()
+	for _, p := range r.places {
+		if c := p.broker; c != nil {
+			c.mu.Lock()
+			r.reclaim(c, errServiceClosed)
+			c.mu.Unlock()
+		}
 	}
 }
 
-// each calls f for every live cohort, under the registry's lock.
+// each calls f for every broker half, under the registry's lock.
 func (r *registry) each(f func(*cohort)) {
 	r.mu.Lock()
 	defer r.mu.Unlock()
-	for _, c := range r.cohorts {
-		f(c)
+	for _, p := range r.places {
+		if p.broker != nil {
+			f(p.broker)
+		}
 	}
 }
 

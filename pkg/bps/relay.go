@@ -33,8 +33,8 @@ func (r *registry) addRelay(sub *Subscription) {
 	if r.closed {
 		return
 	}
-	if _, ok := r.relays[sub.spec.key]; !ok {
-		r.relays[sub.spec.key] = sub
+	if p := r.placeLocked(sub.spec); p.relay == nil {
+		p.relay = sub
 	}
 }
 
@@ -42,10 +42,14 @@ func (r *registry) addRelay(sub *Subscription) {
 // repair through their other one).
 func (r *registry) dropRelay(sub *Subscription) {
 	r.mu.Lock()
-	if r.relays[sub.spec.key] == sub {
-		delete(r.relays, sub.spec.key)
+	var c *cohort
+	if p := r.places[sub.spec.key]; p != nil {
+		c = p.broker
+		if p.relay == sub {
+			p.relay = nil
+			r.tidyLocked(p)
+		}
 	}
-	c := r.cohorts[sub.spec.key]
 	r.mu.Unlock()
 	if c == nil || c.up != sub {
 		return
@@ -158,11 +162,11 @@ func (rc *receiver) serviceFeed() ([]byte, ServiceFeed) {
 func (r *registry) live(sp *Spec) *cohort {
 	r.mu.Lock()
 	defer r.mu.Unlock()
-	c := r.cohorts[sp.key]
-	if c == nil || c.dead {
+	p := r.places[sp.key]
+	if p == nil || p.broker == nil || p.broker.dead {
 		return nil
 	}
-	return c
+	return p.broker
 }
 
 // nodeDepth is this node's depth in c's cohort: 0 at the root, the relay
@@ -179,7 +183,10 @@ func (c *cohort) nodeDepth() uint32 {
 func (r *registry) relayOf(key string) *Subscription {
 	r.mu.Lock()
 	defer r.mu.Unlock()
-	return r.relays[key]
+	if p := r.places[key]; p != nil {
+		return p.relay
+	}
+	return nil
 }
 
 // describe fills in what the subscription knows of its place: its parents'

@@ -491,11 +491,11 @@ func (cs *clientStream) Spec() *Spec { return cs.spec }
 func (cs *clientStream) run(read func(fr *frameReader) error, fr *frameReader, onEnd func()) error {
 	s := cs.s
 	s.priceParent(cs, fr)
-	s.tree.addParent(cs)
+	s.reg.addParent(cs)
 	ok := s.goOwned(func() {
 		defer close(cs.done)
 		defer func() { cs.meter.Load().done() }()
-		defer s.tree.removeParent(cs)
+		defer s.reg.removeParent(cs)
 		defer onEnd()
 		var err error
 		for err == nil {
@@ -527,7 +527,7 @@ func (cs *clientStream) run(read func(fr *frameReader) error, fr *frameReader, o
 	})
 	if !ok {
 		cs.meter.Load().done()
-		s.tree.removeParent(cs)
+		s.reg.removeParent(cs)
 		_ = cs.stream.Reset()
 		close(cs.done)
 		return ErrClosed
