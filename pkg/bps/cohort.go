@@ -64,10 +64,10 @@ type cohort struct {
 	// A relay's cohort (SWIP-61): up is the subscription whose deliveries
 	// it fans out and up which it forwards its children's publications;
 	// nil at the root.
-	up     *Subscription
-	probes map[uint64]*probeWait // open probes by nonce
-	closed []uint64              // recently closed probe nonces
-	gone   chan struct{}         // closed when the last child left, if a graceful leave waits for it
+	up         *Subscription
+	probes     map[uint64]*probeWait // open probes by nonce
+	doneProbes []uint64              // recently closed probe nonces
+	gone       chan struct{}         // closed when the last child left, if a graceful leave waits for it
 }
 
 // member is one stream attached to a cohort at this broker: a child of the

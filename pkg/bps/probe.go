@@ -131,9 +131,9 @@ func (s *Service) probe(c *cohort, childDepth uint32, exclude swarm.Address, wai
 
 	c.mu.Lock()
 	delete(c.probes, nonce)
-	c.closed = append(c.closed, nonce)
-	if len(c.closed) > recentNonces {
-		c.closed = c.closed[1:]
+	c.doneProbes = append(c.doneProbes, nonce)
+	if len(c.doneProbes) > recentNonces {
+		c.doneProbes = c.doneProbes[1:]
 	}
 	found := pw.found
 	c.mu.Unlock()
@@ -161,7 +161,7 @@ func (c *cohort) candidates(from *member, cs *pb.Candidates) error {
 	defer c.mu.Unlock()
 	pw := c.probes[cs.Nonce]
 	if pw == nil {
-		if slices.Contains(c.closed, cs.Nonce) {
+		if slices.Contains(c.doneProbes, cs.Nonce) {
 			return nil
 		}
 		c.r.s.count(c, CounterWrongStream)

@@ -23,7 +23,7 @@ import (
 //
 //   - the signer is recovered by libsecp256k1 (go-ethereum's cgo binding)
 //     when the binary is built with cgo, by bee's crypto.Recover otherwise
-//     (recover_cgo.go, recover_nocgo.go);
+//     (owner_cgo.go, owner_nocgo.go);
 //   - the wrapped chunk is hashed by bee's SIMD BMT hasher where the CPU has
 //     it (AVX2 or AVX-512 on linux/amd64), bee's goroutine hasher elsewhere.
 //
