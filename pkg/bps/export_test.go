@@ -45,3 +45,11 @@ func (e EndedSpecs) Len() int                     { return e.e.len() }
 
 // Challenge is the challenge this broker issues for addr on sp.
 func (s *Service) Challenge(sp *Spec, addr []byte) []byte { return s.challenge(sp, addr) }
+
+// Places counts the cohorts this node holds a place in (parents, a relay
+// subscription or a broker half).
+func (s *Service) Places() int {
+	s.reg.mu.Lock()
+	defer s.reg.mu.Unlock()
+	return len(s.reg.places)
+}
