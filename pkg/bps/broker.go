@@ -35,20 +35,7 @@ func (s *Service) handler(ctx context.Context, peer p2p.Peer, stream p2p.Stream)
 		return ErrClosed
 	}
 	defer s.done()
-	defer func() {
-		if err != nil {
-			_ = stream.Reset()
-			var v *violation
-			if errors.As(err, &v) {
-				s.metrics.Violations.Inc()
-				s.trace(Event{Kind: EventViolation, Peer: peer.Address, Err: err})
-				s.logger.Debug("bps: peer violated the protocol", "peer_address", peer.Address, "error", err)
-				err = p2p.NewBlockPeerError(s.opts.BlocklistDuration, err)
-			}
-			return
-		}
-		_ = stream.FullClose()
-	}()
+	defer func() { err = s.unwind(peer, stream, err) }()
 
 	if s.opts.PeerCheck != nil {
 		if err := s.opts.PeerCheck(ctx, peer, stream); err != nil {
@@ -67,7 +54,6 @@ func (s *Service) handler(ctx context.Context, peer p2p.Peer, stream p2p.Stream)
 		}
 		return fmt.Errorf("read join: %w", err)
 	}
-
 	sp, status := specFromPB(join.Cohort)
 	if status == pb.Status_OK && join.Addr != nil && len(join.Addr) != AddressSize {
 		status = pb.Status_REJECTED
@@ -75,32 +61,38 @@ func (s *Service) handler(ctx context.Context, peer p2p.Peer, stream p2p.Stream)
 	if status != pb.Status_OK {
 		return s.refuse(ctx, peer, stream, status, join)
 	}
-
-	// Under explicit authorship a claim in the Join is verified before any
-	// bound, and treated as absent if it does not verify or does not name
-	// the declared address. Under implicit authorship there is no claim: a
-	// stream that declares an address is a publisher stream at once, and
-	// every message it sends is checked against that address.
-	ro := roleSubscriber
-	var claim *pb.Claim
-	switch {
-	case !sp.explicit():
-		if join.Addr != nil {
-			ro = rolePublisher
-		}
-	case join.Claim != nil && join.Addr != nil && bytes.Equal(join.Claim.Addr, join.Addr) &&
-		s.verifyClaim(sp, join.Claim) == nil:
-		// attach takes it iff the address is a publisher of the cohort.
-		ro, claim = rolePublisher, join.Claim
-	}
-
-	// This node speaks the multihop envelope (SWIP-61): a joiner that
-	// does too gets it on its stream; any other stays bare.
 	if join.Multihop && join.Refer {
 		// A child asking where else to attach (SWIP-61, self-healing):
 		// candidates only, never a second stream to this node.
 		return s.refer(ctx, peer, stream, sp, join)
 	}
+	return s.admit(ctx, peer, stream, fr, sp, join)
+}
+
+// unwind ends a stream whose handler returns err: a clean close, or a
+// reset, and a violation becomes p2p.NewBlockPeerError, counted.
+func (s *Service) unwind(peer p2p.Peer, stream p2p.Stream, err error) error {
+	if err == nil {
+		_ = stream.FullClose()
+		return nil
+	}
+	_ = stream.Reset()
+	var v *violation
+	if errors.As(err, &v) {
+		s.metrics.Violations.Inc()
+		s.trace(Event{Kind: EventViolation, Peer: peer.Address, Err: err})
+		s.logger.Debug("bps: peer violated the protocol", "peer_address", peer.Address, "error", err)
+		return p2p.NewBlockPeerError(s.opts.BlocklistDuration, err)
+	}
+	return err
+}
+
+// admit attaches a Join's stream to its cohort and serves it; a node at
+// capacity answers a multihop joiner with candidates in its subtree.
+func (s *Service) admit(ctx context.Context, peer p2p.Peer, stream p2p.Stream, fr *frameReader, sp *Spec, join *pb.Join) (err error) {
+	ro, claim := joinRole(s, sp, join)
+	// This node speaks the multihop envelope (SWIP-61): a joiner that
+	// does too gets it on its stream; any other stays bare.
 	ack := &pb.Ack{Status: pb.Status_OK, Multihop: join.Multihop}
 	m, status, ended := s.reg.attach(peer.Address, stream, negotiated(join, ack), sp, join.Addr, ro, claim)
 	if ended != nil {
@@ -128,8 +120,27 @@ func (s *Service) handler(ctx context.Context, peer p2p.Peer, stream p2p.Stream)
 	if m.isPub.Load() && sp.explicit() {
 		s.trace(Event{Kind: EventClaim, Cohort: sp.String(), Peer: peer.Address, Index: claim.Index})
 	}
-
 	return s.serve(ctx, m, fr, encodeFrame(ack))
+}
+
+// joinRole is the role a Join asks for. Under explicit authorship a claim
+// in the Join is verified before any bound, and treated as absent if it
+// does not verify or does not name the declared address (attach takes it
+// iff the address is a publisher of the cohort). Under implicit authorship
+// there is no claim: a stream that declares an address is a publisher
+// stream at once, and every message it sends is checked against that
+// address.
+func joinRole(s *Service, sp *Spec, join *pb.Join) (role, *pb.Claim) {
+	switch {
+	case !sp.explicit():
+		if join.Addr != nil {
+			return rolePublisher, nil
+		}
+	case join.Claim != nil && join.Addr != nil && bytes.Equal(join.Claim.Addr, join.Addr) &&
+		s.verifyClaim(sp, join.Claim) == nil:
+		return rolePublisher, join.Claim
+	}
+	return roleSubscriber, nil
 }
 
 // statusEnded labels the Joins told that their cohort ended (metrics and

@@ -41,13 +41,12 @@ func newRegistry(s *Service) *registry {
 }
 
 // attach creates or attaches the cohort for sp and adds a member for the
-// stream, speaking cd, in the given role, enforcing every bound. claim is a verified claim
-// in the Join (a claimed publisher only); it is taken only if addr may
-// publish, else the stream joins as if unclaimed and the claim is held until
-// a roster names addr. A cohort that ended is not attached: attach returns
-// its END_OF_STREAM frame instead, which the Join is told.
+// stream, speaking cd, in the given role, enforcing every bound. claim is a
+// verified claim in the Join (a claimed publisher only); it is taken only if
+// addr may publish, else the stream joins as if unclaimed and the claim is
+// held until a roster names addr. A cohort that ended is not attached:
+// attach returns its END_OF_STREAM frame instead, which the Join is told.
 func (r *registry) attach(peer swarm.Address, stream p2p.Stream, cd codec, sp *Spec, addr []byte, ro role, claim *pb.Claim) (_ *member, _ pb.Status, ended []byte) {
-	o := &r.s.opts
 	r.mu.Lock()
 	defer r.mu.Unlock()
 	if r.closed {
@@ -67,119 +66,155 @@ func (r *registry) attach(peer swarm.Address, stream p2p.Stream, cd codec, sp *S
 	} else if eos := r.ended.get(sp.key); eos != nil {
 		return nil, pb.Status_OK, eos
 	}
-	// A node that follows the cohort is a relay in it (SWIP-61), never a
-	// second root: it takes children up to its relay capacity.
-	var up *Subscription
-	limit := o.MaxStreamsPerCohort
-	if c != nil && c.up != nil {
-		up, limit = c.up, o.RelayCapacity
-	} else if c == nil && pl.follows() {
-		up, limit = pl.relay, o.RelayCapacity
-		if up == nil || limit == 0 {
-			return nil, pb.Status_FULL, nil // follows, but does not relay
-		}
-	}
-	if c == nil && r.brokered >= o.MaxCohorts {
+	up, limit, ok := r.capacityLocked(pl, c)
+	if !ok {
 		return nil, pb.Status_FULL, nil
 	}
-
-	pc := r.peers[peer.ByteString()]
-	if _, in := pc[sp.key]; !in && len(pc) >= o.MaxCohortsPerPeer {
+	if pc := r.peers[peer.ByteString()]; pc[sp.key] == 0 && len(pc) >= r.s.opts.MaxCohortsPerPeer {
 		return nil, pb.Status_FULL, nil
 	}
+	m, claimed := r.newMember(c, peer, stream, cd, sp, addr, ro, claim)
+	extra, ok := r.admitLocked(c, m, claimed, up, limit)
+	if !ok {
+		return nil, pb.Status_FULL, nil
+	}
+	if c == nil {
+		c = r.newCohortLocked(sp, up)
+		defer c.mu.Unlock()
+	}
+	r.seatLocked(c, m, claimed, extra, claim)
+	return m, pb.Status_OK, nil
+}
 
+// capacityLocked is this node's place as a parent in the cohort: the root,
+// fanning out to MaxStreamsPerCohort; or a relay fed by up, which takes
+// children up to its RelayCapacity (SWIP-61) — a node that follows the
+// cohort is never a second root. It is not ok where the node follows but
+// does not relay, or would broker one cohort more than it may. The caller
+// holds r.mu (and c.mu, if c is not nil).
+func (r *registry) capacityLocked(pl *place, c *cohort) (up *Subscription, limit int, ok bool) {
+	o := &r.s.opts
+	switch {
+	case c != nil && c.up != nil:
+		return c.up, o.RelayCapacity, true
+	case c != nil:
+		return nil, o.MaxStreamsPerCohort, true
+	case pl.follows():
+		return pl.relay, o.RelayCapacity, pl.relay != nil && o.RelayCapacity > 0 && r.brokered < o.MaxCohorts
+	}
+	return nil, o.MaxStreamsPerCohort, r.brokered < o.MaxCohorts
+}
+
+// newMember is the member for a stream joining c (nil: a cohort not yet
+// made) in role ro. A verified claim by an address that may not publish
+// there — not (or no longer) rostered, or anyone but the admin in a fresh
+// cohort, which has no roster — joins as a subscriber and is held. It
+// reports whether the member is a claimed publisher stream.
+func (r *registry) newMember(c *cohort, peer swarm.Address, stream p2p.Stream, cd codec, sp *Spec, addr []byte, ro role, claim *pb.Claim) (*member, bool) {
 	claimed := ro == rolePublisher && sp.explicit()
 	var held *pb.Claim
-	if claimed && c != nil && !c.isPublisherLocked(addr) {
-		claimed, ro, held = false, roleSubscriber, claim // verified, but not (or no longer) a publisher
+	if claimed && ((c != nil && !c.isPublisherLocked(addr)) || (c == nil && !bytes.Equal(addr, sp.Admin))) {
+		claimed, ro, held = false, roleSubscriber, claim
 	}
-	if claimed && c == nil && !bytes.Equal(addr, sp.Admin) {
-		claimed, ro, held = false, roleSubscriber, claim // a fresh cohort has no roster
-	}
-	m := &member{peerStream: newPeerStream(stream, peer, cd, o), declared: addr, addr: addr, role: ro, counted: !claimed,
+	m := &member{peerStream: newPeerStream(stream, peer, cd, &r.s.opts), declared: addr, addr: addr, role: ro, counted: !claimed,
 		silent: sp.Closed && !claimed, held: held}
 	if ro == rolePublisher {
 		m.isPub.Store(true)
 	}
-	extra := false
-	if c != nil {
-		m.svcAt = c.svc.Next()
-		switch {
-		case claimed:
-			if c.nclaim >= o.MaxPublisherStreams {
-				return nil, pb.Status_FULL, nil
-			}
-		case c.fanout >= limit:
-			// One extra seat per legitimate publisher that is absent (at
-			// the root).
-			a := string(addr)
-			if up != nil || !sp.explicit() || addr == nil || !c.isPublisherLocked(addr) || c.claimed[a] > 0 || c.extras[a] != nil {
-				return nil, pb.Status_FULL, nil
-			}
-			extra = true
-		}
-	}
+	return m, claimed
+}
 
+// admitLocked checks m against c's bounds: claimed publisher streams, and
+// the fan-out limit, past which the root admits one extra seat per
+// legitimate publisher that is absent. It reports whether m takes such a
+// seat, and false where c is full. The caller holds c.mu.
+func (r *registry) admitLocked(c *cohort, m *member, claimed bool, up *Subscription, limit int) (extra, ok bool) {
 	if c == nil {
-		now := time.Now()
-		c = &cohort{
-			r:          r,
-			spec:       sp,
-			children:   make(map[*member]struct{}),
-			claimed:    make(map[string]int),
-			extras:     make(map[string]*member),
-			cursors:    make(map[string]uint64),
-			created:    now,
-			lastAccept: now,
-		}
-		c.mu.Lock()
-		defer c.mu.Unlock()
-		if !(sp.Binding == pb.TopicBinding_FEED_TOPIC && sp.explicit()) {
-			c.seen = NewWindow(o.DedupWindow)
-		}
-		r.placeLocked(sp).broker = c
-		r.brokered++
-		if up != nil {
-			// The relay takes its subscription's view of the cohort: the
-			// latest service SOC (every child's first delivery), its
-			// cursor and the roster. The subscription points at the
-			// cohort first, so that a service SOC it takes meanwhile is
-			// either seen here or fanned out to this cohort.
-			c.up = up
-			up.setRelay(c)
-			c.latest, c.svc = up.serviceFeed()
-		} else {
-			r.armInactivity(c, o.Inactivity)
-		}
-		r.s.metrics.Cohorts.Inc()
+		return false, true
 	}
+	m.svcAt = c.svc.Next()
+	switch {
+	case claimed:
+		return false, c.nclaim < r.s.opts.MaxPublisherStreams
+	case c.fanout >= limit:
+		a := string(m.addr)
+		if up != nil || !c.spec.explicit() || m.addr == nil || !c.isPublisherLocked(m.addr) || c.claimed[a] > 0 || c.extras[a] != nil {
+			return false, false
+		}
+		return true, true
+	}
+	return false, true
+}
+
+// newCohortLocked makes the broker half of sp at this node — the root's,
+// or a relay's fed by up — and returns it locked; the caller holds r.mu and
+// unlocks c.mu.
+func (r *registry) newCohortLocked(sp *Spec, up *Subscription) *cohort {
+	now := time.Now()
+	c := &cohort{
+		r:          r,
+		spec:       sp,
+		children:   make(map[*member]struct{}),
+		claimed:    make(map[string]int),
+		extras:     make(map[string]*member),
+		cursors:    make(map[string]uint64),
+		created:    now,
+		lastAccept: now,
+	}
+	c.mu.Lock()
+	if !(sp.Binding == pb.TopicBinding_FEED_TOPIC && sp.explicit()) {
+		c.seen = NewWindow(r.s.opts.DedupWindow)
+	}
+	r.placeLocked(sp).broker = c
+	r.brokered++
+	if up != nil {
+		// The relay takes its subscription's view of the cohort: the
+		// latest service SOC (every child's first delivery) and the
+		// service feed. The subscription points at the cohort first, so
+		// that a service SOC it takes meanwhile is either seen here or
+		// fanned out to this cohort.
+		c.up = up
+		up.setRelay(c)
+		c.latest, c.svc = up.serviceFeed()
+	} else {
+		r.armInactivity(c, r.s.opts.Inactivity)
+	}
+	r.s.metrics.Cohorts.Inc()
+	return c
+}
+
+// seatLocked adds m to c as a claimed publisher stream, an extra seat or a
+// counted subscriber, and queues its first delivery. The caller holds r.mu
+// and c.mu.
+func (r *registry) seatLocked(c *cohort, m *member, claimed, extra bool, claim *pb.Claim) {
 	m.c = c
+	pk := m.peer.ByteString()
+	pc := r.peers[pk]
 	if pc == nil {
 		pc = make(map[string]int)
-		r.peers[peer.ByteString()] = pc
+		r.peers[pk] = pc
 	}
-	pc[sp.key]++
+	pc[c.spec.key]++
 
 	c.children[m] = struct{}{}
 	r.gauge(m, 1)
 	switch {
 	case claimed:
-		c.claimed[string(addr)]++
+		c.claimed[string(m.addr)]++
 		c.nclaim++
-		if sp.Binding == pb.TopicBinding_FEED_TOPIC {
-			c.cursors[string(addr)] = max(c.cursors[string(addr)], claim.Index)
+		if c.spec.Binding == pb.TopicBinding_FEED_TOPIC {
+			c.cursors[string(m.addr)] = max(c.cursors[string(m.addr)], claim.Index)
 		}
 	case extra:
 		m.counted = false
-		c.extras[string(addr)] = m
+		c.extras[string(m.addr)] = m
 	default:
 		c.fanout++
 	}
 	if extra || m.silent {
-		m.claimTimer = time.AfterFunc(o.ClaimDeadline, func() { r.claimDeadline(m) })
+		m.claimTimer = time.AfterFunc(r.s.opts.ClaimDeadline, func() { r.claimDeadline(m) })
 	}
 	r.firstDelivery(m)
-	return m, pb.Status_OK, nil
 }
 
 // firstDelivery queues the latest service SOC on a stream that is not the
