@@ -2,26 +2,37 @@
 // Use of this source code is governed by a BSD-style
 // license that can be found in the LICENSE file.
 
-// Package bps implements Broadcast Pub/Sub for Swarm: the SWIP-74 broker, its
-// publisher and subscriber, as a bee p2p protocol
-// (/swarm/pubsub/1.0.0/stream).
+// Package bps implements Broadcast Pub/Sub for Swarm as a bee p2p protocol
+// (/swarm/pubsub/1.0.0/stream): the broker of SWIP-74 and SWIP-60, the
+// multihop tree of SWIP-61 and the self-indexed feeds of SWIP-65.
 //
-// One Service is both sides. As a broker it answers Joins: it creates or
-// attaches cohorts keyed by the canonical serialisation of their spec, derives
-// each publisher's challenge from a boot secret without storing it, verifies
-// claims and publications with bee's crypto and soc packages, and fans accepted
-// frames out — encoded once — to every subscriber stream through one bounded
-// queue and one writer per stream. As a client it joins other brokers as a
-// subscriber (Subscribe) or as a publisher (Publish).
+// One Service is every role a node plays. It answers Joins as the root of
+// the cohorts it brokers or as a relay of those it follows, and joins other
+// nodes as a subscriber (Subscribe) or a publisher (Publish). A node's
+// whole state in one cohort is one place (place.go); its rules each live
+// in one file:
 //
-// The files follow the roles: broker.go answers a Join and serves the
-// stream (its reader hands every frame to the cohort's ingest); registry.go
-// admits streams into the broker's cohorts; cohort.go is a cohort — its
-// ingest, validation and fan-out; subscriber.go and publisher.go are the
-// client's streams, client.go joins a broker; stream.go is the one stream
-// type both directions share (codec, bounded queue, writer), codec.go its
-// framing; tree.go is the node's parents, children and depth per cohort;
-// mux*.go shares the client's streams among sessions.
+//	broker.go        a Join answered: refusal, admission, the child's reader
+//	registry.go      admission into the broker half (bounds, seats, claims)
+//	cohort.go        the broker half: ingest from children, accept, fan-out
+//	relay.go         a relay: the broker half fed by a subscription
+//	probe.go         probes and candidates at a node at capacity
+//	subscription.go  a subscription: parents, repair, reparent, leave
+//	receiver.go      verification and dedup of what parents deliver
+//	lag.go, reorder.go  withholding detection; index order across parents
+//	publisher.go     a publisher stream; building feed and service updates
+//	client.go        joining a node: the handshake and its backoff
+//	claim.go         the challenge and the claim
+//	validate.go, soc.go, owner_*.go  the checks a publication passes
+//	servicefeed.go   the admin's service feed: fresh, stale or gap
+//	dedup.go         the dedup key of a frame and the bounded window
+//	stream.go, codec.go  one stream type both directions share; framing
+//	pricing.go       charging for depth on bee's accounting
+//	storage.go, potprofile.go  persistence and the pot profile (SWIP-65)
+//	spec.go          cohort specs and their canonical form
+//	tree.go          the node's positions, as the API shows them
+//	metrics.go, trace.go, audience.go, backoff.go, lru.go  counters and
+//	                 events; the bounds shown; client backoff; bounded maps
 //
 // Every stream handler is resident: it blocks for the stream's lifetime and
 // returns p2p.NewBlockPeerError when the peer provably misbehaved. Every
