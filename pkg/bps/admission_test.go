@@ -25,13 +25,11 @@ func TestJamAdmissionOrder(t *testing.T) {
 	for _, tc := range []struct {
 		name         string
 		claimFirst   bool // the broker reads bob's claim before the roster
-		inJoin       bool // bob's claim rides in its Join
 		claimAgain   bool // bob claims again once admitted
 		invalidClaim uint64
 	}{
 		{name: "roster first", claimFirst: false},
 		{name: "claim first", claimFirst: true, invalidClaim: 1},
-		{name: "claim in the join first", claimFirst: true, inJoin: true},
 		{name: "claim first, then again once admitted", claimFirst: true, claimAgain: true, invalidClaim: 1},
 		{name: "roster first, then claim again", claimAgain: true},
 	} {
@@ -51,26 +49,12 @@ func TestJamAdmissionOrder(t *testing.T) {
 			}
 
 			b := openRaw(t, cl[1], broker)
-			var challenge []byte
-			if tc.inJoin {
-				// The challenge is the broker's for (cohort, bob): a first
-				// stream learns it, the second claims in its Join.
-				first := openRaw(t, cl[1], broker)
-				challenge = first.join(&pb.Join{Cohort: sp.PB(), Addr: bob.addr}).Challenge
-				claim := claimFor(t, bob, challenge, broker.Overlay(), 0)
-				if ack := b.join(&pb.Join{Cohort: sp.PB(), Addr: bob.addr, Claim: claim}); ack.Status != pb.Status_OK {
-					t.Fatal(ack.Status)
-				}
-				_ = first.s.Close()
-				broker.rec.wait(t, "the first stream left", kind(bps.EventLeave))
+			challenge := b.join(&pb.Join{Cohort: sp.PB(), Addr: bob.addr}).Challenge
+			b.send(claimFor(t, bob, challenge, broker.Overlay(), 0))
+			if tc.claimFirst {
+				broker.rec.wait(t, "bob's early claim counted", dropped(bps.CounterInvalidClaim))
 			} else {
-				challenge = b.join(&pb.Join{Cohort: sp.PB(), Addr: bob.addr}).Challenge
-				b.send(claimFor(t, bob, challenge, broker.Overlay(), 0))
-				if tc.claimFirst {
-					broker.rec.wait(t, "bob's early claim counted", dropped(bps.CounterInvalidClaim))
-				} else {
-					broker.rec.wait(t, "bob admitted", kind(bps.EventClaim))
-				}
+				broker.rec.wait(t, "bob admitted", kind(bps.EventClaim))
 			}
 			if tc.claimFirst {
 				roster()

@@ -11,6 +11,7 @@ import (
 	"errors"
 
 	"io"
+	"slices"
 	"testing"
 	"time"
 
@@ -78,6 +79,25 @@ func (h *oneHop) join(j *pb.Join, more ...[]byte) (p2p.Stream, *pb.Ack) {
 	return s, ack
 }
 
+// issued is the challenge ack issued: 32 bytes, or the test fails.
+func issued(t *testing.T, ack *pb.Ack) []byte {
+	t.Helper()
+	if len(ack.Challenge) != 32 {
+		t.Fatalf("the Ack issued a %d-byte challenge, want 32", len(ack.Challenge))
+	}
+	return ack.Challenge
+}
+
+// firstAck decodes the Ack b, one direction of a stream, starts with.
+func firstAck(t *testing.T, b []byte) *pb.Ack {
+	t.Helper()
+	ack := new(pb.Ack)
+	if err := protodelim.UnmarshalFrom(bufio.NewReader(bytes.NewReader(b)), ack); err != nil {
+		t.Fatalf("read ack: %v", err)
+	}
+	return ack
+}
+
 // records waits for every handler and returns the records of the streams
 // opened so far, in order.
 func (h *oneHop) records() []*beestreamtest.Record {
@@ -142,10 +162,6 @@ func TestOneHopRefusals(t *testing.T) {
 	subscriberOf := func(c *pb.CohortSpec) func(*oneHop) *pb.Join {
 		return func(*oneHop) *pb.Join { return &pb.Join{Cohort: c} }
 	}
-	adminClaimed := func(h *oneHop) *pb.Join {
-		sp := specOf(t, feed)
-		return &pb.Join{Cohort: feed, Addr: admin.addr, Claim: claimFor(t, admin, h.svc.Challenge(sp, admin.addr), h.broker, 0)}
-	}
 	other := with(func(c *pb.CohortSpec) { c.Topic = topicOf("another") })
 	for _, tc := range []struct {
 		name   string
@@ -176,8 +192,6 @@ func TestOneHopRefusals(t *testing.T) {
 			before: []func(*oneHop) *pb.Join{subscriberOf(other)}, join: subscriberOf(feed), status: pb.Status_FULL},
 		{name: "subscriber streams at their bound", opts: bps.Options{MaxStreamsPerCohort: 1},
 			before: []func(*oneHop) *pb.Join{subscriberOf(feed)}, join: subscriberOf(feed), status: pb.Status_FULL},
-		{name: "publisher streams at their bound", opts: bps.Options{MaxPublisherStreams: 1},
-			before: []func(*oneHop) *pb.Join{adminClaimed}, join: adminClaimed, status: pb.Status_FULL},
 		// SWIP-61: a multihop Join at capacity is answered by a probe of the
 		// subtree; with no child that speaks the envelope there is nothing
 		// to probe, and the answer is a bare FULL.
@@ -236,21 +250,17 @@ func TestOneHopViolations(t *testing.T) {
 	closed := &pb.CohortSpec{Topic: topicOf("violations"), Binding: pb.TopicBinding_ANCHOR, Admin: admin.addr, Closed: true}
 	chat := &pb.CohortSpec{Topic: topicOf("violations"), Binding: pb.TopicBinding_MNEMONIC, Admin: admin.addr, Publishers: pb.PublisherRegime_ALL}
 	frame := func(m proto.Message) []byte { return bps.EncodeFrame(m) }
-	ack := func(h *oneHop, c *pb.CohortSpec, addr []byte) *pb.Ack {
-		a := &pb.Ack{Status: pb.Status_OK}
-		if addr != nil {
-			a.Challenge = h.svc.Challenge(specOf(t, c), addr)
-		}
-		return a
-	}
-	claim := func(h *oneHop, c *pb.CohortSpec, k key) *pb.Claim {
-		return claimFor(t, k, h.svc.Challenge(specOf(t, c), k.addr), h.broker, 0)
+	// claim is k's claim over the challenge the Ack issued.
+	claim := func(h *oneHop, k key, a *pb.Ack) []byte {
+		return frame(claimFor(t, k, a.Challenge, h.broker, 0))
 	}
 	type exchange struct {
-		in    [][]byte        // what the peer writes: the Join, then the rest
-		out   []proto.Message // what the broker must have written
-		close bool            // the peer closes its side after writing
+		in    [][]byte               // what the peer writes first: the Join (and, with no Ack, the rest)
+		after func(*pb.Ack) [][]byte // what it writes once it read the Ack; nil: the broker answers none
+		addr  []byte                 // the address the Join declares: its Ack carries a challenge
+		close bool                   // the peer closes its side after writing
 	}
+	then := func(f ...[]byte) func(*pb.Ack) [][]byte { return func(*pb.Ack) [][]byte { return f } }
 	for _, tc := range []struct {
 		name     string
 		opts     bps.Options
@@ -268,63 +278,74 @@ func TestOneHopViolations(t *testing.T) {
 			return exchange{in: [][]byte{frame(&pb.Join{Cohort: feed})}}
 		}},
 		{name: "a subscriber sends a publication", exchange: func(h *oneHop) exchange {
-			return exchange{in: [][]byte{frame(&pb.Join{Cohort: feed}), frame(update(t, admin, specOf(t, feed), 0, "x"))}, out: []proto.Message{ack(h, feed, nil)}}
+			return exchange{in: [][]byte{frame(&pb.Join{Cohort: feed})}, after: then(frame(update(t, admin, specOf(t, feed), 0, "x")))}
 		}},
 		{name: "a subscriber under ALL sends a claim", exchange: func(h *oneHop) exchange {
-			return exchange{in: [][]byte{frame(&pb.Join{Cohort: chat}), frame(claim(h, feed, admin))}, out: []proto.Message{ack(h, chat, nil)}}
+			return exchange{in: [][]byte{frame(&pb.Join{Cohort: chat})}, after: then(frame(claimFor(t, admin, make([]byte, 32), h.broker, 0)))}
 		}},
 		{name: "a claim after the Ack that does not verify", exchange: func(h *oneHop) exchange {
 			bad := claimFor(t, admin, make([]byte, 32), h.broker, 0) // over another challenge
-			return exchange{in: [][]byte{frame(&pb.Join{Cohort: feed, Addr: admin.addr}), frame(bad)}, out: []proto.Message{ack(h, feed, admin.addr)}}
+			return exchange{in: [][]byte{frame(&pb.Join{Cohort: feed, Addr: admin.addr})}, after: then(frame(bad)), addr: admin.addr}
 		}},
 		{name: "a claim for another address than declared", exchange: func(h *oneHop) exchange {
-			return exchange{in: [][]byte{frame(&pb.Join{Cohort: feed, Addr: admin.addr}), frame(claim(h, feed, bob))}, out: []proto.Message{ack(h, feed, admin.addr)}}
+			return exchange{in: [][]byte{frame(&pb.Join{Cohort: feed, Addr: admin.addr})}, addr: admin.addr,
+				after: func(a *pb.Ack) [][]byte { return [][]byte{claim(h, bob, a)} }}
 		}},
 		{name: "claims not taken past the bound", exchange: func(h *oneHop) exchange {
-			in := [][]byte{frame(&pb.Join{Cohort: feed, Addr: bob.addr})}
-			for range bps.MaxPendingClaims + 1 {
-				in = append(in, frame(claim(h, feed, bob))) // bob is not rostered
-			}
-			return exchange{in: in, out: []proto.Message{ack(h, feed, bob.addr)}}
+			return exchange{in: [][]byte{frame(&pb.Join{Cohort: feed, Addr: bob.addr})}, addr: bob.addr, after: func(a *pb.Ack) [][]byte {
+				var in [][]byte
+				for range bps.MaxPendingClaims + 1 {
+					in = append(in, claim(h, bob, a)) // bob is not rostered
+				}
+				return in
+			}}
 		}},
 		{name: "invalid publications past the bound", opts: bps.Options{MaxInvalidFrames: 2}, exchange: func(h *oneHop) exchange {
-			forged := update(t, bob, specOf(t, feed), 0, "not the admin's")
-			return exchange{in: [][]byte{frame(&pb.Join{Cohort: feed, Addr: admin.addr, Claim: claim(h, feed, admin)}), frame(forged), frame(forged)},
-				out: []proto.Message{ack(h, feed, admin.addr)}}
+			forged := frame(update(t, bob, specOf(t, feed), 0, "not the admin's"))
+			return exchange{in: [][]byte{frame(&pb.Join{Cohort: feed, Addr: admin.addr})}, addr: admin.addr,
+				after: func(a *pb.Ack) [][]byte { return [][]byte{claim(h, admin, a), forged, forged} }}
 		}},
 		{name: "a publication over the frame size", exchange: func(h *oneHop) exchange {
-			return exchange{in: [][]byte{frame(&pb.Join{Cohort: feed, Addr: admin.addr, Claim: claim(h, feed, admin)}), {0x81, 0x40}},
-				out: []proto.Message{ack(h, feed, admin.addr)}}
+			return exchange{in: [][]byte{frame(&pb.Join{Cohort: feed, Addr: admin.addr})}, addr: admin.addr,
+				after: func(a *pb.Ack) [][]byte { return [][]byte{claim(h, admin, a), {0x81, 0x40}} }}
 		}},
 		{name: "a publication cut short by the peer's close", exchange: func(h *oneHop) exchange {
 			pub := frame(update(t, admin, specOf(t, feed), 0, "cut short"))
-			return exchange{in: [][]byte{frame(&pb.Join{Cohort: feed, Addr: admin.addr, Claim: claim(h, feed, admin)}), pub[:len(pub)/2]},
-				out: []proto.Message{ack(h, feed, admin.addr)}, close: true}
+			return exchange{in: [][]byte{frame(&pb.Join{Cohort: feed, Addr: admin.addr})}, addr: admin.addr, close: true,
+				after: func(a *pb.Ack) [][]byte { return [][]byte{claim(h, admin, a), pub[:len(pub)/2]} }}
 		}},
 		{name: "a claim cut short by the peer's close", exchange: func(h *oneHop) exchange {
-			c := frame(claim(h, feed, admin))
-			return exchange{in: [][]byte{frame(&pb.Join{Cohort: feed, Addr: admin.addr}), c[:len(c)/2]},
-				out: []proto.Message{ack(h, feed, admin.addr)}, close: true}
+			return exchange{in: [][]byte{frame(&pb.Join{Cohort: feed, Addr: admin.addr})}, addr: admin.addr, close: true,
+				after: func(a *pb.Ack) [][]byte { c := claim(h, admin, a); return [][]byte{c[:len(c)/2]} }}
 		}},
 		{name: "no claim within the claim deadline in a closed cohort", opts: bps.Options{ClaimDeadline: 10 * time.Millisecond}, exchange: func(h *oneHop) exchange {
-			return exchange{in: [][]byte{frame(&pb.Join{Cohort: closed})}, out: []proto.Message{ack(h, closed, nil)}}
+			return exchange{in: [][]byte{frame(&pb.Join{Cohort: closed})}, after: then()}
 		}},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			t.Parallel()
 			h := newOneHop(t, tc.opts)
 			x := tc.exchange(h)
-			if len(x.out) == 0 {
+			var out []proto.Message
+			in := x.in
+			if x.after == nil {
 				h.open(x.in...)
 			} else {
 				// A peer that waits for the Ack before it goes on, so that
 				// the Ack is on the wire before the broker's reset.
 				s := h.open(x.in[0])
-				if err := protodelim.UnmarshalFrom(bufio.NewReader(s), new(pb.Ack)); err != nil {
+				ack := new(pb.Ack)
+				if err := protodelim.UnmarshalFrom(bufio.NewReader(s), ack); err != nil {
 					t.Fatalf("read ack: %v", err)
 				}
-				if rest := bytes.Join(x.in[1:], nil); len(rest) > 0 {
-					if _, err := s.Write(rest); err != nil {
+				if got := len(ack.Challenge); (x.addr != nil) != (got == 32) || (x.addr == nil && got != 0) {
+					t.Fatalf("a challenge of %d bytes; the Join declared %x", got, x.addr)
+				}
+				out = []proto.Message{&pb.Ack{Status: pb.Status_OK, Challenge: ack.Challenge}}
+				rest := x.after(ack)
+				in = append(slices.Clone(x.in), rest...)
+				if b := bytes.Join(rest, nil); len(b) > 0 {
+					if _, err := s.Write(b); err != nil {
 						t.Fatalf("write: %v", err)
 					}
 				}
@@ -336,18 +357,18 @@ func TestOneHopViolations(t *testing.T) {
 			if len(recs) != 1 {
 				t.Fatalf("%d records", len(recs))
 			}
-			if got, want := recs[0].In(), bytes.Join(x.in, nil); !bytes.Equal(got, want) {
+			if got, want := recs[0].In(), bytes.Join(in, nil); !bytes.Equal(got, want) {
 				t.Fatalf("in: %x, want %x", got, want)
 			}
-			checkFrames(t, "out", recs[0].Out(), x.out...)
+			checkFrames(t, "out", recs[0].Out(), out...)
 			checkBlock(t, recs[0].Err(), true)
 		})
 	}
 }
 
 // TestOneHopEndsWithoutPenalty: exchanges that end cleanly. A claim in the
-// Join that does not verify is treated as absent (the broker cannot tell a
-// stale claim from a wrong one): Ack OK with the challenge, no penalty. A
+// Join is treated as absent (it cannot name a challenge not yet issued):
+// Ack OK with the stream's challenge, no penalty. A
 // late Join to a cohort its admin ended is told: Ack OK, END_OF_STREAM as
 // the first delivery, then the close; the handler returns nil.
 func TestOneHopEndsWithoutPenalty(t *testing.T) {
@@ -362,24 +383,24 @@ func TestOneHopEndsWithoutPenalty(t *testing.T) {
 		h := newOneHop(t, bps.Options{})
 		stale := claimFor(t, admin, make([]byte, 32), h.broker, 0)
 		join := &pb.Join{Cohort: feed, Addr: admin.addr, Claim: stale}
-		s, _ := h.join(join)
+		s, ack := h.join(join)
 		_ = s.Close()
 		recs := h.records()
 		checkFrames(t, "in", recs[0].In(), join)
-		checkFrames(t, "out", recs[0].Out(), &pb.Ack{Status: pb.Status_OK, Challenge: h.svc.Challenge(sp, admin.addr)})
+		checkFrames(t, "out", recs[0].Out(), &pb.Ack{Status: pb.Status_OK, Challenge: issued(t, ack)})
 		checkBlock(t, recs[0].Err(), false)
 	})
 
 	for _, late := range []struct {
 		name string
 		join func(h *oneHop) *pb.Join
-		ack  func(h *oneHop) *pb.Ack
+		ack  func(out []byte) *pb.Ack
 	}{
 		{name: "a late subscriber", join: func(*oneHop) *pb.Join { return &pb.Join{Cohort: feed} },
-			ack: func(*oneHop) *pb.Ack { return &pb.Ack{Status: pb.Status_OK} }},
+			ack: func([]byte) *pb.Ack { return &pb.Ack{Status: pb.Status_OK} }},
 		{name: "a late publisher", join: func(*oneHop) *pb.Join { return &pb.Join{Cohort: feed, Addr: admin.addr} },
-			ack: func(h *oneHop) *pb.Ack {
-				return &pb.Ack{Status: pb.Status_OK, Challenge: h.svc.Challenge(sp, admin.addr)}
+			ack: func(out []byte) *pb.Ack {
+				return &pb.Ack{Status: pb.Status_OK, Challenge: issued(t, firstAck(t, out))}
 			}},
 	} {
 		t.Run(late.name, func(t *testing.T) {
@@ -387,8 +408,12 @@ func TestOneHopEndsWithoutPenalty(t *testing.T) {
 			h := newOneHop(t, bps.Options{})
 			// The admin ends the cohort: its stream, not sent its own end,
 			// is closed by the broker.
-			claimed := &pb.Join{Cohort: feed, Addr: admin.addr, Claim: claimFor(t, admin, h.svc.Challenge(sp, admin.addr), h.broker, 0)}
-			a, _ := h.join(claimed, bps.EncodeFrame(end))
+			adminJoin := &pb.Join{Cohort: feed, Addr: admin.addr}
+			a, aack := h.join(adminJoin)
+			adminClaim := claimFor(t, admin, issued(t, aack), h.broker, 0)
+			if _, err := a.Write(append(bps.EncodeFrame(adminClaim), bps.EncodeFrame(end)...)); err != nil {
+				t.Fatal(err)
+			}
 			if b, err := io.ReadAll(a); err != nil || len(b) != 0 {
 				t.Fatalf("the admin's stream after its end: %x, %v", b, err)
 			}
@@ -398,11 +423,11 @@ func TestOneHopEndsWithoutPenalty(t *testing.T) {
 			if len(recs) != 2 {
 				t.Fatalf("%d records", len(recs))
 			}
-			checkFrames(t, "the admin's in", recs[0].In(), claimed, end)
-			checkFrames(t, "the admin's out", recs[0].Out(), &pb.Ack{Status: pb.Status_OK, Challenge: h.svc.Challenge(sp, admin.addr)})
+			checkFrames(t, "the admin's in", recs[0].In(), adminJoin, adminClaim, end)
+			checkFrames(t, "the admin's out", recs[0].Out(), &pb.Ack{Status: pb.Status_OK, Challenge: aack.Challenge})
 			checkBlock(t, recs[0].Err(), false)
 			checkFrames(t, "in", recs[1].In(), join)
-			checkFrames(t, "out", recs[1].Out(), late.ack(h), end)
+			checkFrames(t, "out", recs[1].Out(), late.ack(recs[1].Out()), end)
 			checkBlock(t, recs[1].Err(), false)
 			if n := len(h.svc.Cohorts()); n != 0 {
 				t.Fatalf("%d cohorts after the late Join", n)
@@ -423,8 +448,9 @@ func TestOneHopPublicationAfterRevocation(t *testing.T) {
 	rec := newRecorder()
 	h := newOneHop(t, bps.Options{Tracer: rec})
 	grant, revoke := rosterMsg(t, admin, sp, 0, bob), rosterMsg(t, admin, sp, 1)
-	adminJoin := &pb.Join{Cohort: feed, Addr: admin.addr, Claim: claimFor(t, admin, h.svc.Challenge(sp, admin.addr), h.broker, 0)}
-	a, _ := h.join(adminJoin)
+	adminJoin := &pb.Join{Cohort: feed, Addr: admin.addr}
+	a, aack := h.join(adminJoin)
+	adminClaim := claimFor(t, admin, issued(t, aack), h.broker, 0)
 	write := func(s p2p.Stream, ms ...proto.Message) {
 		t.Helper()
 		var b []byte
@@ -435,17 +461,21 @@ func TestOneHopPublicationAfterRevocation(t *testing.T) {
 			t.Fatal(err)
 		}
 	}
-	write(a, grant)
+	write(a, adminClaim, grant)
 	rec.wait(t, "grant accepted", kind(bps.EventAccept))
 
-	bobJoin := &pb.Join{Cohort: feed, Addr: bob.addr, Claim: claimFor(t, bob, h.svc.Challenge(sp, bob.addr), h.broker, 0)}
+	bobJoin := &pb.Join{Cohort: feed, Addr: bob.addr}
 	b := h.open(bps.EncodeFrame(bobJoin))
 	r := bufio.NewReader(b)
-	for _, m := range []proto.Message{new(pb.Ack), new(pb.Message)} { // the Ack, the grant
+	back := new(pb.Ack)
+	for _, m := range []proto.Message{back, new(pb.Message)} { // the Ack, the grant
 		if err := protodelim.UnmarshalFrom(r, m); err != nil {
 			t.Fatal(err)
 		}
 	}
+	bobClaim := claimFor(t, bob, issued(t, back), h.broker, 0)
+	write(b, bobClaim)
+	rec.waitN(t, 2, "the admin's and bob's claims taken", kind(bps.EventClaim))
 	write(a, revoke)
 	if err := protodelim.UnmarshalFrom(r, new(pb.Message)); err != nil { // told
 		t.Fatal(err)
@@ -461,10 +491,56 @@ func TestOneHopPublicationAfterRevocation(t *testing.T) {
 	if len(recs) != 2 {
 		t.Fatalf("%d records", len(recs))
 	}
-	checkFrames(t, "the admin's in", recs[0].In(), adminJoin, grant, revoke)
-	checkFrames(t, "the admin's out", recs[0].Out(), &pb.Ack{Status: pb.Status_OK, Challenge: h.svc.Challenge(sp, admin.addr)})
+	checkFrames(t, "the admin's in", recs[0].In(), adminJoin, adminClaim, grant, revoke)
+	checkFrames(t, "the admin's out", recs[0].Out(), &pb.Ack{Status: pb.Status_OK, Challenge: aack.Challenge})
 	checkBlock(t, recs[0].Err(), false)
-	checkFrames(t, "bob's in", recs[1].In(), append([]proto.Message{bobJoin}, pubs...)...)
-	checkFrames(t, "bob's out", recs[1].Out(), &pb.Ack{Status: pb.Status_OK, Challenge: h.svc.Challenge(sp, bob.addr)}, grant, revoke)
+	checkFrames(t, "bob's in", recs[1].In(), append([]proto.Message{bobJoin, bobClaim}, pubs...)...)
+	checkFrames(t, "bob's out", recs[1].Out(), &pb.Ack{Status: pb.Status_OK, Challenge: back.Challenge}, grant, revoke)
 	checkBlock(t, recs[1].Err(), true)
+}
+
+// TestOneHopPublisherBound: claimed publisher streams are bounded per
+// cohort. A claim comes after the Ack, so the bound answers the claim,
+// not the Join: past it the claim is not taken and the stream is reset,
+// with no penalty (the broker's bound, not the peer's fault).
+func TestOneHopPublisherBound(t *testing.T) {
+	t.Parallel()
+	admin := newKey(t)
+	feed := &pb.CohortSpec{Topic: topicOf("publisher bound"), Binding: pb.TopicBinding_FEED_TOPIC, Admin: admin.addr}
+	rec := newRecorder()
+	h := newOneHop(t, bps.Options{MaxPublisherStreams: 1, Tracer: rec})
+	claimOn := func(s p2p.Stream, ack *pb.Ack) *pb.Claim {
+		t.Helper()
+		c := claimFor(t, admin, issued(t, ack), h.broker, 0)
+		if _, err := s.Write(bps.EncodeFrame(c)); err != nil {
+			t.Fatal(err)
+		}
+		return c
+	}
+	join := &pb.Join{Cohort: feed, Addr: admin.addr}
+	a, aack := h.join(join)
+	first := claimOn(a, aack)
+	rec.wait(t, "the first claim taken", kind(bps.EventClaim))
+	b, back := h.join(join)
+	second := claimOn(b, back)
+	if rest, _ := io.ReadAll(b); len(rest) != 0 { // ends, the broker's reset
+		t.Fatalf("the stream past the bound was sent %x", rest)
+	}
+	_ = a.Close()
+
+	recs := h.records()
+	if len(recs) != 2 {
+		t.Fatalf("%d records", len(recs))
+	}
+	checkFrames(t, "the first's in", recs[0].In(), join, first)
+	checkBlock(t, recs[0].Err(), false)
+	checkFrames(t, "the second's in", recs[1].In(), join, second)
+	checkFrames(t, "the second's out", recs[1].Out(), &pb.Ack{Status: pb.Status_OK, Challenge: back.Challenge})
+	var be *p2p.BlockPeerError
+	if err := recs[1].Err(); err == nil || errors.As(err, &be) {
+		t.Fatalf("the second stream's handler returned %v, want an error that blocks nobody", err)
+	}
+	if n := rec.count(kind(bps.EventClaim)); n != 1 {
+		t.Fatalf("%d claims taken, want 1", n)
+	}
 }

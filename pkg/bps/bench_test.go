@@ -527,8 +527,8 @@ func BenchmarkValidatePaired(b *testing.B) {
 }
 
 func BenchmarkVerifyClaim(b *testing.B) {
-	svc, sp, claim := claimFixture(b)
-	cpuLoop(b, func() { _ = svc.VerifyClaim(sp, claim) })
+	svc, challenge, claim := claimFixture(b)
+	cpuLoop(b, func() { _ = svc.VerifyClaim(challenge, claim) })
 }
 
 // BenchmarkVerifyClaimFloor is crypto.Recover alone on the same claim's
@@ -540,9 +540,9 @@ func BenchmarkVerifyClaimFloor(b *testing.B) {
 
 // BenchmarkVerifyClaimPaired is BenchmarkValidatePaired for claims.
 func BenchmarkVerifyClaimPaired(b *testing.B) {
-	svc, sp, claim := claimFixture(b)
+	svc, challenge, claim := claimFixture(b)
 	sig, digest := recoverFixture(b)
-	paired(b, func() { _ = svc.VerifyClaim(sp, claim) }, func() { _, _ = crypto.Recover(sig, digest) })
+	paired(b, func() { _ = svc.VerifyClaim(challenge, claim) }, func() { _, _ = crypto.Recover(sig, digest) })
 }
 
 // paired runs f and floor once each per iteration, in alternating order,
@@ -667,20 +667,21 @@ func socChunk(tb testing.TB, sp *bps.Spec, msg *pb.Message) swarm.Chunk {
 	return ch
 }
 
-// claimFixture is a broker service and a valid claim by the admin of sp on
-// the challenge that broker issues.
-func claimFixture(tb testing.TB) (*bps.Service, *bps.Spec, *pb.Claim) {
+// claimFixture is a broker service, a challenge it issued and a valid claim
+// by the admin of benchFeed over it.
+func claimFixture(tb testing.TB) (*bps.Service, []byte, *pb.Claim) {
 	tb.Helper()
-	admin, sp := benchFeed.feed(tb)
+	admin, _ := benchFeed.feed(tb)
 	_, svc := benchNode(tb, benchNetwork(tb), bps.Options{})
-	claim, err := bps.SignClaim(admin.signer, admin.addr, challengeOf(svc, sp, admin.addr), svc.Overlay(), 0)
+	challenge := topicOf("a challenge issued on one stream")
+	claim, err := bps.SignClaim(admin.signer, admin.addr, challenge, svc.Overlay(), 0)
 	if err != nil {
 		tb.Fatal(err)
 	}
-	if err := svc.VerifyClaim(sp, claim); err != nil {
+	if err := svc.VerifyClaim(challenge, claim); err != nil {
 		tb.Fatal(err)
 	}
-	return svc, sp, claim
+	return svc, challenge, claim
 }
 
 // recoverFixture is a signature and the digest it signs, as a claim's.
@@ -696,12 +697,6 @@ func recoverFixture(tb testing.TB) (sig, digest []byte) {
 		tb.Fatal(err)
 	}
 	return sig, digest
-}
-
-// challengeOf derives the challenge svc issues to addr on sp.
-func challengeOf(svc *bps.Service, sp *bps.Spec, addr []byte) []byte {
-	sc := svc.BootSecret()
-	return keccak(sc, keccak(sc, keccak(sp.Canonical())), addr)
 }
 
 // benchNetwork, benchNode and benchConnect are newNetwork, newNode and

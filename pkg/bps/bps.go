@@ -41,7 +41,6 @@ package bps
 
 import (
 	"context"
-	"crypto/rand"
 	"errors"
 	"fmt"
 	"time"
@@ -282,16 +281,13 @@ type Service struct {
 	metrics  metrics
 	tracer   Tracer
 
-	secret [32]byte // S_C: drawn at boot, never persisted
-
-	reg        *registry    // broker side
-	backoff    *backoffs    // client side: per (broker, cohort)
-	cursors    *cursorCache // client side: per (topic, admin)
-	challenges *lru[[]byte] // client side: S held per (broker, cohort, address)
-	pricing    *pricing     // charging for depth on bee's accounting; nil: free (pricing.go)
-	ctx        context.Context
-	cancel     context.CancelFunc
-	owned      owned.Group // every goroutine the Service starts or tracks
+	reg     *registry    // broker side
+	backoff *backoffs    // client side: per (broker, cohort)
+	cursors *cursorCache // client side: per (topic, admin)
+	pricing *pricing     // charging for depth on bee's accounting; nil: free (pricing.go)
+	ctx     context.Context
+	cancel  context.CancelFunc
+	owned   owned.Group // every goroutine the Service starts or tracks
 }
 
 // New builds a Service that opens streams through streamer and is known to
@@ -309,14 +305,10 @@ func New(streamer p2p.Streamer, overlay swarm.Address, o Options) (*Service, err
 		metrics:  newMetrics(),
 		tracer:   o.Tracer,
 	}
-	if _, err := rand.Read(s.secret[:]); err != nil {
-		return nil, fmt.Errorf("bps: boot secret: %w", err)
-	}
 	s.ctx, s.cancel = context.WithCancel(context.Background())
 	s.reg = newRegistry(s)
 	s.backoff = newBackoffs(o.BackoffMin, o.BackoffMax)
 	s.cursors = newCursorCache(o.ClientCursors)
-	s.challenges = newLRU[[]byte](o.ClientCursors)
 	return s, nil
 }
 

@@ -90,11 +90,11 @@ func (s *Service) unwind(peer p2p.Peer, stream p2p.Stream, err error) error {
 // admit attaches a Join's stream to its cohort and serves it; a node at
 // capacity answers a multihop joiner with candidates in its subtree.
 func (s *Service) admit(ctx context.Context, peer p2p.Peer, stream p2p.Stream, fr *frameReader, sp *Spec, join *pb.Join) (err error) {
-	ro, claim := joinRole(s, sp, join)
+	ro := joinRole(sp, join)
 	// This node speaks the multihop envelope (SWIP-61): a joiner that
 	// does too gets it on its stream; any other stays bare.
 	ack := &pb.Ack{Status: pb.Status_OK, Multihop: join.Multihop}
-	m, status, ended := s.reg.attach(peer.Address, stream, negotiated(join, ack), sp, join.Addr, ro, claim)
+	m, status, ended := s.reg.attach(peer.Address, stream, negotiated(join, ack), sp, join.Addr, ro)
 	if ended != nil {
 		return s.tellEnded(ctx, peer, stream, sp, join, ended)
 	}
@@ -109,38 +109,27 @@ func (s *Service) admit(ctx context.Context, peer p2p.Peer, stream p2p.Stream, f
 		s.trace(Event{Kind: EventLeave, Cohort: sp.String(), Peer: peer.Address, Err: err})
 	}()
 
-	if join.Addr != nil {
-		ack.Challenge = s.challenge(sp, join.Addr)
-	}
+	ack.Challenge = m.challenge
 	// The Ack states this node's own depth in the cohort (SWIP-61, DESIGN
 	// §1.5): a broker is the root, 0.
 	ack.Depth = m.c.nodeDepth()
 	s.metrics.Joins.WithLabelValues("OK").Inc()
 	s.trace(Event{Kind: EventJoin, Cohort: sp.String(), Peer: peer.Address, Status: pb.Status_OK.String()})
-	if m.isPub.Load() && sp.explicit() {
-		s.trace(Event{Kind: EventClaim, Cohort: sp.String(), Peer: peer.Address, Index: claim.Index})
-	}
 	return s.serve(ctx, m, fr, encodeFrame(ack))
 }
 
-// joinRole is the role a Join asks for. Under explicit authorship a claim
-// in the Join is verified before any bound, and treated as absent if it
-// does not verify or does not name the declared address (attach takes it
-// iff the address is a publisher of the cohort). Under implicit authorship
-// there is no claim: a stream that declares an address is a publisher
-// stream at once, and every message it sends is checked against that
-// address.
-func joinRole(s *Service, sp *Spec, join *pb.Join) (role, *pb.Claim) {
-	switch {
-	case !sp.explicit():
-		if join.Addr != nil {
-			return rolePublisher, nil
-		}
-	case join.Claim != nil && join.Addr != nil && bytes.Equal(join.Claim.Addr, join.Addr) &&
-		s.verifyClaim(sp, join.Claim) == nil:
-		return rolePublisher, join.Claim
+// joinRole is the role a Join asks for. Under implicit authorship there is
+// no claim: a stream that declares an address is a publisher stream at
+// once, and every message it sends is checked against that address. Under
+// explicit authorship a stream is a subscriber until it claims after the
+// Ack, over the challenge the Ack issued it: a claim inside the Join
+// cannot name a challenge not yet issued and is treated as absent, as
+// SWIP-74 rev 3 treats any claim in a Join that does not verify.
+func joinRole(sp *Spec, join *pb.Join) role {
+	if !sp.explicit() && join.Addr != nil {
+		return rolePublisher
 	}
-	return roleSubscriber, nil
+	return roleSubscriber
 }
 
 // statusEnded labels the Joins told that their cohort ended (metrics and
@@ -157,7 +146,7 @@ func (s *Service) tellEnded(ctx context.Context, peer p2p.Peer, stream p2p.Strea
 	s.trace(Event{Kind: EventJoin, Cohort: sp.String(), Peer: peer.Address, Status: statusEnded})
 	ack := &pb.Ack{Status: pb.Status_OK, Depth: 0} // an ended cohort's root
 	if join.Addr != nil {
-		ack.Challenge = s.challenge(sp, join.Addr)
+		ack.Challenge = newChallenge()
 	}
 	out := append(encodeFrame(ack), eos...)
 	if err := s.withDeadline(ctx, stream, s.opts.WriteTimeout, func() error {
@@ -387,5 +376,5 @@ func (s *Service) checkClaim(m *member, claim *pb.Claim) error {
 	if addr != nil && !bytes.Equal(claim.Addr, addr) {
 		return errClaimAddr
 	}
-	return s.verifyClaim(m.c.spec, claim)
+	return s.verifyClaim(m.challenge, claim)
 }

@@ -6,6 +6,7 @@ package bps
 
 import (
 	"bytes"
+	"crypto/rand"
 	"encoding/binary"
 	"errors"
 	"fmt"
@@ -31,6 +32,7 @@ var (
 	errClaimSignature = errors.New("claim signature does not recover to its address")
 	errClaimNotAdmin  = errors.New("claimed address may not publish in this cohort")
 	errClaimAddr      = errors.New("claimed address differs from the declared one")
+	errNoChallenge    = errors.New("claim on a stream that declared no address: it was issued no challenge")
 )
 
 // ClaimDigest is what a claim signs: keccak256("bps-claim:v1" ‖ S ‖ O_B ‖
@@ -76,17 +78,36 @@ func claimWellFormed(c *pb.Claim) bool {
 		len(c.ProtoReflect().GetUnknown()) == 0 && len(a.ProtoReflect().GetUnknown()) == 0
 }
 
-// verifyClaim checks that c was signed by c.Addr over the challenge this
-// broker derives for c.Addr on sp. It does not check who may publish.
-func (s *Service) verifyClaim(sp *Spec, c *pb.Claim) error {
+// challengeSize is the length of a challenge: 32 random bytes.
+const challengeSize = 32
+
+// newChallenge draws a stream's challenge (SWIP-74 Rev 7): 32 random bytes
+// for each stream that declares an address, held with the stream, never
+// persisted or reused, so that a claim seen once — by the node that bridged
+// a dApp, by a relay — cannot be presented again on another stream.
+func newChallenge() []byte {
+	c := make([]byte, challengeSize)
+	if _, err := rand.Read(c); err != nil {
+		panic(fmt.Sprintf("bps: draw a challenge: %v", err)) // crypto/rand does not fail on Linux
+	}
+	return c
+}
+
+// verifyClaim checks that c was signed by c.Addr over challenge, the one
+// the stream it came on was issued, and this broker's overlay. It does not
+// check who may publish.
+func (s *Service) verifyClaim(challenge []byte, c *pb.Claim) error {
 	if !claimWellFormed(c) {
 		return errClaimShape
+	}
+	if len(challenge) != challengeSize {
+		return errNoChallenge
 	}
 	sig := make([]byte, 0, swarm.SocSignatureSize)
 	sig = append(sig, c.Auth.R...)
 	sig = append(sig, c.Auth.S...)
 	sig = append(sig, byte(c.Auth.V))
-	digest := ClaimDigest(s.challenge(sp, c.Addr), s.overlay, c.Index)
+	digest := ClaimDigest(challenge, s.overlay, c.Index)
 	pub, err := crypto.Recover(sig, digest)
 	if err != nil {
 		return fmt.Errorf("%w: %w", errClaimSignature, err)

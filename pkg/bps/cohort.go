@@ -78,8 +78,9 @@ type cohort struct {
 // (closed cohort, not yet claimed) receives nothing at all.
 type member struct {
 	peerStream
-	c        *cohort
-	declared []byte // Join.addr, nil if none; never written after attach
+	c         *cohort
+	declared  []byte // Join.addr, nil if none; never written after attach
+	challenge []byte // issued in the Ack to a stream that declared an address; nil if none
 	// guarded by the cohort's mu; the member's reader reads addr unlocked
 	// once isPub is set, after which neither changes
 	addr      []byte // declared or claimed address, nil for a plain subscriber

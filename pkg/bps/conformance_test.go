@@ -45,11 +45,12 @@ func TestConformance74_04_Claim(t *testing.T) {
 		}
 		// A lower claimed index never moves the cursor back.
 		r2 := openRaw(t, cl[2], broker)
-		ack2 := r2.join(&pb.Join{Cohort: sp.PB(), Addr: admin.addr, Claim: claimFor(t, admin, ack.Challenge, broker.Overlay(), 1)})
+		ack2 := r2.join(&pb.Join{Cohort: sp.PB(), Addr: admin.addr})
 		if ack2.Status != pb.Status_OK {
 			t.Fatal(ack2.Status)
 		}
-		broker.rec.waitN(t, 2, "claim in join", kind(bps.EventClaim))
+		r2.send(claimFor(t, admin, ack2.Challenge, broker.Overlay(), 1))
+		broker.rec.waitN(t, 2, "the second stream's claim", kind(bps.EventClaim))
 		if c := cohortInfo(t, broker, sp); c.Cursor != 6 || c.Publishers != 2 {
 			t.Fatalf("cursor %d publishers %d, want 6 2", c.Cursor, c.Publishers)
 		}
@@ -176,7 +177,8 @@ func TestConformance74_06_Validation(t *testing.T) {
 	ackA := pubA.join(&pb.Join{Cohort: sp.PB(), Addr: admin.addr})
 	pubA.send(claimFor(t, admin, ackA.Challenge, broker.Overlay(), 0))
 	pubB := openRaw(t, cl[3], broker)
-	pubB.join(&pb.Join{Cohort: sp.PB(), Addr: admin.addr, Claim: claimFor(t, admin, ackA.Challenge, broker.Overlay(), 0)})
+	ackB := pubB.join(&pb.Join{Cohort: sp.PB(), Addr: admin.addr})
+	pubB.send(claimFor(t, admin, ackB.Challenge, broker.Overlay(), 0))
 	broker.rec.waitN(t, 2, "two publisher streams", kind(bps.EventClaim))
 
 	good := update(t, admin, sp, 0, "good")

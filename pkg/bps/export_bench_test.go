@@ -13,8 +13,10 @@ func Validate(sp *Spec, m *pb.Message, cursor uint64) (uint64, bool) {
 	return n, v == accepted
 }
 
-// VerifyClaim runs the broker's verification of a claim on sp.
-func (s *Service) VerifyClaim(sp *Spec, c *pb.Claim) error { return s.verifyClaim(sp, c) }
+// VerifyClaim runs the broker's verification of a claim over challenge.
+func (s *Service) VerifyClaim(challenge []byte, c *pb.Claim) error {
+	return s.verifyClaim(challenge, c)
+}
 
 // FullWindow is a dedup window of size filled to its bound with distinct
 // identifiers.

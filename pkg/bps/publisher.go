@@ -66,10 +66,9 @@ type PublishOptions struct {
 	// queue fills.
 	Receive bool
 	// Joined, if set, is called once the broker has taken the Join (its
-	// Ack is OK), before the claim is signed; the claim is then always
-	// signed after the Ack, never sent in the Join with a challenge held —
-	// for a signer that should be asked only once the join is known to
-	// succeed (a dApp behind a WebSocket the node upgrades only then).
+	// Ack is OK), before the claim is signed — for a signer that should be
+	// asked only once the join is known to succeed (a dApp behind a
+	// WebSocket the node upgrades only then).
 	Joined func()
 }
 
@@ -77,11 +76,12 @@ type PublishOptions struct {
 type Publisher struct {
 	clientStream
 	receiver
-	addr    []byte
-	sign    ClaimSigner
-	index   uint64
-	writeMu sync.Mutex
-	sentEnd atomic.Pointer[Delivery] // the admin's END_OF_STREAM, once this stream sent it
+	addr      []byte
+	challenge []byte // the one this stream's Ack issued
+	sign      ClaimSigner
+	index     uint64
+	writeMu   sync.Mutex
+	sentEnd   atomic.Pointer[Delivery] // the admin's END_OF_STREAM, once this stream sent it
 }
 
 // read is a publisher stream's reader. A broker closes every stream of a
@@ -114,11 +114,7 @@ func (p *Publisher) Reclaim(ctx context.Context) error {
 	if !p.clientStream.spec.explicit() {
 		return nil
 	}
-	held := p.clientStream.s.challenges.get(p.peer.ByteString() + p.clientStream.spec.key + string(p.addr))
-	if held == nil {
-		return errors.New("bps: no challenge held for this stream")
-	}
-	sig, err := p.sign(ctx, held, p.peer, p.index)
+	sig, err := p.sign(ctx, p.challenge, p.peer, p.index)
 	if err != nil {
 		return fmt.Errorf("sign claim: %w", err)
 	}
@@ -131,10 +127,10 @@ func (p *Publisher) Reclaim(ctx context.Context) error {
 	return p.send(ctx, p.clientStream.s, outFrame{b: encodeFrame(claim), kind: kindClaim})
 }
 
-// Publish joins sp at broker declaring o.Addr and claims the stream: in the
-// Join with the challenge this node already holds for (broker, cohort,
-// address), else right after the Ack. There is no reply to a claim: a claim
-// that was not taken shows as the stream being reset.
+// Publish joins sp at broker declaring o.Addr and claims the stream right
+// after the Ack, over the challenge the Ack issued (random per stream:
+// SWIP-74 Rev 7). There is no reply to a claim: a claim that was not taken
+// shows as the stream being reset.
 //
 // A broker at capacity may answer with candidates in its subtree (SWIP-61):
 // the stream then attaches at the first that takes it, a relay, and its
@@ -177,24 +173,12 @@ func (s *Service) publishAt(ctx context.Context, broker swarm.Address, underlays
 		return ClaimFromSignature(o.Addr, o.Index, sig)
 	}
 
-	ckey := broker.ByteString() + sp.key + string(o.Addr)
 	join := &pb.Join{Cohort: sp.PB(), Addr: bytes.Clone(o.Addr), Multihop: true}
-	var held []byte
-	if sp.explicit() && o.Joined == nil {
-		held = s.challenges.get(ckey)
-	}
-	if held != nil {
-		claim, err := sign(held)
-		if err != nil {
-			return nil, err
-		}
-		join.Claim = claim
-	}
 	stream, fr, ack, err := s.join(ctx, broker, sp, join)
 	if err != nil {
 		return nil, err
 	}
-	if len(ack.Challenge) != 32 {
+	if len(ack.Challenge) != challengeSize {
 		_ = stream.Reset()
 		return nil, fmt.Errorf("bps: broker issued a %d-byte challenge", len(ack.Challenge))
 	}
@@ -204,12 +188,12 @@ func (s *Service) publishAt(ctx context.Context, broker swarm.Address, underlays
 	p := &Publisher{
 		clientStream: newClientStream(s, broker, sp, stream, ack.GetDepth()),
 		addr:         bytes.Clone(o.Addr),
+		challenge:    ack.Challenge,
 		sign:         o.Sign,
 		index:        o.Index,
 	}
 	p.codec = negotiated(join, ack)
-	if sp.explicit() && (held == nil || !bytes.Equal(held, ack.Challenge)) {
-		s.challenges.put(ckey, ack.Challenge)
+	if sp.explicit() {
 		claim, err := sign(ack.Challenge)
 		if err == nil {
 			err = p.send(ctx, s, outFrame{b: encodeFrame(claim), kind: kindClaim})

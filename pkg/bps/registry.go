@@ -41,12 +41,11 @@ func newRegistry(s *Service) *registry {
 }
 
 // attach creates or attaches the cohort for sp and adds a member for the
-// stream, speaking cd, in the given role, enforcing every bound. claim is a
-// verified claim in the Join (a claimed publisher only); it is taken only if
-// addr may publish, else the stream joins as if unclaimed and the claim is
-// held until a roster names addr. A cohort that ended is not attached:
-// attach returns its END_OF_STREAM frame instead, which the Join is told.
-func (r *registry) attach(peer swarm.Address, stream p2p.Stream, cd codec, sp *Spec, addr []byte, ro role, claim *pb.Claim) (_ *member, _ pb.Status, ended []byte) {
+// stream, speaking cd, in the given role, enforcing every bound; a stream
+// is a claimed publisher only once it claims after the Ack (upgrade). A
+// cohort that ended is not attached: attach returns its END_OF_STREAM frame
+// instead, which the Join is told.
+func (r *registry) attach(peer swarm.Address, stream p2p.Stream, cd codec, sp *Spec, addr []byte, ro role) (_ *member, _ pb.Status, ended []byte) {
 	r.mu.Lock()
 	defer r.mu.Unlock()
 	if r.closed {
@@ -73,8 +72,8 @@ func (r *registry) attach(peer swarm.Address, stream p2p.Stream, cd codec, sp *S
 	if pc := r.peers[peer.ByteString()]; pc[sp.key] == 0 && len(pc) >= r.s.opts.MaxCohortsPerPeer {
 		return nil, pb.Status_FULL, nil
 	}
-	m, claimed := r.newMember(c, peer, stream, cd, sp, addr, ro, claim)
-	extra, ok := r.admitLocked(c, m, claimed, up, limit)
+	m := r.newMember(peer, stream, cd, sp, addr, ro)
+	extra, ok := r.admitLocked(c, m, up, limit)
 	if !ok {
 		return nil, pb.Status_FULL, nil
 	}
@@ -82,7 +81,7 @@ func (r *registry) attach(peer swarm.Address, stream p2p.Stream, cd codec, sp *S
 		c = r.newCohortLocked(sp, up)
 		defer c.mu.Unlock()
 	}
-	r.seatLocked(c, m, claimed, extra, claim)
+	r.seatLocked(c, m, extra)
 	return m, pb.Status_OK, nil
 }
 
@@ -105,40 +104,38 @@ func (r *registry) capacityLocked(pl *place, c *cohort) (up *Subscription, limit
 	return nil, o.MaxStreamsPerCohort, r.brokered < o.MaxCohorts
 }
 
-// newMember is the member for a stream joining c (nil: a cohort not yet
-// made) in role ro. A verified claim by an address that may not publish
-// there — not (or no longer) rostered, or anyone but the admin in a fresh
-// cohort, which has no roster — joins as a subscriber and is held. It
-// reports whether the member is a claimed publisher stream.
-func (r *registry) newMember(c *cohort, peer swarm.Address, stream p2p.Stream, cd codec, sp *Spec, addr []byte, ro role, claim *pb.Claim) (*member, bool) {
-	claimed := ro == rolePublisher && sp.explicit()
-	var held *pb.Claim
-	if claimed && ((c != nil && !c.isPublisherLocked(addr)) || (c == nil && !bytes.Equal(addr, sp.Admin))) {
-		claimed, ro, held = false, roleSubscriber, claim
+// newMember is the member for a stream joining in role ro; a stream that
+// declares an address is issued its challenge. A stream of a closed cohort
+// is silent until it claims.
+func (r *registry) newMember(peer swarm.Address, stream p2p.Stream, cd codec, sp *Spec, addr []byte, ro role) *member {
+	m := &member{peerStream: newPeerStream(stream, peer, cd, &r.s.opts), declared: addr, addr: addr, role: ro, counted: true,
+		silent: sp.Closed}
+	if addr != nil {
+		m.challenge = newChallenge()
 	}
-	m := &member{peerStream: newPeerStream(stream, peer, cd, &r.s.opts), declared: addr, addr: addr, role: ro, counted: !claimed,
-		silent: sp.Closed && !claimed, held: held}
 	if ro == rolePublisher {
 		m.isPub.Store(true)
 	}
-	return m, claimed
+	return m
 }
 
-// admitLocked checks m against c's bounds: claimed publisher streams, and
-// the fan-out limit, past which the root admits one extra seat per
-// legitimate publisher that is absent. It reports whether m takes such a
-// seat, and false where c is full. The caller holds c.mu.
-func (r *registry) admitLocked(c *cohort, m *member, claimed bool, up *Subscription, limit int) (extra, ok bool) {
+// admitLocked checks m against c's fan-out limit, past which the root
+// admits a stream declaring a legitimate publisher's address to a
+// provisional seat — one per address at a time, within the publisher-stream
+// bound — that its claim after the Ack must take within the claim
+// deadline (SWIP-74's extra seat for an absent publisher; with the claim no
+// longer inside the Join, also a returning one's way in). It reports
+// whether m takes such a seat, and false where c is full. The caller holds
+// c.mu.
+func (r *registry) admitLocked(c *cohort, m *member, up *Subscription, limit int) (extra, ok bool) {
 	if c == nil {
 		return false, true
 	}
 	m.svcAt = c.svc.Next()
-	switch {
-	case claimed:
-		return false, c.nclaim < r.s.opts.MaxPublisherStreams
-	case c.fanout >= limit:
+	if c.fanout >= limit {
 		a := string(m.addr)
-		if up != nil || !c.spec.explicit() || m.addr == nil || !c.isPublisherLocked(m.addr) || c.claimed[a] > 0 || c.extras[a] != nil {
+		if up != nil || !c.spec.explicit() || m.addr == nil || !c.isPublisherLocked(m.addr) || c.extras[a] != nil ||
+			c.nclaim+len(c.extras) >= r.s.opts.MaxPublisherStreams {
 			return false, false
 		}
 		return true, true
@@ -183,10 +180,9 @@ func (r *registry) newCohortLocked(sp *Spec, up *Subscription) *cohort {
 	return c
 }
 
-// seatLocked adds m to c as a claimed publisher stream, an extra seat or a
-// counted subscriber, and queues its first delivery. The caller holds r.mu
-// and c.mu.
-func (r *registry) seatLocked(c *cohort, m *member, claimed, extra bool, claim *pb.Claim) {
+// seatLocked adds m to c in an extra seat or counted against the fan-out,
+// and queues its first delivery. The caller holds r.mu and c.mu.
+func (r *registry) seatLocked(c *cohort, m *member, extra bool) {
 	m.c = c
 	pk := m.peer.ByteString()
 	pc := r.peers[pk]
@@ -198,17 +194,10 @@ func (r *registry) seatLocked(c *cohort, m *member, claimed, extra bool, claim *
 
 	c.children[m] = struct{}{}
 	r.gauge(m, 1)
-	switch {
-	case claimed:
-		c.claimed[string(m.addr)]++
-		c.nclaim++
-		if c.spec.Binding == pb.TopicBinding_FEED_TOPIC {
-			c.cursors[string(m.addr)] = max(c.cursors[string(m.addr)], claim.Index)
-		}
-	case extra:
+	if extra {
 		m.counted = false
 		c.extras[string(m.addr)] = m
-	default:
+	} else {
 		c.fanout++
 	}
 	if extra || m.silent {

@@ -164,14 +164,3 @@ func keccak(parts ...[]byte) []byte {
 	h, _ := crypto.LegacyKeccak256(buf)
 	return h
 }
-
-// challenge derives S for addr on the cohort keyed by sp (SWIP-74 Handshake):
-//
-//	S_s = keccak256(Marshal(spec)); S_c = keccak256(S_C ‖ S_s); S = keccak256(S_C ‖ S_c ‖ addr)
-//
-// Nothing is stored: it is recomputed whenever a claim arrives.
-func (s *Service) challenge(sp *Spec, addr []byte) []byte {
-	ss := keccak(sp.canonical)
-	sc := keccak(s.secret[:], ss)
-	return keccak(s.secret[:], sc, addr)
-}
