@@ -50,6 +50,7 @@ type cohort struct {
 	extras   map[string]*member   // extra seats, one per absent legitimate publisher
 	cursors  map[string]uint64    // FEED_TOPIC, explicit: lowest index accepted next, per publisher feed
 	seen     *Window              // dedup bindings: recent chunk identifiers
+	upSeen   *Window              // a relay's: frames forwarded rootward (FrameKey), each once
 
 	svc    ServiceFeed // the admin's service feed: roster, next index, end
 	latest []byte      // the latest service SOC, encoded: every new stream's first delivery
@@ -200,7 +201,7 @@ func (r *registry) fanOut(c *cohort, pub publication, frame []byte, svc uint64) 
 		// After END_OF_STREAM every stream closes, those that do not
 		// receive it included.
 		f := outFrame{b: frame, svc: svc, end: c.svc.Ended()}
-		if m.silent || (m.role == rolePublisher && bytes.Equal(m.addr, pub.owner)) {
+		if m.silent || (m.role == rolePublisher && bytes.Equal(m.addr, pub.owner)) || m.outOfClosed(svc) {
 			if !f.end {
 				continue
 			}
@@ -268,7 +269,13 @@ func (c *cohort) publication(msg *pb.Message, from *member) error {
 	pub, v := check(c.spec, msg, addr, auth)
 	if c.up != nil && v == accepted {
 		// A relay forwards what passes the stateless checks up every
-		// parent; the root validates and dedups (SWIP-61).
+		// parent, each frame once within its window, so that no loop
+		// carries it up for ever; the root validates and dedups by the
+		// cohort's rules (SWIP-61).
+		if !c.forwardOnce(msg) {
+			s.count(c, CounterRetransmit)
+			return nil
+		}
 		if c.up.forwardUp(encodeFrame(&pb.Message{Address: msg.Address, Data: msg.Data})) > 0 {
 			s.metrics.Forwarded.Inc()
 			s.trace(Event{Kind: EventForward, Cohort: c.spec.String(), Peer: from.peer, Index: pub.index})
@@ -322,8 +329,16 @@ func (r *registry) applyService(c *cohort, svc *pb.ServiceMessage, told uint64) 
 	for m := range c.children {
 		if m.role == rolePublisher && !c.isPublisherLocked(m.addr) && m.revokedAt == 0 {
 			m.revokedAt = told
+			if c.spec.Closed && m.claimTimer == nil {
+				// Told, then silent: it must be named again or leave.
+				m.claimTimer = time.AfterFunc(r.s.opts.ClaimDeadline, func() { r.claimDeadline(m) })
+			}
 		} else if c.isPublisherLocked(m.addr) {
 			m.revokedAt = 0
+			if m.claimTimer != nil && m.role == rolePublisher {
+				m.claimTimer.Stop()
+				m.claimTimer = nil
+			}
 		}
 	}
 	for o := range c.cursors {
@@ -341,6 +356,23 @@ func (r *registry) applyService(c *cohort, svc *pb.ServiceMessage, told uint64) 
 			}
 		}
 	}
+}
+
+// outOfClosed reports whether m is a publisher stream revoked in a closed
+// cohort, for which a frame carrying service index + 1 svc (0: content) is
+// no longer meant: it is told the roster revoking it, then nothing until a
+// roster names it again. The caller holds c.mu.
+func (m *member) outOfClosed(svc uint64) bool {
+	return m.c.spec.Closed && m.revokedAt != 0 && svc != m.revokedAt
+}
+
+// forwardOnce reports whether a relay forwards msg up: not if it forwarded
+// the same frame within its window.
+func (c *cohort) forwardOnce(msg *pb.Message) bool {
+	k := FrameKey(msg.Address, msg.Data)
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	return c.upSeen.Add(k)
 }
 
 // revoked reports whether m's address was revoked, and whether the roster

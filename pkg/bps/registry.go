@@ -28,7 +28,16 @@ type registry struct {
 	brokered int                       // places with a broker half, bounded by MaxCohorts
 	peers    map[string]map[string]int // peer overlay -> cohort key -> streams
 	ended    *endedSpecs               // cohorts ended by END_OF_STREAM, remembered for late Joins
+	feeds    *lru[heldFeed]            // the service feeds of cohorts forgotten, by spec key
 	closed   bool
+}
+
+// heldFeed is a forgotten cohort's service feed: a cohort made again for
+// the same spec takes it back, so that an old roster or end of stream
+// replayed to it is stale, not a roll-back.
+type heldFeed struct {
+	svc    ServiceFeed
+	latest []byte
 }
 
 func newRegistry(s *Service) *registry {
@@ -37,6 +46,7 @@ func newRegistry(s *Service) *registry {
 		places: make(map[string]*place),
 		peers:  make(map[string]map[string]int),
 		ended:  newEndedSpecs(s.opts.EndedCohorts, s.opts.EndedTTL),
+		feeds:  newLRU[heldFeed](s.opts.EndedCohorts),
 	}
 }
 
@@ -171,9 +181,14 @@ func (r *registry) newCohortLocked(sp *Spec, up *Subscription) *cohort {
 		// that a service SOC it takes meanwhile is either seen here or
 		// fanned out to this cohort.
 		c.up = up
+		c.upSeen = NewWindow(r.s.opts.DedupWindow)
 		up.setRelay(c)
 		c.latest, c.svc = up.serviceFeed()
 	} else {
+		if h := r.feeds.get(sp.key); h.svc.Seen() {
+			c.svc, c.latest = h.svc, h.latest
+			r.feeds.remove(sp.key)
+		}
 		r.armInactivity(c, r.s.opts.Inactivity)
 	}
 	r.s.metrics.Cohorts.Inc()
@@ -345,8 +360,12 @@ func (r *registry) detach(m *member) {
 	}
 }
 
-// forget removes a cohort from the registry; the caller holds r.mu and c.mu.
+// forget removes a cohort from the registry, remembering the root's service
+// feed; the caller holds r.mu and c.mu.
 func (r *registry) forget(c *cohort) {
+	if !c.dead && c.up == nil && c.svc.Seen() && !c.svc.Ended() {
+		r.feeds.put(c.spec.key, heldFeed{svc: c.svc.clone(), latest: c.latest})
+	}
 	c.dead = true
 	if c.timer != nil {
 		c.timer.Stop()
@@ -397,14 +416,15 @@ func (r *registry) armInactivity(c *cohort, d time.Duration) {
 }
 
 // claimDeadline disconnects an extra seat or a silent stream that has not
-// claimed.
+// claimed, and a publisher revoked in a closed cohort that no roster named
+// again.
 func (r *registry) claimDeadline(m *member) {
 	if !r.s.track() {
 		return
 	}
 	defer r.s.done()
 	m.c.mu.Lock()
-	unclaimed := m.role == roleSubscriber
+	unclaimed := m.role == roleSubscriber || (m.c.spec.Closed && m.revokedAt != 0)
 	m.c.mu.Unlock()
 	if unclaimed {
 		r.s.count(m.c, CounterClaimTimeout)

@@ -240,6 +240,10 @@ func (sub *Subscription) attachAt(ctx context.Context, peer swarm.Address, under
 		s.trace(Event{Kind: EventParent, Cohort: sub.spec.String(), Peer: peer, Status: statusOf(err), Err: err})
 		return err
 	}
+	if ack.GetDepth() >= maxDepth-1 {
+		_ = stream.Reset()
+		return fmt.Errorf("bps: %s at depth %d: %w", peer, ack.GetDepth(), errTooDeep)
+	}
 	cs := &clientStream{}
 	*cs = newClientStream(s, peer, sub.spec, stream, ack.GetDepth())
 	cs.codec = negotiated(join, ack)
@@ -658,6 +662,42 @@ func (sub *Subscription) control(p *parent) func(cs *clientStream, f *pb.Frame) 
 	}
 }
 
+// Reasons a node refuses a parent it was pointed at.
+var (
+	errOwnChild = errors.New("the target is this node's own child")
+	errShunned  = errors.New("the target was dropped for withholding")
+	errTooDeep  = errors.New("the parent states a depth past the bound")
+)
+
+// maxDepth bounds the depth a node accepts a parent at: a parent stating
+// maxDepth-1 or more is refused. A tree of relays of capacity 2 reaches
+// a million nodes at depth 20; the bound keeps a lying or looping chain
+// finite.
+const maxDepth = 64
+
+// unfitParent reports why this node must not attach to peer, a node a
+// Reparent named, as far as it can tell: one of its own children (a cycle),
+// or a parent it dropped for withholding.
+func (sub *Subscription) unfitParent(peer swarm.Address) error {
+	if sub.shuns(peer) {
+		return errShunned
+	}
+	sub.mu.Lock()
+	c := sub.relay
+	sub.mu.Unlock()
+	if c == nil {
+		return nil
+	}
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	for m := range c.children {
+		if m.peer.Equal(peer) {
+			return errOwnChild
+		}
+	}
+	return nil
+}
+
 // reparent follows a Reparent from parent p, make-before-break: the node
 // attaches at the named node and only then drops p's stream. A target
 // that is already a parent (the sister) needs no new stream.
@@ -675,7 +715,12 @@ func (sub *Subscription) reparent(p *parent, rp *pb.Reparent) {
 		ctx, cancel := context.WithTimeout(sub.ctx, s.opts.HandshakeTimeout+s.opts.ProbeWait)
 		defer cancel()
 		reason := errReparent
-		if !sub.hasParent(to) {
+		if err := sub.unfitParent(to); err != nil {
+			// A target this node can tell is wrong is refused; the
+			// parent that named it is left all the same.
+			reason = fmt.Errorf("bps: reparent to %s refused: %w", to, err)
+			s.trace(Event{Kind: EventReparent, Cohort: sub.spec.String(), Peer: to, Err: reason})
+		} else if !sub.hasParent(to) {
 			sub.mu.Lock()
 			sub.want++ // room for the new parent beside the old one, for the overlap
 			sub.mu.Unlock()
@@ -687,6 +732,7 @@ func (sub *Subscription) reparent(p *parent, rp *pb.Reparent) {
 				// The old stream ends all the same; the subscription
 				// repairs as after any lost parent.
 				reason = fmt.Errorf("bps: reparent to %s failed: %w", to, err)
+				s.trace(Event{Kind: EventReparent, Cohort: sub.spec.String(), Peer: to, Err: reason})
 			} else {
 				s.metrics.Reparents.Inc()
 				sub.reparents.Add(1)

@@ -27,7 +27,7 @@ const (
 	EventParent                      // a subscription attached to a parent (Peer; Status: the join's outcome)
 	EventParentLost                  // a subscription lost a parent (Peer; Err why)
 	EventProbe                       // a node at capacity probed its subtree (Index: candidates found)
-	EventReparent                    // a child moved to the parent a Reparent named (Peer: the new parent)
+	EventReparent                    // a child moved to the parent a Reparent named (Peer: the new parent; Err set if it refused or failed)
 	EventWithheld                    // a subscription dropped a parent that lagged its sister (Peer)
 	EventFault                       // a subscription lost both parents: a liveness fault
 	EventForward                     // a relay forwarded a publication rootward (Peer: the child it came from)

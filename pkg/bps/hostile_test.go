@@ -1,0 +1,201 @@
+// Copyright 2026 The BPS Authors. All rights reserved.
+// Use of this source code is governed by a BSD-style
+// license that can be found in the LICENSE file.
+
+package bps_test
+
+import (
+	"context"
+	"io"
+	"math"
+	"slices"
+	"strings"
+	"testing"
+
+	"github.com/ethersphere/bee/v2/pkg/p2p"
+	"github.com/ethersphere/bps/pkg/bps"
+	"github.com/ethersphere/bps/pkg/bps/pb"
+	"github.com/ethersphere/bps/pkg/bps/streamtest"
+	"google.golang.org/protobuf/encoding/protodelim"
+)
+
+// TestHostileServiceReplayAfterReclaim: a cohort forgotten when its last
+// stream left is made again by the next Join; a child that replays the
+// admin's old ROSTER up its envelope — genuine, signed, but older than
+// what the broker took — neither rolls the roster back (re-admitting a
+// revoked publisher) nor moves the service cursor: the broker remembers a
+// forgotten cohort's service feed, and the replay is stale.
+func TestHostileServiceReplayAfterReclaim(t *testing.T) {
+	t.Parallel()
+	_, broker, cl := cluster(t, bps.Options{}, 2)
+	admin, bob := newKey(t), newKey(t)
+	sp := feedSpec(t, "replayed roster", admin)
+	grant, revoke := rosterMsg(t, admin, sp, 0, bob), rosterMsg(t, admin, sp, 1)
+
+	a := publish(t, cl[0], broker, sp, admin, 0)
+	send(t, a, grant)
+	send(t, a, revoke)
+	broker.rec.waitN(t, 2, "grant and revocation accepted", kind(bps.EventAccept))
+	if err := a.Close(); err != nil {
+		t.Fatal(err)
+	}
+	broker.rec.wait(t, "the admin's stream left", kind(bps.EventLeave))
+	if n := len(broker.svc.Cohorts()); n != 0 {
+		t.Fatalf("%d cohorts after the last stream left", n)
+	}
+
+	r := openRaw(t, cl[1], broker)
+	if ack := r.join(&pb.Join{Cohort: sp.PB(), Multihop: true}); ack.Status != pb.Status_OK || !ack.Multihop {
+		t.Fatalf("ack %v", ack)
+	}
+	r.send(&pb.Frame{Kind: &pb.Frame_Message{Message: grant}})
+	broker.rec.wait(t, "the replay dropped", dropped(bps.CounterRetransmit))
+	c := cohortInfo(t, broker, sp)
+	if c.ServiceNext != 2 || len(c.Roster) != 0 {
+		t.Fatalf("after the replay: service next %d, roster %x; want 2 and the revocation's empty roster", c.ServiceNext, c.Roster)
+	}
+}
+
+// TestHostileRevokedKeepsReceivingClosed: in a closed cohort a publisher
+// the admin revoked is told the revoking roster and then receives nothing
+// more — it is no longer in the audience of a cohort that admits only by
+// roster — until a later roster names it again.
+func TestHostileRevokedKeepsReceivingClosed(t *testing.T) {
+	t.Parallel()
+	_, broker, cl := cluster(t, bps.Options{}, 3)
+	admin, bob, carol := newKey(t), newKey(t), newKey(t)
+	sp := specOf(t, &pb.CohortSpec{Topic: topicOf("revoked, closed"), Binding: pb.TopicBinding_ANCHOR, Admin: admin.addr, Closed: true})
+	a := publishOpts(t, cl[0], broker, sp, admin, true)
+	send(t, a, rosterMsg(t, admin, sp, 0, bob, carol))
+	broker.rec.wait(t, "the grant", kind(bps.EventAccept))
+	b := publishOpts(t, cl[1], broker, sp, bob, true)
+	c := publishOpts(t, cl[2], broker, sp, carol, true)
+	recvC(t, b.C(), "bob's first delivery")
+	recvC(t, c.C(), "carol's first delivery")
+
+	send(t, a, rosterMsg(t, admin, sp, 1, carol))
+	if d := recvC(t, b.C(), "bob told his revocation"); d.Service == nil || d.Service.Index != 1 {
+		t.Fatalf("bob got %+v, want the revoking roster", d)
+	}
+	recvC(t, c.C(), "carol told the roster")
+	send(t, a, socMsg(t, admin, make([]byte, 32), "after bob's revocation"))
+	if d := recvC(t, c.C(), "carol hears the admin"); string(d.Payload()) != "after bob's revocation" {
+		t.Fatalf("carol heard %q", d.Payload())
+	}
+	send(t, a, rosterMsg(t, admin, sp, 2, bob, carol))
+	if d := recvC(t, b.C(), "bob's next delivery"); d.Service == nil || d.Service.Index != 2 {
+		t.Fatalf("bob's next delivery after his revocation is %+v (payload %q), want the roster that names him again", d, d.Payload())
+	}
+}
+
+// hostileParent is a node that answers every Join OK over the envelope,
+// stating depth, then writes each frame sent on down, and holds the stream
+// until its peer closes it.
+func hostileParent(t *testing.T, net *streamtest.Network, depth uint32, down <-chan *pb.Frame) *streamtest.Node {
+	t.Helper()
+	evil := net.NewNode()
+	if err := evil.AddProtocol(p2p.ProtocolSpec{Name: bps.ProtocolName, Version: bps.ProtocolVersion,
+		StreamSpecs: []p2p.StreamSpec{{Name: bps.StreamName, Handler: func(ctx context.Context, _ p2p.Peer, s p2p.Stream) error {
+			if err := protodelim.UnmarshalFrom(newByteReader(s), new(pb.Join)); err != nil {
+				return err
+			}
+			if _, err := s.Write(bps.EncodeFrame(&pb.Ack{Status: pb.Status_OK, Multihop: true, Depth: depth})); err != nil {
+				return err
+			}
+			closed := make(chan struct{})
+			go func() { _, _ = io.Copy(io.Discard, s); close(closed) }()
+			for {
+				select {
+				case f := <-down:
+					if _, err := s.Write(bps.EncodeFrame(f)); err != nil {
+						return err
+					}
+				case <-closed:
+					return s.Close()
+				}
+			}
+		}}}}); err != nil {
+		t.Fatal(err)
+	}
+	return evil
+}
+
+// TestHostileReparentToOwnChild: a parent that names the node's own child
+// as where to move would close a cycle; the node refuses the move (and
+// leaves that parent all the same) and never takes its child as a parent.
+func TestHostileReparentToOwnChild(t *testing.T) {
+	t.Parallel()
+	net := newNetwork(t)
+	sp := feedSpec(t, "reparent into a cycle", newKey(t))
+	down := make(chan *pb.Frame, 1)
+	evil := hostileParent(t, net, 0, down)
+	x, y := newNode(t, net, relayOptions(2)), newNode(t, net, relayOptions(2))
+	for _, pair := range [][2]*streamtest.Node{{x.Node, evil}, {y.Node, x.Node}} {
+		if err := net.Connect(pair[0], pair[1]); err != nil {
+			t.Fatal(err)
+		}
+	}
+	subscribe(t, x, &tnode{Node: evil}, sp)
+	subscribe(t, y, x, sp)
+
+	down <- &pb.Frame{Kind: &pb.Frame_Reparent{Reparent: &pb.Reparent{To: y.Overlay().Bytes()}}}
+	ev := x.rec.wait(t, "the reparent handled", kind(bps.EventReparent))
+	if ev.Err == nil || !strings.Contains(ev.Err.Error(), "own child") {
+		t.Fatalf("reparent to its own child: %v, want refused", ev.Err)
+	}
+	for _, p := range x.svc.Tree() {
+		if slices.ContainsFunc(p.Parents, y.Overlay().Equal) {
+			t.Fatalf("x took its own child %s as a parent", y.Overlay())
+		}
+	}
+}
+
+// TestHostileParentDepthBound: a parent stating a depth at the bound (a
+// lie, or a chain looping on itself) is refused at the join: the node's
+// depth stays finite and no wrap can disable the cycle guard.
+func TestHostileParentDepthBound(t *testing.T) {
+	t.Parallel()
+	net := newNetwork(t)
+	sp := feedSpec(t, "too deep", newKey(t))
+	for _, depth := range []uint32{math.MaxUint32, math.MaxUint32 - 1, 1000} {
+		evil := hostileParent(t, net, depth, nil)
+		x := newNode(t, net, relayOptions(2))
+		if err := net.Connect(x.Node, evil); err != nil {
+			t.Fatal(err)
+		}
+		_, err := x.svc.Subscribe(ctxT(t), evil.Overlay(), sp)
+		if err == nil || !strings.Contains(err.Error(), "depth past the bound") {
+			t.Fatalf("a parent at depth %d: %v, want refused", depth, err)
+		}
+	}
+}
+
+// TestHostileRelayForwardsOnce: a relay forwards a publication rootward
+// once however often a child (or a loop) sends it: byte-identical frames
+// within its window are dropped as retransmits, so no cycle can keep a
+// frame travelling up for ever.
+func TestHostileRelayForwardsOnce(t *testing.T) {
+	t.Parallel()
+	net := newNetwork(t)
+	admin := newKey(t)
+	sp := feedSpec(t, "forward once", admin)
+	broker := newNode(t, net, bps.Options{MaxStreamsPerCohort: 1})
+	relay, child := newNode(t, net, relayOptions(2)), newNode(t, net, bps.Options{})
+	for _, pair := range [][2]*streamtest.Node{{relay.Node, broker.Node}, {child.Node, relay.Node}} {
+		if err := net.Connect(pair[0], pair[1]); err != nil {
+			t.Fatal(err)
+		}
+	}
+	subscribe(t, relay, broker, sp)
+	r := openRaw(t, child, relay)
+	if ack := r.join(&pb.Join{Cohort: sp.PB(), Multihop: true}); ack.Status != pb.Status_OK || !ack.Multihop {
+		t.Fatalf("ack %v", ack)
+	}
+	pub := &pb.Frame{Kind: &pb.Frame_Message{Message: update(t, admin, sp, 0, "once")}}
+	r.send(pub)
+	r.send(pub)
+	relay.rec.wait(t, "the copy dropped", dropped(bps.CounterRetransmit))
+	if n := relay.rec.count(kind(bps.EventForward)); n != 1 {
+		t.Fatalf("forwarded %d times, want once", n)
+	}
+}
