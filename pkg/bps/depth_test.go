@@ -7,7 +7,6 @@ package bps_test
 import (
 	"context"
 	"io"
-	"math"
 	"slices"
 	"testing"
 
@@ -74,16 +73,16 @@ func statingParent(t *testing.T, net *streamtest.Network, depth uint32) *streamt
 }
 
 // TestAckDepthStated: a node's depth is one below its shallowest parent's
-// stated depth; a parent stating the largest depth leaves the node there
-// rather than wrapping it to the root's 0.
+// stated depth. (A parent stating a depth past the bound is refused, so no
+// depth wraps to the root's 0: TestHostileParentDepthBound.)
 func TestAckDepthStated(t *testing.T) {
 	t.Parallel()
 	net := newNetwork(t)
 	admin := newKey(t)
 	sp := feedSpec(t, "ack-depth-stated", admin)
-	deep, shallow, top := statingParent(t, net, 4), statingParent(t, net, 2), statingParent(t, net, math.MaxUint32)
+	deep, shallow, far := statingParent(t, net, 4), statingParent(t, net, 2), statingParent(t, net, 40)
 	client := newNode(t, net, bps.Options{})
-	for _, p := range []*streamtest.Node{deep, shallow, top} {
+	for _, p := range []*streamtest.Node{deep, shallow, far} {
 		if err := net.Connect(client.Node, p); err != nil {
 			t.Fatal(err)
 		}
@@ -109,17 +108,17 @@ func TestAckDepthStated(t *testing.T) {
 		return s
 	}
 
-	subTop := sub(top)
-	depth("under a parent at the largest depth", math.MaxUint32, top)
+	subFar := sub(far)
+	depth("under a parent at depth 40", 41, far)
 	subDeep := sub(deep)
-	depth("under parents at depths 4 and max", 5, deep, top)
+	depth("under parents at depths 4 and 40", 5, deep, far)
 	subShallow := sub(shallow)
-	depth("under parents at depths 2, 4 and max", 3, deep, shallow, top)
+	depth("under parents at depths 2, 4 and 40", 3, deep, shallow, far)
 	if err := subShallow.Close(); err != nil {
 		t.Fatal(err)
 	}
-	depth("the shallow parent gone", 5, deep, top)
-	for _, s := range []*bps.Subscription{subDeep, subTop} {
+	depth("the shallow parent gone", 5, deep, far)
+	for _, s := range []*bps.Subscription{subDeep, subFar} {
 		if err := s.Close(); err != nil {
 			t.Fatal(err)
 		}

@@ -11,8 +11,10 @@ import (
 	"slices"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/ethersphere/bee/v2/pkg/p2p"
+	"github.com/ethersphere/bee/v2/pkg/swarm"
 	"github.com/ethersphere/bps/pkg/bps"
 	"github.com/ethersphere/bps/pkg/bps/pb"
 	"github.com/ethersphere/bps/pkg/bps/streamtest"
@@ -197,5 +199,102 @@ func TestHostileRelayForwardsOnce(t *testing.T) {
 	relay.rec.wait(t, "the copy dropped", dropped(bps.CounterRetransmit))
 	if n := relay.rec.count(kind(bps.EventForward)); n != 1 {
 		t.Fatalf("forwarded %d times, want once", n)
+	}
+}
+
+// probedChild is a raw child attached to a full broker's only slot, and a
+// join that makes the broker probe it: the child reads the Probe, answers
+// with cands, and the joiner's Ack comes back.
+func probedChild(t *testing.T, cands func(pr *pb.Probe) []*pb.Candidate) (broker *tnode, child *raw, ack *pb.Ack) {
+	t.Helper()
+	net := newNetwork(t)
+	sp := feedSpec(t, "probed", newKey(t))
+	broker = newNode(t, net, bps.Options{MaxStreamsPerCohort: 1, ProbeWait: 5 * time.Second})
+	kid, joiner := newNode(t, net, bps.Options{}), newNode(t, net, bps.Options{})
+	for _, n := range []*tnode{kid, joiner} {
+		if err := net.Connect(n.Node, broker.Node); err != nil {
+			t.Fatal(err)
+		}
+	}
+	child = openRaw(t, kid, broker)
+	if a := child.join(&pb.Join{Cohort: sp.PB(), Multihop: true}); a.Status != pb.Status_OK {
+		t.Fatal(a.Status)
+	}
+	j := openRaw(t, joiner, broker)
+	acked := make(chan *pb.Ack, 1)
+	go func() {
+		if _, err := j.s.Write(bps.EncodeFrame(&pb.Join{Cohort: sp.PB(), Multihop: true})); err != nil {
+			acked <- nil
+			return
+		}
+		a := new(pb.Ack)
+		if err := j.read(a); err != nil {
+			a = nil
+		}
+		acked <- a
+	}()
+	f := new(pb.Frame)
+	if err := child.read(f); err != nil || f.GetProbe() == nil {
+		t.Fatalf("the child read %v, %v; want a probe", f, err)
+	}
+	child.send(&pb.Frame{Kind: &pb.Frame_Candidates{Candidates: &pb.Candidates{Nonce: f.GetProbe().Nonce, Candidates: cands(f.GetProbe())}}})
+	select {
+	case ack = <-acked:
+	case <-ctxT(t).Done():
+		t.Fatal("the joiner got no Ack")
+	}
+	return broker, child, ack
+}
+
+// candidateAt is a candidate at depth, at an overlay nobody holds.
+func candidateAt(t *testing.T, depth uint32) *pb.Candidate {
+	return &pb.Candidate{Overlay: swarm.RandAddress(t).Bytes(), Depth: depth}
+}
+
+// TestHostileCandidateAboveProbe: a child answering a probe with a
+// candidate shallower than the subtree it was probed for — depth 0, the
+// root's own — provably lies: its stream is reset and its peer
+// blocklisted, and the joiner is not sent there.
+func TestHostileCandidateAboveProbe(t *testing.T) {
+	t.Parallel()
+	broker, child, ack := probedChild(t, func(pr *pb.Probe) []*pb.Candidate {
+		return []*pb.Candidate{candidateAt(t, pr.Depth-1)}
+	})
+	expectReset(t, child)
+	broker.rec.wait(t, "the liar blocklisted", kind(bps.EventViolation))
+	if ack == nil || ack.Status != pb.Status_FULL || len(ack.Candidates) != 0 {
+		t.Fatalf("the joiner's ack %v, want FULL without the forged candidate", ack)
+	}
+}
+
+// TestHostileTwoCandidatesFromOneChild: the two candidates a joiner is
+// given come from different subtrees: one child answering two (both
+// plausible) yields one, so it can never be both parents.
+func TestHostileTwoCandidatesFromOneChild(t *testing.T) {
+	t.Parallel()
+	_, _, ack := probedChild(t, func(pr *pb.Probe) []*pb.Candidate {
+		return []*pb.Candidate{candidateAt(t, pr.Depth), candidateAt(t, pr.Depth+1)}
+	})
+	if ack == nil || ack.Status != pb.Status_FULL || len(ack.Candidates) != 1 {
+		t.Fatalf("the joiner's ack %v, want FULL with one candidate", ack)
+	}
+}
+
+// TestHostilePeerStreamsBounded: one peer holds a bounded number of
+// streams in one cohort, whatever identities it declares: more buy it no
+// more seats, probes or say.
+func TestHostilePeerStreamsBounded(t *testing.T) {
+	t.Parallel()
+	_, broker, cl := cluster(t, bps.Options{}, 1)
+	sp := feedSpec(t, "one peer, many streams", newKey(t))
+	for i := range 5 {
+		ack := openRaw(t, cl[0], broker).join(&pb.Join{Cohort: sp.PB(), Addr: newKey(t).addr, Multihop: true})
+		if want := pb.Status_OK; i == 4 {
+			if ack.Status != pb.Status_FULL {
+				t.Fatalf("stream %d of one peer: %s, want FULL", i+1, ack.Status)
+			}
+		} else if ack.Status != want {
+			t.Fatalf("stream %d of one peer: %s, want OK", i+1, ack.Status)
+		}
 	}
 }

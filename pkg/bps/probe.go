@@ -34,13 +34,20 @@ const (
 	maxProbeFanout = 4
 )
 
-// probeWait is one open probe at a node: the children asked and the
-// candidates they answered with.
+// probeWait is one open probe at a node: the children asked, the depth
+// they were told, and the candidates they answered with.
 type probeWait struct {
 	asked map[*member]bool // answered?
+	depth uint32           // the probed children's depth: no candidate lies above it
 	left  int
-	found []*pb.Candidate
+	found []found
 	ready chan struct{} // closed when every child asked has answered
+}
+
+// found is a candidate and the child whose subtree it came from.
+type found struct {
+	from *member
+	c    *pb.Candidate
 }
 
 func candidateWellFormed(c *pb.Candidate) bool {
@@ -56,24 +63,35 @@ func candidateWellFormed(c *pb.Candidate) bool {
 }
 
 // bestCandidates keeps the two shallowest distinct candidates, none of
-// them exclude, ordered by depth then overlay (SWIP-61's min-2 filter).
-func bestCandidates(found []*pb.Candidate, exclude swarm.Address) []*pb.Candidate {
-	found = slices.DeleteFunc(slices.Clone(found), func(c *pb.Candidate) bool {
-		return swarm.NewAddress(c.Overlay).Equal(exclude)
+// them exclude, ordered by depth then overlay (SWIP-61's min-2 filter), at
+// most one from each child's subtree: a joiner's two parents come from
+// different subtrees, so that one child — which states its candidates'
+// depths on its own word — can be at most one of them.
+func bestCandidates(all []found, exclude swarm.Address) []*pb.Candidate {
+	all = slices.DeleteFunc(slices.Clone(all), func(f found) bool {
+		return swarm.NewAddress(f.c.Overlay).Equal(exclude)
 	})
-	slices.SortFunc(found, func(a, b *pb.Candidate) int {
-		if a.Depth != b.Depth {
-			if a.Depth < b.Depth {
+	slices.SortFunc(all, func(a, b found) int {
+		if a.c.Depth != b.c.Depth {
+			if a.c.Depth < b.c.Depth {
 				return -1
 			}
 			return 1
 		}
-		return swarm.NewAddress(a.Overlay).Compare(swarm.NewAddress(b.Overlay))
+		return swarm.NewAddress(a.c.Overlay).Compare(swarm.NewAddress(b.c.Overlay))
 	})
-	found = slices.CompactFunc(found, func(a, b *pb.Candidate) bool {
-		return swarm.NewAddress(a.Overlay).Equal(swarm.NewAddress(b.Overlay))
-	})
-	return found[:min(len(found), maxCandidates)]
+	var best []*pb.Candidate
+	var from []*member
+	for _, f := range all {
+		if len(best) == maxCandidates {
+			break
+		}
+		if slices.Contains(from, f.from) || slices.ContainsFunc(best, func(c *pb.Candidate) bool { return slices.Equal(c.Overlay, f.c.Overlay) }) {
+			continue
+		}
+		best, from = append(best, f.c), append(from, f.from)
+	}
+	return best
 }
 
 // probe searches c's subtree for free slots over the streams it has
@@ -97,9 +115,11 @@ func (s *Service) probe(c *cohort, childDepth uint32, exclude swarm.Address, wai
 		c.mu.Unlock()
 		return nil
 	}
-	pw := &probeWait{asked: make(map[*member]bool), ready: make(chan struct{})}
+	pw := &probeWait{asked: make(map[*member]bool), depth: childDepth, ready: make(chan struct{})}
+	var peers []swarm.Address // one stream per peer is asked: more identities buy no more say
 	for m := range c.children {
-		if m.codec != codecEnvelope || m.role != roleSubscriber || m.declared != nil || m.silent || m.peer.Equal(exclude) || isDone(m.quit) {
+		if m.codec != codecEnvelope || m.role != roleSubscriber || m.declared != nil || m.silent || m.peer.Equal(exclude) || isDone(m.quit) ||
+			slices.ContainsFunc(peers, m.peer.Equal) {
 			continue
 		}
 		if len(pw.asked) == maxProbeFanout {
@@ -107,6 +127,7 @@ func (s *Service) probe(c *cohort, childDepth uint32, exclude swarm.Address, wai
 		}
 		if m.offer(outFrame{b: frame, kind: kindProbe}) {
 			pw.asked[m] = false
+			peers = append(peers, m.peer)
 		}
 	}
 	pw.left = len(pw.asked)
@@ -172,8 +193,18 @@ func (c *cohort) candidates(from *member, cs *pb.Candidates) error {
 		c.r.s.count(c, CounterWrongStream)
 		return violationf("candidates for a probe this stream was not asked, or answered already")
 	}
+	for _, cand := range cs.Candidates {
+		if cand.Depth < pw.depth {
+			// The child's subtree lies at its depth or below: a candidate
+			// above it is a lie, whatever the child says of itself.
+			c.r.s.count(c, CounterWrongStream)
+			return violationf("a candidate at depth %d above the subtree probed at %d", cand.Depth, pw.depth)
+		}
+	}
 	pw.asked[from] = true
-	pw.found = append(pw.found, cs.Candidates...)
+	for _, cand := range cs.Candidates {
+		pw.found = append(pw.found, found{from: from, c: cand})
+	}
 	if pw.left--; pw.left == 0 {
 		close(pw.ready)
 	}

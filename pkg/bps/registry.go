@@ -79,7 +79,7 @@ func (r *registry) attach(peer swarm.Address, stream p2p.Stream, cd codec, sp *S
 	if !ok {
 		return nil, pb.Status_FULL, nil
 	}
-	if pc := r.peers[peer.ByteString()]; pc[sp.key] == 0 && len(pc) >= r.s.opts.MaxCohortsPerPeer {
+	if pc := r.peers[peer.ByteString()]; (pc[sp.key] == 0 && len(pc) >= r.s.opts.MaxCohortsPerPeer) || pc[sp.key] >= maxPeerStreams {
 		return nil, pb.Status_FULL, nil
 	}
 	m := r.newMember(peer, stream, cd, sp, addr, ro)
@@ -94,6 +94,11 @@ func (r *registry) attach(peer swarm.Address, stream p2p.Stream, cd codec, sp *S
 	r.seatLocked(c, m, extra)
 	return m, pb.Status_OK, nil
 }
+
+// maxPeerStreams bounds the streams one peer holds in one cohort at a
+// node: one per identity it subscribes or publishes as, a reconnect's
+// overlap included. Sybil identities behind one peer buy no more than this.
+const maxPeerStreams = 4
 
 // capacityLocked is this node's place as a parent in the cohort: the root,
 // fanning out to MaxStreamsPerCohort; or a relay fed by up, which takes
