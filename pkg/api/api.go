@@ -17,10 +17,10 @@
 //   - GET /pubsub/ (and /pubsub) lists the node's topics: the cohorts it
 //     brokers and the streams its sessions share.
 //
-// The sessions share the node's p2p streams through bps.Mux: every session
+// The sessions share the node's p2p streams through session.Mux: every session
 // watching a cohort at a broker shares one subscriber stream, every session
 // publishing as one address one publisher stream, and the cohort's room
-// hands each message once to each session (a bps.Session) and keeps the
+// hands each message once to each session (a session.Session) and keeps the
 // service feed as the node verified it. Each session has one bounded queue
 // and one writer goroutine; a session whose queue is full is closed, never
 // waited for, so a slow dApp stalls neither a stream nor the other
@@ -55,6 +55,7 @@ import (
 	m "github.com/ethersphere/bee/v2/pkg/metrics"
 	"github.com/ethersphere/bps/pkg/bps"
 	"github.com/ethersphere/bps/pkg/internal/owned"
+	"github.com/ethersphere/bps/pkg/session"
 	"github.com/go-playground/validator/v10"
 	"github.com/gorilla/mux"
 	"github.com/gorilla/websocket"
@@ -128,8 +129,8 @@ type Options struct {
 	// PersistTimeout bounds the upload of one published update. Default
 	// DefaultPersistTimeout.
 	PersistTimeout time.Duration
-	// RecoverMax and RecoverTimeout bound one gap's recovery (bps.MuxOptions;
-	// defaults bps.DefaultRecoverMax, bps.DefaultRecoverTimeout).
+	// RecoverMax and RecoverTimeout bound one gap's recovery (session.MuxOptions;
+	// defaults session.DefaultRecoverMax, session.DefaultRecoverTimeout).
 	RecoverMax     int
 	RecoverTimeout time.Duration
 }
@@ -143,7 +144,7 @@ const (
 	DefaultPingPeriod           = 60 * time.Second
 	DefaultWriteTimeout         = 10 * time.Second
 	DefaultSessionQueue         = 64
-	DefaultSilentWait           = bps.DefaultSilentWait
+	DefaultSilentWait           = session.DefaultSilentWait
 	DefaultPersistTimeout       = 30 * time.Second
 	// DefaultReadLimit fits the largest frame a dApp sends — index (8),
 	// signature (65), span (8) and a 4096-byte payload — with room to spare
@@ -236,15 +237,15 @@ type Server struct {
 	validate *validator.Validate
 	upgrader websocket.Upgrader
 
-	mux    bps.Mux         // the streams the sessions share
+	mux    session.Mux     // the streams the sessions share
 	ctx    context.Context // ended by Close: bounds every join
 	cancel context.CancelFunc
 	wg     sync.WaitGroup // sessions and their handlers
 
 	mu       sync.Mutex // guards everything below
 	closed   bool
-	sessions map[*session]struct{} // upgraded sessions
-	pending  int                   // sessions being set up
+	sessions map[*wsSession]struct{} // upgraded sessions
+	pending  int                     // sessions being set up
 	clients  map[string]*clientShare
 }
 
@@ -269,9 +270,9 @@ func New(svc *bps.Service, conn Connector, logger log.Logger, o Options) (*Serve
 		opts:     o,
 		metrics:  newMetrics(),
 		validate: newValidator(),
-		sessions: make(map[*session]struct{}),
+		sessions: make(map[*wsSession]struct{}),
 		clients:  make(map[string]*clientShare),
-		mux: bps.NewMux(svc, bps.MuxOptions{JoinTimeout: o.JoinTimeout, ClaimTimeout: o.ClaimTimeout, SilentWait: o.SilentWait,
+		mux: session.NewMux(svc, session.MuxOptions{JoinTimeout: o.JoinTimeout, ClaimTimeout: o.ClaimTimeout, SilentWait: o.SilentWait,
 			Storage: o.Storage, RecoverMax: o.RecoverMax, RecoverTimeout: o.RecoverTimeout}),
 	}
 	s.ctx, s.cancel = context.WithCancel(context.Background())
@@ -339,7 +340,7 @@ func (s *Server) Close() error {
 		return nil
 	}
 	s.closed = true
-	all := make([]*session, 0, len(s.sessions))
+	all := make([]*wsSession, 0, len(s.sessions))
 	for ss := range s.sessions {
 		all = append(all, ss)
 	}
@@ -396,7 +397,7 @@ func (s *Server) unreserve(client string) {
 // register turns a reservation into a live session; it reports false if the
 // Server closed meanwhile (Close did not see the session, so the caller
 // closes it).
-func (s *Server) register(ss *session) bool {
+func (s *Server) register(ss *wsSession) bool {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	s.pending--
@@ -406,7 +407,7 @@ func (s *Server) register(ss *session) bool {
 }
 
 // unregister removes an ended session and releases its reservation.
-func (s *Server) unregister(ss *session) {
+func (s *Server) unregister(ss *wsSession) {
 	s.mu.Lock()
 	delete(s.sessions, ss)
 	s.dropClientLocked(ss.client)

@@ -16,6 +16,7 @@ import (
 	"github.com/ethersphere/bee/v2/pkg/jsonhttp"
 	"github.com/ethersphere/bee/v2/pkg/swarm"
 	"github.com/ethersphere/bps/pkg/bps"
+	"github.com/ethersphere/bps/pkg/session"
 	"github.com/gorilla/mux"
 	"github.com/gorilla/websocket"
 )
@@ -84,7 +85,7 @@ func (s *Server) pubsubWsHandler(w http.ResponseWriter, r *http.Request) {
 		s.joinFailed(w, logger, err)
 		return
 	}
-	var h *bps.Hub
+	var h *session.Hub
 	if p.spectates() {
 		if h, err = s.mux.Subscribe(ctx, rm); err != nil {
 			rm.Release()
@@ -92,7 +93,7 @@ func (s *Server) pubsubWsHandler(w http.ResponseWriter, r *http.Request) {
 			return
 		}
 	}
-	var e *bps.PubStream
+	var e *session.PubStream
 	if p.publish && !p.claims() {
 		if e, err = s.mux.Publish(ctx, rm, p.streamOptions(), nil); err != nil {
 			if h != nil {
