@@ -14,17 +14,18 @@ import (
 	"time"
 
 	"github.com/ethersphere/bee/v2/pkg/jsonhttp"
+	"github.com/ethersphere/bee/v2/pkg/log"
 	"github.com/ethersphere/bee/v2/pkg/swarm"
 	"github.com/ethersphere/bps/pkg/bps"
-	"github.com/ethersphere/bps/pkg/session"
 	"github.com/gorilla/mux"
 	"github.com/gorilla/websocket"
 )
 
-// pubsubWsHandler serves GET /pubsub/{topic}: it validates the request,
-// reaches the broker and joins the cohort (the node's shared streams where
-// they exist) before it upgrades, so that every failure it can know of is an
-// HTTP status; then it runs the session until it ends.
+// pubsubWsHandler serves GET /pubsub/{topic}: it parses and checks the
+// request, then opens the session — reaching the broker and joining the
+// cohort (the node's shared streams where they exist) — before it upgrades,
+// so that every failure it can know of is an HTTP status; then it runs the
+// session until it ends.
 func (s *Server) pubsubWsHandler(w http.ResponseWriter, r *http.Request) {
 	logger := s.logger.WithName("pubsub_ws").Build()
 
@@ -33,122 +34,113 @@ func (s *Server) pubsubWsHandler(w http.ResponseWriter, r *http.Request) {
 		badRequest(w, logger, msg, reasons...)
 		return
 	}
-	if !websocket.IsWebSocketUpgrade(r) {
+	if !s.checkSession(w, r, logger, p) {
+		return
+	}
+	ss, err := s.openSession(r, p, logger)
+	if err != nil {
+		s.openFailed(w, logger, err)
+		return
+	}
+	ws, err := s.upgrader.Upgrade(w, r, nil)
+	if err != nil { // the upgrader has answered
+		logger.Debug("upgrade failed", "error", err)
+		ss.abort("upgrade failed")
+		return
+	}
+	ss.ws.Store(ws)
+	ss.run()
+}
+
+// checkSession answers a request that cannot become a session here: not a
+// WebSocket upgrade, from an origin not allowed, or naming a batch the node
+// cannot stamp with.
+func (s *Server) checkSession(w http.ResponseWriter, r *http.Request, logger log.Logger, p *plan) bool {
+	switch {
+	case !websocket.IsWebSocketUpgrade(r):
 		badRequest(w, logger, "expected a websocket upgrade")
-		return
-	}
-	if !s.checkOrigin(r) {
+		return false
+	case !s.checkOrigin(r):
 		jsonhttp.Forbidden(w, "origin not allowed")
-		return
+		return false
+	case p.batch != nil:
+		return s.checkBatch(w, r, logger, p.batch)
 	}
-	if p.batch != nil && !s.checkBatch(w, r, logger, p.batch) {
-		return
-	}
+	return true
+}
+
+// errOwnCohort: the peer is this node.
+var errOwnCohort = errors.New("is this node: a node does not join its own cohorts")
+
+// openSession sets the session of p up before its upgrade: it reserves the
+// client's share, reaches the broker, enters the cohort, holds the room and
+// the shared streams the session starts with, and makes the session a
+// member of its room. On failure it has undone all of it, and the caller
+// answers with openFailed.
+func (s *Server) openSession(r *http.Request, p *plan, logger log.Logger) (_ *wsSession, err error) {
 	client := s.clientOf(r)
 	if err := s.reserve(client); err != nil {
-		refused(w, logger, err)
-		return
+		return nil, err
 	}
-	upgraded, entered := false, false
-	var broker swarm.Address
+	ss := newSession(s, p, client, logger)
 	defer func() {
-		if entered {
-			s.leaveCohort(client, broker, cohortKey(broker, p.spec))
-		}
-		if !upgraded {
-			s.unreserve(client)
+		if err != nil {
+			ss.abort("join failed")
 		}
 	}()
 
 	ctx, cancel := context.WithTimeout(r.Context(), s.opts.JoinTimeout)
 	defer cancel()
-	stop := context.AfterFunc(s.ctx, cancel)
-	defer stop()
+	defer context.AfterFunc(s.ctx, cancel)()
 
-	broker, err := s.peers.resolve(ctx, p.peer)
-	if err != nil {
-		s.joinFailed(w, logger, err)
-		return
+	if ss.broker, err = s.peers.resolve(ctx, p.peer); err != nil {
+		return nil, err
 	}
-	if broker.Equal(s.svc.Overlay()) {
-		badRequest(w, logger, "invalid query params", jsonhttp.Reason{Field: "peer", Error: "is this node: a node does not join its own cohorts"})
-		return
+	if ss.broker.Equal(s.svc.Overlay()) {
+		return nil, errOwnCohort
 	}
-	if err := s.enterCohort(client, broker, cohortKey(broker, p.spec)); err != nil {
-		refused(w, logger, err)
-		return
+	if err := s.enterCohort(client, ss.broker, cohortKey(ss.broker, p.spec)); err != nil {
+		return nil, err
 	}
-	entered = true
-
-	rm, err := s.mux.Room(broker, p.spec)
-	if err != nil {
-		s.joinFailed(w, logger, err)
-		return
+	ss.entered = true
+	if ss.room, err = s.mux.Room(ss.broker, p.spec); err != nil {
+		return nil, err
 	}
-	var h *session.Hub
 	if p.spectates() {
-		if h, err = s.mux.Subscribe(ctx, rm); err != nil {
-			rm.Release()
-			s.joinFailed(w, logger, err)
-			return
+		if ss.hub, err = s.mux.Subscribe(ctx, ss.room); err != nil {
+			return nil, err
 		}
 	}
-	var e *session.PubStream
-	if p.publish && !p.claims() {
-		if e, err = s.mux.Publish(ctx, rm, p.streamOptions(), nil); err != nil {
-			if h != nil {
-				h.Release()
-			}
-			rm.Release()
-			s.joinFailed(w, logger, err)
-			return
-		}
-	}
-
-	// The session exists, holding its first frame and a member of its
-	// room, before the dApp sees the upgrade: a session that receives at
-	// once receives everything accepted after that.
-	ss := newSession(s, p, broker, rm, h, logger)
-	ss.client, entered = client, false // the session leaves the cohort (release)
-	if p.claims() && (p.spec.Closed || rm.Rostered(p.addr)) {
-		// The stream opens at once (the admin, a closed cohort, an
-		// address the roster names): joined before the upgrade, so that
-		// a broker that cannot be joined is an HTTP status; the dApp signs
-		// the claim once upgraded.
-		if e, err = s.mux.StartPublish(ctx, rm, p.streamOptions(), ss); err != nil {
-			ss.close(websocket.CloseGoingAway, "join failed", nil)
-			ss.release(nil)
-			s.joinFailed(w, logger, err)
-			return
-		}
-	}
-	receive := true
 	switch {
-	case e != nil && !p.claims():
-		ss.attachPub(e)
-	case !p.publish:
-		ss.ready("subscriber")
-	case p.claims() && h != nil && !rm.Rostered(p.addr):
-		// An open cohort: the session watches it until a roster names addr.
-		ss.wait(reasonNotRostered)
-	default:
-		receive = false // from its ready frame on
+	case p.publish && !p.claims():
+		ss.pre, err = s.mux.Publish(ctx, ss.room, p.streamOptions(), nil)
+	case p.claims() && (p.spec.Closed || ss.room.Rostered(p.addr)):
+		// The stream opens at once (the admin, a closed cohort, an address
+		// the roster names): joined before the upgrade, so that a broker
+		// that cannot be joined is an HTTP status; the dApp signs the claim
+		// once upgraded.
+		ss.pre, err = s.mux.StartPublish(ctx, ss.room, p.streamOptions(), ss)
 	}
-	rm.Add(ss, p.memberOptions(ss.echo), receive)
-	if h != nil && !h.Add(ss) {
-		ss.close(websocket.CloseGoingAway, "the broker ended the subscription", nil)
+	if err != nil {
+		return nil, err
 	}
+	// The session is a member of its room before the dApp sees the upgrade:
+	// a session that receives at once receives everything accepted after.
+	ss.join()
+	return ss, nil
+}
 
-	ws, err := s.upgrader.Upgrade(w, r, nil)
-	if err != nil { // the upgrader has answered
-		logger.Debug("upgrade failed", "error", err)
-		ss.close(websocket.CloseGoingAway, "upgrade failed", nil)
-		ss.release(e)
-		return
+// openFailed answers a session openSession could not set up.
+func (s *Server) openFailed(w http.ResponseWriter, logger log.Logger, err error) {
+	var le *limitError
+	switch {
+	case errors.Is(err, errOwnCohort):
+		badRequest(w, logger, "invalid query params", jsonhttp.Reason{Field: "peer", Error: err.Error()})
+	case errors.As(err, &le), errors.Is(err, ErrServerClosed):
+		refused(w, logger, err)
+	default:
+		s.joinFailed(w, logger, err)
 	}
-	upgraded = true
-	ss.ws.Store(ws)
-	ss.run(e)
 }
 
 // maxServiceBody is the largest service SOC: id ‖ signature ‖ span ‖ a

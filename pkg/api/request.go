@@ -115,13 +115,8 @@ type plan struct {
 // protocol; the GSOC client gets binary frames only.
 func (p *plan) control() bool { return !p.gsoc }
 
-// explicit reports explicit authorship: an admin, and not ALL.
-func (p *plan) explicit() bool {
-	return !p.spec.Implicit() && p.spec.Publishers != pb.PublisherRegime_ALL
-}
-
 // claims reports whether publishing takes a claim (explicit authorship).
-func (p *plan) claims() bool { return p.publish && p.explicit() }
+func (p *plan) claims() bool { return p.publish && p.spec.Explicit() }
 
 // isAdmin reports whether the session publishes as the cohort's admin.
 func (p *plan) isAdmin() bool { return p.publish && bytes.Equal(p.addr, p.spec.Admin) }

@@ -34,19 +34,22 @@ type outFrame struct {
 	data []byte
 }
 
-// session is one WebSocket connection. Its reader goroutine reads the dApp's
-// frames (and publishes them), its one writer goroutine writes everything
-// the node sends — gorilla allows one concurrent writer — and the handler's
-// goroutine sets it up and waits for both.
+// wsSession is one WebSocket connection, a session.Session of the node's
+// mux. Its reader goroutine reads the dApp's frames (and publishes them), its
+// one writer goroutine writes everything the node sends — gorilla allows one
+// concurrent writer — and the handler's goroutine sets it up and waits for
+// both.
 type wsSession struct {
 	s       *Server
 	ws      atomic.Pointer[websocket.Conn] // set once upgraded
 	client  string                         // who opened it (Server.clientOf)
 	plan    *plan
-	broker  swarm.Address
 	logger  log.Logger
+	broker  swarm.Address
+	entered bool // counted in the client's cohorts at broker
 	room    *session.Room
 	hub     *session.Hub                      // nil unless the session watches the subscriber stream
+	pre     *session.PubStream                // the publisher stream opened before the upgrade, if any
 	pub     atomic.Pointer[session.PubStream] // set while the session may publish
 	echo    *session.EchoFilter               // GSOC publishers, which receive on the subscriber stream
 	queue   chan outFrame
@@ -74,11 +77,11 @@ type wsSession struct {
 	writerDone chan struct{}
 }
 
-// newSession builds a session before its upgrade: it queues frames from
-// the start, and its reader and writer start once run is called.
-func newSession(s *Server, p *plan, broker swarm.Address, r *session.Room, h *session.Hub, logger log.Logger) *wsSession {
+// newSession builds a session of client before its upgrade: it queues
+// frames from the start, and its reader and writer start once run is called.
+func newSession(s *Server, p *plan, client string, logger log.Logger) *wsSession {
 	ss := &wsSession{
-		s: s, plan: p, broker: broker, room: r, hub: h, logger: logger,
+		s: s, plan: p, client: client, logger: logger,
 		queue:      make(chan outFrame, s.opts.SessionQueue),
 		claims:     make(chan []byte, 1),
 		wake:       make(chan struct{}, 1),
@@ -483,12 +486,34 @@ func verifyClaim(sig, digest, addr []byte) error {
 	return nil
 }
 
+// join makes the opened session a member of its room — receiving at once
+// unless it publishes and may not yet — and of its hub: from then on it
+// holds everything accepted.
+func (ss *wsSession) join() {
+	p, rm := ss.plan, ss.room
+	receive := true
+	switch {
+	case ss.pre != nil && !p.claims():
+		ss.attachPub(ss.pre)
+	case !p.publish:
+		ss.ready("subscriber")
+	case p.claims() && ss.hub != nil && !rm.Rostered(p.addr):
+		// An open cohort: the session watches it until a roster names addr.
+		ss.wait(reasonNotRostered)
+	default:
+		receive = false // from its ready frame on
+	}
+	rm.Add(ss, p.memberOptions(ss.echo), receive)
+	if ss.hub != nil && !ss.hub.Add(ss) {
+		ss.close(websocket.CloseGoingAway, "the broker ended the subscription", nil)
+	}
+}
+
 // run runs the upgraded session: registered, its reader and writer
 // started, and, where publishing takes a claim, its publisher state kept up
-// to date (negotiate) — until it ends. pre is the publisher stream opened
-// before the upgrade, if any: where publishing takes a claim, joined, its
-// claim pending.
-func (ss *wsSession) run(pre *session.PubStream) {
+// to date (negotiate) — until it ends. Where publishing takes a claim, the
+// publisher stream opened before the upgrade is joined, its claim pending.
+func (ss *wsSession) run() {
 	s := ss.s
 	defer s.unregister(ss)
 	if !s.register(ss) {
@@ -497,20 +522,30 @@ func (ss *wsSession) run(pre *session.PubStream) {
 	go ss.writeLoop()
 	go ss.readLoop()
 
-	held := pre // the publisher stream this session holds a reference to
+	held := ss.pre // the publisher stream this session holds a reference to
 	if ss.plan.claims() {
-		held = ss.negotiate(pre)
+		held = ss.negotiate(ss.pre)
 	}
 	<-ss.readerDone
 	<-ss.writerDone
 	ss.release(held)
 }
 
+// abort ends a session that was set up but never ran: closed with reason,
+// detached from what it holds, its reservation released.
+func (ss *wsSession) abort(reason string) {
+	ss.close(websocket.CloseGoingAway, reason, nil)
+	ss.release(ss.pre)
+	ss.s.unreserve(ss.client)
+}
+
 // release detaches an ended session from its room, hub and publisher
-// stream.
+// stream, and takes it out of the client's cohorts.
 func (ss *wsSession) release(held *session.PubStream) {
 	ss.hard.Stop() // set: the session is closed
-	ss.room.Remove(ss)
+	if ss.room != nil {
+		ss.room.Remove(ss)
+	}
 	if h := ss.hub; h != nil {
 		h.Remove(ss)
 		h.Release()
@@ -519,8 +554,12 @@ func (ss *wsSession) release(held *session.PubStream) {
 		held.Remove(ss)
 		held.Release()
 	}
-	ss.room.Release()
-	ss.s.leaveCohort(ss.client, ss.broker, cohortKey(ss.broker, ss.plan.spec))
+	if ss.room != nil {
+		ss.room.Release()
+	}
+	if ss.entered {
+		ss.s.leaveCohort(ss.client, ss.broker, cohortKey(ss.broker, ss.plan.spec))
+	}
 }
 
 // attachPub lets the session publish on e and tells the dApp it may.
