@@ -17,19 +17,20 @@
 //   - GET /pubsub/ (and /pubsub) lists the node's topics: the cohorts it
 //     brokers and the streams its sessions share.
 //
-// The sessions share the node's p2p streams through session.Mux: every session
-// watching a cohort at a broker shares one subscriber stream, every session
-// publishing as one address one publisher stream, and the cohort's room
-// hands each message once to each session (a session.Session) and keeps the
-// service feed as the node verified it. Each session has one bounded queue
-// and one writer goroutine; a session whose queue is full is closed, never
-// waited for, so a slow dApp stalls neither a stream nor the other
-// sessions.
+// The sessions share the node's p2p streams through session.Mux: every
+// session watching a cohort at a broker shares one subscriber stream, every
+// session publishing as one address one publisher stream, and the cohort's
+// room hands each message once to each session (a session.Session) and
+// keeps the service feed as the node verified it. Each session has one
+// bounded queue and one writer goroutine; a session whose queue is full is
+// closed, never waited for, so a slow dApp stalls neither a stream nor the
+// other sessions.
 //
-// Files: bps.go holds the handlers; session.go a session's lifetime and
-// its publisher state; frames.go the frames both ways; request.go and
-// params.go the request's parameters; clients.go a client's share;
-// status.go the statuses and close codes of failures.
+// Files: bps.go holds the handlers, bps_dto.go the bodies they answer;
+// session.go a session's lifetime and its publisher state; frames.go the
+// frames both ways; request.go and params.go the request's parameters;
+// clients.go a client's share; status.go the statuses and close codes of
+// failures.
 //
 // The original GSOC pubsub client (bee-js) keeps working unchanged: a
 // session without a binding is the implicit ANCHOR cohort of the SOC address
