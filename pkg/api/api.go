@@ -54,6 +54,7 @@ import (
 	"github.com/ethersphere/bee/v2/pkg/jsonhttp"
 	"github.com/ethersphere/bee/v2/pkg/log"
 	m "github.com/ethersphere/bee/v2/pkg/metrics"
+	"github.com/ethersphere/bee/v2/pkg/swarm"
 	"github.com/ethersphere/bps/pkg/bps"
 	"github.com/ethersphere/bps/pkg/internal/owned"
 	"github.com/ethersphere/bps/pkg/session"
@@ -227,9 +228,23 @@ func (o *Options) validate() error {
 // ErrServerClosed is returned for requests that arrive after Close.
 var ErrServerClosed = errors.New("api: server closed")
 
+// Protocol is what the API uses of the node's BPS service: the joins its
+// sessions share (session.Protocol) and what GET /pubsub/ shows of the node.
+// session.Node is the node's own; pkg/session/mock is one without a network.
+type Protocol interface {
+	session.Protocol
+	Overlay() swarm.Address
+	Tree() []bps.Position
+	Cohorts() []bps.CohortInfo
+	CohortPeers(sp *bps.Spec) []swarm.Address
+	Audience() bps.Audience
+	Prices() bps.Prices
+	Charges() []bps.PeerCharges
+}
+
 // Server serves the /pubsub API of one node.
 type Server struct {
-	svc      *bps.Service
+	svc      Protocol
 	peers    *peerResolver
 	logger   log.Logger
 	opts     Options
@@ -254,6 +269,11 @@ type Server struct {
 // brokers given as multiaddrs (bee's p2p service satisfies Connector); with a
 // nil conn only broker overlays are accepted as peer.
 func New(svc *bps.Service, conn Connector, logger log.Logger, o Options) (*Server, error) {
+	return NewWith(session.Node{Service: svc}, conn, logger, o)
+}
+
+// NewWith is New over any Protocol: pkg/session/mock's, say.
+func NewWith(svc Protocol, conn Connector, logger log.Logger, o Options) (*Server, error) {
 	o.setDefaults()
 	if err := o.validate(); err != nil {
 		return nil, err

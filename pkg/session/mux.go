@@ -217,7 +217,7 @@ type StreamInfo struct {
 // PubStream's own mutex their session sets. Every goroutine it starts is
 // counted in wg and waited for by Close.
 type mux struct {
-	svc     *bps.Service
+	svc     Protocol
 	opts    MuxOptions
 	metrics muxMetrics
 
@@ -235,8 +235,8 @@ type mux struct {
 
 var _ Mux = (*mux)(nil)
 
-// NewMux returns the mux of the node running svc.
-func NewMux(svc *bps.Service, o MuxOptions) Mux {
+// NewMux returns the mux of the node whose BPS service is svc (Node).
+func NewMux(svc Protocol, o MuxOptions) Mux {
 	if o.JoinTimeout <= 0 {
 		o.JoinTimeout = bps.DefaultHandshakeTimeout
 	}
@@ -337,7 +337,8 @@ func (x *mux) backoff(broker swarm.Address, sp *bps.Spec) *BackoffError {
 // retry.
 func (x *mux) joinErr(broker swarm.Address, sp *bps.Spec, err error) error {
 	if errors.Is(err, bps.ErrFull) {
-		return &BackoffError{Until: x.svc.BackoffUntil(broker, sp), Cause: err}
+		until, _ := x.svc.Backoff(broker, sp)
+		return &BackoffError{Until: until, Cause: err}
 	}
 	return err
 }

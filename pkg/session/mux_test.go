@@ -90,7 +90,7 @@ func TestMuxRoom(t *testing.T) {
 	t.Parallel()
 	net := newNetwork(t)
 	nd := newNode(t, net, bps.Options{})
-	x := session.NewMux(nd.svc, session.MuxOptions{})
+	x := session.NewMux(session.Node{Service: nd.svc}, session.MuxOptions{})
 	t.Cleanup(func() {
 		if err := x.Close(); err != nil {
 			t.Error(err)
@@ -180,7 +180,7 @@ func TestMuxSharesStreams(t *testing.T) {
 	t.Parallel()
 	_, broker, clients := cluster(t, bps.Options{}, 1)
 	c := clients[0]
-	x := session.NewMux(c.svc, session.MuxOptions{})
+	x := session.NewMux(session.Node{Service: c.svc}, session.MuxOptions{})
 	t.Cleanup(func() {
 		if err := x.Close(); err != nil {
 			t.Error(err)

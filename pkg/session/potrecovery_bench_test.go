@@ -29,7 +29,7 @@ func BenchmarkPotRecovery(b *testing.B) {
 	}
 	defer svc.Close()
 	st := newMemStorage()
-	x := session.NewMux(svc, session.MuxOptions{Storage: st})
+	x := session.NewMux(session.Node{Service: svc}, session.MuxOptions{Storage: st})
 	defer x.Close()
 	admin := newKey(b)
 	sp, err := bps.NewFeedSpec(topicOf("bench-pot-recovery"), admin.addr)

@@ -152,7 +152,7 @@ func newRecoveryRoom(t *testing.T, o session.MuxOptions, n int, skip ...uint64) 
 	nd := newNode(t, net, bps.Options{})
 	st := newMemStorage()
 	o.Storage = st
-	x := session.NewMux(nd.svc, o)
+	x := session.NewMux(session.Node{Service: nd.svc}, o)
 	t.Cleanup(func() {
 		if err := x.Close(); err != nil {
 			t.Error(err)
@@ -319,7 +319,7 @@ func BenchmarkRecovery(b *testing.B) {
 	}
 	defer svc.Close()
 	st := newMemStorage()
-	x := session.NewMux(svc, session.MuxOptions{Storage: st})
+	x := session.NewMux(session.Node{Service: svc}, session.MuxOptions{Storage: st})
 	defer x.Close()
 	admin := newKey(b)
 	sp, err := bps.NewFeedSpec(topicOf("bench-recovery"), admin.addr)

@@ -103,7 +103,7 @@ type Hub struct {
 	opening
 	x    *mux
 	room *Room
-	sub  *bps.Subscription
+	sub  Subscription
 	stop chan struct{} // closed when the last reference is released
 
 	delivered atomic.Uint64
@@ -213,7 +213,7 @@ type PubStream struct {
 	claims  bool
 	receive bool
 	joined  chan struct{} // closed once the broker took the Join (then the claim)
-	p       *bps.Publisher
+	p       Publisher
 	stop    chan struct{}
 	wake    chan struct{} // the room's roster changed, or the silent wait passed
 	taken   atomic.Bool
