@@ -21,12 +21,12 @@ import (
 	"errors"
 	"fmt"
 	"github.com/ethersphere/bps/pkg/bps"
-	"sync"
 	"time"
 
 	m "github.com/ethersphere/bee/v2/pkg/metrics"
 	"github.com/ethersphere/bee/v2/pkg/swarm"
 	"github.com/ethersphere/bps/pkg/bps/pb"
+	"github.com/ethersphere/bps/pkg/internal/owned"
 	"github.com/prometheus/client_golang/prometheus"
 )
 
@@ -215,7 +215,7 @@ type StreamInfo struct {
 
 // mux implements Mux. Each refMap guards its map; a Room's, Hub's and
 // PubStream's own mutex their session sets. Every goroutine it starts is
-// counted in wg and waited for by Close.
+// owned and waited for by Close.
 type mux struct {
 	svc     Protocol
 	opts    MuxOptions
@@ -224,9 +224,7 @@ type mux struct {
 	ctx    context.Context // ended by Close: bounds every join
 	cancel context.CancelFunc
 
-	mu     sync.Mutex // guards closed and wg.Add
-	closed bool
-	wg     sync.WaitGroup
+	owned owned.Group // every goroutine the mux starts
 
 	rooms *refMap[*Room]      // by broker ‖ canonical spec
 	hubs  *refMap[*Hub]       // by broker ‖ canonical spec
@@ -263,52 +261,22 @@ func cohortKey(broker swarm.Address, sp *bps.Spec) string {
 }
 
 // goOwned runs f on a goroutine Close waits for; false once closed.
-func (x *mux) goOwned(f func()) bool {
-	x.mu.Lock()
-	defer x.mu.Unlock()
-	if x.closed {
-		return false
-	}
-	x.wg.Add(1)
-	go func() {
-		defer x.wg.Done()
-		f()
-	}()
-	return true
-}
+func (x *mux) goOwned(f func()) bool { return x.owned.Go(f) }
 
-func (x *mux) isClosed() bool {
-	x.mu.Lock()
-	defer x.mu.Unlock()
-	return x.closed
-}
+func (x *mux) isClosed() bool { return x.owned.Closed() }
 
 // Close ends every shared stream — their sessions are ended with
 // ErrMuxClosed — and waits for the mux's goroutines, at most
 // muxCloseTimeout.
 func (x *mux) Close() error {
-	x.mu.Lock()
-	if x.closed {
-		x.mu.Unlock()
+	if !x.owned.Close() {
 		return nil
 	}
-	x.closed = true
-	x.mu.Unlock()
 	x.cancel()
-
-	done := make(chan struct{})
-	go func() {
-		x.wg.Wait()
-		close(done)
-	}()
-	t := time.NewTimer(muxCloseTimeout)
-	defer t.Stop()
-	select {
-	case <-done:
-		return nil
-	case <-t.C:
+	if !x.owned.Wait(muxCloseTimeout) {
 		return errors.New("bps: mux close timed out waiting for its streams")
 	}
+	return nil
 }
 
 // ended is why the sessions of a stream that ended with err are ended.
