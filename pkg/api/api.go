@@ -17,19 +17,20 @@
 //   - GET /pubsub/ (and /pubsub) lists the node's topics: the cohorts it
 //     brokers and the streams its sessions share.
 //
-// The sessions share the node's p2p streams through bps.Mux: every session
-// watching a cohort at a broker shares one subscriber stream, every session
-// publishing as one address one publisher stream, and the cohort's room
-// hands each message once to each session (a bps.Session) and keeps the
-// service feed as the node verified it. Each session has one bounded queue
-// and one writer goroutine; a session whose queue is full is closed, never
-// waited for, so a slow dApp stalls neither a stream nor the other
-// sessions.
+// The sessions share the node's p2p streams through session.Mux: every
+// session watching a cohort at a broker shares one subscriber stream, every
+// session publishing as one address one publisher stream, and the cohort's
+// room hands each message once to each session (a session.Session) and
+// keeps the service feed as the node verified it. Each session has one
+// bounded queue and one writer goroutine; a session whose queue is full is
+// closed, never waited for, so a slow dApp stalls neither a stream nor the
+// other sessions.
 //
-// Files: bps.go holds the handlers; session.go a session's lifetime and
-// its publisher state; frames.go the frames both ways; request.go and
-// params.go the request's parameters; clients.go a client's share;
-// status.go the statuses and close codes of failures.
+// Files: bps.go holds the handlers, bps_dto.go the bodies they answer;
+// session.go a session's lifetime and its publisher state; frames.go the
+// frames both ways; request.go and params.go the request's parameters;
+// clients.go a client's share; status.go the statuses and close codes of
+// failures.
 //
 // The original GSOC pubsub client (bee-js) keeps working unchanged: a
 // session without a binding is the implicit ANCHOR cohort of the SOC address
@@ -53,8 +54,10 @@ import (
 	"github.com/ethersphere/bee/v2/pkg/jsonhttp"
 	"github.com/ethersphere/bee/v2/pkg/log"
 	m "github.com/ethersphere/bee/v2/pkg/metrics"
+	"github.com/ethersphere/bee/v2/pkg/swarm"
 	"github.com/ethersphere/bps/pkg/bps"
 	"github.com/ethersphere/bps/pkg/internal/owned"
+	"github.com/ethersphere/bps/pkg/session"
 	"github.com/go-playground/validator/v10"
 	"github.com/gorilla/mux"
 	"github.com/gorilla/websocket"
@@ -128,8 +131,8 @@ type Options struct {
 	// PersistTimeout bounds the upload of one published update. Default
 	// DefaultPersistTimeout.
 	PersistTimeout time.Duration
-	// RecoverMax and RecoverTimeout bound one gap's recovery (bps.MuxOptions;
-	// defaults bps.DefaultRecoverMax, bps.DefaultRecoverTimeout).
+	// RecoverMax and RecoverTimeout bound one gap's recovery (session.MuxOptions;
+	// defaults session.DefaultRecoverMax, session.DefaultRecoverTimeout).
 	RecoverMax     int
 	RecoverTimeout time.Duration
 }
@@ -143,7 +146,7 @@ const (
 	DefaultPingPeriod           = 60 * time.Second
 	DefaultWriteTimeout         = 10 * time.Second
 	DefaultSessionQueue         = 64
-	DefaultSilentWait           = bps.DefaultSilentWait
+	DefaultSilentWait           = session.DefaultSilentWait
 	DefaultPersistTimeout       = 30 * time.Second
 	// DefaultReadLimit fits the largest frame a dApp sends — index (8),
 	// signature (65), span (8) and a 4096-byte payload — with room to spare
@@ -225,9 +228,23 @@ func (o *Options) validate() error {
 // ErrServerClosed is returned for requests that arrive after Close.
 var ErrServerClosed = errors.New("api: server closed")
 
+// Protocol is what the API uses of the node's BPS service: the joins its
+// sessions share (session.Protocol) and what GET /pubsub/ shows of the node.
+// session.Node is the node's own; pkg/session/mock is one without a network.
+type Protocol interface {
+	session.Protocol
+	Overlay() swarm.Address
+	Tree() []bps.Position
+	Cohorts() []bps.CohortInfo
+	CohortPeers(sp *bps.Spec) []swarm.Address
+	Audience() bps.Audience
+	Prices() bps.Prices
+	Charges() []bps.PeerCharges
+}
+
 // Server serves the /pubsub API of one node.
 type Server struct {
-	svc      *bps.Service
+	svc      Protocol
 	peers    *peerResolver
 	logger   log.Logger
 	opts     Options
@@ -236,15 +253,15 @@ type Server struct {
 	validate *validator.Validate
 	upgrader websocket.Upgrader
 
-	mux    bps.Mux         // the streams the sessions share
+	mux    session.Mux     // the streams the sessions share
 	ctx    context.Context // ended by Close: bounds every join
 	cancel context.CancelFunc
 	wg     sync.WaitGroup // sessions and their handlers
 
 	mu       sync.Mutex // guards everything below
 	closed   bool
-	sessions map[*session]struct{} // upgraded sessions
-	pending  int                   // sessions being set up
+	sessions map[*wsSession]struct{} // upgraded sessions
+	pending  int                     // sessions being set up
 	clients  map[string]*clientShare
 }
 
@@ -252,6 +269,11 @@ type Server struct {
 // brokers given as multiaddrs (bee's p2p service satisfies Connector); with a
 // nil conn only broker overlays are accepted as peer.
 func New(svc *bps.Service, conn Connector, logger log.Logger, o Options) (*Server, error) {
+	return NewWith(session.Node{Service: svc}, conn, logger, o)
+}
+
+// NewWith is New over any Protocol: pkg/session/mock's, say.
+func NewWith(svc Protocol, conn Connector, logger log.Logger, o Options) (*Server, error) {
 	o.setDefaults()
 	if err := o.validate(); err != nil {
 		return nil, err
@@ -269,9 +291,9 @@ func New(svc *bps.Service, conn Connector, logger log.Logger, o Options) (*Serve
 		opts:     o,
 		metrics:  newMetrics(),
 		validate: newValidator(),
-		sessions: make(map[*session]struct{}),
+		sessions: make(map[*wsSession]struct{}),
 		clients:  make(map[string]*clientShare),
-		mux: bps.NewMux(svc, bps.MuxOptions{JoinTimeout: o.JoinTimeout, ClaimTimeout: o.ClaimTimeout, SilentWait: o.SilentWait,
+		mux: session.NewMux(svc, session.MuxOptions{JoinTimeout: o.JoinTimeout, ClaimTimeout: o.ClaimTimeout, SilentWait: o.SilentWait,
 			Storage: o.Storage, RecoverMax: o.RecoverMax, RecoverTimeout: o.RecoverTimeout}),
 	}
 	s.ctx, s.cancel = context.WithCancel(context.Background())
@@ -339,7 +361,7 @@ func (s *Server) Close() error {
 		return nil
 	}
 	s.closed = true
-	all := make([]*session, 0, len(s.sessions))
+	all := make([]*wsSession, 0, len(s.sessions))
 	for ss := range s.sessions {
 		all = append(all, ss)
 	}
@@ -396,7 +418,7 @@ func (s *Server) unreserve(client string) {
 // register turns a reservation into a live session; it reports false if the
 // Server closed meanwhile (Close did not see the session, so the caller
 // closes it).
-func (s *Server) register(ss *session) bool {
+func (s *Server) register(ss *wsSession) bool {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	s.pending--
@@ -406,7 +428,7 @@ func (s *Server) register(ss *session) bool {
 }
 
 // unregister removes an ended session and releases its reservation.
-func (s *Server) unregister(ss *session) {
+func (s *Server) unregister(ss *wsSession) {
 	s.mu.Lock()
 	delete(s.sessions, ss)
 	s.dropClientLocked(ss.client)

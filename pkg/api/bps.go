@@ -11,19 +11,20 @@ import (
 	"fmt"
 	"io"
 	"net/http"
-	"time"
 
 	"github.com/ethersphere/bee/v2/pkg/jsonhttp"
+	"github.com/ethersphere/bee/v2/pkg/log"
 	"github.com/ethersphere/bee/v2/pkg/swarm"
 	"github.com/ethersphere/bps/pkg/bps"
 	"github.com/gorilla/mux"
 	"github.com/gorilla/websocket"
 )
 
-// pubsubWsHandler serves GET /pubsub/{topic}: it validates the request,
-// reaches the broker and joins the cohort (the node's shared streams where
-// they exist) before it upgrades, so that every failure it can know of is an
-// HTTP status; then it runs the session until it ends.
+// pubsubWsHandler serves GET /pubsub/{topic}: it parses and checks the
+// request, then opens the session — reaching the broker and joining the
+// cohort (the node's shared streams where they exist) — before it upgrades,
+// so that every failure it can know of is an HTTP status; then it runs the
+// session until it ends.
 func (s *Server) pubsubWsHandler(w http.ResponseWriter, r *http.Request) {
 	logger := s.logger.WithName("pubsub_ws").Build()
 
@@ -32,132 +33,118 @@ func (s *Server) pubsubWsHandler(w http.ResponseWriter, r *http.Request) {
 		badRequest(w, logger, msg, reasons...)
 		return
 	}
-	if !websocket.IsWebSocketUpgrade(r) {
+	if !s.checkSession(w, r, logger, p) {
+		return
+	}
+	ss, err := s.openSession(r, p, logger)
+	if err != nil {
+		s.openFailed(w, logger, err)
+		return
+	}
+	ws, err := s.upgrader.Upgrade(w, r, nil)
+	if err != nil { // the upgrader has answered
+		logger.Debug("upgrade failed", "error", err)
+		ss.abort("upgrade failed")
+		return
+	}
+	ss.ws.Store(ws)
+	ss.run()
+}
+
+// checkSession answers a request that cannot become a session here: not a
+// WebSocket upgrade, from an origin not allowed, or naming a batch the node
+// cannot stamp with.
+func (s *Server) checkSession(w http.ResponseWriter, r *http.Request, logger log.Logger, p *plan) bool {
+	switch {
+	case !websocket.IsWebSocketUpgrade(r):
 		badRequest(w, logger, "expected a websocket upgrade")
-		return
-	}
-	if !s.checkOrigin(r) {
+		return false
+	case !s.checkOrigin(r):
 		jsonhttp.Forbidden(w, "origin not allowed")
-		return
+		return false
+	case p.batch != nil:
+		return s.checkBatch(w, r, logger, p.batch)
 	}
-	if p.batch != nil && !s.checkBatch(w, r, logger, p.batch) {
-		return
-	}
+	return true
+}
+
+// errOwnCohort: the peer is this node.
+var errOwnCohort = errors.New("is this node: a node does not join its own cohorts")
+
+// openSession sets the session of p up before its upgrade: it reserves the
+// client's share, reaches the broker, enters the cohort, holds the room and
+// the shared streams the session starts with, and makes the session a
+// member of its room. On failure it has undone all of it, and the caller
+// answers with openFailed.
+func (s *Server) openSession(r *http.Request, p *plan, logger log.Logger) (_ *wsSession, err error) {
 	client := s.clientOf(r)
 	if err := s.reserve(client); err != nil {
-		refused(w, logger, err)
-		return
+		return nil, err
 	}
-	upgraded, entered := false, false
-	var broker swarm.Address
+	ss := newSession(s, p, client, logger)
 	defer func() {
-		if entered {
-			s.leaveCohort(client, broker, cohortKey(broker, p.spec))
-		}
-		if !upgraded {
-			s.unreserve(client)
+		if err != nil {
+			ss.abort("join failed")
 		}
 	}()
 
 	ctx, cancel := context.WithTimeout(r.Context(), s.opts.JoinTimeout)
 	defer cancel()
-	stop := context.AfterFunc(s.ctx, cancel)
-	defer stop()
+	defer context.AfterFunc(s.ctx, cancel)()
 
-	broker, err := s.peers.resolve(ctx, p.peer)
-	if err != nil {
-		s.joinFailed(w, logger, err)
-		return
+	if ss.broker, err = s.peers.resolve(ctx, p.peer); err != nil {
+		return nil, err
 	}
-	if broker.Equal(s.svc.Overlay()) {
-		badRequest(w, logger, "invalid query params", jsonhttp.Reason{Field: "peer", Error: "is this node: a node does not join its own cohorts"})
-		return
+	if ss.broker.Equal(s.svc.Overlay()) {
+		return nil, errOwnCohort
 	}
-	if err := s.enterCohort(client, broker, cohortKey(broker, p.spec)); err != nil {
-		refused(w, logger, err)
-		return
+	if err := s.enterCohort(client, ss.broker, cohortKey(ss.broker, p.spec)); err != nil {
+		return nil, err
 	}
-	entered = true
-
-	rm, err := s.mux.Room(broker, p.spec)
-	if err != nil {
-		s.joinFailed(w, logger, err)
-		return
+	ss.entered = true
+	if ss.room, err = s.mux.Room(ss.broker, p.spec); err != nil {
+		return nil, err
 	}
-	var h *bps.Hub
 	if p.spectates() {
-		if h, err = s.mux.Subscribe(ctx, rm); err != nil {
-			rm.Release()
-			s.joinFailed(w, logger, err)
-			return
+		if ss.hub, err = s.mux.Subscribe(ctx, ss.room); err != nil {
+			return nil, err
 		}
 	}
-	var e *bps.PubStream
-	if p.publish && !p.claims() {
-		if e, err = s.mux.Publish(ctx, rm, p.streamOptions(), nil); err != nil {
-			if h != nil {
-				h.Release()
-			}
-			rm.Release()
-			s.joinFailed(w, logger, err)
-			return
-		}
-	}
-
-	// The session exists, holding its first frame and a member of its
-	// room, before the dApp sees the upgrade: a session that receives at
-	// once receives everything accepted after that.
-	ss := newSession(s, p, broker, rm, h, logger)
-	ss.client, entered = client, false // the session leaves the cohort (release)
-	if p.claims() && (p.spec.Closed || rm.Rostered(p.addr)) {
-		// The stream opens at once (the admin, a closed cohort, an
-		// address the roster names): joined before the upgrade, so that
-		// a broker that cannot be joined is an HTTP status; the dApp signs
-		// the claim once upgraded.
-		if e, err = s.mux.StartPublish(ctx, rm, p.streamOptions(), ss); err != nil {
-			ss.close(websocket.CloseGoingAway, "join failed", nil)
-			ss.release(nil)
-			s.joinFailed(w, logger, err)
-			return
-		}
-	}
-	receive := true
 	switch {
-	case e != nil && !p.claims():
-		ss.attachPub(e)
-	case !p.publish:
-		ss.ready("subscriber")
-	case p.claims() && h != nil && !rm.Rostered(p.addr):
-		// An open cohort: the session watches it until a roster names addr.
-		ss.wait(reasonNotRostered)
-	default:
-		receive = false // from its ready frame on
+	case p.publish && !p.claims():
+		ss.pre, err = s.mux.Publish(ctx, ss.room, p.streamOptions(), nil)
+	case p.claims() && (p.spec.Closed || ss.room.Rostered(p.addr)):
+		// The stream opens at once (the admin, a closed cohort, an address
+		// the roster names): joined before the upgrade, so that a broker
+		// that cannot be joined is an HTTP status; the dApp signs the claim
+		// once upgraded.
+		ss.pre, err = s.mux.StartPublish(ctx, ss.room, p.streamOptions(), ss)
 	}
-	rm.Add(ss, p.memberOptions(ss.echo), receive)
-	if h != nil && !h.Add(ss) {
-		ss.close(websocket.CloseGoingAway, "the broker ended the subscription", nil)
+	if err != nil {
+		return nil, err
 	}
+	// The session is a member of its room before the dApp sees the upgrade:
+	// a session that receives at once receives everything accepted after.
+	ss.join()
+	return ss, nil
+}
 
-	ws, err := s.upgrader.Upgrade(w, r, nil)
-	if err != nil { // the upgrader has answered
-		logger.Debug("upgrade failed", "error", err)
-		ss.close(websocket.CloseGoingAway, "upgrade failed", nil)
-		ss.release(e)
-		return
+// openFailed answers a session openSession could not set up.
+func (s *Server) openFailed(w http.ResponseWriter, logger log.Logger, err error) {
+	var le *limitError
+	switch {
+	case errors.Is(err, errOwnCohort):
+		badRequest(w, logger, "invalid query params", jsonhttp.Reason{Field: "peer", Error: err.Error()})
+	case errors.As(err, &le), errors.Is(err, ErrServerClosed):
+		refused(w, logger, err)
+	default:
+		s.joinFailed(w, logger, err)
 	}
-	upgraded = true
-	ss.ws.Store(ws)
-	ss.run(e)
 }
 
 // maxServiceBody is the largest service SOC: id ‖ signature ‖ span ‖ a
 // 4096-byte payload.
 const maxServiceBody = idSize + socFrameMax
-
-// serviceResponse answers a relayed service SOC.
-type serviceResponse struct {
-	Index uint64 `json:"index"`
-}
 
 // serviceHandler serves POST /pubsub/{topic}/service: the admin's control
 // plane (SWIP-60). The body is a service SOC the admin's dApp signed —
@@ -242,119 +229,6 @@ func (s *Server) serviceHandler(w http.ResponseWriter, r *http.Request) {
 	jsonhttp.Accepted(w, serviceResponse{Index: svc.Index})
 }
 
-// topicInfo is one entry of GET /pubsub/. topicAddress, mode, role and
-// connections are the fields the GSOC client reads, with the types bee-js's
-// listTopics checks (a string, an integer, one of three strings, an array
-// of strings); the rest is this node's.
-type topicInfo struct {
-	TopicAddress string `json:"topicAddress"`
-	// Mode is the cohort's binding number (SWIP-60 TopicBinding): ANCHOR = 1
-	// is the GSOC client's mode 1, FEED_TOPIC = 4.
-	Mode int `json:"mode"`
-	// Role is this node's: broker (it brokers the cohort), subscriber (a
-	// subscriber stream its sessions share) or publisher (a publisher stream
-	// its sessions share).
-	Role string `json:"role"`
-	// Connections are the peers of the entry's p2p streams, hex overlays:
-	// broker — the peers whose streams are attached to the cohort, each
-	// once; subscriber and publisher — the broker.
-	Connections []string `json:"connections"`
-	// Sessions: subscriber and publisher — the WebSocket sessions sharing
-	// the stream.
-	Sessions *int   `json:"sessions,omitempty"`
-	Binding  string `json:"binding"`
-	Admin    string `json:"admin,omitempty"`
-	Cohort   string `json:"cohort"`           // short name of the canonical spec
-	Broker   string `json:"broker,omitempty"` // subscriber, publisher: the broker's overlay
-	Addr     string `json:"addr,omitempty"`   // publisher: the address it publishes as
-	Streams  int    `json:"streams"`          // p2p streams behind the entry
-
-	// The node's place in the cohort's tree (SWIP-61), per cohort: a
-	// broker's entry is the root; a node's subscriber and publisher entries
-	// of one cohort share one position.
-	Depth    uint32   `json:"depth"`    // 0 at the root; one below the shallowest parent's stated depth
-	Parents  []string `json:"parents"`  // the nodes this one receives the cohort from, hex overlays
-	Children int      `json:"children"` // the nodes this one fans the cohort out to
-	// ParentLag is, per parent in Parents' order, the deliveries it missed
-	// that its sister gave in the current lag epoch (a withholding parent
-	// is dropped at bps MaxLag). Probes counts the probes this node
-	// answered, Reparents its moves on a parent's Reparent, Withheld the
-	// parents it dropped for lagging.
-	ParentLag []int  `json:"parentLag"`
-	Probes    uint64 `json:"probes"`
-	Reparents uint64 `json:"reparents"`
-	Withheld  uint64 `json:"withheld"`
-
-	// broker
-	Subscribers *int         `json:"subscribers,omitempty"`
-	Publishers  *int         `json:"publishers,omitempty"`
-	Cursor      *uint64      `json:"cursor,omitempty"`
-	Accepted    *uint64      `json:"accepted,omitempty"`
-	Counters    bps.Counters `json:"counters,omitempty"`
-	Created     *time.Time   `json:"created,omitempty"`
-	LastAccept  *time.Time   `json:"lastAccept,omitempty"`
-
-	// subscriber, publisher
-	Received *uint64 `json:"received,omitempty"` // deliveries handed to the sessions
-	Dropped  *uint64 `json:"dropped,omitempty"`  // deliveries the subscription dropped (stale, invalid)
-	Sent     *uint64 `json:"sent,omitempty"`     // frames published
-	// publisher, explicit authorship: the broker made it a publisher
-	// stream, as far as the node can tell (a closed cohort: admitted).
-	Taken *bool `json:"taken,omitempty"`
-
-	// The admin's service feed (a cohort with an admin): at a broker as it
-	// accepted it, at a client as the node verified it.
-	Roster      *[]string `json:"roster,omitempty"`      // the publishers the roster in force names (admin excluded), hex
-	ServiceNext *uint64   `json:"serviceNext,omitempty"` // the lowest service index taken next (0: none yet)
-	Ended       *bool     `json:"ended,omitempty"`       // END_OF_STREAM taken
-}
-
-type topicsResponse struct {
-	Topics []topicInfo `json:"topics"`
-	// Audience says what bounds this node's audience as a broker.
-	Audience audienceInfo `json:"audience"`
-	// Pricing is what BPS charges each peer on bee's accounting (pricing.go).
-	Pricing *pricingInfo `json:"pricing,omitempty"`
-}
-
-// What bee v2.8.1 bounds of a broker's audience, fixed in bee (its
-// libp2p service's light-node limit, its kademlia's oversaturation): the
-// node makes kademlia not count peers that hold BPS streams, so the second
-// bounds only newcomers whose bin is full of peers without one.
-const (
-	beeLightNodes      = 100
-	beeFullNodesPerBin = 18
-)
-
-// audienceInfo is what bounds a broker's audience in practice: this node's
-// BPS bounds and bee's own (docs/protocol.md, "What bounds a broker's
-// audience").
-type audienceInfo struct {
-	StreamsPerCohort    int `json:"streamsPerCohort"`    // subscriber streams per cohort (FULL past it)
-	PublishersPerCohort int `json:"publishersPerCohort"` // claimed publisher streams per cohort
-	Cohorts             int `json:"cohorts"`             // live cohorts
-	CohortsPerPeer      int `json:"cohortsPerPeer"`      // cohorts one peer connection may hold
-	LightNodes          int `json:"lightNodes"`          // bee: light peers of the node, all cohorts together
-	FullNodesPerBin     int `json:"fullNodesPerBin"`     // bee: reachable full peers without a BPS stream per kademlia bin
-}
-
-func ptr[T any](v T) *T { return &v }
-
-// position fills in the entry's place in its cohort's tree; a zero Position
-// (the stream or cohort ended in between) reads as the root alone.
-func (t *topicInfo) position(p bps.Position) {
-	t.Depth, t.Children = p.Depth, len(p.Children)
-	t.ParentLag = p.Lag
-	if t.ParentLag == nil {
-		t.ParentLag = make([]int, len(p.Parents))
-	}
-	t.Probes, t.Reparents, t.Withheld = p.Probes, p.Reparents, p.Withheld
-	t.Parents = make([]string, len(p.Parents))
-	for i, a := range p.Parents {
-		t.Parents[i] = a.String()
-	}
-}
-
 // topicsHandler serves GET /pubsub/: the cohorts this node brokers, then the
 // subscriber and publisher streams its sessions share.
 func (s *Server) topicsHandler(w http.ResponseWriter, _ *http.Request) {
@@ -429,18 +303,4 @@ func (s *Server) topicsHandler(w http.ResponseWriter, _ *http.Request) {
 		out.Topics = append(out.Topics, t)
 	}
 	jsonhttp.OK(w, out)
-}
-
-func specInfo(sp *bps.Spec) topicInfo {
-	t := topicInfo{
-		Connections:  []string{},
-		TopicAddress: hex.EncodeToString(sp.Topic),
-		Mode:         int(sp.Binding),
-		Binding:      bindingName(sp.Binding),
-		Cohort:       sp.String(),
-	}
-	if !sp.Implicit() {
-		t.Admin = hex.EncodeToString(sp.Admin)
-	}
-	return t
 }

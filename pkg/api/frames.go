@@ -18,6 +18,7 @@ import (
 	"github.com/ethersphere/bee/v2/pkg/swarm"
 	"github.com/ethersphere/bps/pkg/bps"
 	"github.com/ethersphere/bps/pkg/bps/pb"
+	"github.com/ethersphere/bps/pkg/session"
 	"google.golang.org/protobuf/proto"
 )
 
@@ -101,7 +102,7 @@ func fieldsKey(fields []socField) string {
 
 // encodeFields encodes the delivery v views as fields: each field's bytes
 // in order, payload last.
-func encodeFields(v *bps.View, fields []socField) ([]byte, error) {
+func encodeFields(v *session.View, fields []socField) ([]byte, error) {
 	d := v.Delivery()
 	var b []byte
 	for _, f := range fields {

@@ -32,6 +32,8 @@ import (
 	"github.com/ethersphere/bps/pkg/bps"
 	"github.com/ethersphere/bps/pkg/bps/pb"
 	"github.com/ethersphere/bps/pkg/bps/streamtest"
+	"github.com/ethersphere/bps/pkg/session"
+	"github.com/ethersphere/bps/pkg/session/mock"
 	"github.com/gorilla/websocket"
 	lcrypto "github.com/libp2p/go-libp2p/core/crypto"
 	"github.com/libp2p/go-libp2p/core/peer"
@@ -163,11 +165,20 @@ func newNodeWith(t *testing.T, net *streamtest.Network, conn *fakeConnector, o a
 			t.Errorf("close service: %v", err)
 		}
 	})
+	n := serve(t, session.Node{Service: svc}, conn, o)
+	n.Node, n.svc = nd, svc
+	return n
+}
+
+// serve is a node without a network whose bridge runs over p with options
+// o; conn nil: its bridge takes overlays only.
+func serve(t *testing.T, p api.Protocol, conn *fakeConnector, o api.Options) *tnode {
+	t.Helper()
 	var c api.Connector
 	if conn != nil {
 		c = conn
 	}
-	srv, err := api.New(svc, c, nil, o)
+	srv, err := api.NewWith(p, c, nil, o)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -181,7 +192,17 @@ func newNodeWith(t *testing.T, net *streamtest.Network, conn *fakeConnector, o a
 	hs.Listener = ln
 	hs.Start()
 	t.Cleanup(hs.Close)
-	return &tnode{Node: nd, svc: svc, api: srv, srv: hs, ln: ln, conn: conn}
+	return &tnode{api: srv, srv: hs, ln: ln, conn: conn}
+}
+
+// newMockCluster is newCluster without a network: one client node whose
+// bridge runs over svc (pkg/session/mock), and a broker that is only the
+// multiaddr the client's connector maps to an overlay.
+func newMockCluster(t *testing.T, o api.Options, svc *mock.Service) *cluster {
+	t.Helper()
+	broker := &tnode{addr: peerMultiaddr(t)}
+	peers := map[string]swarm.Address{broker.addr: swarm.RandAddress(t)}
+	return &cluster{broker: broker, clients: []*tnode{serve(t, svc, newFakeConnector(peers), o)}}
 }
 
 // gateListener records the connections it accepts, by remote address, so a

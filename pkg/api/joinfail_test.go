@@ -17,6 +17,7 @@ import (
 	"github.com/ethersphere/bee/v2/pkg/p2p"
 	"github.com/ethersphere/bps/pkg/api"
 	"github.com/ethersphere/bps/pkg/bps"
+	"github.com/ethersphere/bps/pkg/session/mock"
 )
 
 // refusedWith dials a session that must be refused with code, the message
@@ -105,7 +106,7 @@ func TestFullThenBackoffSaysWhy(t *testing.T) {
 // broker, the status and the message say why, not a generic 502.
 func TestConnectFailuresSayWhy(t *testing.T) {
 	t.Parallel()
-	c := newCluster(t, 1, api.Options{})
+	c := newMockCluster(t, api.Options{}, mock.New())
 	a := c.clients[0]
 	tryAfter := time.Now().Add(90 * time.Second)
 	for _, tc := range []struct {

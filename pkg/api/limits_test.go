@@ -14,6 +14,7 @@ import (
 	"time"
 
 	"github.com/ethersphere/bps/pkg/api"
+	"github.com/ethersphere/bps/pkg/session/mock"
 	"github.com/gorilla/websocket"
 )
 
@@ -145,7 +146,7 @@ func TestClientOf(t *testing.T) {
 // the bound; at the bound it is taken.
 func TestKeepAliveBound(t *testing.T) {
 	t.Parallel()
-	c := newCluster(t, 1, api.Options{MaxKeepAlive: time.Minute})
+	c := newMockCluster(t, api.Options{MaxKeepAlive: time.Minute}, mock.New())
 	a := c.clients[0]
 	q := url.Values{"peer": {c.broker.addr}}
 	code, msg := refusal(t, a, "keep-alive-bound", q, http.Header{"Swarm-Keep-Alive": {"61"}})
@@ -154,7 +155,7 @@ func TestKeepAliveBound(t *testing.T) {
 	}
 	dial(t, a, "keep-alive-bound", q, http.Header{"Swarm-Keep-Alive": {"60"}})
 
-	d := newCluster(t, 1, api.Options{})
+	d := newMockCluster(t, api.Options{}, mock.New())
 	code, msg = refusal(t, d.clients[0], "keep-alive-bound", url.Values{"peer": {d.broker.addr}}, http.Header{"Swarm-Keep-Alive": {"86400"}})
 	if code != http.StatusBadRequest || !strings.Contains(msg, "at most 300 seconds") {
 		t.Fatalf("keep-alive 86400 by default: %d %q, want 400", code, msg)
@@ -167,7 +168,7 @@ func TestKeepAliveBound(t *testing.T) {
 func TestHexLookingTopics(t *testing.T) {
 	t.Parallel()
 	// One client holds a session on each of the 11 topics accepted below.
-	c := newCluster(t, 1, api.Options{MaxCohortsPerClient: 16})
+	c := newMockCluster(t, api.Options{MaxCohortsPerClient: 16}, mock.New())
 	a := c.clients[0]
 	q := url.Values{"peer": {c.broker.addr}}
 	for name, tc := range map[string]struct{ topic, why string }{

@@ -10,7 +10,7 @@ import (
 )
 
 // metrics are the bridge's; the shared streams' are the mux's
-// (bps.Mux.Metrics), under the same subsystem.
+// (session.Mux.Metrics), under the same subsystem.
 type metrics struct {
 	// all fields exported: Metrics() collects them by reflection.
 	Sessions       prometheus.Gauge

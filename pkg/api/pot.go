@@ -14,6 +14,7 @@ import (
 
 	"github.com/ethersphere/bps/pkg/bps"
 	"github.com/ethersphere/bps/pkg/bps/pb"
+	"github.com/ethersphere/bps/pkg/session"
 	"github.com/gorilla/websocket"
 )
 
@@ -41,14 +42,14 @@ var signatureFields = []socField{fieldSignature, fieldRecoveredPubKey, fieldWrap
 
 // PotProfile reports whether the session recovers by pot descent: pot=true,
 // and no field its dApp reads needs the update's signature
-// (bps.PotSession).
-func (ss *session) PotProfile() bool {
+// (session.PotSession).
+func (ss *wsSession) PotProfile() bool {
 	return ss.plan.pot && !slices.ContainsFunc(ss.plan.fields, func(f socField) bool { return slices.Contains(signatureFields, f) })
 }
 
-// Equivocation queues the protocol error (bps.PotSession); the session goes
+// Equivocation queues the protocol error (session.PotSession); the session goes
 // on: what to do is the dApp's decision.
-func (ss *session) Equivocation(ctx context.Context, e *bps.EquivocationError) bool {
+func (ss *wsSession) Equivocation(ctx context.Context, e *session.EquivocationError) bool {
 	ss.s.logger.Debug("pubsub: equivocation", "owner", hex.EncodeToString(e.Owner), "index", e.Index, "top", e.Top, "error", e.Err)
 	b, _ := json.Marshal(equivocationFrame{Type: typeEquivocation, Addr: hex.EncodeToString(e.Owner), Index: e.Index, Top: e.Top, Reason: e.Err.Error()}) // cannot fail
 	return ss.enqueueWait(ctx, websocket.TextMessage, b)
@@ -59,7 +60,7 @@ func (ss *session) Equivocation(ctx context.Context, e *bps.EquivocationError) b
 // along the pot), and its payload is the node bps.PotNext makes over the
 // previous one; a session's first update is only checked to be a node.
 // Called by the session's reader only.
-func (ss *session) checkPot(msg *pb.Message) error {
+func (ss *wsSession) checkPot(msg *pb.Message) error {
 	if !ss.plan.pot {
 		return nil
 	}
@@ -79,4 +80,4 @@ func (ss *session) checkPot(msg *pb.Message) error {
 	return nil
 }
 
-var _ bps.PotSession = (*session)(nil)
+var _ session.PotSession = (*wsSession)(nil)

@@ -25,6 +25,7 @@ import (
 	"github.com/ethersphere/bee/v2/pkg/swarm"
 	"github.com/ethersphere/bps/pkg/api"
 	"github.com/ethersphere/bps/pkg/bps"
+	"github.com/ethersphere/bps/pkg/session/mock"
 	"github.com/gorilla/websocket"
 )
 
@@ -257,7 +258,7 @@ func TestClaimTimeout(t *testing.T) {
 // naming the parameter; MaxSessions is answered 503.
 func TestBadRequests(t *testing.T) {
 	t.Parallel()
-	c := newCluster(t, 1, api.Options{MaxSessions: 1})
+	c := newMockCluster(t, api.Options{MaxSessions: 1}, mock.New())
 	a := c.clients[0]
 	admin := hex.EncodeToString(newKey(t).addr)
 	peer := url.QueryEscape(c.broker.addr)

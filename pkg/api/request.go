@@ -19,6 +19,7 @@ import (
 	"github.com/ethersphere/bee/v2/pkg/swarm"
 	"github.com/ethersphere/bps/pkg/bps"
 	"github.com/ethersphere/bps/pkg/bps/pb"
+	"github.com/ethersphere/bps/pkg/session"
 	"github.com/gorilla/mux"
 )
 
@@ -114,13 +115,8 @@ type plan struct {
 // protocol; the GSOC client gets binary frames only.
 func (p *plan) control() bool { return !p.gsoc }
 
-// explicit reports explicit authorship: an admin, and not ALL.
-func (p *plan) explicit() bool {
-	return !p.spec.Implicit() && p.spec.Publishers != pb.PublisherRegime_ALL
-}
-
 // claims reports whether publishing takes a claim (explicit authorship).
-func (p *plan) claims() bool { return p.publish && p.explicit() }
+func (p *plan) claims() bool { return p.publish && p.spec.Explicit() }
 
 // isAdmin reports whether the session publishes as the cohort's admin.
 func (p *plan) isAdmin() bool { return p.publish && bytes.Equal(p.addr, p.spec.Admin) }
@@ -142,20 +138,20 @@ func (p *plan) spectates() bool {
 }
 
 // streamOptions describe the publisher stream the session publishes on.
-func (p *plan) streamOptions() bps.StreamOptions {
-	return bps.StreamOptions{Addr: p.addr, Index: p.index, Receive: !p.echoes()}
+func (p *plan) streamOptions() session.StreamOptions {
+	return session.StreamOptions{Addr: p.addr, Index: p.index, Receive: !p.echoes()}
 }
 
 // memberOptions say which messages the session does not receive: its own.
-func (p *plan) memberOptions(echo *bps.EchoFilter) bps.MemberOptions {
+func (p *plan) memberOptions(echo *session.EchoFilter) session.MemberOptions {
 	if !p.publish {
 		if p.from == nil && p.spec.History { // a late joiner: each feed from its first update
 			zero := uint64(0)
-			return bps.MemberOptions{From: &zero}
+			return session.MemberOptions{From: &zero}
 		}
-		return bps.MemberOptions{From: p.from}
+		return session.MemberOptions{From: p.from}
 	}
-	return bps.MemberOptions{Owner: p.addr, Echo: echo}
+	return session.MemberOptions{Owner: p.addr, Echo: echo}
 }
 
 // minHexLooking is the length from which a path of hex digits only looks

@@ -24,6 +24,7 @@ import (
 	"github.com/ethersphere/bee/v2/pkg/swarm"
 	"github.com/ethersphere/bps/pkg/bps"
 	"github.com/ethersphere/bps/pkg/bps/pb"
+	"github.com/ethersphere/bps/pkg/session"
 	"github.com/gorilla/websocket"
 )
 
@@ -33,21 +34,24 @@ type outFrame struct {
 	data []byte
 }
 
-// session is one WebSocket connection. Its reader goroutine reads the dApp's
-// frames (and publishes them), its one writer goroutine writes everything
-// the node sends — gorilla allows one concurrent writer — and the handler's
-// goroutine sets it up and waits for both.
-type session struct {
+// wsSession is one WebSocket connection, a session.Session of the node's
+// mux. Its reader goroutine reads the dApp's frames (and publishes them), its
+// one writer goroutine writes everything the node sends — gorilla allows one
+// concurrent writer — and the handler's goroutine sets it up and waits for
+// both.
+type wsSession struct {
 	s       *Server
 	ws      atomic.Pointer[websocket.Conn] // set once upgraded
 	client  string                         // who opened it (Server.clientOf)
 	plan    *plan
-	broker  swarm.Address
 	logger  log.Logger
-	room    *bps.Room
-	hub     *bps.Hub                      // nil unless the session watches the subscriber stream
-	pub     atomic.Pointer[bps.PubStream] // set while the session may publish
-	echo    *bps.EchoFilter               // GSOC publishers, which receive on the subscriber stream
+	broker  swarm.Address
+	entered bool // counted in the client's cohorts at broker
+	room    *session.Room
+	hub     *session.Hub                      // nil unless the session watches the subscriber stream
+	pre     *session.PubStream                // the publisher stream opened before the upgrade, if any
+	pub     atomic.Pointer[session.PubStream] // set while the session may publish
+	echo    *session.EchoFilter               // GSOC publishers, which receive on the subscriber stream
 	queue   chan outFrame
 	claims  chan []byte // claim signatures read from the dApp
 	claimOK atomic.Bool // a claim-request is outstanding
@@ -73,11 +77,11 @@ type session struct {
 	writerDone chan struct{}
 }
 
-// newSession builds a session before its upgrade: it queues frames from
-// the start, and its reader and writer start once run is called.
-func newSession(s *Server, p *plan, broker swarm.Address, r *bps.Room, h *bps.Hub, logger log.Logger) *session {
-	ss := &session{
-		s: s, plan: p, broker: broker, room: r, hub: h, logger: logger,
+// newSession builds a session of client before its upgrade: it queues
+// frames from the start, and its reader and writer start once run is called.
+func newSession(s *Server, p *plan, client string, logger log.Logger) *wsSession {
+	ss := &wsSession{
+		s: s, plan: p, client: client, logger: logger,
 		queue:      make(chan outFrame, s.opts.SessionQueue),
 		claims:     make(chan []byte, 1),
 		wake:       make(chan struct{}, 1),
@@ -86,7 +90,7 @@ func newSession(s *Server, p *plan, broker swarm.Address, r *bps.Room, h *bps.Hu
 		writerDone: make(chan struct{}),
 	}
 	if p.echoes() {
-		ss.echo = bps.NewEchoFilter(max(s.opts.SessionQueue, 64))
+		ss.echo = session.NewEchoFilter(max(s.opts.SessionQueue, 64))
 	}
 	return ss
 }
@@ -99,17 +103,17 @@ const maxReason = 123
 // the writer sends just before the close frame. It never blocks: the writer
 // does the closing handshake, and a timer drops the connection if a write
 // is stuck. What is still queued is dropped.
-func (ss *session) close(code int, reason string, final []byte) {
+func (ss *wsSession) close(code int, reason string, final []byte) {
 	ss.closeWith(code, reason, final, false)
 }
 
 // closeDrained is close, but the writer first sends what is queued: the
 // messages before an end of stream are the stream's last.
-func (ss *session) closeDrained(code int, reason string, final []byte) {
+func (ss *wsSession) closeDrained(code int, reason string, final []byte) {
 	ss.closeWith(code, reason, final, true)
 }
 
-func (ss *session) closeWith(code int, reason string, final []byte, drain bool) {
+func (ss *wsSession) closeWith(code int, reason string, final []byte, drain bool) {
 	ss.once.Do(func() {
 		if len(reason) > maxReason {
 			reason = reason[:maxReason]
@@ -129,7 +133,7 @@ func (ss *session) closeWith(code int, reason string, final []byte, drain bool) 
 
 // fail closes the session, telling a dApp that speaks the session protocol
 // the whole reason in an error frame first.
-func (ss *session) fail(code int, reason string) {
+func (ss *wsSession) fail(code int, reason string) {
 	var final []byte
 	if ss.plan.control() {
 		final, _ = json.Marshal(errorFrame{Type: typeError, Reason: reason})
@@ -138,8 +142,8 @@ func (ss *session) fail(code int, reason string) {
 	ss.close(code, reason, final)
 }
 
-// Closed reports whether the session has ended (bps.Session).
-func (ss *session) Closed() bool {
+// Closed reports whether the session has ended (session.Session).
+func (ss *wsSession) Closed() bool {
 	select {
 	case <-ss.quit:
 		return true
@@ -149,7 +153,7 @@ func (ss *session) Closed() bool {
 }
 
 // enqueue queues a frame for the writer; false if the queue is full.
-func (ss *session) enqueue(typ int, data []byte) bool {
+func (ss *wsSession) enqueue(typ int, data []byte) bool {
 	select {
 	case ss.queue <- outFrame{typ: typ, data: data}:
 		return true
@@ -159,7 +163,7 @@ func (ss *session) enqueue(typ int, data []byte) bool {
 }
 
 // sendControl queues a text frame of the session protocol.
-func (ss *session) sendControl(v any) bool {
+func (ss *wsSession) sendControl(v any) bool {
 	b, err := json.Marshal(v)
 	if err != nil {
 		return false
@@ -168,13 +172,13 @@ func (ss *session) sendControl(v any) bool {
 }
 
 // sendText queues an encoded text frame.
-func (ss *session) sendText(b []byte) bool {
+func (ss *wsSession) sendText(b []byte) bool {
 	return ss.enqueue(websocket.TextMessage, b)
 }
 
 // slow closes a session whose queue is full. It leaves its hub at once:
 // its writer may be stuck until the connection is dropped.
-func (ss *session) slow() {
+func (ss *wsSession) slow() {
 	if ss.hub != nil {
 		ss.hub.Remove(ss)
 	}
@@ -182,8 +186,8 @@ func (ss *session) slow() {
 	ss.fail(websocket.ClosePolicyViolation, slowReason(cap(ss.queue)))
 }
 
-// Poke wakes the session's goroutine; it never blocks (bps.Session).
-func (ss *session) Poke() {
+// Poke wakes the session's goroutine; it never blocks (session.Session).
+func (ss *wsSession) Poke() {
 	select {
 	case ss.wake <- struct{}{}:
 	default:
@@ -192,7 +196,7 @@ func (ss *session) Poke() {
 
 // writeLoop is the session's only writer: queued frames and pings until the
 // session is closed, then the closing handshake.
-func (ss *session) writeLoop() {
+func (ss *wsSession) writeLoop() {
 	defer close(ss.writerDone)
 	ws := ss.ws.Load()
 	ping := time.NewTicker(ss.plan.keepAlive)
@@ -224,7 +228,7 @@ func (ss *session) writeLoop() {
 
 // flush writes what is queued if the session closes drained; it reports
 // whether the connection broke.
-func (ss *session) flush() bool {
+func (ss *wsSession) flush() bool {
 	if !ss.drain {
 		return false
 	}
@@ -240,7 +244,7 @@ func (ss *session) flush() bool {
 	}
 }
 
-func (ss *session) write(typ int, data []byte) error {
+func (ss *wsSession) write(typ int, data []byte) error {
 	ws := ss.ws.Load()
 	if err := ws.SetWriteDeadline(time.Now().Add(ss.s.opts.WriteTimeout)); err != nil {
 		return err
@@ -252,7 +256,7 @@ func (ss *session) write(typ int, data []byte) error {
 // connection is broken), waits a bounded time for the dApp's close frame,
 // drains what the dApp still sends so the close is not turned into a reset,
 // and closes the connection.
-func (ss *session) finish(broken bool) {
+func (ss *wsSession) finish(broken bool) {
 	ws := ss.ws.Load()
 	if !broken && ss.code != websocket.CloseAbnormalClosure { // 1006 is never sent
 		if ss.final != nil {
@@ -279,7 +283,7 @@ func (ss *session) finish(broken bool) {
 
 // readLoop reads the dApp's frames until the connection ends; every frame,
 // and every pong, extends the read deadline by twice the keep-alive.
-func (ss *session) readLoop() {
+func (ss *wsSession) readLoop() {
 	defer close(ss.readerDone)
 	ws := ss.ws.Load()
 	alive := func() { _ = ws.SetReadDeadline(time.Now().Add(2 * ss.plan.keepAlive)) }
@@ -310,7 +314,7 @@ var errTooBig = errors.New("message too big")
 // readMessage reads one message of at most ReadLimit bytes. The limit is
 // the reader's, not gorilla's: gorilla answers a message past its own limit
 // with a close frame without a reason before the session can say why.
-func (ss *session) readMessage(ws *websocket.Conn) (int, []byte, error) {
+func (ss *wsSession) readMessage(ws *websocket.Conn) (int, []byte, error) {
 	typ, r, err := ws.NextReader()
 	if err != nil {
 		return 0, nil, err
@@ -326,7 +330,7 @@ func (ss *session) readMessage(ws *websocket.Conn) (int, []byte, error) {
 }
 
 // readFailed closes the session for the reason the reader stopped.
-func (ss *session) readFailed(err error) {
+func (ss *wsSession) readFailed(err error) {
 	var ce *websocket.CloseError
 	var ne net.Error
 	switch {
@@ -342,7 +346,7 @@ func (ss *session) readFailed(err error) {
 }
 
 // onText handles a text frame: the session protocol's claim.
-func (ss *session) onText(data []byte) {
+func (ss *wsSession) onText(data []byte) {
 	if !ss.plan.control() {
 		ss.fail(websocket.CloseUnsupportedData, "a GSOC session takes binary frames only")
 		return
@@ -374,7 +378,7 @@ func (ss *session) onText(data []byte) {
 }
 
 // onBinary publishes a dApp's frame, validated first.
-func (ss *session) onBinary(data []byte) {
+func (ss *wsSession) onBinary(data []byte) {
 	e := ss.pub.Load()
 	if e == nil {
 		if why := ss.waiting.Load(); why != nil {
@@ -419,12 +423,12 @@ func (ss *session) onBinary(data []byte) {
 // errClaim marks a claim the dApp did not sign, or signed wrongly, in time.
 var errClaim = errors.New("claim")
 
-// SignClaim asks the dApp to sign a claim (bps.Session): a claim-request
+// SignClaim asks the dApp to sign a claim (session.Session): a claim-request
 // text frame out, a claim text frame back within ClaimTimeout. The
 // signature is checked here — 65 bytes, v 27 or 28, recovering to the
 // session's addr over the digest — because the broker answers a bad claim
 // by blocklisting this node.
-func (ss *session) SignClaim(ctx context.Context, challenge []byte, broker swarm.Address, index uint64) ([]byte, error) {
+func (ss *wsSession) SignClaim(ctx context.Context, challenge []byte, broker swarm.Address, index uint64) ([]byte, error) {
 	digest := bps.ClaimDigest(challenge, broker, index)
 	select {
 	case <-ss.claims: // a late answer to an earlier request
@@ -482,12 +486,34 @@ func verifyClaim(sig, digest, addr []byte) error {
 	return nil
 }
 
+// join makes the opened session a member of its room — receiving at once
+// unless it publishes and may not yet — and of its hub: from then on it
+// holds everything accepted.
+func (ss *wsSession) join() {
+	p, rm := ss.plan, ss.room
+	receive := true
+	switch {
+	case ss.pre != nil && !p.claims():
+		ss.attachPub(ss.pre)
+	case !p.publish:
+		ss.ready("subscriber")
+	case p.claims() && ss.hub != nil && !rm.Rostered(p.addr):
+		// An open cohort: the session watches it until a roster names addr.
+		ss.wait(reasonNotRostered)
+	default:
+		receive = false // from its ready frame on
+	}
+	rm.Add(ss, p.memberOptions(ss.echo), receive)
+	if ss.hub != nil && !ss.hub.Add(ss) {
+		ss.close(websocket.CloseGoingAway, "the broker ended the subscription", nil)
+	}
+}
+
 // run runs the upgraded session: registered, its reader and writer
 // started, and, where publishing takes a claim, its publisher state kept up
-// to date (negotiate) — until it ends. pre is the publisher stream opened
-// before the upgrade, if any: where publishing takes a claim, joined, its
-// claim pending.
-func (ss *session) run(pre *bps.PubStream) {
+// to date (negotiate) — until it ends. Where publishing takes a claim, the
+// publisher stream opened before the upgrade is joined, its claim pending.
+func (ss *wsSession) run() {
 	s := ss.s
 	defer s.unregister(ss)
 	if !s.register(ss) {
@@ -496,20 +522,30 @@ func (ss *session) run(pre *bps.PubStream) {
 	go ss.writeLoop()
 	go ss.readLoop()
 
-	held := pre // the publisher stream this session holds a reference to
+	held := ss.pre // the publisher stream this session holds a reference to
 	if ss.plan.claims() {
-		held = ss.negotiate(pre)
+		held = ss.negotiate(ss.pre)
 	}
 	<-ss.readerDone
 	<-ss.writerDone
 	ss.release(held)
 }
 
+// abort ends a session that was set up but never ran: closed with reason,
+// detached from what it holds, its reservation released.
+func (ss *wsSession) abort(reason string) {
+	ss.close(websocket.CloseGoingAway, reason, nil)
+	ss.release(ss.pre)
+	ss.s.unreserve(ss.client)
+}
+
 // release detaches an ended session from its room, hub and publisher
-// stream.
-func (ss *session) release(held *bps.PubStream) {
+// stream, and takes it out of the client's cohorts.
+func (ss *wsSession) release(held *session.PubStream) {
 	ss.hard.Stop() // set: the session is closed
-	ss.room.Remove(ss)
+	if ss.room != nil {
+		ss.room.Remove(ss)
+	}
 	if h := ss.hub; h != nil {
 		h.Remove(ss)
 		h.Release()
@@ -518,12 +554,16 @@ func (ss *session) release(held *bps.PubStream) {
 		held.Remove(ss)
 		held.Release()
 	}
-	ss.room.Release()
-	ss.s.leaveCohort(ss.client, ss.broker, cohortKey(ss.broker, ss.plan.spec))
+	if ss.room != nil {
+		ss.room.Release()
+	}
+	if ss.entered {
+		ss.s.leaveCohort(ss.client, ss.broker, cohortKey(ss.broker, ss.plan.spec))
+	}
 }
 
 // attachPub lets the session publish on e and tells the dApp it may.
-func (ss *session) attachPub(e *bps.PubStream) {
+func (ss *wsSession) attachPub(e *session.PubStream) {
 	if !e.Add(ss) {
 		ss.fail(websocket.CloseGoingAway, "the broker ended the publisher stream")
 		return
@@ -533,10 +573,10 @@ func (ss *session) attachPub(e *bps.PubStream) {
 }
 
 // Deliver queues a content message, encoded in the session's fields — once
-// per field list among the room's sessions (bps.Session).
-func (ss *session) Deliver(v *bps.View) bool {
+// per field list among the room's sessions (session.Session).
+func (ss *wsSession) Deliver(v *session.View) bool {
 	fields := ss.plan.fields
-	frame, err := v.Frame(fieldsKey(fields), func(v *bps.View) ([]byte, error) { return encodeFields(v, fields) })
+	frame, err := v.Frame(fieldsKey(fields), func(v *session.View) ([]byte, error) { return encodeFields(v, fields) })
 	if err != nil {
 		ss.fail(websocket.CloseInternalServerErr, err.Error())
 		return false
@@ -549,8 +589,8 @@ func (ss *session) Deliver(v *bps.View) bool {
 	return true
 }
 
-// Service queues a service frame; the GSOC client gets none (bps.Session).
-func (ss *session) Service(svc *pb.ServiceMessage, gap bool) bool {
+// Service queues a service frame; the GSOC client gets none (session.Session).
+func (ss *wsSession) Service(svc *pb.ServiceMessage, gap bool) bool {
 	if !ss.plan.control() {
 		return true
 	}
@@ -562,8 +602,8 @@ func (ss *session) Service(svc *pb.ServiceMessage, gap bool) bool {
 }
 
 // EndOfCohort closes the session once its queue is out, with the END_OF_STREAM
-// service frame last if it receives (bps.Session).
-func (ss *session) EndOfCohort(final *pb.ServiceMessage, gap bool) {
+// service frame last if it receives (session.Session).
+func (ss *wsSession) EndOfCohort(final *pb.ServiceMessage, gap bool) {
 	var frame []byte
 	if final != nil && ss.plan.control() {
 		frame = newServiceFrame(final, gap)
@@ -572,9 +612,9 @@ func (ss *session) EndOfCohort(final *pb.ServiceMessage, gap bool) {
 }
 
 // End closes the session because the stream it depends on ended
-// (bps.Session).
-func (ss *session) End(err error) {
-	var re *bps.ReclaimError
+// (session.Session).
+func (ss *wsSession) End(err error) {
+	var re *session.ReclaimError
 	if errors.As(err, &re) && errors.Is(re.Err, errClaim) {
 		ss.s.metrics.ClaimsFailed.Inc()
 	}
@@ -582,7 +622,7 @@ func (ss *session) End(err error) {
 	ss.fail(code, reason)
 }
 
-var _ bps.Session = (*session)(nil)
+var _ session.Session = (*wsSession)(nil)
 
 // Reasons a session publishing under explicit authorship waits.
 const (
@@ -600,10 +640,10 @@ const (
 // is taken: the broker gives no answer to a claim, and a node that misjudged
 // it would send a publication on a subscriber stream, or a claim on a
 // publisher stream, against itself. The session may publish while the
-// stream is a publisher stream (bps.PubStream.Taken) and the roster names addr;
+// stream is a publisher stream (session.PubStream.Taken) and the roster names addr;
 // a roster revoking addr makes it wait again — in an open cohort it lets
 // go of the stream, and claims anew on a later grant.
-func (ss *session) negotiate(pre *bps.PubStream) *bps.PubStream {
+func (ss *wsSession) negotiate(pre *session.PubStream) *session.PubStream {
 	e := pre
 	if e != nil {
 		e = ss.attachOpened(e)
@@ -621,7 +661,7 @@ func (ss *session) negotiate(pre *bps.PubStream) *bps.PubStream {
 // attachOpened waits for the publisher stream the session started before
 // its upgrade (Mux.StartPublish) to be open — its claim signed — and
 // attaches the session; it returns the stream it holds after.
-func (ss *session) attachOpened(e *bps.PubStream) *bps.PubStream {
+func (ss *wsSession) attachOpened(e *session.PubStream) *session.PubStream {
 	select {
 	case <-e.Ready():
 	case <-ss.quit:
@@ -643,7 +683,7 @@ func (ss *session) attachOpened(e *bps.PubStream) *bps.PubStream {
 
 // evaluate looks at the session's publisher state once; e is the stream it
 // holds, and it returns the one it holds after.
-func (ss *session) evaluate(e *bps.PubStream) *bps.PubStream {
+func (ss *wsSession) evaluate(e *session.PubStream) *session.PubStream {
 	s, p, rm := ss.s, ss.plan, ss.room
 	if ss.Closed() {
 		return e
@@ -688,7 +728,7 @@ func (ss *session) evaluate(e *bps.PubStream) *bps.PubStream {
 
 // wait stops the session publishing and tells the dApp why, once per
 // reason.
-func (ss *session) wait(reason string) {
+func (ss *wsSession) wait(reason string) {
 	ss.pub.Store(nil)
 	ss.waiting.Store(&reason)
 	if reason == ss.told {
@@ -702,7 +742,7 @@ func (ss *session) wait(reason string) {
 
 // allow lets the session publish on e: the ready frame, and deliveries from
 // then on.
-func (ss *session) allow(e *bps.PubStream) {
+func (ss *wsSession) allow(e *session.PubStream) {
 	if ss.pub.Load() == e {
 		return
 	}
@@ -714,7 +754,7 @@ func (ss *session) allow(e *bps.PubStream) {
 }
 
 // ready sends the ready frame (not to the GSOC client).
-func (ss *session) ready(role string) {
+func (ss *wsSession) ready(role string) {
 	if !ss.plan.control() {
 		return
 	}

@@ -17,6 +17,7 @@ import (
 	"github.com/ethersphere/bee/v2/pkg/log"
 	"github.com/ethersphere/bee/v2/pkg/p2p"
 	"github.com/ethersphere/bps/pkg/bps"
+	"github.com/ethersphere/bps/pkg/session"
 	"github.com/gorilla/websocket"
 )
 
@@ -26,7 +27,7 @@ func (s *Server) joinFailed(w http.ResponseWriter, logger log.Logger, err error)
 	logger.Debug("join failed", "error", err)
 	if code == http.StatusServiceUnavailable {
 		retry := s.opts.JoinTimeout
-		var be *bps.BackoffError
+		var be *session.BackoffError
 		var cbe *p2p.ConnectionBackoffError
 		switch {
 		case errors.As(err, &be) && !be.Until.IsZero():
@@ -60,7 +61,7 @@ func refused(w http.ResponseWriter, logger log.Logger, err error) {
 // that does not speak BPS.
 func joinStatus(err error) (int, string) {
 	var (
-		be  *bps.BackoffError
+		be  *session.BackoffError
 		cbe *p2p.ConnectionBackoffError
 		ise *p2p.IncompatibleStreamError
 		ce  *connectError
@@ -105,7 +106,7 @@ func joinStatus(err error) (int, string) {
 // closeStatus maps a failure to open a publisher stream after the upgrade
 // to a close code.
 func closeStatus(err error) int {
-	var be *bps.BackoffError
+	var be *session.BackoffError
 	switch {
 	case errors.Is(err, errClaim):
 		return websocket.ClosePolicyViolation
@@ -121,19 +122,19 @@ func closeStatus(err error) int {
 }
 
 // endStatus is the close code and reason of a session whose shared stream
-// ended with err (bps.Session.End).
+// ended with err (session.Session.End).
 func endStatus(err error) (int, string) {
 	var (
-		na *bps.NotAdmittedError
-		re *bps.ReclaimError
-		se *bps.StreamEndError
+		na *session.NotAdmittedError
+		re *session.ReclaimError
+		se *session.StreamEndError
 	)
 	switch {
-	case errors.Is(err, bps.ErrMuxClosed):
+	case errors.Is(err, session.ErrMuxClosed):
 		return websocket.CloseGoingAway, "node shutting down"
 	case errors.Is(err, bps.ErrEndOfStream):
 		return websocket.CloseNormalClosure, eosReason
-	case errors.Is(err, bps.ErrRecoveryBacklog):
+	case errors.Is(err, session.ErrRecoveryBacklog):
 		return websocket.ClosePolicyViolation, err.Error()
 	case errors.As(err, &na):
 		return websocket.ClosePolicyViolation, err.Error()

@@ -18,6 +18,7 @@ import (
 	"github.com/ethersphere/bee/v2/pkg/swarm"
 	"github.com/ethersphere/bps/pkg/bps"
 	"github.com/ethersphere/bps/pkg/bps/pb"
+	"github.com/ethersphere/bps/pkg/session"
 	"github.com/gorilla/websocket"
 )
 
@@ -58,7 +59,7 @@ func (s *Server) checkBatch(w http.ResponseWriter, r *http.Request, logger log.L
 // index the frame carries — and its wrapped chunk. It returns once bee has
 // pushed both, so an update a follower sees live has every earlier update of
 // the session stored.
-func (ss *session) persist(msg *pb.Message) error {
+func (ss *wsSession) persist(msg *pb.Message) error {
 	p := ss.plan
 	slot := msg.Data[:idSize]
 	id := slot
@@ -88,18 +89,18 @@ type feedRangeFrame struct {
 	To   uint64 `json:"to"`
 }
 
-// Recovered queues the announcement of recovered updates (bps.GapSession).
-func (ss *session) Recovered(ctx context.Context, owner []byte, from, to uint64) bool {
+// Recovered queues the announcement of recovered updates (session.GapSession).
+func (ss *wsSession) Recovered(ctx context.Context, owner []byte, from, to uint64) bool {
 	return ss.feedRange(ctx, typeRecovered, owner, from, to)
 }
 
 // Gap queues the report of updates missed and not recovered
-// (bps.GapSession).
-func (ss *session) Gap(ctx context.Context, owner []byte, from, to uint64) bool {
+// (session.GapSession).
+func (ss *wsSession) Gap(ctx context.Context, owner []byte, from, to uint64) bool {
 	return ss.feedRange(ctx, typeGap, owner, from, to)
 }
 
-func (ss *session) feedRange(ctx context.Context, typ string, owner []byte, from, to uint64) bool {
+func (ss *wsSession) feedRange(ctx context.Context, typ string, owner []byte, from, to uint64) bool {
 	if !ss.plan.control() {
 		return true
 	}
@@ -109,10 +110,10 @@ func (ss *session) feedRange(ctx context.Context, typ string, owner []byte, from
 
 // DeliverWait is Deliver for a recovery's burst: it waits for room in the
 // session's queue, at most WriteTimeout — a dApp that reads nothing for
-// that long is a slow consumer, as for Deliver (bps.GapSession).
-func (ss *session) DeliverWait(ctx context.Context, v *bps.View) bool {
+// that long is a slow consumer, as for Deliver (session.GapSession).
+func (ss *wsSession) DeliverWait(ctx context.Context, v *session.View) bool {
 	fields := ss.plan.fields
-	frame, err := v.Frame(fieldsKey(fields), func(v *bps.View) ([]byte, error) { return encodeFields(v, fields) })
+	frame, err := v.Frame(fieldsKey(fields), func(v *session.View) ([]byte, error) { return encodeFields(v, fields) })
 	if err != nil {
 		ss.fail(websocket.CloseInternalServerErr, err.Error())
 		return false
@@ -126,7 +127,7 @@ func (ss *session) DeliverWait(ctx context.Context, v *bps.View) bool {
 
 // enqueueWait queues a frame, waiting for room at most WriteTimeout (then
 // the session is slow), or until the session or ctx ends.
-func (ss *session) enqueueWait(ctx context.Context, typ int, data []byte) bool {
+func (ss *wsSession) enqueueWait(ctx context.Context, typ int, data []byte) bool {
 	if ss.enqueue(typ, data) {
 		return true
 	}
@@ -143,4 +144,4 @@ func (ss *session) enqueueWait(ctx context.Context, typ int, data []byte) bool {
 	return false
 }
 
-var _ bps.GapSession = (*session)(nil)
+var _ session.GapSession = (*wsSession)(nil)

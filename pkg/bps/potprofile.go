@@ -10,6 +10,7 @@ import (
 	"errors"
 	"fmt"
 
+	"github.com/ethersphere/bee/v2/pkg/soc"
 	"github.com/ethersphere/bee/v2/pkg/swarm"
 	"github.com/ethersphere/bps/pkg/pot"
 )
@@ -92,4 +93,31 @@ func potTop(payload []byte) (*pot.Node, swarm.Address, error) {
 		return nil, swarm.ZeroAddress, err
 	}
 	return n, ch.Address(), nil
+}
+
+// Pot reads the delivery's payload as a pot node, with its wrapped chunk's
+// address; false if it is none (a feed without the profile).
+func (d Delivery) Pot() (*pot.Node, swarm.Address, bool) {
+	if len(d.Data) < socHeaderSize || binary.LittleEndian.Uint64(d.Span()) != uint64(len(d.Payload())) {
+		return nil, swarm.ZeroAddress, false
+	}
+	n, ref, err := potTop(d.Payload())
+	return n, ref, err == nil
+}
+
+// PotDelivery is update index of owner's feed recovered by pot descent:
+// the wire form of a feed update (the bare index in the id slot) around
+// its wrapped chunk — span ‖ payload, the node's canonical bytes, which is
+// what the chunk held — with no signature (zero bytes): descent does not
+// retrieve the SOC.
+func PotDelivery(sp *Spec, owner []byte, index uint64, payload []byte) (Delivery, error) {
+	addr, err := soc.CreateAddress(FeedID(sp.Topic, index), owner)
+	if err != nil {
+		return Delivery{}, err
+	}
+	data := make([]byte, socHeaderSize+len(payload))
+	binary.BigEndian.PutUint64(data[bareIndexZeros:idSize], index)
+	binary.LittleEndian.PutUint64(data[idSize+swarm.SocSignatureSize:socHeaderSize], uint64(len(payload)))
+	copy(data[socHeaderSize:], payload)
+	return Delivery{Index: index, Address: addr, Owner: owner, Data: data, Recovered: true}, nil
 }

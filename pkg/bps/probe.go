@@ -287,3 +287,12 @@ func (c *cohort) unprobe(m *member) {
 		}
 	}
 }
+
+func isDone(c <-chan struct{}) bool {
+	select {
+	case <-c:
+		return true
+	default:
+		return false
+	}
+}

@@ -116,11 +116,13 @@ func specFromPB(c *pb.CohortSpec) (*Spec, pb.Status) {
 // decides who may publish, and there is no claim.
 func (sp *Spec) Implicit() bool { return len(sp.Admin) == 0 }
 
-// explicit reports whether publishing takes a claim: an admin is set and the
-// regime is not ALL.
-func (sp *Spec) explicit() bool {
+// Explicit reports explicit authorship, where publishing takes a claim: an
+// admin is set and the regime is not ALL.
+func (sp *Spec) Explicit() bool {
 	return !sp.Implicit() && sp.Publishers != pb.PublisherRegime_ALL
 }
+
+func (sp *Spec) explicit() bool { return sp.Explicit() }
 
 // PB is the wire form of the spec, with only the fields it defines.
 func (sp *Spec) PB() *pb.CohortSpec {

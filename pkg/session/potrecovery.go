@@ -2,15 +2,14 @@
 // Use of this source code is governed by a BSD-style
 // license that can be found in the LICENSE file.
 
-package bps
+package session
 
 import (
 	"context"
-	"encoding/binary"
 	"errors"
 	"fmt"
+	"github.com/ethersphere/bps/pkg/bps"
 
-	"github.com/ethersphere/bee/v2/pkg/soc"
 	"github.com/ethersphere/bee/v2/pkg/storage"
 	"github.com/ethersphere/bee/v2/pkg/swarm"
 	"github.com/ethersphere/bps/pkg/pot"
@@ -62,23 +61,13 @@ func publisherFault(err error) bool {
 }
 
 // storageGetter is the node's Storage as bee's storage.Getter.
-type storageGetter struct{ st Storage }
+type storageGetter struct{ st bps.Storage }
 
 func (g storageGetter) Get(ctx context.Context, addr swarm.Address) (swarm.Chunk, error) {
 	return g.st.Fetch(ctx, addr)
 }
 
 var _ storage.Getter = storageGetter{}
-
-// deliveryTop reads a delivery's payload as a pot node and its wrapped
-// chunk's address; false if it is none (a feed without the profile).
-func deliveryTop(d Delivery) (*pot.Node, swarm.Address, bool) {
-	if len(d.Data) < socHeaderSize || binary.LittleEndian.Uint64(d.Span()) != uint64(len(d.Payload())) {
-		return nil, swarm.ZeroAddress, false
-	}
-	n, ref, err := potTop(d.Payload())
-	return n, ref, err == nil
-}
 
 // potRecover recovers updates from … to of live's owner's feed by descent
 // from live's payload (live is update to+1), with the anchor check against
@@ -88,9 +77,9 @@ func deliveryTop(d Delivery) (*pot.Node, swarm.Address, bool) {
 // pot begins after from) is recovered by feed lookup; a publisher fault is
 // told to the session, and the whole gap recovered by feed lookup. It
 // reports false if the session ended.
-func (f *follower) potRecover(ctx context.Context, ps PotSession, live Delivery, anchor *Delivery, from, to uint64) bool {
+func (f *follower) potRecover(ctx context.Context, ps PotSession, live bps.Delivery, anchor *bps.Delivery, from, to uint64) bool {
 	owner := live.Owner
-	top, ref, ok := deliveryTop(live)
+	top, ref, ok := live.Pot()
 	if !ok {
 		return f.recover(ctx, owner, from, to)
 	}
@@ -102,7 +91,7 @@ func (f *follower) potRecover(ctx context.Context, ps PotSession, live Delivery,
 	// is retrieved, ahead of the descent too.
 	gap := pot.Gap{Top: top, TopRef: ref, Missed: int(missed), All: from == 0}
 	if anchor != nil && anchor.Index+1 == from {
-		if n, r, ok := deliveryTop(*anchor); ok {
+		if n, r, ok := anchor.Pot(); ok {
 			gap.Anchor = &pot.Anchor{Key: n.Key(), Ref: r}
 		}
 	}
@@ -135,7 +124,7 @@ func (f *follower) potRecover(ctx context.Context, ps PotSession, live Delivery,
 		return false
 	}
 	for i, e := range rec.Elements {
-		d, err := potDelivery(f.spec, owner, lo+uint64(i), e.Node.Bytes())
+		d, err := bps.PotDelivery(f.spec, owner, lo+uint64(i), e.Node.Bytes())
 		if err != nil {
 			return false
 		}
@@ -147,23 +136,6 @@ func (f *follower) potRecover(ctx context.Context, ps PotSession, live Delivery,
 	return true
 }
 
-// potDelivery is update index of owner's feed recovered by pot descent:
-// the wire form of a feed update (the bare index in the id slot) around
-// its wrapped chunk — span ‖ payload, the node's canonical bytes, which is
-// what the chunk held — with no signature (zero bytes): descent does not
-// retrieve the SOC.
-func potDelivery(sp *Spec, owner []byte, index uint64, payload []byte) (Delivery, error) {
-	addr, err := soc.CreateAddress(FeedID(sp.Topic, index), owner)
-	if err != nil {
-		return Delivery{}, err
-	}
-	data := make([]byte, socHeaderSize+len(payload))
-	binary.BigEndian.PutUint64(data[bareIndexZeros:idSize], index)
-	binary.LittleEndian.PutUint64(data[idSize+swarm.SocSignatureSize:socHeaderSize], uint64(len(payload)))
-	copy(data[socHeaderSize:], payload)
-	return Delivery{Index: index, Address: addr, Owner: owner, Data: data, Recovered: true}, nil
-}
-
 // extends is the anchor check of an update d that follows, with no gap,
 // the update prev the session holds of its feed: d's pot node must be the
 // whirl over prev's (PotCheck: the previous node at the fork where their
@@ -171,14 +143,14 @@ func potDelivery(sp *Spec, owner []byte, index uint64, payload []byte) (Delivery
 // chunk. nil if it is, or if the session does not follow the profile, or
 // prev carries no pot node (the feed took the profile up later). The
 // caller holds f.mu.
-func (f *follower) extends(d Delivery, prev *Delivery) *EquivocationError {
+func (f *follower) extends(d bps.Delivery, prev *bps.Delivery) *EquivocationError {
 	if f.pot == nil || prev == nil || prev.Index+1 != d.Index {
 		return nil
 	}
-	if _, _, ok := deliveryTop(*prev); !ok {
+	if _, _, ok := prev.Pot(); !ok {
 		return nil
 	}
-	if err := PotCheck(prev.Payload(), d.Payload()); err != nil {
+	if err := bps.PotCheck(prev.Payload(), d.Payload()); err != nil {
 		return &EquivocationError{Owner: d.Owner, Index: prev.Index, Top: d.Index, Err: fmt.Errorf("%w: %w", pot.ErrAnchor, err)}
 	}
 	return nil

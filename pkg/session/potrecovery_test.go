@@ -2,7 +2,7 @@
 // Use of this source code is governed by a BSD-style
 // license that can be found in the LICENSE file.
 
-package bps_test
+package session_test
 
 import (
 	"bytes"
@@ -17,6 +17,7 @@ import (
 	"github.com/ethersphere/bps/pkg/bps"
 	"github.com/ethersphere/bps/pkg/bps/pb"
 	"github.com/ethersphere/bps/pkg/pot"
+	"github.com/ethersphere/bps/pkg/session"
 )
 
 // potSession is a gapSession that recovers by pot descent: it records each
@@ -25,7 +26,7 @@ import (
 type potSession struct {
 	*gapSession
 	mu     sync.Mutex
-	equivs []*bps.EquivocationError
+	equivs []*session.EquivocationError
 	sigs   [][]byte // signatures of recovered deliveries
 	addrs  []swarm.Address
 }
@@ -34,14 +35,14 @@ func newPotSession() *potSession { return &potSession{gapSession: newGapSession(
 
 func (p *potSession) PotProfile() bool { return true }
 
-func (p *potSession) Equivocation(_ context.Context, err *bps.EquivocationError) bool {
+func (p *potSession) Equivocation(_ context.Context, err *session.EquivocationError) bool {
 	p.mu.Lock()
 	p.equivs = append(p.equivs, err)
 	p.mu.Unlock()
 	return p.record(fmt.Sprintf("equivocation %d-%d", err.Index, err.Top))
 }
 
-func (p *potSession) Deliver(v *bps.View) bool {
+func (p *potSession) Deliver(v *session.View) bool {
 	d := v.Delivery()
 	n, err := pot.Decode(d.Payload())
 	if err != nil {
@@ -58,7 +59,7 @@ func (p *potSession) Deliver(v *bps.View) bool {
 	return p.record(e)
 }
 
-func (p *potSession) DeliverWait(_ context.Context, v *bps.View) bool { return p.Deliver(v) }
+func (p *potSession) DeliverWait(_ context.Context, v *session.View) bool { return p.Deliver(v) }
 
 // potFeed is a publisher's feed with the pot profile: update i's payload
 // pins ⟨1000+10i, value(i)⟩ over updates 0 … i−1.
@@ -106,13 +107,13 @@ func (f *potFeed) store(t testing.TB, st *memStorage, sp *bps.Spec, i int, soc b
 }
 
 // potRoom is a FEED_TOPIC room on a mux with storage, and its admin.
-func potRoom(t *testing.T, o bps.MuxOptions) (*bps.Room, key, *bps.Spec, *memStorage) {
+func potRoom(t *testing.T, o session.MuxOptions) (*session.Room, key, *bps.Spec, *memStorage) {
 	t.Helper()
 	rr := newRecoveryRoom(t, o, 0)
 	return rr.room, rr.key, rr.sp, rr.st
 }
 
-func deliverPot(r *bps.Room, k key, f *potFeed, i int) {
+func deliverPot(r *session.Room, k key, f *potFeed, i int) {
 	r.Deliver(delivery(f.msgs[i], k.addr, uint64(i), nil))
 }
 
@@ -125,13 +126,13 @@ func deliverPot(r *bps.Room, k key, f *potFeed, i int) {
 // update's, its signature absent (zero).
 func TestSWIP65Item3PotDescent(t *testing.T) {
 	t.Parallel()
-	r, k, sp, st := potRoom(t, bps.MuxOptions{})
+	r, k, sp, st := potRoom(t, session.MuxOptions{})
 	f := potUpdates(t, k, sp, make([]string, 8))
 	for i := range 8 {
 		f.store(t, st, sp, i, false)
 	}
 	s := newPotSession()
-	r.Add(s, bps.MemberOptions{}, true)
+	r.Add(s, session.MemberOptions{}, true)
 	deliverPot(r, k, f, 0)
 	deliverPot(r, k, f, 5)
 	deliverPot(r, k, f, 6)
@@ -158,14 +159,14 @@ func TestSWIP65Item3PotDescent(t *testing.T) {
 // checked.
 func TestSWIP65Item4Equivocation(t *testing.T) {
 	t.Parallel()
-	r, k, sp, st := potRoom(t, bps.MuxOptions{})
+	r, k, sp, st := potRoom(t, session.MuxOptions{})
 	a := potUpdates(t, k, sp, make([]string, 3))
 	b := potUpdates(t, k, sp, []string{"", "", "2'", "3'", "4'", "5'", "6'"})
 	for i := range 7 {
 		b.store(t, st, sp, i, true)
 	}
 	s := newPotSession()
-	r.Add(s, bps.MemberOptions{}, true)
+	r.Add(s, session.MemberOptions{}, true)
 	for i := range 3 {
 		deliverPot(r, k, a, i)
 	}
@@ -180,13 +181,13 @@ func TestSWIP65Item4Equivocation(t *testing.T) {
 	}
 
 	// The same gap on the honest branch passes the check.
-	r2, k2, sp2, st2 := potRoom(t, bps.MuxOptions{})
+	r2, k2, sp2, st2 := potRoom(t, session.MuxOptions{})
 	c := potUpdates(t, k2, sp2, make([]string, 7))
 	for i := range 7 {
 		c.store(t, st2, sp2, i, false)
 	}
 	s2 := newPotSession()
-	r2.Add(s2, bps.MemberOptions{}, true)
+	r2.Add(s2, session.MemberOptions{}, true)
 	for _, i := range []int{0, 1, 2, 6} {
 		deliverPot(r2, k2, c, i)
 	}
@@ -200,11 +201,11 @@ func TestSWIP65Item4Equivocation(t *testing.T) {
 // updates carry no pot node is not checked.
 func TestSWIP65Item4EquivocationLive(t *testing.T) {
 	t.Parallel()
-	r, k, sp, _ := potRoom(t, bps.MuxOptions{})
+	r, k, sp, _ := potRoom(t, session.MuxOptions{})
 	a := potUpdates(t, k, sp, make([]string, 3))
 	b := potUpdates(t, k, sp, []string{"", "", "2'", "3'", "4'"})
 	s := newPotSession()
-	r.Add(s, bps.MemberOptions{}, true)
+	r.Add(s, session.MemberOptions{}, true)
 	for i := range 3 {
 		deliverPot(r, k, a, i)
 	}
@@ -215,9 +216,9 @@ func TestSWIP65Item4EquivocationLive(t *testing.T) {
 		t.Fatalf("equivocation error %v", s.equivs[0])
 	}
 
-	plain, pk, psp, _ := potRoom(t, bps.MuxOptions{})
+	plain, pk, psp, _ := potRoom(t, session.MuxOptions{})
 	ps := newGapSession()
-	plain.Add(&potOn{ps}, bps.MemberOptions{}, true)
+	plain.Add(&potOn{ps}, session.MemberOptions{}, true)
 	for i := range uint64(3) {
 		plain.Deliver(delivery(update(t, pk, psp, i, fmt.Sprint(i)), pk.addr, i, nil))
 	}
@@ -229,7 +230,7 @@ type potOn struct{ *gapSession }
 
 func (potOn) PotProfile() bool { return true }
 
-func (p potOn) Equivocation(_ context.Context, err *bps.EquivocationError) bool {
+func (p potOn) Equivocation(_ context.Context, err *session.EquivocationError) bool {
 	return p.record("equivocation " + err.Error())
 }
 
@@ -241,20 +242,20 @@ func TestPotRecoveryBounds(t *testing.T) {
 	t.Parallel()
 	t.Run("max", func(t *testing.T) {
 		t.Parallel()
-		r, k, sp, st := potRoom(t, bps.MuxOptions{RecoverMax: 3})
+		r, k, sp, st := potRoom(t, session.MuxOptions{RecoverMax: 3})
 		f := potUpdates(t, k, sp, make([]string, 10))
 		for i := range 10 {
 			f.store(t, st, sp, i, false)
 		}
 		s := newPotSession()
-		r.Add(s, bps.MemberOptions{}, true)
+		r.Add(s, session.MemberOptions{}, true)
 		deliverPot(r, k, f, 0)
 		deliverPot(r, k, f, 9)
 		wantEvents(t, s.await(t, 7), "0", "gap 1-5", "recovered 6-8", "6*", "7*", "8*", "9")
 	})
 	t.Run("hole", func(t *testing.T) {
 		t.Parallel()
-		r, k, sp, st := potRoom(t, bps.MuxOptions{})
+		r, k, sp, st := potRoom(t, session.MuxOptions{})
 		f := potUpdates(t, k, sp, make([]string, 7))
 		for i := range 7 {
 			f.store(t, st, sp, i, true)
@@ -264,7 +265,7 @@ func TestPotRecoveryBounds(t *testing.T) {
 		delete(st.chunks, ch.Address().ByteString()) // update 3's wrapped chunk is lost; its SOC is not
 		st.mu.Unlock()
 		s := newPotSession()
-		r.Add(s, bps.MemberOptions{}, true)
+		r.Add(s, session.MemberOptions{}, true)
 		deliverPot(r, k, f, 0)
 		deliverPot(r, k, f, 6)
 		wantEvents(t, s.await(t, 9), "0", "recovered 1-3", "1*", "2*", "3*", "recovered 4-5", "4*", "5*", "6")
@@ -277,14 +278,14 @@ func TestPotRecoveryBounds(t *testing.T) {
 // one retrieval each, before it; no anchor to check.
 func TestPotHistory(t *testing.T) {
 	t.Parallel()
-	r, k, sp, st := potRoom(t, bps.MuxOptions{})
+	r, k, sp, st := potRoom(t, session.MuxOptions{})
 	f := potUpdates(t, k, sp, make([]string, 10))
 	for i := range 10 {
 		f.store(t, st, sp, i, false)
 	}
 	s := newPotSession()
 	zero := uint64(0)
-	r.Add(s, bps.MemberOptions{From: &zero}, true)
+	r.Add(s, session.MemberOptions{From: &zero}, true)
 	deliverPot(r, k, f, 9)
 	want := []string{"recovered 0-8"}
 	for i := range 9 {
@@ -302,7 +303,7 @@ func TestPotHistory(t *testing.T) {
 // what the pot does not hold is a gap too.
 func TestPotRecoveryFarIndex(t *testing.T) {
 	t.Parallel()
-	r, k, sp, st := potRoom(t, bps.MuxOptions{})
+	r, k, sp, st := potRoom(t, session.MuxOptions{})
 	f := potUpdates(t, k, sp, make([]string, 5))
 	for i := range 4 {
 		f.store(t, st, sp, i, false)
@@ -314,50 +315,10 @@ func TestPotRecoveryFarIndex(t *testing.T) {
 	}
 	s := newPotSession()
 	zero := uint64(0)
-	r.Add(s, bps.MemberOptions{From: &zero}, true)
+	r.Add(s, session.MemberOptions{From: &zero}, true)
 	r.Deliver(delivery(m, k.addr, far, nil))
-	first := far - bps.DefaultRecoverMax
+	first := far - session.DefaultRecoverMax
 	wantEvents(t, s.await(t, 8),
 		fmt.Sprintf("gap 0-%d", first-1), fmt.Sprintf("gap %d-%d", first, far-5),
 		fmt.Sprintf("recovered %d-%d", far-4, far-1), "0*", "1*", "2*", "3*", "4")
-}
-
-// TestPotNextCheck: a publishing node takes, with the pot profile on, only
-// the node PotNext makes over the session's previous update: a payload
-// that drops a fork, or forks to another update, is refused.
-func TestPotNextCheck(t *testing.T) {
-	t.Parallel()
-	p0, err := bps.PotNext(nil, 1, []byte("a"))
-	if err != nil {
-		t.Fatal(err)
-	}
-	p1, _ := bps.PotNext(p0, 2, []byte("b"))
-	p2, _ := bps.PotNext(p1, 3, []byte("c"))
-	for _, tc := range []struct {
-		name          string
-		prev, payload []byte
-		ok            bool
-	}{
-		{"first", nil, p0, true},
-		{"next", p0, p1, true},
-		{"next again", p1, p2, true},
-		{"first, unchecked predecessor", nil, p2, true},
-		{"skips one", p0, p2, false},
-		{"not a node", p0, []byte("hello"), false},
-		{"a fresh pot mid-feed", p1, func() []byte { b, _ := bps.PotNext(nil, 3, []byte("c")); return b }(), false},
-	} {
-		err := bps.PotCheck(tc.prev, tc.payload)
-		if (err == nil) != tc.ok {
-			t.Errorf("%s: %v", tc.name, err)
-		}
-		if err != nil && !errors.Is(err, bps.ErrNotPotStep) {
-			t.Errorf("%s: %v is not ErrNotPotStep", tc.name, err)
-		}
-	}
-	if _, err := bps.PotNext(p1, 2, nil); !errors.Is(err, pot.ErrNotMonotone) {
-		t.Errorf("a key not above the previous: %v", err)
-	}
-	if _, err := bps.PotNext([]byte("hello"), 2, nil); err == nil {
-		t.Error("over a payload that is no node")
-	}
 }

@@ -2,10 +2,11 @@
 // Use of this source code is governed by a BSD-style
 // license that can be found in the LICENSE file.
 
-package bps
+package session
 
 import (
 	"bytes"
+	"github.com/ethersphere/bps/pkg/bps"
 	"sync"
 
 	"github.com/ethersphere/bee/v2/pkg/soc"
@@ -31,13 +32,13 @@ type Room struct {
 	x      *mux
 	key    string
 	broker swarm.Address
-	spec   *Spec
+	spec   *bps.Spec
 
 	mu      sync.Mutex
 	members map[Session]*roomMember
 	pubs    map[*PubStream]struct{} // poked when the roster changes
-	seen    *Window
-	svc     ServiceFeed        // the admin's service feed as the node verified it
+	seen    *bps.Window
+	svc     bps.ServiceFeed    // the admin's service feed as the node verified it
 	latest  *pb.ServiceMessage // the last service SOC applied
 }
 
@@ -63,16 +64,16 @@ type MemberOptions struct {
 	From *uint64
 }
 
-func newRoom(x *mux, key string, broker swarm.Address, sp *Spec) *Room {
+func newRoom(x *mux, key string, broker swarm.Address, sp *bps.Spec) *Room {
 	return &Room{x: x, key: key, broker: broker, spec: sp, members: make(map[Session]*roomMember),
-		pubs: make(map[*PubStream]struct{}), seen: NewWindow(roomWindow)}
+		pubs: make(map[*PubStream]struct{}), seen: bps.NewWindow(roomWindow)}
 }
 
 // Broker is the room's broker.
 func (r *Room) Broker() swarm.Address { return r.broker }
 
 // Spec is the room's cohort.
-func (r *Room) Spec() *Spec { return r.spec }
+func (r *Room) Spec() *bps.Spec { return r.spec }
 
 // Release drops the caller's reference to the room.
 func (r *Room) Release() { r.x.rooms.release(r.key, r) }
@@ -164,8 +165,8 @@ func (r *Room) Service() ServiceState {
 // own messages; a member with an echo filter skips exactly what it sent).
 // A service SOC updates the node's roster and goes to every receiving
 // member; END_OF_STREAM then ends every member.
-func (r *Room) Deliver(d Delivery) {
-	k := FrameKey(d.Address.Bytes(), d.Data)
+func (r *Room) Deliver(d bps.Delivery) {
+	k := bps.FrameKey(d.Address.Bytes(), d.Data)
 	r.mu.Lock()
 	defer r.mu.Unlock()
 	if !r.seen.Add(k) {
@@ -200,13 +201,13 @@ func (r *Room) Deliver(d Delivery) {
 // serviceLocked applies a service SOC newer than what the node holds and
 // tells the members; the caller holds r.mu. A gap is one the stream saw,
 // or one the node sees across its streams.
-func (r *Room) serviceLocked(d Delivery) {
+func (r *Room) serviceLocked(d bps.Delivery) {
 	svc := d.Service
 	fr := r.svc.Apply(svc)
-	if fr == Stale {
+	if fr == bps.Stale {
 		return // older than what the node holds: a late copy
 	}
-	gap := d.Gap || fr == Gap
+	gap := d.Gap || fr == bps.Gap
 	r.latest = svc
 	if gap {
 		r.x.metrics.ServiceGaps.Inc()
@@ -246,24 +247,24 @@ func (r *Room) serviceLocked(d Delivery) {
 // SOC id, the parsed SOC, a frame per encoding. Used under the room's lock
 // only, while the delivery is handed out.
 type View struct {
-	spec   *Spec
-	d      Delivery
+	spec   *bps.Spec
+	d      bps.Delivery
 	id     []byte
 	parsed *soc.SOC
 	memo   map[string][]byte
 }
 
 // Delivery is the delivery viewed.
-func (v *View) Delivery() Delivery { return v.d }
+func (v *View) Delivery() bps.Delivery { return v.d }
 
 // Identifier is the signed SOC id: the feed id for a feed update (whose id
 // slot carries the bare index), else the id slot itself.
 func (v *View) Identifier() []byte {
 	if v.id == nil {
 		if v.spec.Binding == pb.TopicBinding_FEED_TOPIC {
-			v.id = FeedID(v.spec.Topic, v.d.Index)
+			v.id = bps.FeedID(v.spec.Topic, v.d.Index)
 		} else {
-			v.id = v.d.Data[:idSize]
+			v.id = v.d.ID()
 		}
 	}
 	return v.id
@@ -273,9 +274,8 @@ func (v *View) Identifier() []byte {
 // first time).
 func (v *View) SOC() (*soc.SOC, error) {
 	if v.parsed == nil {
-		data := make([]byte, len(v.d.Data))
+		data := bytes.Clone(v.d.Data)
 		copy(data, v.Identifier())
-		copy(data[idSize:], v.d.Data[idSize:])
 		s, err := soc.FromChunk(swarm.NewChunk(v.d.Address, data))
 		if err != nil {
 			return nil, err

@@ -2,12 +2,13 @@
 // Use of this source code is governed by a BSD-style
 // license that can be found in the LICENSE file.
 
-package bps
+package session
 
 import (
 	"bytes"
 	"context"
 	"errors"
+	"github.com/ethersphere/bps/pkg/bps"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -102,7 +103,7 @@ type Hub struct {
 	opening
 	x    *mux
 	room *Room
-	sub  *Subscription
+	sub  Subscription
 	stop chan struct{} // closed when the last reference is released
 
 	delivered atomic.Uint64
@@ -212,7 +213,7 @@ type PubStream struct {
 	claims  bool
 	receive bool
 	joined  chan struct{} // closed once the broker took the Join (then the claim)
-	p       *Publisher
+	p       Publisher
 	stop    chan struct{}
 	wake    chan struct{} // the room's roster changed, or the silent wait passed
 	taken   atomic.Bool
@@ -277,7 +278,7 @@ func (x *mux) refPub(r *Room, o StreamOptions, opener Session) (*PubStream, bool
 	key := r.key + string(o.Addr)
 	e, creator := x.pubs.acquire(key, func() *PubStream {
 		e := &PubStream{sessionSet: newSessionSet(), opening: newOpening(), x: x, key: key, room: r, addr: bytes.Clone(o.Addr),
-			index: o.Index, claims: r.spec.explicit(), receive: o.Receive,
+			index: o.Index, claims: r.spec.Explicit(), receive: o.Receive,
 			joined: make(chan struct{}), stop: make(chan struct{}), wake: make(chan struct{}, 1)}
 		e.opener.Store(&sessionRef{opener})
 		return e
@@ -293,12 +294,12 @@ func (x *mux) openPub(ctx context.Context, e *PubStream) {
 		x.pubs.drop(e.key, e)
 		return
 	}
-	var sign ClaimSigner
+	var sign bps.ClaimSigner
 	if e.claims {
 		sign = e.sign
 	}
 	joined := func() { close(e.joined) }
-	p, err := x.svc.Publish(ctx, broker, sp, PublishOptions{Addr: e.addr, Sign: sign, Index: e.index, Receive: e.receive, Joined: joined})
+	p, err := x.svc.Publish(ctx, broker, sp, bps.PublishOptions{Addr: e.addr, Sign: sign, Index: e.index, Receive: e.receive, Joined: joined})
 	if err != nil {
 		e.err = x.joinErr(broker, sp, err)
 		x.pubs.drop(e.key, e)
@@ -352,7 +353,7 @@ func (e *PubStream) signer() Session {
 
 // HoldPublisher returns the open publisher stream of addr in sp at
 // broker, if there is one; the caller releases it.
-func (x *mux) HoldPublisher(broker swarm.Address, sp *Spec, addr []byte) *PubStream {
+func (x *mux) HoldPublisher(broker swarm.Address, sp *bps.Spec, addr []byte) *PubStream {
 	e, ok := x.pubs.hold(cohortKey(broker, sp)+string(addr), func(e *PubStream) bool {
 		return isDone(e.ready) && e.err == nil
 	})

@@ -2,7 +2,7 @@
 // Use of this source code is governed by a BSD-style
 // license that can be found in the LICENSE file.
 
-package bps_test
+package session_test
 
 import (
 	"context"
@@ -12,6 +12,7 @@ import (
 	"github.com/ethersphere/bee/v2/pkg/swarm"
 	"github.com/ethersphere/bps/pkg/bps"
 	"github.com/ethersphere/bps/pkg/bps/pb"
+	"github.com/ethersphere/bps/pkg/session"
 )
 
 // fakeSession records what a room hands it.
@@ -26,7 +27,7 @@ type fakeSession struct {
 	refuse    bool // a full queue
 }
 
-func (f *fakeSession) Deliver(v *bps.View) bool {
+func (f *fakeSession) Deliver(v *session.View) bool {
 	f.mu.Lock()
 	defer f.mu.Unlock()
 	if f.refuse {
@@ -89,7 +90,7 @@ func TestMuxRoom(t *testing.T) {
 	t.Parallel()
 	net := newNetwork(t)
 	nd := newNode(t, net, bps.Options{})
-	x := bps.NewMux(nd.svc, bps.MuxOptions{})
+	x := session.NewMux(session.Node{Service: nd.svc}, session.MuxOptions{})
 	t.Cleanup(func() {
 		if err := x.Close(); err != nil {
 			t.Error(err)
@@ -108,12 +109,12 @@ func TestMuxRoom(t *testing.T) {
 	r.Release()
 
 	plain, owner, echo, slow, waiting := &fakeSession{}, &fakeSession{}, &fakeSession{}, &fakeSession{refuse: true}, &fakeSession{}
-	filter := bps.NewEchoFilter(4)
-	r.Add(plain, bps.MemberOptions{}, true)
-	r.Add(owner, bps.MemberOptions{Owner: admin.addr}, true)
-	r.Add(echo, bps.MemberOptions{Owner: admin.addr, Echo: filter}, true)
-	r.Add(slow, bps.MemberOptions{}, true)
-	r.Add(waiting, bps.MemberOptions{}, false)
+	filter := session.NewEchoFilter(4)
+	r.Add(plain, session.MemberOptions{}, true)
+	r.Add(owner, session.MemberOptions{Owner: admin.addr}, true)
+	r.Add(echo, session.MemberOptions{Owner: admin.addr, Echo: filter}, true)
+	r.Add(slow, session.MemberOptions{}, true)
+	r.Add(waiting, session.MemberOptions{}, false)
 
 	m0, m1 := update(t, admin, sp, 0, "zero"), update(t, admin, sp, 1, "one")
 	filter.Add(bps.FrameKey(m0.Address, m0.Data)) // echo sent m0 itself
@@ -163,7 +164,7 @@ func TestMuxRoom(t *testing.T) {
 		t.Fatal("the end of the cohort did not reach every member, or reached the one that left")
 	}
 	late := &fakeSession{}
-	r.Add(late, bps.MemberOptions{}, true)
+	r.Add(late, session.MemberOptions{}, true)
 	if !late.eocCalled || late.eoc != nil {
 		t.Fatal("a member joining an ended cohort was not ended")
 	}
@@ -179,7 +180,7 @@ func TestMuxSharesStreams(t *testing.T) {
 	t.Parallel()
 	_, broker, clients := cluster(t, bps.Options{}, 1)
 	c := clients[0]
-	x := bps.NewMux(c.svc, bps.MuxOptions{})
+	x := session.NewMux(session.Node{Service: c.svc}, session.MuxOptions{})
 	t.Cleanup(func() {
 		if err := x.Close(); err != nil {
 			t.Error(err)

@@ -5,67 +5,52 @@
 package bps_test
 
 import (
+	"errors"
 	"fmt"
 	"testing"
 
-	"github.com/ethersphere/bee/v2/pkg/swarm"
 	"github.com/ethersphere/bps/pkg/bps"
-	"github.com/ethersphere/bps/pkg/bps/streamtest"
+	"github.com/ethersphere/bps/pkg/pot"
 )
 
-// BenchmarkPotRecovery is BenchmarkRecovery with the pot profile: a gap of
-// RecoverMax updates recovered by descent from the update that revealed it
-// (an in-memory storage, no network latency) — one retrieval and one hash
-// check per recovered update, no signature recovery, the anchor check
-// included.
-func BenchmarkPotRecovery(b *testing.B) {
-	const n = bps.DefaultRecoverMax
-	net := streamtest.New()
-	defer net.Close()
-	nd := net.NewNode()
-	svc, err := bps.New(nd, nd.Overlay(), bps.Options{})
+// TestPotNextCheck: a publishing node takes, with the pot profile on, only
+// the node PotNext makes over the session's previous update: a payload
+// that drops a fork, or forks to another update, is refused.
+func TestPotNextCheck(t *testing.T) {
+	t.Parallel()
+	p0, err := bps.PotNext(nil, 1, []byte("a"))
 	if err != nil {
-		b.Fatal(err)
+		t.Fatal(err)
 	}
-	defer svc.Close()
-	st := newMemStorage()
-	x := bps.NewMux(svc, bps.MuxOptions{Storage: st})
-	defer x.Close()
-	admin := newKey(b)
-	sp, err := bps.NewFeedSpec(topicOf("bench-pot-recovery"), admin.addr)
-	if err != nil {
-		b.Fatal(err)
-	}
-	r, err := x.Room(swarm.RandAddress(b), sp)
-	if err != nil {
-		b.Fatal(err)
-	}
-	defer r.Release()
-	total := (b.N + 1) * (n + 1)
-	f := potUpdates(b, admin, sp, make([]string, total))
-	for i := range total {
-		f.store(b, st, sp, i, false)
-	}
-	s := newPotSession()
-	r.Add(s, bps.MemberOptions{}, true)
-	deliverPot(r, admin, f, 0)
-	<-s.moved
-	b.ResetTimer()
-	for i := range b.N {
-		live := (i + 1) * (n + 1) // n missed before it
-		deliverPot(r, admin, f, live)
-		for range n + 2 { // the recovered frame, n updates, the live one
-			<-s.moved
+	p1, _ := bps.PotNext(p0, 2, []byte("b"))
+	p2, _ := bps.PotNext(p1, 3, []byte("c"))
+	for _, tc := range []struct {
+		name          string
+		prev, payload []byte
+		ok            bool
+	}{
+		{"first", nil, p0, true},
+		{"next", p0, p1, true},
+		{"next again", p1, p2, true},
+		{"first, unchecked predecessor", nil, p2, true},
+		{"skips one", p0, p2, false},
+		{"not a node", p0, []byte("hello"), false},
+		{"a fresh pot mid-feed", p1, func() []byte { b, _ := bps.PotNext(nil, 3, []byte("c")); return b }(), false},
+	} {
+		err := bps.PotCheck(tc.prev, tc.payload)
+		if (err == nil) != tc.ok {
+			t.Errorf("%s: %v", tc.name, err)
+		}
+		if err != nil && !errors.Is(err, bps.ErrNotPotStep) {
+			t.Errorf("%s: %v is not ErrNotPotStep", tc.name, err)
 		}
 	}
-	b.StopTimer()
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	if len(s.equivs) > 0 {
-		b.Fatal(s.equivs[0])
+	if _, err := bps.PotNext(p1, 2, nil); !errors.Is(err, pot.ErrNotMonotone) {
+		t.Errorf("a key not above the previous: %v", err)
 	}
-	b.ReportMetric(float64(b.N*n)/b.Elapsed().Seconds(), "updates/s")
-	b.ReportMetric(float64(st.fetched())/float64(b.N*n), "retrievals/update")
+	if _, err := bps.PotNext([]byte("hello"), 2, nil); err == nil {
+		t.Error("over a payload that is no node")
+	}
 }
 
 // BenchmarkPotPublish is the publisher's CPU per update of the pot

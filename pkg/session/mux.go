@@ -2,18 +2,31 @@
 // Use of this source code is governed by a BSD-style
 // license that can be found in the LICENSE file.
 
-package bps
+// Package session shares a node's BPS client streams among its local
+// sessions — the WebSocket sessions of the API (pkg/api). A Mux holds one
+// subscriber stream per cohort at a broker (a Hub) and one publisher stream
+// per address in it (a PubStream); the cohort's Room hands each message once
+// to each Session and keeps the admin's service feed as the node verified
+// it; on a node with storage a session of a FEED_TOPIC cohort recovers the
+// updates it missed (SWIP-65), by feed lookup or by pot descent.
+//
+// Files: mux.go is the Mux, its options, errors and metrics; room.go a
+// cohort's room and the View its sessions share; streams.go the shared
+// streams; refmap.go their reference counts; recovery.go and
+// potrecovery.go gap recovery. It uses pkg/bps through its exported API.
+package session
 
 import (
 	"context"
 	"errors"
 	"fmt"
-	"sync"
+	"github.com/ethersphere/bps/pkg/bps"
 	"time"
 
 	m "github.com/ethersphere/bee/v2/pkg/metrics"
 	"github.com/ethersphere/bee/v2/pkg/swarm"
 	"github.com/ethersphere/bps/pkg/bps/pb"
+	"github.com/ethersphere/bps/pkg/internal/owned"
 	"github.com/prometheus/client_golang/prometheus"
 )
 
@@ -32,10 +45,10 @@ import (
 // ends it.
 type Mux interface {
 	// Room returns the room of sp at broker, made if there is none.
-	Room(broker swarm.Address, sp *Spec) (*Room, error)
+	Room(broker swarm.Address, sp *bps.Spec) (*Room, error)
 	// LookupRoom returns the room of sp at broker, if there is one, without
 	// holding it.
-	LookupRoom(broker swarm.Address, sp *Spec) *Room
+	LookupRoom(broker swarm.Address, sp *bps.Spec) *Room
 	// Subscribe returns the room's subscriber stream, joining the broker if
 	// there is none.
 	Subscribe(ctx context.Context, r *Room) (*Hub, error)
@@ -49,7 +62,7 @@ type Mux interface {
 	StartPublish(ctx context.Context, r *Room, o StreamOptions, opener Session) (*PubStream, error)
 	// HoldPublisher returns the open publisher stream of addr in sp at
 	// broker, if there is one.
-	HoldPublisher(broker swarm.Address, sp *Spec, addr []byte) *PubStream
+	HoldPublisher(broker swarm.Address, sp *bps.Spec, addr []byte) *PubStream
 	// Streams describes the shared streams, subscriber streams first.
 	Streams() []StreamInfo
 	// Metrics returns the mux's collectors.
@@ -104,7 +117,7 @@ type MuxOptions struct {
 	// updates they missed (SWIP-65): each session follows each publisher's
 	// feed, and a gap is retrieved, verified and handed in index order
 	// before the update that revealed it. Nil: a gap is not seen.
-	Storage Storage
+	Storage bps.Storage
 	// RecoverMax bounds the updates one gap recovers (the latest before
 	// the update that revealed it; older ones are reported as a gap).
 	// Default DefaultRecoverMax.
@@ -115,7 +128,7 @@ type MuxOptions struct {
 
 // DefaultSilentWait is MuxOptions.SilentWait's default: two thirds of the
 // claim deadline.
-const DefaultSilentWait = DefaultClaimDeadline * 2 / 3
+const DefaultSilentWait = bps.DefaultClaimDeadline * 2 / 3
 
 // roomWindow bounds the deliveries a room remembers to drop the second copy
 // of a message that reaches the node on two of its streams.
@@ -189,7 +202,7 @@ type ServiceState struct {
 type StreamInfo struct {
 	Publisher bool // a publisher stream, else a subscriber stream
 	Broker    swarm.Address
-	Spec      *Spec
+	Spec      *bps.Spec
 	Addr      []byte // publisher: the address
 	Sessions  int    // sessions sharing it
 	Received  uint64 // subscriber: deliveries handed to the room
@@ -202,18 +215,16 @@ type StreamInfo struct {
 
 // mux implements Mux. Each refMap guards its map; a Room's, Hub's and
 // PubStream's own mutex their session sets. Every goroutine it starts is
-// counted in wg and waited for by Close.
+// owned and waited for by Close.
 type mux struct {
-	svc     *Service
+	svc     Protocol
 	opts    MuxOptions
 	metrics muxMetrics
 
 	ctx    context.Context // ended by Close: bounds every join
 	cancel context.CancelFunc
 
-	mu     sync.Mutex // guards closed and wg.Add
-	closed bool
-	wg     sync.WaitGroup
+	owned owned.Group // every goroutine the mux starts
 
 	rooms *refMap[*Room]      // by broker ‖ canonical spec
 	hubs  *refMap[*Hub]       // by broker ‖ canonical spec
@@ -222,13 +233,13 @@ type mux struct {
 
 var _ Mux = (*mux)(nil)
 
-// NewMux returns the mux of the node running svc.
-func NewMux(svc *Service, o MuxOptions) Mux {
+// NewMux returns the mux of the node whose BPS service is svc (Node).
+func NewMux(svc Protocol, o MuxOptions) Mux {
 	if o.JoinTimeout <= 0 {
-		o.JoinTimeout = DefaultHandshakeTimeout
+		o.JoinTimeout = bps.DefaultHandshakeTimeout
 	}
 	if o.ClaimTimeout <= 0 {
-		o.ClaimTimeout = DefaultClaimDeadline
+		o.ClaimTimeout = bps.DefaultClaimDeadline
 	}
 	if o.SilentWait <= 0 {
 		o.SilentWait = DefaultSilentWait
@@ -245,57 +256,27 @@ func NewMux(svc *Service, o MuxOptions) Mux {
 	return x
 }
 
-func cohortKey(broker swarm.Address, sp *Spec) string {
+func cohortKey(broker swarm.Address, sp *bps.Spec) string {
 	return broker.ByteString() + string(sp.Canonical())
 }
 
 // goOwned runs f on a goroutine Close waits for; false once closed.
-func (x *mux) goOwned(f func()) bool {
-	x.mu.Lock()
-	defer x.mu.Unlock()
-	if x.closed {
-		return false
-	}
-	x.wg.Add(1)
-	go func() {
-		defer x.wg.Done()
-		f()
-	}()
-	return true
-}
+func (x *mux) goOwned(f func()) bool { return x.owned.Go(f) }
 
-func (x *mux) isClosed() bool {
-	x.mu.Lock()
-	defer x.mu.Unlock()
-	return x.closed
-}
+func (x *mux) isClosed() bool { return x.owned.Closed() }
 
 // Close ends every shared stream — their sessions are ended with
 // ErrMuxClosed — and waits for the mux's goroutines, at most
 // muxCloseTimeout.
 func (x *mux) Close() error {
-	x.mu.Lock()
-	if x.closed {
-		x.mu.Unlock()
+	if !x.owned.Close() {
 		return nil
 	}
-	x.closed = true
-	x.mu.Unlock()
 	x.cancel()
-
-	done := make(chan struct{})
-	go func() {
-		x.wg.Wait()
-		close(done)
-	}()
-	t := time.NewTimer(muxCloseTimeout)
-	defer t.Stop()
-	select {
-	case <-done:
-		return nil
-	case <-t.C:
+	if !x.owned.Wait(muxCloseTimeout) {
 		return errors.New("bps: mux close timed out waiting for its streams")
 	}
+	return nil
 }
 
 // ended is why the sessions of a stream that ended with err are ended.
@@ -303,8 +284,8 @@ func (x *mux) ended(err error, publisher bool) error {
 	switch {
 	case x.ctx.Err() != nil:
 		return ErrMuxClosed
-	case errors.Is(err, ErrEndOfStream):
-		return ErrEndOfStream
+	case errors.Is(err, bps.ErrEndOfStream):
+		return bps.ErrEndOfStream
 	default:
 		return &StreamEndError{Publisher: publisher, Err: err}
 	}
@@ -312,7 +293,7 @@ func (x *mux) ended(err error, publisher bool) error {
 
 // backoff is the backoff the node is in for sp at broker, if any, with
 // why the attempt that imposed it failed.
-func (x *mux) backoff(broker swarm.Address, sp *Spec) *BackoffError {
+func (x *mux) backoff(broker swarm.Address, sp *bps.Spec) *BackoffError {
 	until, reason := x.svc.Backoff(broker, sp)
 	if time.Until(until) <= 0 {
 		return nil
@@ -322,9 +303,10 @@ func (x *mux) backoff(broker swarm.Address, sp *Spec) *BackoffError {
 
 // joinErr turns FULL into a BackoffError, so the session learns when to
 // retry.
-func (x *mux) joinErr(broker swarm.Address, sp *Spec, err error) error {
-	if errors.Is(err, ErrFull) {
-		return &BackoffError{Until: x.svc.BackoffUntil(broker, sp), Cause: err}
+func (x *mux) joinErr(broker swarm.Address, sp *bps.Spec, err error) error {
+	if errors.Is(err, bps.ErrFull) {
+		until, _ := x.svc.Backoff(broker, sp)
+		return &BackoffError{Until: until, Cause: err}
 	}
 	return err
 }
@@ -349,7 +331,7 @@ func (e *BackoffError) Error() string {
 func (e *BackoffError) Unwrap() error { return e.Cause }
 
 // Room returns the room of sp at broker.
-func (x *mux) Room(broker swarm.Address, sp *Spec) (*Room, error) {
+func (x *mux) Room(broker swarm.Address, sp *bps.Spec) (*Room, error) {
 	if x.isClosed() {
 		return nil, ErrMuxClosed
 	}
@@ -359,7 +341,7 @@ func (x *mux) Room(broker swarm.Address, sp *Spec) (*Room, error) {
 }
 
 // LookupRoom returns the room of sp at broker, if any.
-func (x *mux) LookupRoom(broker swarm.Address, sp *Spec) *Room {
+func (x *mux) LookupRoom(broker swarm.Address, sp *bps.Spec) *Room {
 	r, _ := x.rooms.lookup(cohortKey(broker, sp))
 	return r
 }

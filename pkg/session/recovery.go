@@ -2,11 +2,12 @@
 // Use of this source code is governed by a BSD-style
 // license that can be found in the LICENSE file.
 
-package bps
+package session
 
 import (
 	"context"
 	"errors"
+	"github.com/ethersphere/bps/pkg/bps"
 	"sync"
 	"time"
 )
@@ -63,7 +64,7 @@ type GapSession interface {
 // runs on a goroutine the mux owns, one at a time per session.
 type follower struct {
 	x    *mux
-	spec *Spec
+	spec *bps.Spec
 	s    Session
 	ctx  context.Context // ended when the session leaves the room
 	stop context.CancelFunc
@@ -71,18 +72,18 @@ type follower struct {
 	pot PotSession // the session recovers by pot descent (SWIP-65's pot profile)
 
 	mu   sync.Mutex
-	from *uint64             // a feed first seen past it is recovered from it
-	next map[string]uint64   // per owner: the lowest index not yet handed or reported
-	last map[string]Delivery // pot profile, per owner: the latest update handed or planned, the anchor
-	busy bool                // a recovery runs; live deliveries are held
-	held []Delivery
+	from *uint64                 // a feed first seen past it is recovered from it
+	next map[string]uint64       // per owner: the lowest index not yet handed or reported
+	last map[string]bps.Delivery // pot profile, per owner: the latest update handed or planned, the anchor
+	busy bool                    // a recovery runs; live deliveries are held
+	held []bps.Delivery
 	dead bool
 }
 
-func newFollower(x *mux, sp *Spec, s Session, from *uint64) *follower {
+func newFollower(x *mux, sp *bps.Spec, s Session, from *uint64) *follower {
 	f := &follower{x: x, spec: sp, s: s, next: make(map[string]uint64)}
 	if ps, ok := s.(PotSession); ok && ps.PotProfile() {
-		f.pot, f.last = ps, make(map[string]Delivery)
+		f.pot, f.last = ps, make(map[string]bps.Delivery)
 	}
 	if from != nil {
 		v := *from
@@ -104,7 +105,7 @@ const (
 // plan decides what to do with d and moves the feed's next index; the
 // caller holds f.mu. For stepRecover, from … to is the gap. anchor is the
 // update of d's feed planned before d (pot profile only; nil if none).
-func (f *follower) plan(d Delivery) (st step, from, to uint64, anchor *Delivery) {
+func (f *follower) plan(d bps.Delivery) (st step, from, to uint64, anchor *bps.Delivery) {
 	st, from, to = f.step(d)
 	if f.last != nil && st != stepDrop {
 		if a, ok := f.last[string(d.Owner)]; ok {
@@ -116,7 +117,7 @@ func (f *follower) plan(d Delivery) (st step, from, to uint64, anchor *Delivery)
 }
 
 // step is plan's decision.
-func (f *follower) step(d Delivery) (st step, from, to uint64) {
+func (f *follower) step(d bps.Delivery) (st step, from, to uint64) {
 	o := string(d.Owner)
 	n, known := f.next[o]
 	if !known {
@@ -191,7 +192,7 @@ func (f *follower) Deliver(v *View) bool {
 // run hands live after what comes before it — the equivocation e it
 // revealed, or the gap from … to it revealed — then what was held
 // meanwhile, in order, doing the same at each, until nothing is held.
-func (f *follower) run(live Delivery, anchor *Delivery, from, to uint64, e *EquivocationError) {
+func (f *follower) run(live bps.Delivery, anchor *bps.Delivery, from, to uint64, e *EquivocationError) {
 	for {
 		if !f.before(live, anchor, from, to, e) || !f.hand(live) {
 			f.die()
@@ -233,7 +234,7 @@ func (f *follower) die() {
 
 // hand gives d to the session as a delivery of its own, off the room's
 // lock: waiting for room if the session can.
-func (f *follower) hand(d Delivery) bool {
+func (f *follower) hand(d bps.Delivery) bool {
 	v := &View{spec: f.spec, d: d, memo: make(map[string][]byte, 1)}
 	if gs, ok := f.s.(GapSession); ok {
 		return gs.DeliverWait(f.ctx, v)
@@ -243,7 +244,7 @@ func (f *follower) hand(d Delivery) bool {
 
 // before is what comes before live: the equivocation e, told to the
 // session, or the gap from … to (if from ≤ to), recovered.
-func (f *follower) before(live Delivery, anchor *Delivery, from, to uint64, e *EquivocationError) bool {
+func (f *follower) before(live bps.Delivery, anchor *bps.Delivery, from, to uint64, e *EquivocationError) bool {
 	switch {
 	case e != nil:
 		f.x.metrics.Equivocations.Inc()
@@ -258,7 +259,7 @@ func (f *follower) before(live Delivery, anchor *Delivery, from, to uint64, e *E
 // RecoverTimeout: by pot descent from live's payload if the session says
 // the pot profile, else by feed lookup. It reports false if the session
 // ended.
-func (f *follower) recoverGap(live Delivery, anchor *Delivery, from, to uint64) bool {
+func (f *follower) recoverGap(live bps.Delivery, anchor *bps.Delivery, from, to uint64) bool {
 	ctx, cancel := context.WithTimeout(f.ctx, f.x.opts.RecoverTimeout)
 	defer cancel()
 	if f.pot != nil {
@@ -283,7 +284,7 @@ func (f *follower) recover(ctx context.Context, owner []byte, from, to uint64) b
 		}
 		from = lost + 1
 	}
-	got := make([]*Delivery, to-from+1)
+	got := make([]*bps.Delivery, to-from+1)
 	var wg sync.WaitGroup
 	sem := make(chan struct{}, recoverParallel)
 	for i := range got {
@@ -299,7 +300,7 @@ func (f *follower) recover(ctx context.Context, owner []byte, from, to uint64) b
 			defer wg.Done()
 			defer func() { <-sem }()
 			f.x.metrics.RecoveryFetches.Inc()
-			d, err := FetchUpdate(ctx, o.Storage, f.spec, owner, from+uint64(i))
+			d, err := bps.FetchUpdate(ctx, o.Storage, f.spec, owner, from+uint64(i))
 			if err == nil {
 				got[i] = &d
 			}

@@ -2,7 +2,7 @@
 // Use of this source code is governed by a BSD-style
 // license that can be found in the LICENSE file.
 
-package bps_test
+package session_test
 
 import (
 	"context"
@@ -18,6 +18,7 @@ import (
 	"github.com/ethersphere/bps/pkg/bps"
 	"github.com/ethersphere/bps/pkg/bps/pb"
 	"github.com/ethersphere/bps/pkg/bps/streamtest"
+	"github.com/ethersphere/bps/pkg/session"
 )
 
 // memStorage is a node's Swarm storage in memory: the SOCs of feed updates
@@ -97,7 +98,7 @@ func (g *gapSession) record(e string) bool {
 	return true
 }
 
-func (g *gapSession) Deliver(v *bps.View) bool {
+func (g *gapSession) Deliver(v *session.View) bool {
 	d := v.Delivery()
 	e := string(d.Payload())
 	if d.Recovered {
@@ -106,7 +107,7 @@ func (g *gapSession) Deliver(v *bps.View) bool {
 	return g.record(e)
 }
 
-func (g *gapSession) DeliverWait(_ context.Context, v *bps.View) bool { return g.Deliver(v) }
+func (g *gapSession) DeliverWait(_ context.Context, v *session.View) bool { return g.Deliver(v) }
 
 func (g *gapSession) Recovered(_ context.Context, _ []byte, from, to uint64) bool {
 	return g.record(fmt.Sprintf("recovered %d-%d", from, to))
@@ -138,20 +139,20 @@ func (g *gapSession) await(t *testing.T, n int) []string {
 // recoveryRoom is a FEED_TOPIC room on a mux with st as its storage, and
 // the admin's updates 0…n-1, each stored in st unless skip says so.
 type recoveryRoom struct {
-	room *bps.Room
+	room *session.Room
 	key  key
 	sp   *bps.Spec
 	msgs []*pb.Message
 	st   *memStorage
 }
 
-func newRecoveryRoom(t *testing.T, o bps.MuxOptions, n int, skip ...uint64) *recoveryRoom {
+func newRecoveryRoom(t *testing.T, o session.MuxOptions, n int, skip ...uint64) *recoveryRoom {
 	t.Helper()
 	net := newNetwork(t)
 	nd := newNode(t, net, bps.Options{})
 	st := newMemStorage()
 	o.Storage = st
-	x := bps.NewMux(nd.svc, o)
+	x := session.NewMux(session.Node{Service: nd.svc}, o)
 	t.Cleanup(func() {
 		if err := x.Close(); err != nil {
 			t.Error(err)
@@ -194,9 +195,9 @@ func wantEvents(t *testing.T, got []string, want ...string) {
 // late live copy of a recovered update is not handed twice.
 func TestRecoveryGapInOrder(t *testing.T) {
 	t.Parallel()
-	rr := newRecoveryRoom(t, bps.MuxOptions{}, 8)
+	rr := newRecoveryRoom(t, session.MuxOptions{}, 8)
 	s := newGapSession()
-	rr.room.Add(s, bps.MemberOptions{}, true)
+	rr.room.Add(s, session.MemberOptions{}, true)
 	rr.live(0)
 	rr.live(5)
 	rr.live(6)
@@ -215,10 +216,10 @@ func TestRecoveryGapInOrder(t *testing.T) {
 // among them is recovered in turn.
 func TestRecoveryHoldsLive(t *testing.T) {
 	t.Parallel()
-	rr := newRecoveryRoom(t, bps.MuxOptions{}, 10)
+	rr := newRecoveryRoom(t, session.MuxOptions{}, 10)
 	rr.st.gate = make(chan struct{})
 	s := newGapSession()
-	rr.room.Add(s, bps.MemberOptions{}, true)
+	rr.room.Add(s, session.MemberOptions{}, true)
 	rr.live(0)
 	rr.live(3) // recovery of 1-2 waits at the gate
 	rr.live(4)
@@ -235,7 +236,7 @@ func TestRecoveryHoldsLive(t *testing.T) {
 // gap — never skipped silently, never handed.
 func TestRecoveryUnrecoverable(t *testing.T) {
 	t.Parallel()
-	rr := newRecoveryRoom(t, bps.MuxOptions{}, 6, 2, 4)
+	rr := newRecoveryRoom(t, session.MuxOptions{}, 6, 2, 4)
 	// At update 4's address, update 3's SOC: valid, but not update 4.
 	addr4, err := soc.CreateAddress(bps.FeedID(rr.sp.Topic, 4), rr.key.addr)
 	if err != nil {
@@ -245,7 +246,7 @@ func TestRecoveryUnrecoverable(t *testing.T) {
 	copy(forged, bps.FeedID(rr.sp.Topic, 3))
 	rr.st.putAt(addr4, forged)
 	s := newGapSession()
-	rr.room.Add(s, bps.MemberOptions{}, true)
+	rr.room.Add(s, session.MemberOptions{}, true)
 	rr.live(0)
 	rr.live(5)
 	wantEvents(t, s.await(t, 7), "0", "recovered 1-1", "1*", "gap 2-2", "recovered 3-3", "3*", "gap 4-4", "5")
@@ -258,9 +259,9 @@ func TestRecoveryBounds(t *testing.T) {
 	t.Parallel()
 	t.Run("max", func(t *testing.T) {
 		t.Parallel()
-		rr := newRecoveryRoom(t, bps.MuxOptions{RecoverMax: 3}, 10)
+		rr := newRecoveryRoom(t, session.MuxOptions{RecoverMax: 3}, 10)
 		s := newGapSession()
-		rr.room.Add(s, bps.MemberOptions{}, true)
+		rr.room.Add(s, session.MemberOptions{}, true)
 		rr.live(0)
 		rr.live(9)
 		wantEvents(t, s.await(t, 7), "0", "gap 1-5", "recovered 6-8", "6*", "7*", "8*", "9")
@@ -270,10 +271,10 @@ func TestRecoveryBounds(t *testing.T) {
 	})
 	t.Run("time", func(t *testing.T) {
 		t.Parallel()
-		rr := newRecoveryRoom(t, bps.MuxOptions{RecoverTimeout: 50 * time.Millisecond}, 4)
+		rr := newRecoveryRoom(t, session.MuxOptions{RecoverTimeout: 50 * time.Millisecond}, 4)
 		rr.st.gate = make(chan struct{}) // never opened: storage does not answer
 		s := newGapSession()
-		rr.room.Add(s, bps.MemberOptions{}, true)
+		rr.room.Add(s, session.MemberOptions{}, true)
 		rr.live(0)
 		rr.live(3)
 		wantEvents(t, s.await(t, 3), "0", "gap 1-2", "3")
@@ -286,18 +287,18 @@ func TestRecoveryBounds(t *testing.T) {
 // starts the session's feed.
 func TestRecoveryResume(t *testing.T) {
 	t.Parallel()
-	rr := newRecoveryRoom(t, bps.MuxOptions{}, 5)
+	rr := newRecoveryRoom(t, session.MuxOptions{}, 5)
 	from := uint64(1)
 	resumed, fresh := newGapSession(), newGapSession()
-	rr.room.Add(resumed, bps.MemberOptions{From: &from}, true)
-	rr.room.Add(fresh, bps.MemberOptions{}, true)
+	rr.room.Add(resumed, session.MemberOptions{From: &from}, true)
+	rr.room.Add(fresh, session.MemberOptions{}, true)
 	rr.live(4)
 	wantEvents(t, resumed.await(t, 5), "recovered 1-3", "1*", "2*", "3*", "4")
 	wantEvents(t, fresh.await(t, 1), "4")
 
 	// Resuming past the live edge: what it already has is not handed again.
 	ahead, at := newGapSession(), uint64(3)
-	rr.room.Add(ahead, bps.MemberOptions{From: &at}, true)
+	rr.room.Add(ahead, session.MemberOptions{From: &at}, true)
 	rr.live(2) // a straggler below the resume index
 	rr.live(3)
 	wantEvents(t, ahead.await(t, 1), "3")
@@ -308,7 +309,7 @@ func TestRecoveryResume(t *testing.T) {
 // retrieval, one signature recovery, the binding's checks), without the
 // network's latency.
 func BenchmarkRecovery(b *testing.B) {
-	const n = bps.DefaultRecoverMax
+	const n = session.DefaultRecoverMax
 	net := streamtest.New()
 	defer net.Close()
 	nd := net.NewNode()
@@ -318,7 +319,7 @@ func BenchmarkRecovery(b *testing.B) {
 	}
 	defer svc.Close()
 	st := newMemStorage()
-	x := bps.NewMux(svc, bps.MuxOptions{Storage: st})
+	x := session.NewMux(session.Node{Service: svc}, session.MuxOptions{Storage: st})
 	defer x.Close()
 	admin := newKey(b)
 	sp, err := bps.NewFeedSpec(topicOf("bench-recovery"), admin.addr)
@@ -341,7 +342,7 @@ func BenchmarkRecovery(b *testing.B) {
 		st.put(sp, m, i)
 	}
 	s := newGapSession()
-	r.Add(s, bps.MemberOptions{}, true)
+	r.Add(s, session.MemberOptions{}, true)
 	r.Deliver(delivery(msgs[0], admin.addr, 0, nil))
 	<-s.moved
 	b.ResetTimer()
