@@ -732,6 +732,115 @@ func benchPricing(b *testing.B, tr benchTransport, priced, bee bool) {
 	}
 }
 
+// pricingCohort is one cohort of a pricing benchmark: a broker, a
+// publisher and subscribers, priced with bee's accounting at every node
+// (over an in-memory state store) or free.
+type pricingCohort struct {
+	pub  *bps.Publisher
+	subs []*bps.Subscription
+	msgs []*pb.Message
+}
+
+func newPricingCohort(b *testing.B, tr benchTransport, priced bool, subscribers, n int) *pricingCohort {
+	accs := make(map[string]*accounting.Accounting)
+	node := func() benchPeer {
+		if !priced {
+			return tr.node(b, nil)
+		}
+		acc, err := accounting.NewAccounting(new(big.Int).Lsh(big.NewInt(1), 100), 25, 50, log.Noop, statestore.NewStateStore(), nil, big.NewInt(4_500_000), 10, nil)
+		if err != nil {
+			b.Fatal(err)
+		}
+		nd := tr.node(b, acc)
+		accs[nd.overlay.ByteString()] = acc
+		return nd
+	}
+	broker, pubNode := node(), node()
+	subs := make([]benchPeer, subscribers)
+	for i := range subs {
+		subs[i] = node()
+	}
+	for _, c := range append([]benchPeer{pubNode}, subs...) {
+		tr.connect(b, c, broker)
+		if priced {
+			accs[broker.overlay.ByteString()].Connect(c.overlay, true)
+			accs[c.overlay.ByteString()].Connect(broker.overlay, true)
+		}
+	}
+	ctx := context.Background()
+	k := newKey(b)
+	sp := feedSpec(b, fmt.Sprint("bench pricing paired ", priced), k)
+	pc := &pricingCohort{}
+	for _, c := range subs {
+		s, err := c.svc.Subscribe(ctx, broker.overlay, sp)
+		if err != nil {
+			b.Fatal(err)
+		}
+		b.Cleanup(func() { _ = s.Close() })
+		pc.subs = append(pc.subs, s)
+	}
+	p, err := pubNode.svc.Publish(ctx, broker.overlay, sp, bps.PublishOptions{Addr: k.addr, Sign: bps.KeyClaimSigner(k.signer)})
+	if err != nil {
+		b.Fatal(err)
+	}
+	b.Cleanup(func() { _ = p.Close() })
+	pc.pub = p
+	for i := range n {
+		pc.msgs = append(pc.msgs, update(b, k, sp, uint64(i), "benchmark payload of a modest size"))
+	}
+	return pc
+}
+
+// publish publishes update i and waits until every subscriber has it.
+func (pc *pricingCohort) publish(b *testing.B, i int) {
+	if err := pc.pub.Send(context.Background(), pc.msgs[i]); err != nil {
+		b.Fatal(err)
+	}
+	for _, s := range pc.subs {
+		if d := <-s.C(); d.Index != uint64(i) {
+			b.Fatalf("index %d, want %d", d.Index, i)
+		}
+	}
+}
+
+// benchPricingPaired publishes on a free cohort and on one priced with
+// bee's accounting alternately, in one process, and reports the process's
+// CPU time over each publication (until its 16 deliveries arrived) and
+// their ratio: a shared machine's load weighs on both alike.
+func benchPricingPaired(b *testing.B, tr benchTransport) {
+	const subscribers = 16
+	free := newPricingCohort(b, tr, false, subscribers, b.N)
+	priced := newPricingCohort(b, tr, true, subscribers, b.N)
+	var cf, cp time.Duration
+	b.ReportAllocs()
+	b.ResetTimer()
+	for i := range b.N {
+		first, second, c1, c2 := free, priced, &cf, &cp
+		if i%2 == 1 {
+			first, second, c1, c2 = priced, free, &cp, &cf
+		}
+		t0 := cpuTime(b)
+		first.publish(b, i)
+		t1 := cpuTime(b)
+		second.publish(b, i)
+		t2 := cpuTime(b)
+		*c1 += t1 - t0
+		*c2 += t2 - t1
+	}
+	b.StopTimer()
+	b.ReportMetric(float64(cf.Nanoseconds())/float64(b.N), "free-cpu-ns/op")
+	b.ReportMetric(float64(cp.Nanoseconds())/float64(b.N), "priced-cpu-ns/op")
+	b.ReportMetric(float64(cp)/float64(cf), "priced/free")
+}
+
+// BenchmarkPricingPaired is BenchmarkPricing's free and priced/bee
+// alternately in one run (benchPricingPaired):
+//
+//	go test -run '^$' -bench 'PricingPaired' -benchtime 2000x -cpu 2 ./pkg/bps/
+func BenchmarkPricingPaired(b *testing.B) {
+	benchPricingPaired(b, streamtestTransport(b))
+}
+
 func pricingBenchNode(b *testing.B, net *streamtest.Network, acc accounting.Interface) *tnode {
 	nd := net.NewNode()
 	svc, err := bps.New(nd, nd.Overlay(), bps.Options{QueueLen: 1024})
