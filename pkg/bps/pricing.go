@@ -580,6 +580,9 @@ func (p *pricing) flushLoop() {
 		}
 		p.qmu.Unlock()
 		for _, m := range ms {
+			if p.ctx.Err() != nil {
+				break // the rest apply what they hold as their streams end
+			}
 			m.flushQueued()
 		}
 		t.Reset(p.settle.Interval)
