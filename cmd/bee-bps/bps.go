@@ -58,15 +58,16 @@ func setBPSFlags(f *pflag.FlagSet, withEnable bool) {
 	if withEnable {
 		f.Bool(optionNameBPSEnable, false, "attach Broadcast Pub/Sub (BPS) to the node")
 	}
-	f.Int(optionNameBPSMaxStreamsPerCohort, bps.DefaultMaxStreamsPerCohort, "BPS: subscriber streams per cohort")
-	f.Int(optionNameBPSMaxCohorts, bps.DefaultMaxCohorts, "BPS: live cohorts per node")
-	f.Int(optionNameBPSMaxCohortsPerPeer, bps.DefaultMaxCohortsPerPeer, "BPS: cohorts per peer connection")
-	f.Int(optionNameBPSQueueLen, bps.DefaultQueueLen, "BPS: outbound queue per stream, in frames (full: the stream is reset)")
-	f.Duration(optionNameBPSInactivity, bps.DefaultInactivity, "BPS: a cohort without messages for this long is reclaimed")
-	f.Duration(optionNameBPSClaimDeadline, bps.DefaultClaimDeadline, "BPS: time an unclaimed publisher seat is held")
-	f.Int(optionNameBPSRelayCapacity, defaultRelayCapacity, "BPS: children this node accepts per cohort it follows, as a relay in the cohort's tree (SWIP-61); 0: it does not relay (a light node never does)")
-	f.Uint64(optionNameBPSDeliveryPrice, bps.BeeBasePrice, "BPS: accounting units a child owes its parent for each delivery, on bee's accounting (default: bee's base price; both prices 0: BPS charges nothing)")
-	f.Uint64(optionNameBPSPublishPrice, bps.BeeBasePrice, "BPS: accounting units per hop a publication costs its sender, times its depth, owed to its parent (default: bee's base price)")
+	d, p := bps.NodeOptions(), bps.DefaultPrices() // the node's defaults: bps-sim runs the same
+	f.Int(optionNameBPSMaxStreamsPerCohort, d.MaxStreamsPerCohort, "BPS: subscriber streams per cohort")
+	f.Int(optionNameBPSMaxCohorts, d.MaxCohorts, "BPS: live cohorts per node")
+	f.Int(optionNameBPSMaxCohortsPerPeer, d.MaxCohortsPerPeer, "BPS: cohorts per peer connection")
+	f.Int(optionNameBPSQueueLen, d.QueueLen, "BPS: outbound queue per stream, in frames (full: the stream is reset)")
+	f.Duration(optionNameBPSInactivity, d.Inactivity, "BPS: a cohort without messages for this long is reclaimed")
+	f.Duration(optionNameBPSClaimDeadline, d.ClaimDeadline, "BPS: time an unclaimed publisher seat is held")
+	f.Int(optionNameBPSRelayCapacity, d.RelayCapacity, "BPS: children this node accepts per cohort it follows, as a relay in the cohort's tree (SWIP-61); 0: it does not relay (a light node never does)")
+	f.Uint64(optionNameBPSDeliveryPrice, p.Delivery, "BPS: accounting units a child owes its parent for each delivery, on bee's accounting, settled in batches (default: bee's base price over a relay's default fan-out; both prices 0: BPS charges nothing)")
+	f.Uint64(optionNameBPSPublishPrice, p.Publish, "BPS: accounting units per hop a publication costs its sender, times its depth, owed to its parent (default: as bps-delivery-price)")
 	f.Int(optionNameBPSAPIMaxSessions, api.DefaultMaxSessions, "BPS API: WebSocket sessions on this node (past it: 503)")
 	f.Int(optionNameBPSAPIMaxSessionsPerClient, api.DefaultMaxSessionsPerClient, "BPS API: WebSocket sessions of one client (past it: 429)")
 	f.Int(optionNameBPSAPIMaxCohortsPerClient, api.DefaultMaxCohortsPerClient, "BPS API: cohorts one client holds sessions in, at each broker (past it: 429)")
@@ -76,10 +77,6 @@ func setBPSFlags(f *pflag.FlagSet, withEnable bool) {
 
 // The bounds bee-bps accepts for the bps-* options. The upper ones keep a
 // typo from allocating gigabytes (a stream's queue is allocated whole).
-// defaultRelayCapacity is a full node's relay capacity per cohort unless
-// configured: a quarter of a broker's default fan-out.
-const defaultRelayCapacity = 16
-
 const (
 	maxBPSCount    = 1 << 16 // streams per cohort, cohorts per peer, queue length
 	maxBPSCohorts  = 1 << 20

@@ -31,8 +31,6 @@ import (
 	"runtime/pprof"
 	"strings"
 	"time"
-
-	"github.com/ethersphere/bps/pkg/bps"
 )
 
 func main() {
@@ -42,8 +40,22 @@ func main() {
 	}
 }
 
-func run(ctx context.Context, args []string, stdout, stderr io.Writer) error {
-	sc := DefaultScenario()
+// cli is what the command line asks for: the scenario and the outputs.
+type cli struct {
+	Scenario
+	asJSON      bool
+	pngPath     string
+	cpuProfile  string
+	treePath    string
+	treeSample  int
+	treeCohorts int
+}
+
+// parseFlags reads the command line: DefaultScenario (the node's defaults)
+// changed by the flags given.
+func parseFlags(args []string, stderr io.Writer) (cli, error) {
+	c := cli{Scenario: DefaultScenario()}
+	sc := &c.Scenario
 	fs := flag.NewFlagSet("bps-sim", flag.ContinueOnError)
 	fs.SetOutput(stderr)
 	fs.IntVar(&sc.Nodes, "nodes", sc.Nodes, "nodes in the network")
@@ -61,14 +73,14 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 	fs.Float64Var(&sc.Churn, "churn", sc.Churn, "subscriber node restarts per second, network-wide")
 	durFlag(fs, &sc.Downtime, "downtime", "how long a churned or killed node stays down")
 	fs.Float64Var(&sc.KillBrokers, "kill-brokers", sc.KillBrokers, "fraction of brokers killed halfway through and restarted after -downtime")
-	fs.IntVar(&sc.RelayCapacity, "relay-capacity", sc.RelayCapacity, "children a subscriber accepts per cohort as a relay (SWIP-61; 0: it does not relay)")
-	fs.IntVar(&sc.BrokerCapacity, "broker-capacity", sc.BrokerCapacity, "subscriber streams a broker admits per cohort (0: bps's default)")
-	durFlag(fs, &sc.ProbeWait, "probe-wait", "how long a node at capacity waits for its subtree's candidates (0: bps's default)")
-	fs.IntVar(&sc.Parents, "parents", sc.Parents, "parents a subscriber keeps: 1 or 2")
+	fs.IntVar(&sc.RelayCapacity, "relay-capacity", sc.RelayCapacity, "children a subscriber accepts per cohort as a relay (SWIP-61; the node's default; 0: it does not relay)")
+	fs.IntVar(&sc.BrokerCapacity, "broker-capacity", sc.BrokerCapacity, "subscriber streams a broker admits per cohort (the node's default)")
+	durFlag(fs, &sc.ProbeWait, "probe-wait", "how long a node at capacity waits for its subtree's candidates (the node's default)")
+	fs.IntVar(&sc.Parents, "parents", sc.Parents, "parents a subscriber keeps: 1 or 2 (the node's default: 2)")
 	fs.Float64Var(&sc.FailRelays, "fail-relays", sc.FailRelays, "fraction of relays killed halfway through (they stay down)")
 	fs.BoolVar(&sc.Persist, "persist", sc.Persist, "publishers store every update (SOC and wrapped chunk); a subscriber recovers a gap from storage with bps.FetchUpdate (SWIP-65)")
-	price := fs.Bool("price", false, "charge for depth on bee's accounting at bps's default prices (bee's base price per delivery and per publication hop)")
-	fs.Uint64Var(&sc.DeliveryPrice, "delivery-price", sc.DeliveryPrice, "accounting units a child owes its parent per frame delivered (issue 10; 0 with -publish-price 0: free)")
+	price := fs.Bool("price", true, "charge for depth on bee's accounting (false: charge nothing, as -delivery-price 0 -publish-price 0)")
+	fs.Uint64Var(&sc.DeliveryPrice, "delivery-price", sc.DeliveryPrice, "accounting units a child owes its parent per frame delivered (the node's default; 0 with -publish-price 0: free)")
 	fs.Uint64Var(&sc.PublishPrice, "publish-price", sc.PublishPrice, "accounting units per publication per hop up")
 	fs.Float64Var(&sc.JoinRate, "join-rate", sc.JoinRate, "subscribers starting per second (0: all at once)")
 	durFlag(fs, &sc.JoinWait, "join-wait", "with relays, how long to wait for every subscriber to have a parent before publishing")
@@ -77,25 +89,33 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 	fs.IntVar(&sc.QueueLen, "queue", sc.QueueLen, "outbound queue per subscriber stream, in frames")
 	fs.Int64Var(&sc.Seed, "seed", sc.Seed, "seed of overlays, keys, losses, churn and phases")
 	durFlag(fs, &sc.Drain, "drain", "how long to wait, at most, for deliveries in flight once publishing ends")
-	asJSON := fs.Bool("json", false, "write the result as JSON to stdout, and the table to stderr")
-	pngPath := fs.String("png", "", "write the latency CDF as a PNG to this file")
-	cpuProfile := fs.String("cpuprofile", "", "write a CPU profile of the run to this file")
-	treePath := fs.String("tree", "", "draw the cohorts' trees as they were at the end of the run to this file: SVG, or an HTML page if it ends in .html")
-	treeSample := fs.Int("tree-sample", autoPerDepth, "nodes drawn per depth, at most: a wider depth is sampled (its counts stay whole)")
-	treeCohorts := fs.Int("tree-cohorts", 1, "how many cohorts -tree draws, the first ones")
+	fs.BoolVar(&c.asJSON, "json", false, "write the result as JSON to stdout, and the table to stderr")
+	fs.StringVar(&c.pngPath, "png", "", "write the latency CDF as a PNG to this file")
+	fs.StringVar(&c.cpuProfile, "cpuprofile", "", "write a CPU profile of the run to this file")
+	fs.StringVar(&c.treePath, "tree", "", "draw the cohorts' trees as they were at the end of the run to this file: SVG, or an HTML page if it ends in .html")
+	fs.IntVar(&c.treeSample, "tree-sample", autoPerDepth, "nodes drawn per depth, at most: a wider depth is sampled (its counts stay whole)")
+	fs.IntVar(&c.treeCohorts, "tree-cohorts", 1, "how many cohorts -tree draws, the first ones")
 	if err := fs.Parse(args); err != nil {
-		return err
+		return c, err
 	}
 	if fs.NArg() > 0 {
-		return fmt.Errorf("unexpected arguments %q", fs.Args())
+		return c, fmt.Errorf("unexpected arguments %q", fs.Args())
 	}
-	if *price && sc.DeliveryPrice == 0 && sc.PublishPrice == 0 {
-		p := bps.DefaultPrices()
-		sc.DeliveryPrice, sc.PublishPrice = p.Delivery, p.Publish
+	if !*price {
+		sc.DeliveryPrice, sc.PublishPrice = 0, 0
 	}
+	return c, nil
+}
 
-	if *cpuProfile != "" {
-		f, err := os.Create(*cpuProfile)
+func run(ctx context.Context, args []string, stdout, stderr io.Writer) error {
+	c, err := parseFlags(args, stderr)
+	if err != nil {
+		return err
+	}
+	sc := c.Scenario
+
+	if c.cpuProfile != "" {
+		f, err := os.Create(c.cpuProfile)
 		if err != nil {
 			return err
 		}
@@ -113,25 +133,25 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 	if err != nil {
 		return err
 	}
-	if *pngPath != "" {
-		f, err := os.Create(*pngPath)
+	if c.pngPath != "" {
+		f, err := os.Create(c.pngPath)
 		if err != nil {
 			return err
 		}
 		if err := writeCDF(f, res); err != nil {
 			_ = f.Close()
-			return fmt.Errorf("write %s: %w", *pngPath, err)
+			return fmt.Errorf("write %s: %w", c.pngPath, err)
 		}
 		if err := f.Close(); err != nil {
 			return err
 		}
 	}
-	if *treePath != "" {
-		if err := writeTreeFile(*treePath, res, *treeSample, *treeCohorts); err != nil {
+	if c.treePath != "" {
+		if err := writeTreeFile(c.treePath, res, c.treeSample, c.treeCohorts); err != nil {
 			return err
 		}
 	}
-	if *asJSON {
+	if c.asJSON {
 		if err := writeTable(stderr, res); err != nil {
 			return err
 		}

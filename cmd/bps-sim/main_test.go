@@ -9,11 +9,14 @@ import (
 	"context"
 	"encoding/json"
 	"image/png"
+	"io"
 	"os"
 	"path/filepath"
+	"reflect"
 	"strings"
 	"testing"
 
+	"github.com/ethersphere/bps/pkg/bps"
 	"go.uber.org/goleak"
 )
 
@@ -25,7 +28,8 @@ func TestMain(m *testing.M) {
 func TestRun(t *testing.T) {
 	t.Parallel()
 	dir := t.TempDir()
-	args := []string{"-nodes", "40", "-fanout", "16", "-rate", "10", "-duration", "400ms", "-latency", "5ms", "-drain", "5s"}
+	args := []string{"-nodes", "40", "-fanout", "16", "-rate", "10", "-duration", "400ms", "-latency", "5ms", "-drain", "5s",
+		"-relay-capacity", "0", "-parents", "1"} // stars
 
 	var table, stderr bytes.Buffer
 	htmlPath := filepath.Join(dir, "tree.html")
@@ -102,7 +106,8 @@ func TestRun(t *testing.T) {
 func TestRunChurn(t *testing.T) {
 	t.Parallel()
 	args := []string{"-nodes", "36", "-fanout", "16", "-rate", "5", "-duration", "2s", "-latency", "2ms",
-		"-churn", "10", "-downtime", "100ms", "-kill-brokers", "0.5", "-backoff-min", "20ms", "-backoff-max", "100ms", "-json"}
+		"-churn", "10", "-downtime", "100ms", "-kill-brokers", "0.5", "-backoff-min", "20ms", "-backoff-max", "100ms", "-json",
+		"-relay-capacity", "0", "-parents", "1"}
 	var out, stderr bytes.Buffer
 	if err := run(context.Background(), args, &out, &stderr); err != nil {
 		t.Fatalf("run: %v\n%s", err, stderr.String())
@@ -119,6 +124,52 @@ func TestRunChurn(t *testing.T) {
 	}
 	if res.DeliveryRatio < 0.95 {
 		t.Fatalf("delivery ratio while attached %.3f", res.DeliveryRatio)
+	}
+}
+
+// TestDefaultsAreTheNodes: with no flag, every node of the simulator runs
+// the options and prices of a full bee-bps node configured with no bps-*
+// option (bps.NodeOptions, bps.DefaultPrices; cmd/bee-bps's
+// TestNodeDefaults checks the node's flags against the same): it relays,
+// keeps two parents, and charges. A flag still changes each.
+func TestDefaultsAreTheNodes(t *testing.T) {
+	t.Parallel()
+	sc, d := DefaultScenario(), bps.NodeOptions()
+	want := bps.Options{
+		MaxStreamsPerCohort: d.MaxStreamsPerCohort,
+		QueueLen:            d.QueueLen,
+		BackoffMin:          d.BackoffMin,
+		BackoffMax:          d.BackoffMax,
+		RelayCapacity:       d.RelayCapacity,
+		SingleParent:        d.SingleParent,
+		ProbeWait:           d.ProbeWait,
+	}
+	// What the scenario leaves zero, bps fills in with the defaults
+	// NodeOptions filled in.
+	if got := sc.serviceOptions(); !reflect.DeepEqual(got, want) {
+		t.Errorf("the simulator's node options %+v, want the node's %+v", got, want)
+	}
+	if sc.prices() != bps.DefaultPrices() || sc.Fanout != d.MaxStreamsPerCohort || sc.Parents != 2 || sc.RelayCapacity == 0 {
+		t.Errorf("the simulator's defaults: prices %+v, fan-out %d, %d parents, relay capacity %d; want the node's %+v, %d, 2, %d",
+			sc.prices(), sc.Fanout, sc.Parents, sc.RelayCapacity, bps.DefaultPrices(), d.MaxStreamsPerCohort, d.RelayCapacity)
+	}
+
+	for _, tc := range []struct {
+		args []string
+		want func(Scenario) bool
+	}{
+		{[]string{"-relay-capacity", "0"}, func(sc Scenario) bool { return sc.RelayCapacity == 0 }},
+		{[]string{"-parents", "1"}, func(sc Scenario) bool { return sc.serviceOptions().SingleParent }},
+		{[]string{"-broker-capacity", "8"}, func(sc Scenario) bool { return sc.serviceOptions().MaxStreamsPerCohort == 8 }},
+		{[]string{"-price=false"}, func(sc Scenario) bool { return sc.prices() == bps.Prices{} }},
+		{[]string{"-delivery-price", "3"}, func(sc Scenario) bool {
+			return sc.prices() == bps.Prices{Delivery: 3, Publish: bps.DefaultPrices().Publish}
+		}},
+	} {
+		sc, err := parseFlags(tc.args, io.Discard)
+		if err != nil || !tc.want(sc.Scenario) {
+			t.Errorf("%q: %+v, %v", tc.args, sc.Scenario, err)
+		}
 	}
 }
 
@@ -139,7 +190,7 @@ func TestFlags(t *testing.T) {
 func TestRunPriced(t *testing.T) {
 	t.Parallel()
 	args := []string{"-nodes", "20", "-fanout", "32", "-rate", "10", "-duration", "400ms", "-latency", "2ms", "-drain", "5s",
-		"-delivery-price", "7", "-publish-price", "3", "-json"}
+		"-delivery-price", "7", "-publish-price", "3", "-relay-capacity", "0", "-parents", "1", "-json"}
 	var out, stderr bytes.Buffer
 	if err := run(context.Background(), args, &out, &stderr); err != nil {
 		t.Fatalf("run: %v\n%s", err, stderr.String())

@@ -110,6 +110,15 @@ func (s *sim) collectPrices(res *Result) {
 	if s.sc.prices() == (bps.Prices{}) {
 		return
 	}
+	// Every node applies what its streams' meters hold (a node settles in
+	// batches: pkg/bps/pricing.go), the run being quiet by now.
+	for c := range res.Trees {
+		for _, m := range s.members(c) {
+			if m.svc != nil {
+				m.svc.Settle()
+			}
+		}
+	}
 	pr := &PriceResult{Prices: s.sc.prices(), Roles: map[string]Balance{}}
 	nets := map[int][]int64{}
 	earned, paid := map[int]uint64{}, map[int]uint64{}

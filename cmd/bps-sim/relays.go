@@ -18,11 +18,10 @@ import (
 // applyRelays sets the service options of a multihop run (SWIP-61): every
 // node relays up to RelayCapacity children per cohort, and a subscriber
 // keeps two parents unless Parents is 1.
-func applyRelays(o *bps.Options, sc Scenario) error {
+func applyRelays(o *bps.Options, sc Scenario) {
 	o.RelayCapacity = sc.RelayCapacity
 	o.SingleParent = sc.Parents < 2
 	o.ProbeWait = time.Duration(sc.ProbeWait)
-	return nil
 }
 
 // withDialer returns the options of the node self will hold: it names its

@@ -71,24 +71,49 @@ type Scenario struct {
 // delivery costs its subscriber a signature recovery (about 0.2 ms of CPU),
 // so at 10,000 nodes this rate keeps two cores under half busy and the
 // latencies are the network's, not the CPU's queue; -rate 1 saturates them.
+//
+// Every node runs a full bee-bps node's defaults (bps.NodeOptions, the one
+// source bee-bps's flags read too): it relays bps.DefaultRelayCapacity
+// children per cohort, keeps two parents, admits the broker's and the
+// queue's default bounds, and charges bps.DefaultPrices. A flag changes
+// each.
 func DefaultScenario() Scenario {
-	return Scenario{
-		Nodes:      1000,
-		Fanout:     bps.DefaultMaxStreamsPerCohort,
-		Publishers: 1,
-		Rate:       0.2,
-		Duration:   Dur(30 * time.Second),
-		Payload:    1024,
-		Latency:    Dur(25 * time.Millisecond),
-		Downtime:   Dur(2 * time.Second),
-		Parents:    1,
-		JoinWait:   Dur(2 * time.Minute),
-		BackoffMin: Dur(bps.DefaultBackoffMin),
-		BackoffMax: Dur(bps.DefaultBackoffMax),
-		QueueLen:   bps.DefaultQueueLen,
-		Seed:       1,
-		Drain:      Dur(10 * time.Second),
+	d, p := bps.NodeOptions(), bps.DefaultPrices()
+	parents := 2
+	if d.SingleParent {
+		parents = 1
 	}
+	return Scenario{
+		Nodes:          1000,
+		Fanout:         d.MaxStreamsPerCohort,
+		Publishers:     1,
+		Rate:           0.2,
+		Duration:       Dur(30 * time.Second),
+		Payload:        1024,
+		Latency:        Dur(25 * time.Millisecond),
+		Downtime:       Dur(2 * time.Second),
+		RelayCapacity:  d.RelayCapacity,
+		BrokerCapacity: d.MaxStreamsPerCohort,
+		ProbeWait:      Dur(d.ProbeWait),
+		Parents:        parents,
+		DeliveryPrice:  p.Delivery,
+		PublishPrice:   p.Publish,
+		JoinWait:       Dur(2 * time.Minute),
+		BackoffMin:     Dur(d.BackoffMin),
+		BackoffMax:     Dur(d.BackoffMax),
+		QueueLen:       d.QueueLen,
+		Seed:           1,
+		Drain:          Dur(10 * time.Second),
+	}
+}
+
+// serviceOptions are the options of every node of the scenario; bps fills
+// in what the scenario leaves zero.
+func (sc Scenario) serviceOptions() bps.Options {
+	o := bps.Options{BackoffMin: time.Duration(sc.BackoffMin), BackoffMax: time.Duration(sc.BackoffMax), QueueLen: sc.QueueLen,
+		MaxStreamsPerCohort: sc.BrokerCapacity}
+	applyRelays(&o, sc)
+	return o
 }
 
 func (sc Scenario) validate() error {
@@ -264,11 +289,7 @@ func Run(ctx context.Context, sc Scenario) (*Result, error) {
 	if sc.Persist {
 		s.store = newSimStorage()
 	}
-	svcOpts := bps.Options{BackoffMin: time.Duration(sc.BackoffMin), BackoffMax: time.Duration(sc.BackoffMax), QueueLen: sc.QueueLen,
-		MaxStreamsPerCohort: sc.BrokerCapacity}
-	if err := applyRelays(&svcOpts, sc); err != nil {
-		return nil, err
-	}
+	svcOpts := sc.serviceOptions()
 	res := &Result{Scenario: sc, Cohorts: layout.Cohorts}
 
 	// Build.

@@ -123,8 +123,12 @@ func TestTopicsPricing(t *testing.T) {
 		}
 		return body.Pricing
 	}
-	// The subscriber credits before it hands a delivery on: its view is
-	// complete once it has the n deliveries.
+	// The subscriber counts a delivery before it hands it on, and the
+	// broker a publication before it fans it out: once the subscriber has
+	// the n deliveries, both have counted them, and Settle applies what
+	// their meters hold (they settle in batches).
+	sub.svc.Settle()
+	broker.svc.Settle()
 	want := charges{Peer: broker.Overlay().String(), Balance: "-33", Debited: "0", Credited: "33", Streams: 1}
 	if got := get(sub); got == nil || got.DeliveryPrice != "11" || got.PublishPrice != "13" || len(got.Peers) != 1 || got.Peers[0] != want {
 		t.Fatalf("subscriber's pricing %+v, want prices 11 and 13 and %+v", got, want)

@@ -27,7 +27,8 @@
 //	servicefeed.go   the admin's service feed: fresh, stale or gap
 //	dedup.go         the dedup key of a frame and the bounded window
 //	stream.go, codec.go  one stream type both directions share; framing
-//	pricing.go       charging for depth on bee's accounting
+//	pricing.go       charging for depth on bee's accounting, settled in batches
+//	nodedefaults.go  a full node's defaults, which bee-bps and bps-sim read
 //	storage.go, potprofile.go  persistence and the pot profile (SWIP-65)
 //	spec.go          cohort specs and their canonical form
 //	tree.go          the node's positions, as the API shows them

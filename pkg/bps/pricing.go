@@ -36,10 +36,11 @@ import (
 //     hops and so earns one.
 //
 // Both ends compute the same price from the frame's kind and the depth the
-// parent stated in the Ack, which is fixed for the stream's life: the parent
-// PrepareDebits the child, the child PrepareCredits the parent, both before
-// the frame is written (the writer) or once it has been read whole (the
-// reader), and both Apply once it has passed. Claims, probes and the other
+// parent stated in the Ack, which is fixed for the stream's life, and count
+// it on the stream's meter once the frame has passed (written, or read
+// whole); the meter settles in batches (see meter): the parent
+// PrepareDebits the child, the child PrepareCredits the parent, for what
+// the meter held, and both Apply at once. Claims, probes and the other
 // control frames are free.
 //
 // A charge that bee's accounting refuses ends the stream with the
@@ -54,10 +55,16 @@ import (
 
 // BeeBasePrice is bee's base price in v2.8.1 (pkg/node: basePrice, not
 // exported): what a retrieval or a pushsync hop costs for a chunk at the
-// largest proximity, the cheapest chunk bee moves. A BPS frame carries one
-// chunk over one hop and is not routed by its address, so the defaults
-// charge that cheapest price.
+// largest proximity, the cheapest chunk bee moves.
 const BeeBasePrice = 10_000
+
+// DefaultPrice is the default price of a delivery and of a publication's
+// hop: bee's base price shared by a relay's default fan-out, so that a
+// relay passing one update to its DefaultRelayCapacity children earns what
+// a chunk's hop earns in bee. At it, pseudosettle's refresh alone
+// (BeeRefreshRate) pays for 7,200 deliveries a second from a full-node
+// parent to each child (720 to a light node).
+const DefaultPrice = BeeBasePrice / DefaultRelayCapacity
 
 // Prices are what BPS charges, in bee's accounting units. Node configuration
 // (bps-delivery-price, bps-publish-price): both ends of a stream must agree
@@ -73,9 +80,9 @@ type Prices struct {
 	Publish uint64
 }
 
-// DefaultPrices are BeeBasePrice for a delivery and for each hop of a
+// DefaultPrices are DefaultPrice for a delivery and for each hop of a
 // publication.
-func DefaultPrices() Prices { return Prices{Delivery: BeeBasePrice, Publish: BeeBasePrice} }
+func DefaultPrices() Prices { return Prices{Delivery: DefaultPrice, Publish: DefaultPrice} }
 
 // ErrUnpaid is wrapped by the error that ends a stream whose charge bee's
 // accounting refused, at either end; the accounting's own error is wrapped
@@ -86,11 +93,27 @@ var ErrUnpaid = errors.New("bps: bandwidth not paid")
 // (bee's accounting). Call it before registering Protocol, as SetPeerCheck;
 // a nil acc, or zero prices, charges nothing.
 func (s *Service) SetAccounting(acc accounting.Interface, p Prices) {
+	s.SetSettledAccounting(acc, p, Settlement{})
+}
+
+// SetSettledAccounting is SetAccounting with when each stream's meter
+// applies what it counted (zero fields: the defaults).
+func (s *Service) SetSettledAccounting(acc accounting.Interface, p Prices, st Settlement) {
 	if acc == nil || p == (Prices{}) {
 		s.pricing = nil
 		return
 	}
-	s.pricing = newPricing(s.ctx, acc, p)
+	s.pricing = newPricing(s.ctx, acc, p, st)
+	s.pricing.goOwned = s.goOwned
+}
+
+// Settlement is when the service's meters apply what they counted; zero if
+// it charges nothing.
+func (s *Service) Settlement() Settlement {
+	if s.pricing == nil {
+		return Settlement{}
+	}
+	return s.pricing.settle
 }
 
 // Prices are the prices the service charges; zero if it charges nothing.
@@ -123,6 +146,23 @@ func (s *Service) Charges() []PeerCharges {
 	return s.pricing.charges()
 }
 
+// Settle applies on bee's accounting, now, what every priced stream's meter
+// holds: after it, Charges and bee's balances count every frame whose
+// charge was counted before the call. Meters otherwise settle on their own
+// (see Settlement).
+func (s *Service) Settle() {
+	if s.pricing == nil {
+		return
+	}
+	s.pricing.qmu.Lock()
+	ms := s.pricing.queue
+	s.pricing.queue = nil
+	s.pricing.qmu.Unlock()
+	for _, m := range ms {
+		m.flushQueued()
+	}
+}
+
 // PricingMetrics are the collectors of the accounting of BPS (nil if the
 // service charges nothing), for the node to register beside Metrics.
 func (s *Service) PricingMetrics() []prometheus.Collector {
@@ -130,21 +170,28 @@ func (s *Service) PricingMetrics() []prometheus.Collector {
 		return nil
 	}
 	m := &s.pricing.metrics
-	return []prometheus.Collector{m.debited, m.credited, m.unpaid}
+	return []prometheus.Collector{m.debited, m.credited, m.unpaid, m.flushes}
 }
 
 // pricing is the accounting of one Service. Its peers map is guarded by mu,
 // a small mutex around a small map (one entry per peer with a priced
-// stream); the tallies in it are atomic.
+// stream); the tallies in it are atomic. The flusher's list is guarded by
+// qmu; a meter is on it at most once.
 type pricing struct {
-	ctx    context.Context // the service's: bounds a wait for bee's per-peer lock
-	acc    accounting.Interface
-	prices Prices
+	ctx     context.Context // the service's: bounds a wait for bee's per-peer lock
+	acc     accounting.Interface
+	prices  Prices
+	settle  Settlement
+	goOwned func(func()) bool // the service's: runs the flusher (nil: none runs)
 
 	metrics pricingMetrics
 
 	mu    sync.Mutex
 	peers map[string]*tally
+
+	qmu      sync.Mutex
+	queue    []*meter // meters holding charges, for the flusher's next round
+	flushing bool     // the flusher runs
 }
 
 type tally struct {
@@ -158,10 +205,11 @@ type pricingMetrics struct {
 	debited  prometheus.Counter
 	credited prometheus.Counter
 	unpaid   *prometheus.CounterVec
+	flushes  prometheus.Counter
 }
 
-func newPricing(ctx context.Context, acc accounting.Interface, p Prices) *pricing {
-	return &pricing{ctx: ctx, acc: acc, prices: p, peers: make(map[string]*tally), metrics: pricingMetrics{
+func newPricing(ctx context.Context, acc accounting.Interface, p Prices, st Settlement) *pricing {
+	return &pricing{ctx: ctx, acc: acc, prices: p, settle: st.withDefaults(), peers: make(map[string]*tally), metrics: pricingMetrics{
 		debited: prometheus.NewCounter(prometheus.CounterOpts{Namespace: beemetrics.Namespace, Subsystem: "bps",
 			Name: "accounting_debited", Help: "Accounting units BPS charged peers (deliveries down, publications up)."}),
 		credited: prometheus.NewCounter(prometheus.CounterOpts{Namespace: beemetrics.Namespace, Subsystem: "bps",
@@ -169,6 +217,8 @@ func newPricing(ctx context.Context, acc accounting.Interface, p Prices) *pricin
 		unpaid: prometheus.NewCounterVec(prometheus.CounterOpts{Namespace: beemetrics.Namespace, Subsystem: "bps",
 			Name: "accounting_unpaid", Help: "Streams ended because bee's accounting refused a charge, by this node's side: parent (the child's debt), child (this node's)."},
 			[]string{"side"}),
+		flushes: prometheus.NewCounter(prometheus.CounterOpts{Namespace: beemetrics.Namespace, Subsystem: "bps",
+			Name: "accounting_flushes", Help: "Charges BPS made on bee's accounting, each applying what one stream's meter held (batched settlement)."}),
 	}}
 }
 
@@ -202,16 +252,90 @@ func (p *pricing) close(t *tally) {
 	}
 }
 
-// meter is the accounting of one priced stream: at a parent (a child's
-// stream) every charge is a debit of the child, at a child (a stream to a
-// parent) a credit of the parent.
+// A meter counts what its stream owes in memory and applies it on bee's
+// accounting in batches, settling (docs/protocol.md, "Prices: batched
+// settlement"): a charge of bee's accounting is a per-peer lock and two or
+// more state-store writes of a JSON big.Int, ten times what BPS spends on
+// the frame it prices. Both ends count the same frames at the same prices,
+// so the totals are the same as frame by frame; only when they reach bee's
+// accounting moves. A meter applies what it holds:
+//
+//   - before a write whose frames would take it past Settlement.Frames
+//     frames or Settlement.Credit units, and once a frame it read does;
+//   - at most Settlement.Interval after the first charge it holds (the
+//     service's flusher);
+//   - when its stream ends (the writer's or the reader's end, whichever is
+//     last to charge: a charge after the end is applied at once).
+//
+// The credit bound: a child never holds more than max(Credit, the price of
+// one write) of its parent's deliveries that the parent's accounting has not
+// been told of — the parent applies what it holds before a write that would
+// pass Credit, and a refusal there (the disconnect threshold) ends the
+// stream before the write. A child that never pays, or disconnects
+// mid-batch, gains at most that: what it holds is applied when its stream
+// ends, unless bee's accounting has disconnected the peer already (a
+// charge then fails, "connection not initialized yet"), which loses at most
+// the credit bound.
 type meter struct {
 	p      *pricing
 	t      *tally
 	parent bool   // this node is the stream's parent
 	down   uint64 // the price of a Message written down (a delivery)
 	up     uint64 // the price of a Message written up: Publish × the child's depth
+	kill   func(error)
+
+	mu     sync.Mutex // guards what follows, and serialises the meter's flushes
+	held   uint64     // counted, not yet applied on bee's accounting
+	frames int        // priced frames in held
+	queued bool       // on the flusher's list
+	ended  bool       // the stream ended: a charge is applied at once
+	err    error      // bee's accounting refused a flush: every later charge fails with it
 	once   sync.Once
+}
+
+// Settlement is when a stream's meter applies what it counted on bee's
+// accounting (see meter). The zero value of a field takes its default.
+type Settlement struct {
+	// Frames: a meter applies once it holds this many priced frames.
+	// Default DefaultSettleFrames; 1 applies every frame on its own.
+	Frames int
+	// Credit: ... or once what it holds would pass this many units.
+	// Default DefaultSettleCredit.
+	Credit uint64
+	// Interval: ... or at most this long after the first charge it holds.
+	// Default DefaultSettleInterval.
+	Interval time.Duration
+}
+
+// BeeRefreshRate is what bee v2.8.1's pseudosettle refreshes a full node
+// per second, in accounting units (pkg/node: refreshRate, not exported); a
+// light node gets a tenth.
+const BeeRefreshRate = 4_500_000
+
+// Default values of Settlement.
+const (
+	// DefaultSettleFrames is twice the frames one write batches.
+	DefaultSettleFrames = 2 * maxBatchFrames
+	// DefaultSettleCredit is what pseudosettle refreshes a full node in
+	// 20 ms: 1/150 of bee's default payment threshold (13.5 M), 1/15 of a
+	// light node's, well inside the 25 % tolerance above either at which
+	// bee disconnects a debtor.
+	DefaultSettleCredit = BeeRefreshRate / 50
+	// DefaultSettleInterval is pseudosettle's own period.
+	DefaultSettleInterval = time.Second
+)
+
+func (st Settlement) withDefaults() Settlement {
+	if st.Frames <= 0 {
+		st.Frames = DefaultSettleFrames
+	}
+	if st.Credit == 0 {
+		st.Credit = DefaultSettleCredit
+	}
+	if st.Interval <= 0 {
+		st.Interval = DefaultSettleInterval
+	}
+	return st
 }
 
 // upPrice is Prices.Publish × the depth of a child of a parent that stated
@@ -224,8 +348,8 @@ func (p Prices) upPrice(stated uint32) uint64 {
 	return lo
 }
 
-func (p *pricing) meter(peer swarm.Address, parent bool, stated uint32) *meter {
-	return &meter{p: p, t: p.open(peer), parent: parent, down: p.prices.Delivery, up: p.prices.upPrice(stated)}
+func (p *pricing) meter(peer swarm.Address, parent bool, stated uint32, kill func(error)) *meter {
+	return &meter{p: p, t: p.open(peer), parent: parent, down: p.prices.Delivery, up: p.prices.upPrice(stated), kill: kill}
 }
 
 // accountingWait bounds how long a new stream waits for bee to connect its
@@ -266,64 +390,203 @@ func (p *pricing) await(peer swarm.Address) {
 	}
 }
 
-// done ends the meter's stream's tally; later calls do nothing.
+// done ends the meter's stream: what it holds is applied, and its tally
+// ends. Later calls do nothing; a charge after it is applied at once.
 func (m *meter) done() {
-	if m != nil {
-		m.once.Do(func() { m.p.close(m.t) })
+	if m == nil {
+		return
 	}
+	m.once.Do(func() {
+		m.mu.Lock()
+		m.ended = true
+		_ = m.flushLocked()
+		m.mu.Unlock()
+		m.p.close(m.t)
+	})
 }
 
-// charge prepares a charge of n Messages at unit each (nil, nil if it is
-// free): at a parent a debit of the child, at a child a credit of the
-// parent.
-func (m *meter) charge(unit uint64, n int) (accounting.Action, uint64, error) {
-	hi, price := bits.Mul64(unit, uint64(n))
+// price is unit × n, saturated.
+func price(unit uint64, n int) uint64 {
+	hi, lo := bits.Mul64(unit, uint64(n))
 	if hi != 0 {
-		price = math.MaxUint64
+		return math.MaxUint64
 	}
-	if price == 0 {
+	return lo
+}
+
+// heldCharge is the accounting.Action prepareWrite hands the writer: its
+// Apply is apply's, which adds the write's price to what the meter holds.
+type heldCharge struct{ m *meter }
+
+func (heldCharge) Apply() error { return nil }
+func (heldCharge) Cleanup()     {}
+
+// prepareWrite readies the charge of n Messages the stream's writer is
+// about to write — down at a parent, up at a child — applying first what
+// the meter holds if the write would take it past the settlement's bounds.
+// An error (bee's accounting refused what the meter held) ends the stream
+// before the write.
+func (m *meter) prepareWrite(n int) (accounting.Action, uint64, error) {
+	unit := m.up
+	if m.parent {
+		unit = m.down
+	}
+	pr := price(unit, n)
+	if pr == 0 {
 		return nil, 0, nil
 	}
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	if m.err != nil {
+		return nil, 0, m.err
+	}
+	if m.held > 0 && (m.frames+n > m.p.settle.Frames || m.held+pr > m.p.settle.Credit || m.held+pr < m.held) {
+		if err := m.flushLocked(); err != nil {
+			return nil, 0, err
+		}
+	}
+	return heldCharge{m}, pr, nil
+}
+
+// apply counts the charge of price prepareWrite readied once its frames have
+// passed; a stream that has ended applies it at once.
+func (m *meter) apply(_ accounting.Action, price uint64) error {
+	unit := m.up
+	if m.parent {
+		unit = m.down
+	}
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	return m.holdLocked(price, int(price/unit), false)
+}
+
+// holdLocked adds a charge of n frames to what the meter holds, applying
+// the lot at once if the stream has ended or, when over (a frame read),
+// if it has reached the settlement's bounds; otherwise the flusher is told.
+func (m *meter) holdLocked(price uint64, n int, over bool) error {
+	if m.err != nil {
+		return m.err
+	}
+	held := m.held + price
+	if held < m.held {
+		held = math.MaxUint64
+	}
+	m.held, m.frames = held, m.frames+n
+	st := &m.p.settle
+	if m.ended || over && (m.frames >= st.Frames || m.held >= st.Credit) {
+		return m.flushLocked()
+	}
+	if !m.queued {
+		m.queued = true
+		m.p.enqueue(m)
+	}
+	return nil
+}
+
+// flushWait bounds a flush's wait for bee's per-peer lock. A flush does not
+// end with the service's context: what a closing service's streams hold is
+// applied as they end.
+const flushWait = 5 * time.Second
+
+// flushLocked applies what the meter holds on bee's accounting, in one
+// charge: at a parent a debit of the child, at a child a credit of the
+// parent. A refusal is kept, ends the stream, and fails every later charge.
+func (m *meter) flushLocked() error {
+	if m.err != nil || m.held == 0 {
+		return m.err
+	}
+	pr := m.held
+	m.held, m.frames = 0, 0
+	ctx, cancel := context.WithTimeout(context.WithoutCancel(m.p.ctx), flushWait)
+	defer cancel()
 	var (
 		act accounting.Action
 		err error
 	)
 	if m.parent {
-		act, err = m.p.acc.PrepareDebit(m.p.ctx, m.t.peer, price)
+		act, err = m.p.acc.PrepareDebit(ctx, m.t.peer, pr)
 	} else {
-		act, err = m.p.acc.PrepareCredit(m.p.ctx, m.t.peer, price, true)
+		act, err = m.p.acc.PrepareCredit(ctx, m.t.peer, pr, true)
 	}
+	if err == nil {
+		err = act.Apply()
+		act.Cleanup()
+	}
+	m.p.metrics.flushes.Inc()
 	if err != nil {
-		return nil, 0, m.unpaid(price, err)
-	}
-	return act, price, nil
-}
-
-// prepareWrite prepares the charge of n Messages the stream's writer is
-// about to write: down at a parent, up at a child.
-func (m *meter) prepareWrite(n int) (accounting.Action, uint64, error) {
-	if m.parent {
-		return m.charge(m.down, n)
-	}
-	return m.charge(m.up, n)
-}
-
-// apply applies a prepared charge of price once its frames have passed, and
-// releases it.
-func (m *meter) apply(act accounting.Action, price uint64) error {
-	err := act.Apply()
-	act.Cleanup()
-	if err != nil {
-		return m.unpaid(price, err)
+		m.err = m.unpaid(pr, err)
+		if m.kill != nil {
+			m.kill(m.err)
+		}
+		return m.err
 	}
 	if m.parent {
-		m.t.debited.Add(price)
-		m.p.metrics.debited.Add(float64(price))
+		m.t.debited.Add(pr)
+		m.p.metrics.debited.Add(float64(pr))
 	} else {
-		m.t.credited.Add(price)
-		m.p.metrics.credited.Add(float64(price))
+		m.t.credited.Add(pr)
+		m.p.metrics.credited.Add(float64(pr))
 	}
 	return nil
+}
+
+// flushQueued is the flusher's flush of a meter it had queued.
+func (m *meter) flushQueued() {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	m.queued = false
+	_ = m.flushLocked()
+}
+
+// enqueue puts m on the flusher's list, starting the flusher if it is not
+// running. If the service is closing, nothing is started: m's stream
+// applies what it holds as it ends.
+func (p *pricing) enqueue(m *meter) {
+	p.qmu.Lock()
+	p.queue = append(p.queue, m)
+	start := !p.flushing
+	p.flushing = true
+	p.qmu.Unlock()
+	if start && (p.goOwned == nil || !p.goOwned(p.flushLoop)) {
+		p.qmu.Lock()
+		p.flushing = false
+		p.qmu.Unlock()
+	}
+}
+
+// flushLoop is the flusher, a goroutine owned by the service and running
+// only while meters hold charges: every Settlement.Interval it applies what
+// each meter queued since the last round holds, and it returns after a
+// round that found none, or when the service closes.
+func (p *pricing) flushLoop() {
+	t := time.NewTimer(p.settle.Interval)
+	defer t.Stop()
+	for {
+		select {
+		case <-t.C:
+		case <-p.ctx.Done():
+			p.qmu.Lock()
+			p.flushing = false
+			p.qmu.Unlock()
+			return
+		}
+		p.qmu.Lock()
+		ms := p.queue
+		p.queue = nil
+		if len(ms) == 0 {
+			p.flushing = false
+			p.qmu.Unlock()
+			return
+		}
+		p.qmu.Unlock()
+		for _, m := range ms {
+			if p.ctx.Err() != nil {
+				break // the rest apply what they hold as their streams end
+			}
+			m.flushQueued()
+		}
+		t.Reset(p.settle.Interval)
+	}
 }
 
 // unpaid is the error that ends a stream whose charge bee's accounting
@@ -341,21 +604,22 @@ func (m *meter) unpaid(price uint64, err error) error {
 
 // read charges one frame read whole from the stream, priced by cd: at a
 // parent a frame from the child (up), at a child one from the parent
-// (down). The frame has passed: the charge is applied at once.
+// (down). The frame has passed: it is held, and what the meter holds is
+// applied if it reached the settlement's bounds.
 func (m *meter) read(cd codec, b []byte) error {
-	var act accounting.Action
-	var price uint64
-	var err error
+	var unit uint64
 	switch {
 	case m.parent && pricedUp(cd, b):
-		act, price, err = m.charge(m.up, 1)
+		unit = m.up
 	case !m.parent && pricedDown(cd, b):
-		act, price, err = m.charge(m.down, 1)
+		unit = m.down
 	}
-	if err != nil || act == nil {
-		return err
+	if unit == 0 {
+		return nil
 	}
-	return m.apply(act, price)
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	return m.holdLocked(unit, 1, true)
 }
 
 // pricedOut reports whether the writer charges for f: a Message (a bare
@@ -417,7 +681,7 @@ func (s *Service) priceChild(ps *peerStream, fr *frameReader, ack []byte) {
 		stated = a.GetDepth()
 	}
 	s.pricing.await(ps.peer)
-	m := s.pricing.meter(ps.peer, true, stated)
+	m := s.pricing.meter(ps.peer, true, stated, ps.kill)
 	ps.meter.Store(m)
 	fr.onFrame = func(b []byte) error { return m.read(ps.codec, b) }
 }
@@ -429,7 +693,7 @@ func (s *Service) priceParent(cs *clientStream, fr *frameReader) {
 	if s.pricing == nil {
 		return
 	}
-	m := s.pricing.meter(cs.peer, false, cs.stated)
+	m := s.pricing.meter(cs.peer, false, cs.stated, cs.kill)
 	cs.meter.Store(m)
 	fr.onFrame = func(b []byte) error { return m.read(cs.codec, b) }
 }

@@ -88,7 +88,7 @@ func (a *recAccounting) record() (prepared, applied []uint64, cleaned int) {
 // meterParent is a meter at a parent of peer, on acc, charging delivery
 // for each Message written down.
 func meterParent(acc accounting.Interface, peer swarm.Address, delivery uint64) *meter {
-	return newPricing(context.Background(), acc, Prices{Delivery: delivery}).meter(peer, true, 0)
+	return newPricing(context.Background(), acc, Prices{Delivery: delivery}, Settlement{}).meter(peer, true, 0, nil)
 }
 
 // TestPricingAwaitsAccounting: a new stream waits until bee's accounting
@@ -98,7 +98,7 @@ func TestPricingAwaitsAccounting(t *testing.T) {
 	t.Parallel()
 	peer := swarm.MustParseHexAddress("ca1e9f3938cc1425c6061b96ad9eb93e134dfe8734ad490164ef20af9d1cf59c")
 	acc := &recAccounting{notReady: 3}
-	newPricing(context.Background(), acc, Prices{Delivery: 5}).await(peer)
+	newPricing(context.Background(), acc, Prices{Delivery: 5}, Settlement{}).await(peer)
 	if acc.probes != 4 {
 		t.Fatalf("%d probes, want 4: three refused, then taken", acc.probes)
 	}
@@ -115,7 +115,7 @@ func TestPricingRelayChild(t *testing.T) {
 	t.Parallel()
 	peer := swarm.MustParseHexAddress("ca1e9f3938cc1425c6061b96ad9eb93e134dfe8734ad490164ef20af9d1cf59c")
 	acc := new(recAccounting)
-	s := &Service{pricing: newPricing(context.Background(), acc, Prices{Delivery: 1, Publish: 10})}
+	s := &Service{pricing: newPricing(context.Background(), acc, Prices{Delivery: 1, Publish: 10}, Settlement{})}
 	msg := encodeFrame(&pb.Message{Address: bytes.Repeat([]byte{1}, 32), Data: []byte("data")})
 	claim := encodeFrame(&pb.Claim{Addr: bytes.Repeat([]byte{2}, AddressSize), Index: 3, Auth: &pb.Auth{R: make([]byte, 32), S: make([]byte, 32), V: 27}})
 	for _, cd := range []codec{codecBare, codecEnvelope} {
@@ -133,8 +133,8 @@ func TestPricingRelayChild(t *testing.T) {
 		}
 		ps.meter.Load().done()
 		_, applied, _ := acc.record()
-		if len(applied) != 2 || applied[0] != 30 || applied[1] != 30 {
-			t.Fatalf("codec %d: applied %v, want two publications at 3 hops × 10", cd, applied)
+		if len(applied) != 1 || applied[0] != 60 {
+			t.Fatalf("codec %d: applied %v, want two publications at 3 hops × 10, in one charge at the stream's end", cd, applied)
 		}
 		acc.applied = nil
 	}

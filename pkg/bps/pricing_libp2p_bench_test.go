@@ -26,6 +26,13 @@ func BenchmarkPricingLibp2p(b *testing.B) {
 	b.Run("priced/bee", func(b *testing.B) { benchPricing(b, libp2pPricingTransport(), true, true) })
 }
 
+// BenchmarkPricingPairedLibp2p is BenchmarkPricingPaired on bee's libp2p:
+//
+//	go test -tags benchlibp2p -run '^$' -bench 'PricingPairedLibp2p' -benchtime 1000x -cpu 2 ./pkg/bps/
+func BenchmarkPricingPairedLibp2p(b *testing.B) {
+	benchPricingPaired(b, libp2pPricingTransport())
+}
+
 func libp2pPricingTransport() benchTransport {
 	ids := make(map[string]*nodetest.Identity)
 	return benchTransport{

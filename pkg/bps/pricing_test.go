@@ -37,13 +37,14 @@ type ledger struct {
 	mu       sync.Mutex
 	balances map[string]int64
 	settled  map[string]bool
-	notify   chan struct{} // closed and replaced on every change
+	gone     map[string]bool // bee's accounting disconnected the peer: a charge fails
+	notify   chan struct{}   // closed and replaced on every change
 }
 
 var _ accounting.Interface = (*ledger)(nil)
 
 func newLedger() *ledger {
-	return &ledger{balances: make(map[string]int64), settled: make(map[string]bool), notify: make(chan struct{})}
+	return &ledger{balances: make(map[string]int64), settled: make(map[string]bool), gone: make(map[string]bool), notify: make(chan struct{})}
 }
 
 type ledgerAction struct {
@@ -73,13 +74,23 @@ func (a *ledgerAction) Apply() error {
 
 func (*ledgerAction) Cleanup() {}
 
+var errNotConnected = errors.New("connection not initialized yet") // bee's, for a peer it disconnected
+
 func (l *ledger) PrepareDebit(_ context.Context, peer swarm.Address, price uint64) (accounting.Action, error) {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	if l.gone[peer.ByteString()] {
+		return nil, errNotConnected
+	}
 	return &ledgerAction{l: l, peer: peer, delta: int64(price)}, nil
 }
 
 func (l *ledger) PrepareCredit(_ context.Context, peer swarm.Address, price uint64, _ bool) (accounting.Action, error) {
 	l.mu.Lock()
 	defer l.mu.Unlock()
+	if l.gone[peer.ByteString()] {
+		return nil, errNotConnected
+	}
 	if l.overdraft > 0 && -(l.balances[peer.ByteString()]-int64(price)) > l.overdraft {
 		return nil, accounting.ErrOverdraft
 	}
@@ -91,6 +102,12 @@ func (l *ledger) balance(peer swarm.Address) int64 {
 	l.mu.Lock()
 	defer l.mu.Unlock()
 	return l.balances[peer.ByteString()]
+}
+
+func (l *ledger) drop(peer swarm.Address) {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	l.gone[peer.ByteString()] = true
 }
 
 func (l *ledger) settle(peer swarm.Address) {
@@ -130,8 +147,15 @@ func (*ledger) PeerAccounting() (map[string]accounting.PeerInfo, error) {
 	return nil, nil
 }
 
-// pricedNode is newNode whose service charges prices on acc.
+// pricedNode is newNode whose service charges prices on acc, settling
+// every 50 ms, or every 64 frames.
 func pricedNode(t testing.TB, net *streamtest.Network, o bps.Options, acc accounting.Interface, p bps.Prices) *tnode {
+	t.Helper()
+	return settledNode(t, net, o, acc, p, bps.Settlement{Interval: 50 * time.Millisecond})
+}
+
+// settledNode is pricedNode settling as st says.
+func settledNode(t testing.TB, net *streamtest.Network, o bps.Options, acc accounting.Interface, p bps.Prices, st bps.Settlement) *tnode {
 	t.Helper()
 	nd := net.NewNode()
 	rec := newRecorder()
@@ -140,7 +164,7 @@ func pricedNode(t testing.TB, net *streamtest.Network, o bps.Options, acc accoun
 	if err != nil {
 		t.Fatal(err)
 	}
-	svc.SetAccounting(acc, p)
+	svc.SetSettledAccounting(acc, p, st)
 	if err := nd.AddProtocol(svc.Protocol()); err != nil {
 		t.Fatal(err)
 	}
@@ -194,36 +218,29 @@ func TestPricingDeliveriesAndPublications(t *testing.T) {
 		}
 	}
 
-	// The publisher pays as it writes; the broker has debited it once it
-	// read the publication.
-	pubOwes := int64(n * testPrices.Publish)
-	if got := ledgers[pubNode].balance(broker.Overlay()); got > -pubOwes || got < -pubOwes-n*int64(testPrices.Delivery) {
-		t.Fatalf("publisher owes the broker %d, want %d for its publications (and at most %d deliveries)", -got, pubOwes, n)
-	}
+	// Both ends count every frame as it passes and settle in batches (every
+	// 50 ms here): the balances reach exactly the prices, the same at both
+	// ends. A publisher stream receives the cohort's deliveries too:
+	// whatever it got, both ends agree once it closed.
 	for _, c := range subs {
 		want := int64(n * testPrices.Delivery)
 		ledgers[c].waitBalance(t, "subscriber", broker.Overlay(), -want)
 		ledgers[broker].waitBalance(t, "broker", c.Overlay(), want)
 	}
-	// A publisher stream receives the cohort's deliveries too: whatever
-	// it got, both ends agree.
-	got := ledgers[pubNode].balance(broker.Overlay())
-	ledgers[broker].waitBalance(t, "broker", pubNode.Overlay(), -got)
-
-	charges := make(map[string]bps.PeerCharges)
-	for _, c := range broker.svc.Charges() {
-		charges[c.Peer.ByteString()] = c
-	}
+	pubOwes := int64(n * testPrices.Publish)
+	ledgers[broker].waitBalanceAtLeast(t, "broker", pubNode.Overlay(), pubOwes)
 	for _, c := range subs {
-		if ch := charges[c.Overlay().ByteString()]; ch.Debited != n*testPrices.Delivery || ch.Credited != 0 || ch.Streams != 1 {
-			t.Errorf("broker's charges of a subscriber: %+v, want %d debited", ch, n*testPrices.Delivery)
-		}
+		waitCharges(t, broker.svc, c.Overlay(), bps.PeerCharges{Debited: n * testPrices.Delivery, Streams: 1})
+		waitCharges(t, c.svc, broker.Overlay(), bps.PeerCharges{Credited: n * testPrices.Delivery, Streams: 1})
 	}
-	for _, c := range subs[0].svc.Charges() {
-		if !c.Peer.Equal(broker.Overlay()) || c.Credited != n*testPrices.Delivery || c.Debited != 0 {
-			t.Errorf("subscriber's charges: %+v, want %d credited to the broker", c, n*testPrices.Delivery)
-		}
+	if err := p.Close(); err != nil {
+		t.Fatal(err)
 	}
+	got := ledgers[pubNode].balance(broker.Overlay()) // settled as its stream ended
+	if got > -pubOwes || (-got-pubOwes)%int64(testPrices.Delivery) != 0 {
+		t.Fatalf("publisher owes the broker %d, want %d for its publications and a whole number of deliveries", -got, pubOwes)
+	}
+	ledgers[broker].waitBalance(t, "broker", pubNode.Overlay(), -got)
 	if got := broker.svc.Prices(); got != testPrices {
 		t.Errorf("Prices() = %+v, want %+v", got, testPrices)
 	}
@@ -259,6 +276,52 @@ func fakeParent(t *testing.T, nd *streamtest.Node, stated uint32, deliveries []*
 	}}}
 	if err := nd.AddProtocol(spec); err != nil {
 		t.Fatal(err)
+	}
+}
+
+// waitBalanceAtLeast waits until peer owes at least want.
+func (l *ledger) waitBalanceAtLeast(t *testing.T, who string, peer swarm.Address, want int64) {
+	t.Helper()
+	deadline := time.NewTimer(waitTimeout)
+	defer deadline.Stop()
+	for {
+		l.mu.Lock()
+		got, notify := l.balances[peer.ByteString()], l.notify
+		l.mu.Unlock()
+		if got >= want {
+			return
+		}
+		select {
+		case <-notify:
+		case <-deadline.C:
+			t.Fatalf("%s: balance of %s is %d, want at least %d", who, peer, got, want)
+		}
+	}
+}
+
+// waitCharges waits until svc's charges with peer are want. A meter
+// counts a charge in Charges just after bee's accounting applied it, with
+// no event between the two: this polls, within waitTimeout.
+func waitCharges(t *testing.T, svc *bps.Service, peer swarm.Address, want bps.PeerCharges) {
+	t.Helper()
+	want.Peer = peer
+	deadline := time.Now().Add(waitTimeout)
+	tick := time.NewTicker(5 * time.Millisecond)
+	defer tick.Stop()
+	for {
+		var got bps.PeerCharges
+		for _, c := range svc.Charges() {
+			if c.Peer.Equal(peer) {
+				got = c
+			}
+		}
+		if got.Peer.Equal(peer) && got.Debited == want.Debited && got.Credited == want.Credited && got.Streams == want.Streams {
+			return
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("charges with %s: %+v, want %+v", peer, got, want)
+		}
+		<-tick.C
 	}
 }
 
@@ -337,7 +400,8 @@ func TestPricingCutAtThreshold(t *testing.T) {
 	net := newNetwork(t)
 	bl := newLedger()
 	bl.disconnect = 3 * int64(testPrices.Delivery)
-	broker := pricedNode(t, net, bps.Options{}, bl, testPrices)
+	const frames = 4 // the broker's meters settle every 4 frames (and every hour)
+	broker := settledNode(t, net, bps.Options{}, bl, testPrices, bps.Settlement{Frames: frames, Interval: time.Hour})
 	debtor, payer := newNode(t, net, bps.Options{}), newNode(t, net, bps.Options{})
 	pubNode := newNode(t, net, bps.Options{})
 	for _, c := range []*tnode{debtor, payer, pubNode} {
@@ -351,7 +415,7 @@ func TestPricingCutAtThreshold(t *testing.T) {
 	sp := feedSpec(t, "threshold", admin)
 	dsub, psub := subscribe(t, debtor, broker, sp), subscribe(t, payer, broker, sp)
 	p := publish(t, pubNode, broker, sp, admin, 0)
-	const n = 6
+	const n = 10
 	for i := range uint64(n) {
 		if err := p.PublishUpdate(ctxT(t), admin.signer, i, fmt.Appendf(nil, "update %d", i)); err != nil {
 			t.Fatal(err)
@@ -374,15 +438,20 @@ func TestPricingCutAtThreshold(t *testing.T) {
 	if got := broker.rec.count(kind(bps.EventViolation)); got != 0 {
 		t.Fatalf("%d violations counted", got)
 	}
-	// It received at most what it was charged for, the third (which
-	// reached the threshold) included: no more. Fewer is possible — the
-	// reset discards what was written and not yet read.
+	// It received at most what it was charged for: the broker applies
+	// what the debtor's meter holds before a write that would take it past
+	// 4 frames, and a refusal ends the stream before that write. The flush
+	// that reached the threshold (3) held at most 4 frames, so the debtor
+	// got at most 2 + 4 — the threshold's frames and the credit bound —
+	// and was charged for every one. Fewer is possible: the reset
+	// discards what was written and not yet read.
 	got := 0
 	for range dsub.C() {
 		got++
 	}
-	if got > 3 {
-		t.Fatalf("debtor received %d deliveries, want at most 3", got)
+	owed := bl.balance(debtor.Overlay())
+	if got > 2+frames || owed < bl.disconnect || owed > bl.disconnect+(frames-1)*int64(testPrices.Delivery) || int64(got)*int64(testPrices.Delivery) > owed {
+		t.Fatalf("debtor received %d deliveries and owes %d, want at most %d, charged for each, owing at least %d", got, owed, 2+frames, bl.disconnect)
 	}
 	if err := dsub.Err(); err == nil {
 		t.Fatal("debtor's subscription ended without an error")
@@ -401,7 +470,12 @@ func TestPricingChildCannotPay(t *testing.T) {
 	broker := pricedNode(t, net, bps.Options{}, newLedger(), testPrices)
 	l := newLedger()
 	l.overdraft = 2 * int64(testPrices.Delivery)
-	child := pricedNode(t, net, bps.Options{}, l, testPrices)
+	// The child settles every 2 frames: the flush of the first two fits
+	// its overdraft, that of the third and fourth does not, and the
+	// fourth is not delivered (the child holds at most one frame past what
+	// its accounting took; at a flush after an hour, the third's alone
+	// would not fit either).
+	child := settledNode(t, net, bps.Options{}, l, testPrices, bps.Settlement{Frames: 2, Interval: time.Hour})
 	pubNode := newNode(t, net, bps.Options{})
 	for _, c := range []*tnode{child, pubNode} {
 		if err := net.Connect(c.Node, broker.Node); err != nil {
@@ -412,7 +486,7 @@ func TestPricingChildCannotPay(t *testing.T) {
 	sp := feedSpec(t, "overdraft", admin)
 	sub := subscribe(t, child, broker, sp)
 	p := publish(t, pubNode, broker, sp, admin, 0)
-	for i := range uint64(3) {
+	for i := range uint64(4) {
 		if err := p.PublishUpdate(ctxT(t), admin.signer, i, []byte("x")); err != nil {
 			t.Fatal(err)
 		}
@@ -422,10 +496,119 @@ func TestPricingChildCannotPay(t *testing.T) {
 		got++
 	}
 	err := sub.Err()
-	if got != 2 || !errors.Is(err, bps.ErrUnpaid) || !errors.Is(err, accounting.ErrOverdraft) {
-		t.Fatalf("received %d, ended with %v; want 2 and the overdraft", got, err)
+	if got != 3 || !errors.Is(err, bps.ErrUnpaid) || !errors.Is(err, accounting.ErrOverdraft) {
+		t.Fatalf("received %d, ended with %v; want 3 and the overdraft", got, err)
 	}
 	t.Logf("the subscription says: %v", err)
+}
+
+// settledCohort is a priced broker, a priced subscriber and a free
+// publisher, both priced nodes settling as st says; the subscriber has
+// received n updates.
+func settledCohort(t *testing.T, st bps.Settlement, n int) (broker, sub *tnode, bl, sl *ledger, s *bps.Subscription) {
+	t.Helper()
+	net := newNetwork(t)
+	bl, sl = newLedger(), newLedger()
+	broker = settledNode(t, net, bps.Options{}, bl, testPrices, st)
+	sub = settledNode(t, net, bps.Options{}, sl, testPrices, st)
+	pubNode := newNode(t, net, bps.Options{})
+	for _, c := range []*tnode{sub, pubNode} {
+		if err := net.Connect(c.Node, broker.Node); err != nil {
+			t.Fatal(err)
+		}
+	}
+	admin := newKey(t)
+	sp := feedSpec(t, "settlement", admin)
+	s = subscribe(t, sub, broker, sp)
+	p := publish(t, pubNode, broker, sp, admin, 0)
+	for i := range uint64(n) {
+		if err := p.PublishUpdate(ctxT(t), admin.signer, i, []byte("x")); err != nil {
+			t.Fatal(err)
+		}
+		recv(t, s)
+	}
+	return broker, sub, bl, sl, s
+}
+
+// TestPricingSettlement: a meter applies what it holds every Frames
+// frames, Interval after its first held charge, and when its stream ends —
+// and the totals are exactly the prices, the same at both ends.
+func TestPricingSettlement(t *testing.T) {
+	t.Parallel()
+	d := int64(testPrices.Delivery)
+	t.Run("frames", func(t *testing.T) {
+		t.Parallel()
+		// A subscriber holds a delivery once it has read it, before it is
+		// handed on: after 7, it has applied two batches of 3 and holds one.
+		broker, sub, bl, sl, s := settledCohort(t, bps.Settlement{Frames: 3, Interval: time.Hour}, 7)
+		if got := sl.balance(broker.Overlay()); got != -6*d {
+			t.Fatalf("the subscriber's balance after 7 deliveries is %d, want two batches of 3: %d", got, -6*d)
+		}
+		if err := s.Close(); err != nil {
+			t.Fatal(err)
+		}
+		sl.waitBalance(t, "subscriber", broker.Overlay(), -7*d)
+		bl.waitBalance(t, "broker", sub.Overlay(), 7*d)
+	})
+	t.Run("interval", func(t *testing.T) {
+		t.Parallel()
+		broker, sub, bl, sl, _ := settledCohort(t, bps.Settlement{Frames: 1000, Interval: 20 * time.Millisecond}, 2)
+		sl.waitBalance(t, "subscriber", broker.Overlay(), -2*d)
+		bl.waitBalance(t, "broker", sub.Overlay(), 2*d)
+		waitCharges(t, broker.svc, sub.Overlay(), bps.PeerCharges{Debited: 2 * uint64(d), Streams: 1})
+	})
+	t.Run("stream end", func(t *testing.T) {
+		t.Parallel()
+		broker, sub, bl, sl, s := settledCohort(t, bps.Settlement{Frames: 1000, Interval: time.Hour}, 5)
+		if got := sl.balance(broker.Overlay()); got != 0 {
+			t.Fatalf("the subscriber's balance before its stream ended is %d, want 0: it holds what it owes", got)
+		}
+		sub.svc.Settle()
+		if got := sl.balance(broker.Overlay()); got != -5*d {
+			t.Fatalf("the subscriber's balance after Settle is %d, want %d", got, -5*d)
+		}
+		if err := s.Close(); err != nil {
+			t.Fatal(err)
+		}
+		bl.waitBalance(t, "broker", sub.Overlay(), 5*d)
+		if got := sl.balance(broker.Overlay()); got != -5*d {
+			t.Fatalf("the subscriber's balance after its stream ended is %d, want %d", got, -5*d)
+		}
+	})
+}
+
+// TestPricingDisconnectMidBatch: a subscriber that leaves while its
+// parent holds deliveries it has not applied is charged for them as its
+// stream ends; if bee's accounting has disconnected it already (a charge
+// fails), it gains at most the credit bound: what one meter holds.
+func TestPricingDisconnectMidBatch(t *testing.T) {
+	t.Parallel()
+	const frames, n = 8, 5
+	for _, gone := range []bool{false, true} {
+		t.Run(fmt.Sprint("accounting disconnected ", gone), func(t *testing.T) {
+			t.Parallel()
+			broker, sub, bl, _, s := settledCohort(t, bps.Settlement{Frames: frames, Interval: time.Hour}, n)
+			if got := bl.balance(sub.Overlay()); got != 0 {
+				t.Fatalf("the broker applied %d before the stream ended, want 0", got)
+			}
+			if gone {
+				bl.drop(sub.Overlay())
+			}
+			_ = s.Close()
+			// The broker's Leave is traced once its writer has ended and
+			// applied what the meter held.
+			broker.rec.wait(t, "the subscriber's stream ended", func(e bps.Event) bool {
+				return e.Kind == bps.EventLeave && e.Peer.Equal(sub.Overlay())
+			})
+			want := int64(n * testPrices.Delivery)
+			if gone {
+				want = 0 // lost: n frames, within the 8 the meter may hold
+			}
+			if got := bl.balance(sub.Overlay()); got != want {
+				t.Fatalf("the broker's balance with the leaver is %d, want %d", got, want)
+			}
+		})
+	}
 }
 
 // benchPeer is a node of a pricing benchmark, on a transport.
@@ -530,11 +713,132 @@ func benchPricing(b *testing.B, tr benchTransport, priced, bee bool) {
 	b.StopTimer()
 	b.ReportMetric(float64((cpuTime(b)-cpu).Nanoseconds())/float64(b.N), "cpu-ns/op")
 	if priced && bee {
-		bal, err := accs[broker.overlay.ByteString()].Balance(subs[0].overlay)
-		if err != nil || bal.Uint64() != uint64(b.N)*bps.BeeBasePrice {
-			b.Fatalf("a subscriber owes %v (%v), want %d", bal, err, uint64(b.N)*bps.BeeBasePrice)
+		// The broker holds what its last writes charged until it settles;
+		// its writer may count the last delivery just after the
+		// subscriber read it.
+		want := uint64(b.N) * bps.DefaultPrices().Delivery
+		deadline := time.Now().Add(10 * time.Second)
+		for {
+			broker.svc.Settle()
+			bal, err := accs[broker.overlay.ByteString()].Balance(subs[0].overlay)
+			if err == nil && bal.Uint64() == want {
+				break
+			}
+			if time.Now().After(deadline) {
+				b.Fatalf("a subscriber owes %v (%v), want %d", bal, err, want)
+			}
+			time.Sleep(time.Millisecond)
 		}
 	}
+}
+
+// pricingCohort is one cohort of a pricing benchmark: a broker, a
+// publisher and subscribers, priced with bee's accounting at every node
+// (over an in-memory state store) or free.
+type pricingCohort struct {
+	pub  *bps.Publisher
+	subs []*bps.Subscription
+	msgs []*pb.Message
+}
+
+func newPricingCohort(b *testing.B, tr benchTransport, priced bool, subscribers, n int) *pricingCohort {
+	accs := make(map[string]*accounting.Accounting)
+	node := func() benchPeer {
+		if !priced {
+			return tr.node(b, nil)
+		}
+		acc, err := accounting.NewAccounting(new(big.Int).Lsh(big.NewInt(1), 100), 25, 50, log.Noop, statestore.NewStateStore(), nil, big.NewInt(4_500_000), 10, nil)
+		if err != nil {
+			b.Fatal(err)
+		}
+		nd := tr.node(b, acc)
+		accs[nd.overlay.ByteString()] = acc
+		return nd
+	}
+	broker, pubNode := node(), node()
+	subs := make([]benchPeer, subscribers)
+	for i := range subs {
+		subs[i] = node()
+	}
+	for _, c := range append([]benchPeer{pubNode}, subs...) {
+		tr.connect(b, c, broker)
+		if priced {
+			accs[broker.overlay.ByteString()].Connect(c.overlay, true)
+			accs[c.overlay.ByteString()].Connect(broker.overlay, true)
+		}
+	}
+	ctx := context.Background()
+	k := newKey(b)
+	sp := feedSpec(b, fmt.Sprint("bench pricing paired ", priced), k)
+	pc := &pricingCohort{}
+	for _, c := range subs {
+		s, err := c.svc.Subscribe(ctx, broker.overlay, sp)
+		if err != nil {
+			b.Fatal(err)
+		}
+		b.Cleanup(func() { _ = s.Close() })
+		pc.subs = append(pc.subs, s)
+	}
+	p, err := pubNode.svc.Publish(ctx, broker.overlay, sp, bps.PublishOptions{Addr: k.addr, Sign: bps.KeyClaimSigner(k.signer)})
+	if err != nil {
+		b.Fatal(err)
+	}
+	b.Cleanup(func() { _ = p.Close() })
+	pc.pub = p
+	for i := range n {
+		pc.msgs = append(pc.msgs, update(b, k, sp, uint64(i), "benchmark payload of a modest size"))
+	}
+	return pc
+}
+
+// publish publishes update i and waits until every subscriber has it.
+func (pc *pricingCohort) publish(b *testing.B, i int) {
+	if err := pc.pub.Send(context.Background(), pc.msgs[i]); err != nil {
+		b.Fatal(err)
+	}
+	for _, s := range pc.subs {
+		if d := <-s.C(); d.Index != uint64(i) {
+			b.Fatalf("index %d, want %d", d.Index, i)
+		}
+	}
+}
+
+// benchPricingPaired publishes on a free cohort and on one priced with
+// bee's accounting alternately, in one process, and reports the process's
+// CPU time over each publication (until its 16 deliveries arrived) and
+// their ratio: a shared machine's load weighs on both alike.
+func benchPricingPaired(b *testing.B, tr benchTransport) {
+	const subscribers = 16
+	free := newPricingCohort(b, tr, false, subscribers, b.N)
+	priced := newPricingCohort(b, tr, true, subscribers, b.N)
+	var cf, cp time.Duration
+	b.ReportAllocs()
+	b.ResetTimer()
+	for i := range b.N {
+		first, second, c1, c2 := free, priced, &cf, &cp
+		if i%2 == 1 {
+			first, second, c1, c2 = priced, free, &cp, &cf
+		}
+		t0 := cpuTime(b)
+		first.publish(b, i)
+		t1 := cpuTime(b)
+		second.publish(b, i)
+		t2 := cpuTime(b)
+		*c1 += t1 - t0
+		*c2 += t2 - t1
+	}
+	b.StopTimer()
+	b.ReportMetric(float64(cf.Nanoseconds())/float64(b.N), "free-cpu-ns/op")
+	b.ReportMetric(float64(cp.Nanoseconds())/float64(b.N), "priced-cpu-ns/op")
+	b.ReportMetric(float64(cp)/float64(cf), "priced/free")
+}
+
+// BenchmarkPricingPaired is BenchmarkPricing's free and priced/bee
+// alternately in one run (benchPricingPaired):
+//
+//	go test -run '^$' -bench 'PricingPaired' -benchtime 2000x -cpu 2 ./pkg/bps/
+func BenchmarkPricingPaired(b *testing.B) {
+	benchPricingPaired(b, streamtestTransport(b))
 }
 
 func pricingBenchNode(b *testing.B, net *streamtest.Network, acc accounting.Interface) *tnode {

@@ -508,6 +508,9 @@ func (cs *clientStream) run(read func(fr *frameReader) error, fr *frameReader, o
 				break
 			}
 			cs.err = err // a write failed, or a send's context ended
+			if errors.Is(cs.reason, ErrUnpaid) {
+				cs.err = cs.reason // bee's accounting refused a charge (pricing.go)
+			}
 			_ = cs.stream.Reset()
 		default:
 			if errors.Is(err, ErrEndOfStream) {

@@ -76,8 +76,12 @@ func TestStreamBatch(t *testing.T) {
 				t.Fatalf("codec %d: frame %d told %v", cd, i, err)
 			}
 		}
-		// One charge for the batch's five Messages, prepared before the
-		// write and applied after it.
+		// The batch's five Messages are held on the meter once written,
+		// and applied in one charge when the stream ends (pricing.go).
+		if prepared, applied, _ := acc.record(); len(prepared) != 0 || len(applied) != 0 {
+			t.Fatalf("codec %d: prepared %v, applied %v before the stream ended", cd, prepared, applied)
+		}
+		ps.meter.Load().done()
 		if prepared, applied, cleaned := acc.record(); len(prepared) != 1 || prepared[0] != 15 || len(applied) != 1 || applied[0] != 15 || cleaned != 1 {
 			t.Fatalf("codec %d: prepared %v, applied %v, released %d; want one charge of 15", cd, prepared, applied, cleaned)
 		}
@@ -176,8 +180,9 @@ func TestStreamBatchFails(t *testing.T) {
 	if ps.reason == nil {
 		t.Fatal("killed without a reason")
 	}
-	if prepared, applied, cleaned := acc.record(); len(prepared) != 1 || len(applied) != 0 || cleaned != 1 {
-		t.Fatalf("prepared %v, applied %v, released %d; want one charge prepared and released, none applied", prepared, applied, cleaned)
+	ps.meter.Load().done()
+	if prepared, applied, cleaned := acc.record(); len(prepared) != 0 || len(applied) != 0 || cleaned != 0 {
+		t.Fatalf("prepared %v, applied %v, released %d; want nothing charged", prepared, applied, cleaned)
 	}
 }
 

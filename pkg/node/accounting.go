@@ -14,7 +14,10 @@ import (
 // Accountant is a plugin that charges its peers on bee's accounting: the
 // node hands it bee's own (the accounting.Interface pushsync and retrieval
 // use, settled by pseudosettle and swap, shown by GET /balances) once it is
-// built, before its protocol is registered.
+// built, before its protocol is registered. A plugin may hold charges and
+// apply them in batches (BPS does, pkg/bps/pricing.go): Shutdown closes the
+// plugin before bee, so what it applies as its streams end reaches a live
+// accounting.
 type Accountant interface {
 	SetAccounting(accounting.Interface)
 }

@@ -26,24 +26,30 @@ import (
 type pricedPlugin struct {
 	bpsPlugin
 	prices bps.Prices
+	settle bps.Settlement
 	acc    *accounting.Interface
 }
 
 func (p pricedPlugin) SetAccounting(a accounting.Interface) {
 	*p.acc = a
-	p.Service.SetAccounting(a, p.prices)
+	p.Service.SetSettledAccounting(a, p.prices, p.settle)
 }
 
 var _ node.Accountant = pricedPlugin{}
 
 func pricedFactory(prices bps.Prices, peers *peerSet) node.PluginFactory {
+	return settledFactory(prices, bps.Settlement{}, peers)
+}
+
+// settledFactory is pricedFactory settling as st says.
+func settledFactory(prices bps.Prices, st bps.Settlement, peers *peerSet) node.PluginFactory {
 	inner := bpsFactory(bps.Options{}, peers)
 	return func(streamer p2p.Streamer, overlay swarm.Address, logger log.Logger) (node.Plugin, error) {
 		pl, err := inner(streamer, overlay, logger)
 		if err != nil {
 			return nil, err
 		}
-		return pricedPlugin{bpsPlugin: pl.(bpsPlugin), prices: prices, acc: new(accounting.Interface)}, nil
+		return pricedPlugin{bpsPlugin: pl.(bpsPlugin), prices: prices, settle: st, acc: new(accounting.Interface)}, nil
 	}
 }
 
@@ -161,15 +167,14 @@ func TestPricingOnBeeAccounting(t *testing.T) {
 	delta := func(key string, n *node.Node, peer swarm.Address) int64 {
 		return new(big.Int).Sub(balanceOf(t, n, peer), b0[key]).Int64()
 	}
+	// Both ends settle in batches (pkg/bps/pricing.go): each balance
+	// reaches exactly the prices once its meter has applied — at most a
+	// second after the last frame.
 	wantSub, wantPub := int64(n*e2ePrices.Delivery), int64(n*e2ePrices.Publish)
 	waitBalance(t, broker, payer.Overlay(), new(big.Int).Add(b0["broker/payer"], big.NewInt(wantSub)))
-	if got := delta("payer/broker", payer, broker.Overlay()); got != -wantSub {
-		t.Errorf("payer's balance with the broker moved by %d, want %d", got, -wantSub)
-	}
+	waitBalance(t, payer, broker.Overlay(), new(big.Int).Sub(b0["payer/broker"], big.NewInt(wantSub)))
 	waitBalance(t, broker, publisher.Overlay(), new(big.Int).Add(b0["broker/publisher"], big.NewInt(wantPub)))
-	if got := delta("publisher/broker", publisher, broker.Overlay()); got != -wantPub {
-		t.Errorf("publisher's balance with the broker moved by %d, want %d", got, -wantPub)
-	}
+	waitBalance(t, publisher, broker.Overlay(), new(big.Int).Sub(b0["publisher/broker"], big.NewInt(wantPub)))
 
 	// The debtor: bee's light-node disconnect limit is its payment
 	// threshold (13.5M / 10) plus 25 % tolerance, plus at most one second
@@ -186,6 +191,100 @@ func TestPricingOnBeeAccounting(t *testing.T) {
 	if charged >= n {
 		t.Errorf("the debtor was charged for all %d updates: never cut", n)
 	}
+}
+
+// TestPricingBatchedOnBeeAccounting: on real bee nodes at BPS's default
+// prices, charges settle in batches of 64 frames (and when a stream ends;
+// the interval is an hour here, so that nothing else moves a balance): a
+// full-node subscriber's GET /balances does not move for its first 63
+// deliveries, moves by exactly 64 × the price at the 64th, and by exactly
+// n × the price, at both ends, once its subscription ended; the light
+// publisher's likewise by n × Publish.
+func TestPricingBatchedOnBeeAccounting(t *testing.T) {
+	if testing.Short() {
+		t.Skip("starts three bee nodes")
+	}
+	prices, st := bps.DefaultPrices(), bps.Settlement{Interval: time.Hour}
+	chain := startChain(t)
+	bc := testConfig(t, "broker", chain)
+	bc.FullNode = true
+	bc.Plugin = settledFactory(prices, st, nil)
+	broker := startNode(t, bc)
+	underlays, err := broker.Underlays()
+	if err != nil || len(underlays) == 0 {
+		t.Fatalf("broker underlays %v: %v", underlays, err)
+	}
+	brokerAcc := *broker.Plugin().(pricedPlugin).acc
+	start := func(name string, full bool) *node.Node {
+		peers := newPeerSet()
+		c := testConfig(t, name, chain)
+		c.FullNode = full
+		c.Plugin = settledFactory(prices, st, peers)
+		for _, u := range underlays {
+			c.Bootnodes = append(c.Bootnodes, u.String())
+		}
+		n := startNode(t, c)
+		ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+		defer cancel()
+		if err := peers.wait(ctx, broker.Overlay()); err != nil {
+			t.Fatalf("%s: %v", name, err)
+		}
+		waitAccounting(t, brokerAcc, n.Overlay())
+		waitAccounting(t, *n.Plugin().(pricedPlugin).acc, broker.Overlay())
+		return n
+	}
+	payer, publisher := start("payer", true), start("publisher", false)
+	b0 := map[string]*big.Int{
+		"broker/payer":     balanceOf(t, broker, payer.Overlay()),
+		"broker/publisher": balanceOf(t, broker, publisher.Overlay()),
+		"payer/broker":     balanceOf(t, payer, broker.Overlay()),
+		"publisher/broker": balanceOf(t, publisher, broker.Overlay()),
+	}
+	moved := func(key string, n *node.Node, peer swarm.Address) int64 {
+		return new(big.Int).Sub(balanceOf(t, n, peer), b0[key]).Int64()
+	}
+
+	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
+	defer cancel()
+	admin := newFeedKey(t)
+	sp := feedSpecOf(t, "batched pricing", admin)
+	psub, err := payer.Plugin().(pricedPlugin).Subscribe(ctx, broker.Overlay(), sp)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer func() { _ = psub.Close() }()
+	pub, err := publisher.Plugin().(pricedPlugin).Publish(ctx, broker.Overlay(), sp, bps.PublishOptions{Addr: admin.addr, Sign: bps.KeyClaimSigner(admin.signer)})
+	if err != nil {
+		t.Fatal(err)
+	}
+	const n, batch = 100, bps.DefaultSettleFrames
+	for i := range n {
+		want := fmt.Sprintf("update %d", i)
+		if err := pub.PublishUpdate(ctx, admin.signer, uint64(i), []byte(want)); err != nil {
+			t.Fatalf("publish %d: %v", i, err)
+		}
+		// The payer counts a delivery as it reads it, before handing it
+		// on: its balance is read after each, exactly.
+		receive(ctx, t, "payer", psub.C(), want)
+		wantMoved := int64(0)
+		if i+1 >= batch {
+			wantMoved = -batch * int64(prices.Delivery)
+		}
+		if got := moved("payer/broker", payer, broker.Overlay()); got != wantMoved {
+			t.Fatalf("after %d deliveries the payer's balance moved by %d, want %d (batches of %d)", i+1, got, wantMoved, batch)
+		}
+	}
+	if err := pub.Close(); err != nil {
+		t.Fatal(err)
+	}
+	if err := psub.Close(); err != nil {
+		t.Fatal(err)
+	}
+	wantSub, wantPub := int64(n*prices.Delivery), int64(n*prices.Publish)
+	waitBalance(t, payer, broker.Overlay(), new(big.Int).Sub(b0["payer/broker"], big.NewInt(wantSub)))
+	waitBalance(t, broker, payer.Overlay(), new(big.Int).Add(b0["broker/payer"], big.NewInt(wantSub)))
+	waitBalance(t, publisher, broker.Overlay(), new(big.Int).Sub(b0["publisher/broker"], big.NewInt(wantPub)))
+	waitBalance(t, broker, publisher.Overlay(), new(big.Int).Add(b0["broker/publisher"], big.NewInt(wantPub)))
 }
 
 // waitAccounting waits until acc has a balance for peer: bee's accounting
