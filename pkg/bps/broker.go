@@ -126,7 +126,7 @@ func (s *Service) admit(ctx context.Context, peer p2p.Peer, stream p2p.Stream, f
 // cannot name a challenge not yet issued and is treated as absent, as
 // SWIP-74 rev 3 treats any claim in a Join that does not verify.
 func joinRole(sp *Spec, join *pb.Join) role {
-	if !sp.explicit() && join.Addr != nil {
+	if !sp.Explicit() && join.Addr != nil {
 		return rolePublisher
 	}
 	return roleSubscriber
@@ -309,7 +309,7 @@ func (s *Service) readLoop(m *member, fr *frameReader) error {
 			}
 			return s.readErr(c, err, CounterInvalidSOC)
 		}
-		f, k, err := m.codec.decodeUp(b, publisher, c.spec.explicit())
+		f, k, err := m.codec.decodeUp(b, publisher, c.spec.Explicit())
 		if err != nil {
 			s.count(c, k)
 			return err

@@ -39,7 +39,7 @@ func (s *Service) join(ctx context.Context, broker swarm.Address, sp *Spec, join
 			_ = stream.Reset()
 		}
 	}()
-	if join.Addr != nil && sp.explicit() && s.opts.PeerCheck != nil {
+	if join.Addr != nil && sp.Explicit() && s.opts.PeerCheck != nil {
 		// A publisher stream claims, signing over the broker's overlay:
 		// the peer must be the one that overlay's record names (SWIP-74
 		// item 11).

@@ -232,7 +232,7 @@ func (c *cohort) ingest(f *pb.Frame, from *member) error {
 	s := c.r.s
 	switch k := f.Kind.(type) {
 	case *pb.Frame_Claim:
-		if !c.spec.explicit() {
+		if !c.spec.Explicit() {
 			s.count(c, CounterWrongStream)
 			return violationf("a claim where publishing takes none")
 		}
@@ -323,7 +323,7 @@ func (c *cohort) publication(msg *pb.Message, from *member) error {
 // addresses it names; END_OF_STREAM has ended the cohort (accept closes its
 // streams, end forgets it). The caller holds c.mu.
 func (r *registry) applyService(c *cohort, svc *pb.ServiceMessage, told uint64) {
-	if svc.Kind == pb.ServiceKind_END_OF_STREAM || !c.spec.explicit() {
+	if svc.Kind == pb.ServiceKind_END_OF_STREAM || !c.spec.Explicit() {
 		return // under ALL a roster decides nothing
 	}
 	for m := range c.children {
@@ -434,7 +434,7 @@ func (c *cohort) info() CohortInfo {
 	for o, n := range c.cursors {
 		info.Cursors[swarm.NewAddress([]byte(o)).String()] = n
 	}
-	if c.spec.explicit() {
+	if c.spec.Explicit() {
 		info.Roster = c.svc.Roster()
 	}
 	return info

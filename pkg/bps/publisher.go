@@ -111,7 +111,7 @@ func (p *Publisher) read(fr *frameReader) error {
 // address the roster does not yet name leaves the stream a spectator, and
 // the grantee claims again once it sees itself in a roster.
 func (p *Publisher) Reclaim(ctx context.Context) error {
-	if !p.clientStream.spec.explicit() {
+	if !p.clientStream.spec.Explicit() {
 		return nil
 	}
 	sig, err := p.sign(ctx, p.challenge, p.peer, p.index)
@@ -162,7 +162,7 @@ func (s *Service) publishAt(ctx context.Context, broker swarm.Address, underlays
 	if len(o.Addr) != AddressSize {
 		return nil, errors.New("bps: publish needs a 20-byte address")
 	}
-	if sp.explicit() && o.Sign == nil {
+	if sp.Explicit() && o.Sign == nil {
 		return nil, errors.New("bps: publishing in this cohort takes a claim: no claim signer given")
 	}
 	sign := func(challenge []byte) (*pb.Claim, error) {
@@ -193,7 +193,7 @@ func (s *Service) publishAt(ctx context.Context, broker swarm.Address, underlays
 		index:        o.Index,
 	}
 	p.codec = negotiated(join, ack)
-	if sp.explicit() {
+	if sp.Explicit() {
 		claim, err := sign(ack.Challenge)
 		if err == nil {
 			err = p.send(ctx, s, outFrame{b: encodeFrame(claim), kind: kindClaim})
@@ -217,7 +217,7 @@ func (p *Publisher) Send(ctx context.Context, msg *pb.Message) error {
 	if len(frame) > MaxFrameSize {
 		return fmt.Errorf("bps: frame of %d bytes exceeds %d", len(frame), MaxFrameSize)
 	}
-	if p.clientStream.spec.explicit() && bytes.Equal(p.addr, p.clientStream.spec.Admin) {
+	if p.clientStream.spec.Explicit() && bytes.Equal(p.addr, p.clientStream.spec.Admin) {
 		// The admin's own stream never gets its service SOCs back: it
 		// takes its roster from what it sends.
 		if len(msg.Data) >= socHeaderSize {

@@ -86,7 +86,7 @@ type receiver struct {
 
 func (rc *receiver) init(s *Service, sp *Spec, keep bool, closing chan struct{}) {
 	rc.s, rc.spec, rc.keep, rc.closing, rc.c = s, sp, keep, closing, make(chan Delivery, s.opts.QueueLen)
-	if !(sp.Binding == pb.TopicBinding_FEED_TOPIC && sp.explicit()) {
+	if !(sp.Binding == pb.TopicBinding_FEED_TOPIC && sp.Explicit()) {
 		rc.seen = NewWindow(s.opts.DedupWindow)
 	}
 }

@@ -149,7 +149,7 @@ func (r *registry) admitLocked(c *cohort, m *member, up *Subscription, limit int
 	m.svcAt = c.svc.Next()
 	if c.fanout >= limit {
 		a := string(m.addr)
-		if up != nil || !c.spec.explicit() || m.addr == nil || !c.isPublisherLocked(m.addr) || c.extras[a] != nil ||
+		if up != nil || !c.spec.Explicit() || m.addr == nil || !c.isPublisherLocked(m.addr) || c.extras[a] != nil ||
 			c.nclaim+len(c.extras) >= r.s.opts.MaxPublisherStreams {
 			return false, false
 		}
@@ -174,7 +174,7 @@ func (r *registry) newCohortLocked(sp *Spec, up *Subscription) *cohort {
 		lastAccept: now,
 	}
 	c.mu.Lock()
-	if !(sp.Binding == pb.TopicBinding_FEED_TOPIC && sp.explicit()) {
+	if !(sp.Binding == pb.TopicBinding_FEED_TOPIC && sp.Explicit()) {
 		c.seen = NewWindow(r.s.opts.DedupWindow)
 	}
 	r.placeLocked(sp).broker = c
@@ -334,7 +334,7 @@ func (r *registry) detach(m *member) {
 		switch {
 		case m.counted:
 			c.fanout--
-		case m.role == rolePublisher && c.spec.explicit():
+		case m.role == rolePublisher && c.spec.Explicit():
 			if c.claimed[string(m.addr)]--; c.claimed[string(m.addr)] <= 0 {
 				delete(c.claimed, string(m.addr))
 			}

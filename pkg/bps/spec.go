@@ -122,8 +122,6 @@ func (sp *Spec) Explicit() bool {
 	return !sp.Implicit() && sp.Publishers != pb.PublisherRegime_ALL
 }
 
-func (sp *Spec) explicit() bool { return sp.Explicit() }
-
 // PB is the wire form of the spec, with only the fields it defines.
 func (sp *Spec) PB() *pb.CohortSpec {
 	return &pb.CohortSpec{

@@ -110,7 +110,7 @@ func (s *Service) Subscribe(ctx context.Context, broker swarm.Address, sp *Spec)
 	sub.receiver.init(s, sp, true, sub.quit)
 	sub.onTake = sub.took
 	sub.taken = NewWindow(s.opts.DedupWindow)
-	if sp.Binding == pb.TopicBinding_FEED_TOPIC && sp.explicit() {
+	if sp.Binding == pb.TopicBinding_FEED_TOPIC && sp.Explicit() {
 		sub.order = newReorder()
 	}
 	if err := sub.acquire(ctx, broker, nil, false); err != nil {

@@ -141,7 +141,7 @@ func check(sp *Spec, m *pb.Message, stream []byte, auth authority) (publication,
 	if sp.Binding == pb.TopicBinding_FEED_TOPIC {
 		pub.index, pub.feed = binary.BigEndian.Uint64(slot[bareIndexZeros:]), true
 		// The cursor is checked before the signature: it is cheap.
-		if sp.explicit() && stream != nil && pub.index < auth.feedCursor(stream) {
+		if sp.Explicit() && stream != nil && pub.index < auth.feedCursor(stream) {
 			return pub, retransmit
 		}
 		id = FeedID(sp.Topic, pub.index)
@@ -161,11 +161,11 @@ func check(sp *Spec, m *pb.Message, stream []byte, auth authority) (publication,
 	if v := shape(sp, m.Address, id, pub.owner); v != accepted {
 		return pub, v
 	}
-	if sp.explicit() && !auth.isPublisher(pub.owner) {
+	if sp.Explicit() && !auth.isPublisher(pub.owner) {
 		return pub, wrongOwner
 	}
 	switch {
-	case pub.feed && sp.explicit():
+	case pub.feed && sp.Explicit():
 		if pub.index < auth.feedCursor(pub.owner) {
 			return pub, retransmit
 		}
