@@ -62,17 +62,18 @@ type treeEntry struct {
 	Reparents uint64   `json:"reparents"`
 }
 
-// treeOf reads node api's subscriber entry.
+// treeOf reads node api's entry for the cohort (one per cohort: a
+// subscriber, or a publisher where its sessions also publish).
 func treeOf(ctx context.Context, t *testing.T, api string) treeEntry {
 	t.Helper()
 	e, ok := treeEntryOf(ctx, t, api)
 	if !ok {
-		t.Fatalf("%s: no subscriber entry", api)
+		t.Fatalf("%s: no entry for the cohort", api)
 	}
 	return e
 }
 
-// treeEntryOf reads node api's subscriber entry, if it has one.
+// treeEntryOf reads node api's entry for the cohort, if it has one.
 func treeEntryOf(ctx context.Context, t *testing.T, api string) (treeEntry, bool) {
 	t.Helper()
 	var resp struct {
@@ -80,7 +81,7 @@ func treeEntryOf(ctx context.Context, t *testing.T, api string) (treeEntry, bool
 	}
 	getJSON(ctx, t, api+"/pubsub/", &resp)
 	for _, e := range resp.Topics {
-		if e.Role == "subscriber" {
+		if e.Role == "subscriber" || e.Role == "publisher" {
 			return e, true
 		}
 	}

@@ -11,11 +11,13 @@ import (
 	"fmt"
 	"io"
 	"net/http"
+	"slices"
 
 	"github.com/ethersphere/bee/v2/pkg/jsonhttp"
 	"github.com/ethersphere/bee/v2/pkg/log"
 	"github.com/ethersphere/bee/v2/pkg/swarm"
 	"github.com/ethersphere/bps/pkg/bps"
+	"github.com/ethersphere/bps/pkg/session"
 	"github.com/gorilla/mux"
 	"github.com/gorilla/websocket"
 )
@@ -232,16 +234,6 @@ func (s *Server) serviceHandler(w http.ResponseWriter, r *http.Request) {
 // topicsHandler serves GET /pubsub/: the cohorts this node brokers, then the
 // subscriber and publisher streams its sessions share.
 func (s *Server) topicsHandler(w http.ResponseWriter, _ *http.Request) {
-	// Tree lists the cohorts this node brokers (the roots), then those it
-	// follows, each cohort once per kind.
-	roots, follows := make(map[string]bps.Position), make(map[string]bps.Position)
-	for _, p := range s.svc.Tree() {
-		if len(p.Parents) == 0 {
-			roots[string(p.Spec.Canonical())] = p
-		} else {
-			follows[string(p.Spec.Canonical())] = p
-		}
-	}
 	a := s.svc.Audience()
 	out := topicsResponse{Topics: []topicInfo{}, Audience: audienceInfo{
 		StreamsPerCohort:    a.StreamsPerCohort,
@@ -251,56 +243,145 @@ func (s *Server) topicsHandler(w http.ResponseWriter, _ *http.Request) {
 		LightNodes:          beeLightNodes,
 		FullNodesPerBin:     beeFullNodesPerBin,
 	}, Pricing: s.pricing()}
-	for _, c := range s.svc.Cohorts() {
-		t := specInfo(c.Spec)
-		t.Role = "broker"
-		t.Streams = c.Subscribers + c.Publishers
-		t.position(roots[string(c.Spec.Canonical())])
-		for _, p := range s.svc.CohortPeers(c.Spec) {
-			t.Connections = append(t.Connections, p.String())
+	for _, e := range s.cohortEntries() {
+		out.Topics = append(out.Topics, e.info())
+	}
+	jsonhttp.OK(w, out)
+}
+
+// cohortEntry is everything the node knows of one cohort: its position
+// (the root's, or as a follower), its broker half's state (at the root or
+// a relay) and the streams its sessions share.
+type cohortEntry struct {
+	spec    *bps.Spec
+	root    *bps.Position
+	follow  *bps.Position
+	half    *bps.CohortInfo
+	streams []session.StreamInfo
+}
+
+// cohortEntries gathers the node's cohorts, one entry each, in the order
+// the tree lists them, then cohorts known only by a shared stream.
+func (s *Server) cohortEntries() []*cohortEntry {
+	byKey := make(map[string]*cohortEntry)
+	var order []*cohortEntry
+	entry := func(sp *bps.Spec) *cohortEntry {
+		k := string(sp.Canonical())
+		e := byKey[k]
+		if e == nil {
+			e = &cohortEntry{spec: sp}
+			byKey[k] = e
+			order = append(order, e)
 		}
+		return e
+	}
+	for _, p := range s.svc.Tree() {
+		e := entry(p.Spec)
+		if len(p.Parents) == 0 {
+			e.root = &p
+		} else {
+			e.follow = &p
+		}
+	}
+	for _, c := range s.svc.Cohorts() {
+		entry(c.Spec).half = &c
+	}
+	for _, st := range s.mux.Streams() {
+		e := entry(st.Spec)
+		e.streams = append(e.streams, st)
+	}
+	return order
+}
+
+// role is what the node is in the cohort.
+func (e *cohortEntry) role() string {
+	switch {
+	case e.root != nil:
+		return "broker"
+	}
+	for _, st := range e.streams {
+		if st.Publisher {
+			return "publisher"
+		}
+	}
+	return "subscriber"
+}
+
+// info is the entry as GET /pubsub/ shows it.
+func (e *cohortEntry) info() topicInfo {
+	t := specInfo(e.spec)
+	t.Role = e.role()
+	t.Relay = e.root == nil && e.follow != nil && len(e.follow.Children) > 0
+	pos := e.root
+	if pos == nil {
+		pos = e.follow
+	}
+	var peers []swarm.Address
+	if pos != nil {
+		t.position(*pos)
+		t.Streams = pos.Streams
+		peers = append(slices.Clone(pos.Parents), pos.Children...)
+	} else {
+		t.position(bps.Position{})
+	}
+	if c := e.half; c != nil {
 		t.Subscribers, t.Publishers = ptr(c.Subscribers), ptr(c.Publishers)
 		t.Accepted, t.Counters = ptr(c.Accepted), c.Counters
 		t.Created, t.LastAccept = ptr(c.Created.UTC()), ptr(c.LastAccept.UTC())
 		if !c.Spec.Implicit() {
 			t.Cursor = ptr(c.Cursor)
-			roster := make([]string, len(c.Roster))
-			for i, p := range c.Roster {
-				roster[i] = hex.EncodeToString(p)
-			}
-			t.Roster, t.ServiceNext, t.Ended = &roster, ptr(c.ServiceNext), ptr(c.Ended)
+			t.Roster, t.ServiceNext, t.Ended = hexList(c.Roster), ptr(c.ServiceNext), ptr(c.Ended)
 		}
-		out.Topics = append(out.Topics, t)
 	}
-
-	for _, st := range s.mux.Streams() {
-		t := specInfo(st.Spec)
-		t.Role = "subscriber"
-		if st.Publisher {
-			t.Role = "publisher"
+	sessions := 0
+	for _, st := range e.streams {
+		sessions += st.Sessions
+		t.Streams++
+		if t.Broker == "" {
+			t.Broker = st.Broker.String()
 		}
-		t.Connections = []string{st.Broker.String()}
-		t.Sessions = ptr(st.Sessions)
-		t.Streams = 1
-		t.Broker = st.Broker.String()
-		t.position(follows[string(st.Spec.Canonical())])
+		if pos == nil {
+			peers = append(peers, st.Broker)
+		}
 		if st.Publisher {
-			t.Addr = hex.EncodeToString(st.Addr)
-			t.Sent = ptr(st.Sent)
+			if t.Addr == "" {
+				t.Addr = hex.EncodeToString(st.Addr)
+			}
+			t.Sent = ptr(deref(t.Sent) + st.Sent)
 			if st.Claims {
-				t.Taken = ptr(st.Taken)
+				t.Taken = ptr(deref(t.Taken) || st.Taken)
 			}
 		} else {
-			t.Received, t.Dropped = ptr(st.Received), ptr(st.Dropped)
+			t.Received, t.Dropped = ptr(deref(t.Received)+st.Received), ptr(deref(t.Dropped)+st.Dropped)
 		}
-		if !st.Spec.Implicit() {
-			roster := make([]string, len(st.Service.Roster))
-			for i, p := range st.Service.Roster {
-				roster[i] = hex.EncodeToString(p)
-			}
-			t.Roster, t.ServiceNext, t.Ended = &roster, ptr(st.Service.Next), ptr(st.Service.Ended)
+		if e.half == nil && !st.Spec.Implicit() && (t.ServiceNext == nil || st.Service.Next > *t.ServiceNext) {
+			t.Roster, t.ServiceNext, t.Ended = hexList(st.Service.Roster), ptr(st.Service.Next), ptr(st.Service.Ended)
 		}
-		out.Topics = append(out.Topics, t)
 	}
-	jsonhttp.OK(w, out)
+	if len(e.streams) > 0 {
+		t.Sessions = ptr(sessions)
+	}
+	slices.SortFunc(peers, func(a, b swarm.Address) int { return a.Compare(b) })
+	for _, p := range slices.CompactFunc(peers, swarm.Address.Equal) {
+		t.Connections = append(t.Connections, p.String())
+	}
+	return t
+}
+
+// deref is *p, or the zero value for nil.
+func deref[T any](p *T) T {
+	var zero T
+	if p == nil {
+		return zero
+	}
+	return *p
+}
+
+// hexList is each of bs in hex.
+func hexList(bs [][]byte) *[]string {
+	out := make([]string, len(bs))
+	for i, b := range bs {
+		out[i] = hex.EncodeToString(b)
+	}
+	return &out
 }

@@ -27,23 +27,25 @@ type topicInfo struct {
 	// Mode is the cohort's binding number (SWIP-60 TopicBinding): ANCHOR = 1
 	// is the GSOC client's mode 1, FEED_TOPIC = 4.
 	Mode int `json:"mode"`
-	// Role is this node's: broker (it brokers the cohort), subscriber (a
-	// subscriber stream its sessions share) or publisher (a publisher stream
-	// its sessions share).
-	Role string `json:"role"`
-	// Connections are the peers of the entry's p2p streams, hex overlays:
-	// broker — the peers whose streams are attached to the cohort, each
-	// once; subscriber and publisher — the broker.
+	// Role is this node's in the cohort, one entry per cohort: broker (it
+	// is the root), publisher (its sessions share a publisher stream) or
+	// subscriber — the three values bee-js's listTopics accepts. Relay says
+	// whether a subscriber or publisher also relays: it has children.
+	Role  string `json:"role"`
+	Relay bool   `json:"relay"`
+	// Connections are the peers of the entry's p2p streams, hex overlays,
+	// each once: a broker's children; a relay's, subscriber's or
+	// publisher's parents and children.
 	Connections []string `json:"connections"`
-	// Sessions: subscriber and publisher — the WebSocket sessions sharing
-	// the stream.
+	// Sessions: the WebSocket sessions on the streams the node's sessions
+	// share, a session counted once per stream it uses.
 	Sessions *int   `json:"sessions,omitempty"`
 	Binding  string `json:"binding"`
 	Admin    string `json:"admin,omitempty"`
 	Cohort   string `json:"cohort"`           // short name of the canonical spec
-	Broker   string `json:"broker,omitempty"` // subscriber, publisher: the broker's overlay
+	Broker   string `json:"broker,omitempty"` // the broker the node's sessions joined at
 	Addr     string `json:"addr,omitempty"`   // publisher: the address it publishes as
-	Streams  int    `json:"streams"`          // p2p streams behind the entry
+	Streams  int    `json:"streams"`          // p2p streams behind the entry: children, and the shared streams
 
 	// The node's place in the cohort's tree (SWIP-61), per cohort: a
 	// broker's entry is the root; a node's subscriber and publisher entries

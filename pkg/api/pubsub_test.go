@@ -183,8 +183,8 @@ func TestGSOCSessions(t *testing.T) {
 	if ci.Subscribers != 2 || ci.Publishers != 2 || ci.Accepted != 3 {
 		t.Fatalf("cohort at broker: %d subscribers, %d publishers, %d accepted", ci.Subscribers, ci.Publishers, ci.Accepted)
 	}
-	e := topicEntry(t, a, g.addr.Bytes(), "subscriber")
-	if e["mode"] != float64(1) || e["sessions"] != float64(2) || e["binding"] != "anchor" {
+	e := topicEntry(t, a, g.addr.Bytes(), "publisher")
+	if e["mode"] != float64(1) || e["sessions"] != float64(3) || e["streams"] != float64(2) || e["binding"] != "anchor" {
 		t.Fatalf("A's entry %v", e)
 	}
 }

@@ -226,12 +226,12 @@ func TestSWIP60SpectatorJam(t *testing.T) {
 	if ci := cohortBy(t, c.broker, topic, alice.addr); ci.Publishers != 2 || len(ci.Roster) != 1 || ci.Cursors[hex.EncodeToString(bob.addr)] != 1 {
 		t.Fatalf("cohort at the broker: %+v", ci)
 	}
-	e := topicEntry(t, b, topic, "subscriber")
-	if e["sessions"] != float64(2) || e["serviceNext"] != float64(1) || e["roster"].([]any)[0] != hex.EncodeToString(bob.addr) {
-		t.Fatalf("B's subscriber entry %v", e)
-	}
-	if e := topicEntry(t, b, topic, "publisher"); e["taken"] != true || e["addr"] != hex.EncodeToString(bob.addr) {
-		t.Fatalf("B's publisher entry %v", e)
+	// One entry for the cohort at B: its sessions share a subscriber
+	// stream (two sessions) and bob's publisher stream (one).
+	e := topicEntry(t, b, topic, "publisher")
+	if e["sessions"] != float64(3) || e["streams"] != float64(2) || e["serviceNext"] != float64(1) || e["roster"].([]any)[0] != hex.EncodeToString(bob.addr) ||
+		e["taken"] != true || e["addr"] != hex.EncodeToString(bob.addr) {
+		t.Fatalf("B's entry %v", e)
 	}
 	if e := topicEntry(t, c.broker, topic, "broker"); e["serviceNext"] != float64(1) || len(e["roster"].([]any)) != 1 {
 		t.Fatalf("broker's entry %v", e)
@@ -410,7 +410,7 @@ func TestSWIP60Implicit(t *testing.T) {
 	if code, out := postService(t, a, "troll-box", q, nil); code != http.StatusBadRequest {
 		t.Fatalf("POST service without an admin: %d %v", code, out)
 	}
-	if e := topicEntry(t, b, keccak([]byte("troll-box")), "subscriber"); e["roster"] != nil || e["serviceNext"] != nil {
+	if e := topicEntry(t, b, keccak([]byte("troll-box")), "publisher"); e["roster"] != nil || e["serviceNext"] != nil {
 		t.Fatalf("an implicit cohort has no service feed: %v", e)
 	}
 }
