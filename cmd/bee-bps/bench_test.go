@@ -157,7 +157,10 @@ func dialFeed(ctx context.Context, api, broker string, topic, admin []byte, fiel
 	stop := context.AfterFunc(ctx, func() { _ = ws.Close() })
 	defer stop()
 	for {
-		var f struct{ Type, Digest, Reason string }
+		var f struct {
+			Type, Reason, Challenge, Broker string
+			Index                           uint64 `json:",string"`
+		}
 		if err := ws.ReadJSON(&f); err != nil {
 			ws.Close()
 			return nil, err
@@ -170,12 +173,13 @@ func dialFeed(ctx context.Context, api, broker string, topic, admin []byte, fiel
 				ws.Close()
 				return nil, errors.New("claim request to a subscriber")
 			}
-			digest, err := hex.DecodeString(f.Digest)
-			if err != nil {
+			challenge, err1 := hex.DecodeString(f.Challenge)
+			broker, err2 := hex.DecodeString(f.Broker)
+			if err := errors.Join(err1, err2); err != nil {
 				ws.Close()
-				return nil, fmt.Errorf("claim request digest: %w", err)
+				return nil, fmt.Errorf("claim request: %w", err)
 			}
-			sig, err := signer.Sign(digest)
+			sig, err := signer.Sign(bps.ClaimDigest(challenge, swarm.NewAddress(broker), f.Index))
 			if err != nil {
 				ws.Close()
 				return nil, err

@@ -353,7 +353,7 @@ func (r *swip60Run) publish(o wsclient.Options, k swip60Key, state string) *wscl
 // session answered with its signer).
 func (r *swip60Run) claimed(s *wsclient.Session) {
 	r.t.Helper()
-	if req := r.await(s, "claim-request"); req["digest"] == nil {
+	if req := r.await(s, "claim-request"); req["challenge"] == nil || req["digest"] != nil {
 		r.t.Fatalf("claim-request %v", req)
 	}
 }

@@ -220,16 +220,19 @@ const (
 	typeError        = "error"
 )
 
-// claimRequest asks the dApp to sign digest = ClaimDigest(challenge, broker,
-// index) in the SOC convention and answer with a claim frame.
+// claimRequest asks the dApp for a claim: the fields it signs, from which
+// it derives the digest itself — ClaimDigest(challenge, broker, index), in
+// the SOC convention — and answers with a claim frame. The node never hands
+// it a digest: a dApp that signed one it was given could be made to sign
+// anything, a SOC as the admin included. The index travels as a decimal
+// string, which JavaScript keeps exact past 2^53.
 type claimRequest struct {
 	Type      string `json:"type"`
 	Topic     string `json:"topic"`
 	Addr      string `json:"addr"`
 	Broker    string `json:"broker"`
 	Challenge string `json:"challenge"`
-	Index     uint64 `json:"index"`
-	Digest    string `json:"digest"`
+	Index     string `json:"index"`
 }
 
 // readyFrame tells the dApp the session is set up: a subscriber receives from

@@ -13,6 +13,7 @@ import (
 	"fmt"
 	"io"
 	"net"
+	"strconv"
 	"strings"
 	"sync"
 	"sync/atomic"
@@ -442,8 +443,7 @@ func (ss *wsSession) SignClaim(ctx context.Context, challenge []byte, broker swa
 		Addr:      hex.EncodeToString(ss.plan.addr),
 		Broker:    broker.String(),
 		Challenge: hex.EncodeToString(challenge),
-		Index:     index,
-		Digest:    hex.EncodeToString(digest),
+		Index:     strconv.FormatUint(index, 10),
 	}) {
 		return nil, fmt.Errorf("%w: session queue full", errClaim)
 	}

@@ -254,17 +254,18 @@ func (s *Session) AwaitService(ctx context.Context) (Service, error) {
 	return DecodeService(f)
 }
 
-// claimRequest is the node's claim-request frame.
+// claimRequest is the node's claim-request frame: the fields a claim signs,
+// the index a decimal string. Any digest the node sends is ignored.
 type claimRequest struct {
 	Addr      string `json:"addr"`
 	Broker    string `json:"broker"`
 	Challenge string `json:"challenge"`
-	Index     uint64 `json:"index"`
-	Digest    string `json:"digest"`
+	Index     uint64 `json:"index,string"`
 }
 
-// answerClaim signs the claim digest recomputed from the request's parts,
-// after checking it is the node's and the request is for this signer.
+// answerClaim signs the claim digest it derives from the request's fields,
+// after checking the request is for this signer: it never signs a digest
+// the node hands it.
 func (s *Session) answerClaim(data []byte) error {
 	var req claimRequest
 	if err := json.Unmarshal(data, &req); err != nil {
@@ -282,11 +283,7 @@ func (s *Session) answerClaim(data []byte) error {
 	if a, err := decodeHex(req.Addr); err != nil || !bytes.Equal(a, addr.Bytes()) {
 		return fmt.Errorf("session: claim requested for %s, not for the signer %x", req.Addr, addr.Bytes())
 	}
-	digest := bps.ClaimDigest(challenge, swarm.NewAddress(broker), req.Index)
-	if d, err := decodeHex(req.Digest); err != nil || !bytes.Equal(d, digest) {
-		return fmt.Errorf("session: the node's digest %s differs from ours %x", req.Digest, digest)
-	}
-	sig, err := s.signer.Sign(digest)
+	sig, err := s.signer.Sign(bps.ClaimDigest(challenge, swarm.NewAddress(broker), req.Index))
 	if err != nil {
 		return fmt.Errorf("sign claim: %w", err)
 	}
