@@ -275,13 +275,10 @@ export class Session extends Emitter<SessionEvents> {
   private becomeReady(e: ReadyEvent | undefined): void {
     this._state = 'ready'
     this.attempt = 0
-    if (e) {
-      this._ready = e
-      this.decodeFields = parseFields(e.fields)
-      this.emit('ready', e)
-    } else {
-      this.emit('ready', { role: this.key ? 'publisher' : 'subscriber', topic: hex(this.cohort.topic), binding: '', broker: '', fields: this.fields.join(',') })
-    }
+    if (e) this.decodeFields = parseFields(e.fields)
+    // The GSOC session gets no ready frame: it is ready once open.
+    this._ready = e ?? { role: this.key ? 'publisher' : 'subscriber', topic: hex(this.cohort.topic), binding: '', broker: '', fields: this.fields.join(',') }
+    this.emit('ready', this._ready)
   }
 
   private onText(data: string): void {
