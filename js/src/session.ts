@@ -23,7 +23,7 @@ import { parseFrame } from './json.js'
 import { postService } from './post.js'
 import { ServiceMessage } from './service.js'
 import { Cohort, endpoint, explicit, ResolvedCohort, resolveCohort, specQuery } from './spec.js'
-import { feedId, publicKeyAddress, signSOC, SignedSOC, socAddress, toKey } from './soc.js'
+import { feedId, mineOwnerId, PO_MIN, proximity, publicKeyAddress, signSOC, SignedSOC, socAddress, toKey } from './soc.js'
 import { Connect, Socket } from './transport.js'
 import { connect as defaultConnect, sendsHeaders as defaultSendsHeaders } from './ws.js'
 
@@ -496,6 +496,13 @@ export class Session extends Emitter<SessionEvents> {
       id = fixed = c.topic
     } else if (c.binding === undefined || (c.binding === 'anchor' && !c.admin)) {
       id = fixed = this.id!
+    } else if (c.binding === 'owner' && !c.admin) {
+      // Implicit OWNER: each message's SOC address within PO_MIN bits of the topic.
+      const owner = toBytes(this.addr!, 20, 'addr')
+      id = prefix = opts.id === undefined ? mineOwnerId(c.topic, owner) : toBytes(opts.id, 32, 'id')
+      if (proximity(socAddress(id, owner), c.topic) < PO_MIN) {
+        throw new ValidationError(`id: under the implicit owner binding the SOC address must share ${PO_MIN} leading bits with the topic`)
+      }
     } else {
       id = prefix = opts.id === undefined ? randomId() : toBytes(opts.id, 32, 'id')
     }

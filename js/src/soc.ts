@@ -85,3 +85,33 @@ export function publicKeyAddress(pub: Uint8Array): EthAddress {
 }
 
 export { utf8 }
+
+/** SWIP-60's PoMin: under the implicit OWNER and SOC_ID bindings a message's SOC address shares this many leading bits with the topic. */
+export const PO_MIN = 16
+
+/** How many leading bits a and b share. */
+export function proximity(a: Uint8Array, b: Uint8Array): number {
+  for (let i = 0; i < Math.min(a.length, b.length); i++) {
+    const x = a[i] ^ b[i]
+    if (x !== 0) return i * 8 + Math.clz32(x) - 24
+  }
+  return Math.min(a.length, b.length) * 8
+}
+
+/**
+ * A SOC id whose address keccak256(id ‖ owner) shares PO_MIN leading bits
+ * with topic: what every message of the implicit OWNER binding needs
+ * (SWIP-60). About 2^16 hashes: a second or two in JavaScript.
+ */
+export function mineOwnerId(topic: Uint8Array, owner: Uint8Array, maxTries = 1 << 22): Uint8Array {
+  const id = globalThis.crypto.getRandomValues(new Uint8Array(32))
+  const view = new DataView(id.buffer)
+  const buf = new Uint8Array(52)
+  buf.set(owner, 32)
+  for (let n = 0; n < maxTries; n++) {
+    view.setUint32(28, n)
+    buf.set(id, 0)
+    if (proximity(keccak(buf), topic) >= PO_MIN) return id
+  }
+  throw new ValidationError(`no SOC id within ${PO_MIN} bits of the topic in ${maxTries} tries`)
+}
