@@ -25,6 +25,9 @@ export async function startCluster({ nodes = 3, fullNode = true, args = [], time
     ['dev', '--info-file', infoFile, '--api-addr', '127.0.0.1:0', '--nodes', String(nodes), `--full-node=${fullNode}`, '--verbosity', '0', ...args],
     { stdio: ['ignore', 'pipe', 'pipe'] },
   )
+  // The cluster never outlives the tests, however they end.
+  const killer = () => child.kill('SIGKILL')
+  process.on('exit', killer)
   let output = ''
   const exited = new Promise((res) => child.on('exit', (code, signal) => res({ code, signal })))
   const running = new Promise((res) => {
@@ -46,6 +49,7 @@ export async function startCluster({ nodes = 3, fullNode = true, args = [], time
       await exited
       clearTimeout(t)
     }
+    process.off('exit', killer)
     rmSync(dir, { recursive: true, force: true })
   }
   try {
