@@ -63,7 +63,8 @@ export class HttpError extends BpsError {
 
   /** Whether trying again later may succeed: the node or the broker is busy or unreachable. */
   get retryable(): boolean {
-    return this.status === 429 || this.status === 502 || this.status === 503 || this.status === 504
+    // Not 429: the client's own share is used up, until it closes sessions.
+    return this.status === 502 || this.status === 503 || this.status === 504
   }
 
   /** Reads the node's answer: bee's JSON error format, or plain text. */

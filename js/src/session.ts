@@ -25,7 +25,7 @@ import { ServiceMessage } from './service.js'
 import { Cohort, endpoint, explicit, ResolvedCohort, resolveCohort, specQuery } from './spec.js'
 import { feedId, mineOwnerId, PO_MIN, proximity, publicKeyAddress, signSOC, SignedSOC, socAddress, toKey } from './soc.js'
 import { Connect, Socket } from './transport.js'
-import { connect as defaultConnect, sendsHeaders as defaultSendsHeaders } from './ws.js'
+import { connect as defaultConnect, randomBytes, sendsHeaders as defaultSendsHeaders } from './platform.js'
 
 /** Reconnecting with backoff: the delays grow from initialDelay by factor up to maxDelay, with jitter. */
 export interface ReconnectOptions {
@@ -101,7 +101,7 @@ export interface SessionEvents {
   close: (e: CloseEvent) => void
 }
 
-const randomId = (): Uint8Array => globalThis.crypto.getRandomValues(new Uint8Array(32))
+const randomId = (): Uint8Array => randomBytes(32)
 
 /**
  * One session on a cohort at a broker, through a node: a subscriber, or a
@@ -131,6 +131,7 @@ export class Session extends Emitter<SessionEvents> {
   private ended = false
   private nodeReason?: string
   private finalError?: BpsError
+  private lastError?: BpsError
   private decodeFields: Field[]
 
   /** The next feed index this publisher sends. */
@@ -388,6 +389,7 @@ export class Session extends Emitter<SessionEvents> {
 
   private onEnd(err: BpsError): void {
     this.socket = undefined
+    this.lastError = err
     if (this.userClosed) {
       this.finish(this.finalError)
       return
@@ -464,7 +466,8 @@ export class Session extends Emitter<SessionEvents> {
       if (timeoutMs !== undefined) {
         timer = setTimeout(() => {
           done()
-          reject(new TimeoutError(`no ${String(type)} within ${timeoutMs} ms`))
+          const last = this.lastError ? ` (the last disconnection: ${this.lastError.message})` : ''
+          reject(new TimeoutError(`no ${String(type)} within ${timeoutMs} ms${last}`))
         }, timeoutMs)
       }
     })

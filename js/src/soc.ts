@@ -5,6 +5,7 @@
 import { Bee, Bytes, EthAddress, FeedIndex, Identifier, PrivateKey, PublicKey, Signature, Span } from '@ethersphere/bee-js'
 import { BytesLike, concat, toBytes, utf8 } from './bytes.js'
 import { ValidationError } from './errors.js'
+import { randomBytes } from './platform.js'
 
 const chunks = new Bee('http://localhost:1633')
 
@@ -104,7 +105,7 @@ export function proximity(a: Uint8Array, b: Uint8Array): number {
  * (SWIP-60). About 2^16 hashes: a second or two in JavaScript.
  */
 export function mineOwnerId(topic: Uint8Array, owner: Uint8Array, maxTries = 1 << 22): Uint8Array {
-  const id = globalThis.crypto.getRandomValues(new Uint8Array(32))
+  const id = randomBytes(32)
   const view = new DataView(id.buffer)
   const buf = new Uint8Array(52)
   buf.set(owner, 32)

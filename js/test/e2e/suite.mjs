@@ -2,14 +2,15 @@
 // real `bee-bps dev` cluster with this client: the broker (full) and two
 // more nodes, full or light; publishers on one node, receivers on another.
 import assert from 'node:assert/strict'
-import { after, before, describe, test } from 'node:test'
+import { randomBytes } from 'node:crypto'
+import { after, afterEach, before, describe, test } from 'node:test'
 import { PrivateKey } from '@ethersphere/bee-js'
 import { anchorTopic, BpsClient, CloseError, feedId, HttpError, ownerTopic, StateError } from '../../dist/esm/index.js'
 import { startCluster, usableStamp } from './cluster.mjs'
 import { startProxy } from './proxy.mjs'
 
 const T = 20_000 // one wait
-const newKey = () => new PrivateKey(crypto.getRandomValues(new Uint8Array(32)))
+const newKey = () => new PrivateKey(new Uint8Array(randomBytes(32)))
 const addrOf = (k) => k.publicKey().address().toHex()
 const utf8 = (b) => new TextDecoder().decode(b)
 let seq = 0
@@ -60,8 +61,12 @@ export function configurations({ fullNode }) {
       peer = cl.broker.underlays[0]
       ;[A, B] = [cl.nodes[1], cl.nodes[2]]
     })
+    // Each test closes what it opened: one client (127.0.0.1) holds
+    // sessions in at most 8 cohorts at a broker (429 past it).
+    afterEach(async () => {
+      await Promise.all(open.splice(0).map((s) => s.close()))
+    })
     after(async () => {
-      await Promise.all(open.map((s) => s.close()))
       await cl?.stop()
     })
 
@@ -204,7 +209,7 @@ export function configurations({ fullNode }) {
 
     test('implicit anchor binding and the GSOC session: the topic is the SOC address', { timeout: 60_000 }, async () => {
       const frank = newKey()
-      const id = crypto.getRandomValues(new Uint8Array(32))
+      const id = new Uint8Array(randomBytes(32))
       const topic = anchorTopic(id, addrOf(frank))
       const anchor = { topic, binding: 'anchor' }
       const gsoc = { topic }
@@ -226,6 +231,66 @@ export function configurations({ fullNode }) {
       await gpub.ready(T)
       gpub.send('gsoc says')
       assert.equal(utf8((await heard.next(2))[1].payload), 'gsoc says')
+    })
+
+    test('a publisher cut off reconnects with backoff and claims again at its next index', { timeout: 90_000 }, async () => {
+      const alice = newKey()
+      const cohort = { topic: topicName('pub-reconnect'), binding: 'feed', admin: addrOf(alice) }
+      const sub = track(client(B).subscribe(cohort))
+      await sub.ready(T)
+      const heard = collect(sub)
+      const proxy = await startProxy(A.api)
+      try {
+        const pub = track(new BpsClient({ api: proxy.url, peer }).publish(cohort, alice, { reconnect: { initialDelay: 100, maxDelay: 500 } }))
+        await pub.ready(T)
+        for (let i = 0; i < 3; i++) pub.send(`before ${i}`)
+        await heard.next(3)
+        const dropped = pub.waitFor('disconnect', undefined, T)
+        proxy.cut(true)
+        const d = await dropped
+        assert.ok(d.retry)
+        assert.throws(() => pub.send('while away'), StateError)
+        const claimed = pub.waitFor('claim', undefined, T)
+        proxy.resume()
+        assert.equal((await claimed).index, 3n, 'claims at the next index')
+        await pub.ready(T)
+        for (let i = 3; i < 5; i++) pub.send(`after ${i}`)
+        const got = await heard.next(5)
+        assert.deepEqual(got.map((m) => m.index), [0n, 1n, 2n, 3n, 4n])
+      } finally {
+        await proxy.close()
+      }
+    })
+
+    test('gap: what a cut-off subscriber missed of a live-only feed is reported as a gap, never skipped silently', { timeout: 90_000 }, async () => {
+      const alice = newKey()
+      const cohort = { topic: topicName('gap'), binding: 'feed', admin: addrOf(alice) }
+      const pub = track(client(A).publish(cohort, alice))
+      await pub.ready(T)
+      const proxy = await startProxy(B.api)
+      try {
+        const sub = track(new BpsClient({ api: proxy.url, peer }).subscribe(cohort, { reconnect: { initialDelay: 100, maxDelay: 500 } }))
+        await sub.ready(T)
+        const heard = collect(sub)
+        pub.send('live 0')
+        await heard.next(1)
+        const dropped = sub.waitFor('disconnect', undefined, T)
+        proxy.cut(true)
+        await dropped
+        pub.send('live 1')
+        pub.send('live 2')
+        const gap = sub.waitFor('gap', undefined, 30_000)
+        const back = sub.waitFor('ready', undefined, T)
+        proxy.resume()
+        await back
+        pub.send('live 3')
+        const g = await gap
+        assert.deepEqual([g.addr, g.from, g.to], [addrOf(alice), 1n, 2n])
+        const got = await heard.next(2, 30_000)
+        assert.deepEqual(got.map((m) => [m.index, utf8(m.payload)]), [[0n, 'live 0'], [3n, 'live 3']])
+      } finally {
+        await proxy.close()
+      }
     })
 
     // On a light node of the dev cluster bee's upload does not complete (a

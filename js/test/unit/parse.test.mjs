@@ -48,6 +48,7 @@ test('HTTP errors carry the node\'s message, reasons, Retry-After and a hint', (
   assert.deepEqual(e.reasons, [{ field: 'closed', error: 'closed cohort: only publishers attend; give addr' }])
   assert.match(e.message, /closed: closed cohort/)
   assert.equal(e.retryable, false)
+  assert.equal(HttpError.fromBody('open session', 429, '{"message":"client cohort limit"}').retryable, false)
   const busy = HttpError.fromBody('open session', 503, '{"message":"the broker is full"}', '7')
   assert.equal(busy.retryAfter, 7)
   assert.ok(busy.retryable)

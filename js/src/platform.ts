@@ -1,6 +1,8 @@
 // Node: the ws package (Node 20 has no global WebSocket), which sends the
-// session's headers and reads the body of a refused upgrade. Browsers get
-// ws.browser.ts instead (package.json "browser").
+// session's headers and reads the body of a refused upgrade, and Node's
+// crypto for random ids (Node 18 has no global crypto). Browsers get
+// platform.browser.ts instead (package.json "browser").
+import { webcrypto } from 'node:crypto'
 import WebSocket from 'ws'
 import { BpsError, HttpError } from './errors.js'
 import { Connect, Socket } from './transport.js'
@@ -8,8 +10,13 @@ import { Connect, Socket } from './transport.js'
 /** Whether this transport sends the session's swarm-* headers. */
 export const sendsHeaders = true
 
+/** n random bytes. */
+export function randomBytes(n: number): Uint8Array {
+  return webcrypto.getRandomValues(new Uint8Array(n))
+}
+
 export const connect: Connect = (url, headers, h) => {
-  const ws = new WebSocket(url, { headers, maxPayload: 1 << 20 })
+  const ws = new WebSocket(url, { headers, maxPayload: 1 << 20, handshakeTimeout: 45_000 })
   let opened = false
   let ended = false
   const refuse = (err: BpsError) => {

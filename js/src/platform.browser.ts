@@ -7,6 +7,11 @@ import { Connect } from './transport.js'
 /** Whether this transport sends the session's swarm-* headers: a browser's WebSocket cannot. */
 export const sendsHeaders = false
 
+/** n random bytes. */
+export function randomBytes(n: number): Uint8Array {
+  return globalThis.crypto.getRandomValues(new Uint8Array(n))
+}
+
 async function probe(url: string): Promise<BpsError> {
   const http = url.replace(/^ws/, 'http')
   try {
