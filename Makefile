@@ -25,9 +25,23 @@ build:
 # directly, and make reports its exit status (go run would exit 1 on the
 # interrupt however the program ended).
 .PHONY: run
-run:
-	$(GO) build -trimpath -ldflags "$(LDFLAGS) $(DEV_LDFLAGS)" -o bin/bee-bps-dev ./cmd/bee-bps
+run: dev-bin
 	bin/bee-bps-dev dev --info-file bps-dev.json $(RUN_ARGS)
+
+# dev-bin is the binary of make run, with the dev ldflags; the JavaScript
+# client's end-to-end tests start their clusters with it.
+.PHONY: dev-bin
+dev-bin:
+	$(GO) build -trimpath -ldflags "$(LDFLAGS) $(DEV_LDFLAGS)" -o bin/bee-bps-dev ./cmd/bee-bps
+
+# The JavaScript client (js/): installs it as package-lock.json says, builds
+# it, runs its unit tests, then its end-to-end tests against dev clusters of
+# real nodes (full, then light) that the tests start with bin/bee-bps-dev.
+.PHONY: js-test
+js-test: dev-bin
+	cd js && npm ci --no-audit --no-fund && npm run build
+	cd js && node --test test/unit/
+	cd js && BPS_DEV_BIN=$(CURDIR)/bin/bee-bps-dev node --test --test-concurrency=1 test/e2e/
 
 .PHONY: demo
 demo:
