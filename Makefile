@@ -36,12 +36,22 @@ dev-bin:
 
 # The JavaScript client (js/): installs it as package-lock.json says, builds
 # it, runs its unit tests, then its end-to-end tests against dev clusters of
-# real nodes (full, then light) that the tests start with bin/bee-bps-dev.
+# real nodes (full, then light) that the tests start with bin/bee-bps-dev,
+# and the demo room in headless Chromium (/usr/bin/chromium or
+# $$CHROMIUM_PATH; skipped without one).
 .PHONY: js-test
 js-test: dev-bin
 	cd js && npm ci --no-audit --no-fund && npm run build
 	cd js && node --test test/unit/
-	cd js && BPS_DEV_BIN=$(CURDIR)/bin/bee-bps-dev node --test --test-concurrency=1 test/e2e/
+	cd js && BPS_DEV_BIN=$(CURDIR)/bin/bee-bps-dev node --test --test-concurrency=1 test/e2e/ test/browser/
+
+# The demo room in a browser (js/demo): a dev cluster and the page, served on
+# 127.0.0.1:$(DEMO_PORT); the host's page links the readers'.
+DEMO_PORT ?= 8080
+.PHONY: demo-web
+demo-web: dev-bin
+	cd js && npm ci --no-audit --no-fund && npm run build
+	cd js && BPS_DEV_BIN=$(CURDIR)/bin/bee-bps-dev DEMO_PORT=$(DEMO_PORT) node scripts/demo.mjs
 
 .PHONY: demo
 demo:

@@ -6,7 +6,7 @@ import { randomBytes } from 'node:crypto'
 import { after, afterEach, before, describe, test } from 'node:test'
 import { PrivateKey } from '@ethersphere/bee-js'
 import { anchorTopic, BpsClient, CloseError, feedId, HttpError, ownerTopic, StateError } from '../../dist/esm/index.js'
-import { startCluster, usableStamp } from './cluster.mjs'
+import { startCluster, usableStamp } from '../../scripts/cluster.mjs'
 import { startProxy } from './proxy.mjs'
 
 const T = 20_000 // one wait

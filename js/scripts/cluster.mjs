@@ -1,14 +1,14 @@
-// Starts a `bee-bps dev` cluster of real bee nodes on loopback for the
-// end-to-end tests, and stops it. The binary is the one `make run` builds
-// (bin/bee-bps-dev, with the dev ldflags that let pushsync store on
-// loopback), or $BPS_DEV_BIN.
+// Starts a `bee-bps dev` cluster of real bee nodes on loopback, for the
+// end-to-end tests and the demo, and stops it. The binary is the one
+// `make run` builds (bin/bee-bps-dev, with the dev ldflags that let
+// pushsync store on loopback), or $BPS_DEV_BIN.
 import { spawn } from 'node:child_process'
 import { existsSync, mkdtempSync, readFileSync, rmSync } from 'node:fs'
 import { tmpdir } from 'node:os'
 import { dirname, join, resolve } from 'node:path'
 import { fileURLToPath } from 'node:url'
 
-const repo = resolve(dirname(fileURLToPath(import.meta.url)), '../../..')
+const repo = resolve(dirname(fileURLToPath(import.meta.url)), '../..')
 export const devBin = process.env.BPS_DEV_BIN || join(repo, 'bin/bee-bps-dev')
 
 /**
