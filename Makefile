@@ -29,10 +29,12 @@ run: dev-bin
 	bin/bee-bps-dev dev --info-file bps-dev.json $(RUN_ARGS)
 
 # dev-bin is the binary of make run, with the dev ldflags; the JavaScript
-# client's end-to-end tests start their clusters with it.
+# client's end-to-end tests start their clusters with it. Built as the Go
+# end-to-end tests build theirs (no -trimpath, which changes every package's
+# compilation): after make test, only the link is left to do.
 .PHONY: dev-bin
 dev-bin:
-	$(GO) build -trimpath -ldflags "$(LDFLAGS) $(DEV_LDFLAGS)" -o bin/bee-bps-dev ./cmd/bee-bps
+	$(GO) build -ldflags "$(LDFLAGS) $(DEV_LDFLAGS)" -o bin/bee-bps-dev ./cmd/bee-bps
 
 # The JavaScript client (js/): installs it as package-lock.json says, builds
 # it, runs its unit tests, then its end-to-end tests against dev clusters of
