@@ -246,7 +246,7 @@ export class Session extends Emitter<SessionEvents> {
         if (c.binding === 'anchor' && !c.admin) q.set('id', hex(this.id!))
         if (c.binding === 'feed' && explicit(c)) q.set('index', this.nextIndex.toString())
       }
-    } else if (this.cursor !== undefined) {
+    } else if (this.cursor !== undefined && !this.noCursor) {
       q.set('index', this.cursor.toString())
     }
     return endpoint(this.o.api, c.topic, '', q, true)
@@ -277,6 +277,9 @@ export class Session extends Emitter<SessionEvents> {
     this._state = 'ready'
     this.attempt = 0
     if (e) this.decodeFields = parseFields(e.fields)
+    // A publisher stream shared with another session is claimed at that
+    // session's cursor: never send below it.
+    if (e?.index !== undefined && e.index > this.nextIndex) this.nextIndex = e.index
     // The GSOC session gets no ready frame: it is ready once open.
     this._ready = e ?? { role: this.key ? 'publisher' : 'subscriber', topic: hex(this.cohort.topic), binding: '', broker: '', fields: this.fields.join(',') }
     this.emit('ready', this._ready)
@@ -378,6 +381,8 @@ export class Session extends Emitter<SessionEvents> {
     this.emit('message', m)
   }
   private unknownSeen = false
+  /** The node refused the cursor (a node without storage): reconnect without it. */
+  private noCursor = false
 
   /** Ends the session for good with err (a claim refused, an unreadable frame). */
   private fail(err: BpsError): void {
@@ -392,6 +397,23 @@ export class Session extends Emitter<SessionEvents> {
     this.lastError = err
     if (this.userClosed) {
       this.finish(this.finalError)
+      return
+    }
+    if (
+      err instanceof HttpError &&
+      err.status === 400 &&
+      !this.key &&
+      !this.noCursor &&
+      this.cursor !== undefined &&
+      err.reasons.some((r) => r.field === 'index') &&
+      this.reconnect &&
+      this.attempt > 0
+    ) {
+      // A reconnect at the cursor on a node without storage, which cannot
+      // recover: reconnect live only, and say so.
+      this.noCursor = true
+      this.emit('disconnect', { error: err, retry: true, delay: 0, attempt: this.attempt })
+      this.timer = setTimeout(() => this.open(), 0)
       return
     }
     const retryable =

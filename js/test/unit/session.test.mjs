@@ -175,3 +175,23 @@ test('bad arguments are refused before anything is sent', () => {
   assert.throws(() => new Session({ ...base, cohort: { topic, binding: 'feed', admin }, index: 2 ** 53 }), /safe integer/)
   assert.throws(() => new Session({ ...base, cohort: { topic, binding: 'feed', admin }, fields: ['payload', 'index'] }), /payload must come last/)
 })
+
+test('a node that refuses the cursor (no storage): the subscriber reconnects live only', async () => {
+  const d = driver()
+  const s = new Session({ api: 'http://127.0.0.1:1', peer: 'p', cohort: { topic, binding: 'feed', admin }, transport: d.transport, reconnect: { initialDelay: 1, maxDelay: 2 } })
+  const c1 = await d.conn()
+  assert.equal(c1.url.searchParams.get('index'), null)
+  ready(c1)
+  c1.h.binary(update(0n))
+  c1.h.closed(1001, 'the broker ended the stream')
+  const c2 = await d.conn()
+  assert.equal(c2.url.searchParams.get('index'), '1')
+  c2.h.refused(HttpError.fromBody('open session', 400, '{"message":"invalid query params","reasons":[{"field":"index","error":"this node has no storage"}]}'))
+  const c3 = await d.conn()
+  assert.equal(c3.url.searchParams.get('index'), null)
+  ready(c3)
+  assert.equal(s.state, 'ready')
+  const closed = s.close()
+  c3.h.closed(1000, 'bye')
+  await closed
+})
