@@ -18,7 +18,7 @@ export const devBin = process.env.BPS_DEV_BIN || join(repo, 'bin/bee-bps-dev')
  */
 export async function startCluster({ nodes = 3, fullNode = true, args = [], timeoutMs = 90_000 } = {}) {
   if (!existsSync(devBin)) throw new Error(`${devBin} is missing: \`make js-test\` builds it (or set BPS_DEV_BIN)`)
-  const dir = mkdtempSync(join(tmpdir(), 'bps-js-e2e-'))
+  const dir = mkdtempSync(join(tmpdir(), 'bps-js-'))
   const infoFile = join(dir, 'cluster.json')
   const child = spawn(
     devBin,

@@ -11,3 +11,4 @@ const stop = async () => {
 }
 process.on('SIGINT', stop)
 process.on('SIGTERM', stop)
+process.on('SIGHUP', stop)

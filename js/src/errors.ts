@@ -92,6 +92,10 @@ export class HttpError extends BpsError {
 function httpHint(op: string, status: number, reasons: Reason[]): string | undefined {
   const batch = reasons.some((r) => r.field === 'swarm-postage-batch-id')
   switch (status) {
+    case 403:
+      return op === 'post service'
+        ? "sign with the admin's key: the cohort's admin signs its service feed"
+        : "the node does not allow this page's origin: add it to the node's cors-allowed-origins"
     case 402:
       return 'the postage batch is exhausted: buy a new one, or dilute this one'
     case 404:

@@ -351,6 +351,25 @@ export function configurations({ fullNode }) {
       assert.deepEqual(all.map((m) => m.index), [0n, 1n, 2n, 3n, 4n, 5n, 6n, 7n])
     })
 
+    test('history: a receiver of a history cohort gets each feed from index 0, recovered from storage', { timeout: 90_000, todo: lightUploads }, async () => {
+      await usableStamp(A)
+      const alice = newKey()
+      const cohort = { topic: topicName('history'), binding: 'feed', admin: addrOf(alice), history: true }
+      const live = client(A).publish(cohort, alice, { reconnect: false })
+      const refused = await live.ready(T).catch((err) => err)
+      assert.ok(refused instanceof HttpError && refused.status === 400 && refused.reasons.some((r) => r.field === 'swarm-postage-batch-id'), `a live-only publisher: ${refused}`)
+      const pub = track(client(A).publish(cohort, alice, { postageBatch: A.batch }))
+      await pub.ready(T)
+      for (let i = 0; i < 3; i++) pub.send(`history ${i}`)
+      await stored(B, alice, cohort, 2n)
+      const late = track(client(B).subscribe(cohort))
+      await late.ready(T)
+      const heard = collect(late, pub)
+      pub.send('history 3')
+      const got = await heard.next(4, 30_000)
+      assert.deepEqual(got.map((m) => [m.index, m.recovered, utf8(m.payload)]), [0, 1, 2, 3].map((i) => [BigInt(i), i < 3, `history ${i}`]))
+    })
+
     test('typed errors: 409 without an admin session, 1007 for an invalid frame (with the node\'s reason), no reconnect', { timeout: 60_000 }, async () => {
       const alice = newKey()
       const cohort = { topic: topicName('errors'), binding: 'anchor', admin: addrOf(alice) }
