@@ -3,7 +3,7 @@
 // whose session waits — receiving the room — until the host's roster lets
 // it speak. Keys are made here and never leave the page.
 import { PrivateKey } from '@ethersphere/bee-js'
-import { BpsClient } from '../dist/esm/index.js'
+import { BpsClient } from '@ethersphere/bps'
 
 const $ = (id) => document.getElementById(id)
 const params = new URLSearchParams(location.search)

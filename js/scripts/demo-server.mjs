@@ -1,5 +1,5 @@
 // The demo room: bundles demo/app.mjs with the client for browsers
-// (esbuild, the browser platform module), serves it on loopback, and starts
+// (esbuild), serves it on loopback, and starts
 // a dev cluster that lets the page's origin in.
 //
 // The page reaches each node through this server (/node/<i>/…, HTTP and
@@ -16,7 +16,7 @@ import { startCluster } from './cluster.mjs'
 
 const root = join(dirname(fileURLToPath(import.meta.url)), '..')
 
-/** Bundles the demo's script for browsers; the client's Node platform module is swapped for its browser one. */
+/** Bundles the demo's script for browsers, as a dApp's bundler would. */
 export async function bundle() {
   const out = await esbuild.build({
     entryPoints: [join(root, 'demo/app.mjs')],
@@ -26,14 +26,9 @@ export async function bundle() {
     target: 'es2022',
     write: false,
     logLevel: 'warning',
-    plugins: [
-      {
-        name: 'browser-platform',
-        setup(b) {
-          b.onResolve({ filter: /\/platform\.js$/ }, (a) => ({ path: join(a.resolveDir, a.path.replace(/platform\.js$/, 'platform.browser.js')) }))
-        },
-      },
-    ],
+    // The client as a dApp's bundler finds it: by its name, through its
+    // package.json (its "browser" field swaps the Node platform module).
+    alias: { '@ethersphere/bps': root },
   })
   return out.outputFiles[0].contents
 }
