@@ -61,8 +61,14 @@ export const connect: Connect = (url, headers, h) => {
     sendText: (d) => ws.send(d),
     sendBinary: (d) => ws.send(d, { binary: true }),
     close: (code, reason) => {
-      if (ws.readyState === WebSocket.CONNECTING) ws.terminate()
-      else ws.close(code, reason)
+      if (ws.readyState === WebSocket.CONNECTING) {
+        ws.terminate()
+        return
+      }
+      ws.close(code, reason)
+      // A node busy in an upload answers the close frame late: as the node
+      // waits 2 s for a dApp's, the client waits 3 s for the node's.
+      setTimeout(() => ws.terminate(), 3_000).unref()
     },
   }
   return s
