@@ -158,6 +158,27 @@ export function configurations({ fullNode }) {
       assert.match(e.message, /closed cohort/)
     })
 
+    test('jam: a seat that joins before its grant waits, unadmitted, and is admitted by a second claim once granted', { timeout: 60_000 }, async () => {
+      const alice = newKey()
+      const bob = newKey()
+      const cohort = { topic: topicName('jam-reclaim'), binding: 'anchor', admin: addrOf(alice), closed: true }
+      const admin = track(client(A).publish(cohort, alice))
+      await admin.ready(T)
+      // The seat on the admin's node: the node hears the grant the admin posts there.
+      const seat = track(client(A).publish(cohort, bob))
+      const claims = []
+      seat.on('claim', (c) => claims.push(c))
+      const w = await seat.waitFor('waiting', undefined, T)
+      assert.match(w.reason, /admitted/)
+      const ready = seat.waitFor('ready', undefined, T)
+      await admin.grant(addrOf(bob))
+      await ready
+      assert.equal(claims.length, 2, 'claimed at once, and again on the grant')
+      const heard = collect(admin)
+      seat.send('admitted')
+      assert.equal(utf8((await heard.next(1))[0].payload), 'admitted')
+    })
+
     test('group-chat: anyone attached publishes as itself, no claim; authors by recoveredPubKey', { timeout: 60_000 }, async () => {
       const alice = newKey()
       const bob = newKey()
