@@ -43,8 +43,7 @@ dev-bin:
 # $$CHROMIUM_PATH; skipped without one).
 .PHONY: js-test
 js-test: dev-bin
-	cd js && npm ci --no-audit --no-fund && npm run build
-	cd js && node --test test/unit/
+	cd js && npm ci --no-audit --no-fund && npm test
 	cd js && BPS_DEV_BIN=$(CURDIR)/bin/bee-bps-dev node --test --test-concurrency=1 test/e2e/ test/browser/
 
 # The demo room in a browser (js/demo): a dev cluster and the page, served on
