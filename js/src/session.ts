@@ -2,7 +2,7 @@ import { PrivateKey } from '@ethersphere/bee-js'
 import { answerClaim } from './claim.js'
 import { BytesLike, concat, hex, toBytes, toUint64, uint64BE } from './bytes.js'
 import { Emitter } from './emitter.js'
-import { BpsError, ClaimError, CloseCode, CloseError, HandshakeError, HttpError, StateError, TimeoutError, ValidationError } from './errors.js'
+import { BpsError, ClaimError, CloseCode, CloseError, HttpError, StateError, TimeoutError, ValidationError } from './errors.js'
 import {
   ClaimEvent,
   decodeMessage,
@@ -170,7 +170,7 @@ export class Session extends Emitter<SessionEvents> {
     if (c.binding === undefined || (c.binding === 'anchor' && !c.admin)) {
       if (this.key && !this.id) throw new ValidationError('id: required to publish on the GSOC session or binding anchor without admin (the topic is keccak256(id ‖ addr))')
     }
-    if (c.admin) for (const a of [hex(c.admin)]) this.candidates.add(a)
+    if (c.admin) this.candidates.add(hex(c.admin))
 
     const rc = o.reconnect ?? true
     if (rc) {
@@ -463,8 +463,9 @@ export class Session extends Emitter<SessionEvents> {
     timeoutMs?: number,
   ): Promise<Parameters<SessionEvents[K]>[0]> {
     return new Promise((resolve, reject) => {
-      if (this._state === 'closed' && type !== 'close') {
-        reject(this.finalError ?? new StateError('session closed'))
+      if (this._state === 'closed') {
+        if (type === 'close') resolve({ error: this.finalError } as Parameters<SessionEvents[K]>[0])
+        else reject(this.finalError ?? new StateError('session closed'))
         return
       }
       let timer: ReturnType<typeof setTimeout> | undefined
@@ -593,4 +594,3 @@ export class Session extends Emitter<SessionEvents> {
   }
 }
 
-export { HandshakeError }

@@ -101,6 +101,8 @@ test('end of stream ends the session: no reconnect', async () => {
   const e = await closed
   assert.ok(e.error.endOfStream)
   assert.equal(s.state, 'closed')
+  assert.equal((await s.waitFor('close')).error, e.error, 'waiting for the close of a closed session')
+  await assert.rejects(s.ready(), (err) => err === e.error)
 })
 
 test('a refused session: HTTP reasons reach the caller; 503 is retried after Retry-After, 400 is not', async () => {
