@@ -32,7 +32,7 @@ function varint(n: bigint): number[] {
 /**
  * The protobuf ServiceMessage (pkg/bps/pb: kind = 1, index = 2, publishers =
  * 3), encoded as proto3 does (zero values omitted). Three fields: a protobuf
- * library would be the larger dependency.
+ * package would be the larger dependency.
  */
 export function encodeServiceMessage(m: ServiceMessage): Uint8Array {
   const kind = m.kind === 'ROSTER' ? 1n : m.kind === 'END_OF_STREAM' ? 2n : undefined
