@@ -25,9 +25,34 @@ build:
 # directly, and make reports its exit status (go run would exit 1 on the
 # interrupt however the program ended).
 .PHONY: run
-run:
-	$(GO) build -trimpath -ldflags "$(LDFLAGS) $(DEV_LDFLAGS)" -o bin/bee-bps-dev ./cmd/bee-bps
+run: dev-bin
 	bin/bee-bps-dev dev --info-file bps-dev.json $(RUN_ARGS)
+
+# dev-bin is the binary of make run, with the dev ldflags; the JavaScript
+# client's end-to-end tests start their clusters with it. Built as the Go
+# end-to-end tests build theirs (no -trimpath, which changes every package's
+# compilation): after make test, only the link is left to do.
+.PHONY: dev-bin
+dev-bin:
+	$(GO) build -ldflags "$(LDFLAGS) $(DEV_LDFLAGS)" -o bin/bee-bps-dev ./cmd/bee-bps
+
+# The JavaScript client (js/): installs it as package-lock.json says, builds
+# it, runs its unit tests, then its end-to-end tests against dev clusters of
+# real nodes (full, then light) that the tests start with bin/bee-bps-dev,
+# and the demo room in headless Chromium (/usr/bin/chromium or
+# $$CHROMIUM_PATH; skipped without one).
+.PHONY: js-test
+js-test: dev-bin
+	cd js && npm ci --no-audit --no-fund && npm test
+	cd js && BPS_DEV_BIN=$(CURDIR)/bin/bee-bps-dev node --test --test-concurrency=1 test/e2e/ test/browser/
+
+# The demo room in a browser (js/demo): a dev cluster and the page, served on
+# 127.0.0.1:$(DEMO_PORT); the host's page links the readers'.
+DEMO_PORT ?= 8080
+.PHONY: demo-web
+demo-web: dev-bin
+	cd js && npm ci --no-audit --no-fund && npm run build
+	cd js && BPS_DEV_BIN=$(CURDIR)/bin/bee-bps-dev DEMO_PORT=$(DEMO_PORT) node scripts/demo.mjs
 
 .PHONY: demo
 demo:

@@ -1,0 +1,34 @@
+// @ethersphere/bps: a client of a BPS node's WebSocket API (/pubsub), for
+// Node and browsers. Keys, signing, SOCs and BMT are bee-js's.
+export { BpsClient } from './client.js'
+export type { ClientOptions } from './client.js'
+export { Session } from './session.js'
+export type { CloseEvent, DisconnectEvent, ReconnectOptions, SessionEvents, SessionOptions, SessionState } from './session.js'
+export type { Binding, Cohort } from './spec.js'
+export { topicBytes } from './topic.js'
+export type { ClaimEvent, EquivocationEvent, Field, Message, RangeEvent, ReadyEvent, ServiceEvent, WaitingEvent } from './frames.js'
+export { BpsError, ClaimError, CloseCode, CloseError, HandshakeError, HttpError, StateError, TimeoutError, ValidationError } from './errors.js'
+export type { Reason } from './errors.js'
+export { postService } from './post.js'
+export type { PostServiceOptions } from './post.js'
+export { encodeServiceMessage, serviceBody, serviceId } from './service.js'
+export type { ServiceMessage } from './service.js'
+export { answerClaim, claimDigest, claimPreimage } from './claim.js'
+export { addressOf, feedId, mineOwnerId, PO_MIN, proximity, signSOC, socAddress } from './soc.js'
+export type { SignedSOC } from './soc.js'
+export { parseFrame } from './json.js'
+export { decodeMessage } from './frames.js'
+
+import { Bytes } from '@ethersphere/bee-js'
+import { BytesLike, toBytes } from './bytes.js'
+import { socAddress } from './soc.js'
+
+/** The topic of binding 'anchor' without admin, and of the GSOC session: the SOC address keccak256(id ‖ owner). */
+export function anchorTopic(id: BytesLike, owner: BytesLike): Uint8Array {
+  return socAddress(id, owner)
+}
+
+/** The topic of binding 'owner' without admin (a live MIC): keccak256(owner). */
+export function ownerTopic(owner: BytesLike): Uint8Array {
+  return Bytes.keccak256(toBytes(owner, 20, 'owner')).toUint8Array()
+}

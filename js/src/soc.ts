@@ -1,0 +1,118 @@
+// Keys, signing, SOC and BMT, all bee-js's: this file only frames what
+// bee-js makes. bee-js exports its chunk functions as methods of Bee (its
+// package exports no deeper module), so one Bee serves as their holder; it
+// makes no request.
+import { Bee, Bytes, EthAddress, FeedIndex, Identifier, PrivateKey, PublicKey, Signature, Span } from '@ethersphere/bee-js'
+import { BytesLike, concat, toBytes, utf8 } from './bytes.js'
+import { ValidationError } from './errors.js'
+import { randomBytes } from './platform.js'
+
+const chunks = new Bee('http://localhost:1633')
+
+/** A key as bee-js's PrivateKey (32 bytes, or hex). */
+export function toKey(key: PrivateKey | BytesLike): PrivateKey {
+  if (key instanceof PrivateKey) return key
+  return new PrivateKey(toBytes(key, 32, 'key'))
+}
+
+/** The Ethereum address of key. */
+export function addressOf(key: PrivateKey | BytesLike): EthAddress {
+  return toKey(key).publicKey().address()
+}
+
+/** A signed single-owner chunk, as this client frames it. */
+export interface SignedSOC {
+  /** The SOC's address: keccak256(id ‖ owner). */
+  address: Uint8Array
+  identifier: Uint8Array
+  signature: Uint8Array
+  /** The wrapped chunk's span, 8 bytes little-endian. */
+  span: Uint8Array
+  payload: Uint8Array
+  /** The wrapped content-addressed chunk's address (bee's BMT). */
+  wrappedAddress: Uint8Array
+}
+
+/** Wraps payload in a content-addressed chunk and signs it as the SOC (id, key), with bee-js. */
+export function signSOC(key: PrivateKey, id: Uint8Array, payload: Uint8Array): SignedSOC {
+  if (payload.length < 1 || payload.length > 4096) {
+    throw new ValidationError(`payload of ${payload.length} bytes: a chunk holds 1 to 4096`)
+  }
+  const cac = chunks.makeContentAddressedChunk(payload)
+  const soc = cac.toSingleOwnerChunk(new Identifier(id), key)
+  return {
+    address: soc.address.toUint8Array(),
+    identifier: soc.identifier.toUint8Array(),
+    signature: soc.signature.toUint8Array(),
+    span: soc.span.toUint8Array(),
+    payload: soc.payload.toUint8Array(),
+    wrappedAddress: cac.address.toUint8Array(),
+  }
+}
+
+/** The SOC address keccak256(id ‖ owner), with bee-js. */
+export function socAddress(id: BytesLike, owner: BytesLike): Uint8Array {
+  return chunks
+    .calculateSingleOwnerChunkAddress(new Identifier(toBytes(id, 32, 'id')), new EthAddress(toBytes(owner, 20, 'owner')))
+    .toUint8Array()
+}
+
+/** The address of the content-addressed chunk span ‖ payload (bee's BMT), with bee-js. */
+export function chunkAddress(span: Uint8Array, payload: Uint8Array): Uint8Array {
+  return chunks.makeContentAddressedChunk(payload, new Span(span)).address.toUint8Array()
+}
+
+/** keccak256 of the parts, concatenated. */
+export function keccak(...parts: Uint8Array[]): Uint8Array {
+  return Bytes.keccak256(concat(...parts)).toUint8Array()
+}
+
+/** bee's feed id of update index of a feed on topic: keccak256(topic ‖ uint64BE(index)). */
+export function feedId(topic: Uint8Array, index: bigint): Uint8Array {
+  return keccak(topic, FeedIndex.fromBigInt(index).toUint8Array())
+}
+
+/**
+ * The owner of a SOC, recovered from its signature over keccak256(id ‖
+ * wrappedAddress), with bee-js.
+ */
+export function recoverOwner(identifier: Uint8Array, signature: Uint8Array, wrappedAddress: Uint8Array): EthAddress {
+  return new Signature(signature).recoverPublicKey(concat(identifier, wrappedAddress)).address()
+}
+
+/** The address of a compressed (33-byte) or uncompressed public key. */
+export function publicKeyAddress(pub: Uint8Array): EthAddress {
+  return new PublicKey(pub).address()
+}
+
+export { utf8 }
+
+/** SWIP-60's PoMin: under the implicit OWNER and SOC_ID bindings a message's SOC address shares this many leading bits with the topic. */
+export const PO_MIN = 16
+
+/** How many leading bits a and b share. */
+export function proximity(a: Uint8Array, b: Uint8Array): number {
+  for (let i = 0; i < Math.min(a.length, b.length); i++) {
+    const x = a[i] ^ b[i]
+    if (x !== 0) return i * 8 + Math.clz32(x) - 24
+  }
+  return Math.min(a.length, b.length) * 8
+}
+
+/**
+ * A SOC id whose address keccak256(id ‖ owner) shares PO_MIN leading bits
+ * with topic: what every message of the implicit OWNER binding needs
+ * (SWIP-60). About 2^16 hashes: a second or two in JavaScript.
+ */
+export function mineOwnerId(topic: Uint8Array, owner: Uint8Array, maxTries = 1 << 22): Uint8Array {
+  const id = randomBytes(32)
+  const view = new DataView(id.buffer)
+  const buf = new Uint8Array(52)
+  buf.set(owner, 32)
+  for (let n = 0; n < maxTries; n++) {
+    view.setUint32(28, n)
+    buf.set(id, 0)
+    if (proximity(keccak(buf), topic) >= PO_MIN) return id
+  }
+  throw new ValidationError(`no SOC id within ${PO_MIN} bits of the topic in ${maxTries} tries`)
+}

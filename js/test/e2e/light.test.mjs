@@ -1,0 +1,3 @@
+import { configurations } from './suite.mjs'
+
+configurations({ fullNode: false })

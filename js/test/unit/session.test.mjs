@@ -1,0 +1,199 @@
+// The session's protocol logic against a fake transport: what it sends,
+// how it reads the node's frames, and reconnecting with a cursor.
+import assert from 'node:assert/strict'
+import { test } from 'node:test'
+import { PrivateKey } from '@ethersphere/bee-js'
+import { anchorTopic, CloseError, feedId, HttpError, Session, socAddress, StateError, ValidationError } from '../../dist/esm/index.js'
+
+const hex = (b) => Buffer.from(b).toString('hex')
+const key = new PrivateKey('4f3edf983ac636a65a842ce7c78d9aa706d3b113bce9c46f30d7d21715b23b1d')
+const admin = key.publicKey().address().toHex()
+const topic = 'ab'.repeat(32)
+
+/** A transport whose connections the test drives: conn() is the next one opened. */
+function driver(sendsHeaders = true) {
+  const conns = []
+  let i = 0
+  return {
+    transport: {
+      sendsHeaders,
+      connect(url, headers, h) {
+        const c = { url: new URL(url), headers, h, sent: [] }
+        c.socket = { sendText: (d) => c.sent.push(d), sendBinary: (d) => c.sent.push(new Uint8Array(d)), close: (code, reason) => (c.closed = [code, reason]) }
+        conns.push(c)
+        return c.socket
+      },
+    },
+    conn: async () => {
+      for (let n = 0; conns.length <= i; n++) {
+        if (n > 5000) throw new Error('no connection opened')
+        await new Promise((r) => setTimeout(r, 1))
+      }
+      return conns[i++]
+    },
+  }
+}
+
+const text = (c, f) => c.h.text(JSON.stringify(f))
+const ready = (c, extra = {}) => text(c, { type: 'ready', role: 'subscriber', topic, binding: 'feed', broker: 'cd'.repeat(32), fields: c.headers['swarm-soc-fields'] ?? 'payload', ...extra })
+
+function update(index, payload = 'x') {
+  // address ‖ index ‖ payload, as a feed session asks for them
+  const addr = socAddress(feedId(Buffer.from(topic, 'hex'), index), admin)
+  const b = new Uint8Array(32 + 8 + payload.length)
+  b.set(addr, 0)
+  new DataView(b.buffer).setBigUint64(32, index)
+  b.set(Buffer.from(payload), 40)
+  return b
+}
+
+test('a feed subscriber resumes at its cursor after a lost connection, without copies', async () => {
+  const d = driver()
+  const s = new Session({ api: 'http://127.0.0.1:1', peer: 'cd'.repeat(32), cohort: { topic, binding: 'feed', admin }, resume: 5, transport: d.transport, reconnect: { initialDelay: 1, maxDelay: 5 } })
+  const got = []
+  s.on('message', (m) => got.push([m.index, m.owner, m.recovered]))
+  const c1 = await d.conn()
+  assert.equal(c1.url.searchParams.get('index'), '5')
+  assert.equal(c1.url.searchParams.get('admin'), admin)
+  assert.equal(c1.headers['swarm-soc-fields'], 'address,index,payload', 'a feed session asks for address and index')
+  ready(c1)
+  text(c1, { type: 'recovered', addr: admin, from: 5, to: 6 })
+  c1.h.binary(update(5n))
+  c1.h.binary(update(6n))
+  c1.h.binary(update(7n))
+  assert.equal(s.cursor, 8n)
+  const disc = s.waitFor('disconnect')
+  text(c1, { type: 'error', reason: 'the stream to the broker was reset: gone' })
+  c1.h.closed(1011, 'stream reset')
+  const e = await disc
+  assert.ok(e.retry)
+  assert.ok(e.error instanceof CloseError)
+  assert.equal(e.error.code, 1011)
+  assert.equal(e.error.nodeReason, 'the stream to the broker was reset: gone')
+  const c2 = await d.conn()
+  assert.equal(c2.url.searchParams.get('index'), '8', 'resumes past what it has')
+  ready(c2)
+  c2.h.binary(update(7n)) // a copy: dropped
+  c2.h.binary(update(8n))
+  assert.deepEqual(got, [
+    [5n, admin, true],
+    [6n, admin, true],
+    [7n, admin, false],
+    [8n, admin, false],
+  ])
+  const closed = s.close()
+  c2.h.closed(1000, 'bye')
+  await closed
+  assert.equal(s.state, 'closed')
+})
+
+test('end of stream ends the session: no reconnect', async () => {
+  const d = driver()
+  const s = new Session({ api: 'http://127.0.0.1:1', peer: 'p', cohort: { topic, binding: 'feed', admin }, transport: d.transport, reconnect: { initialDelay: 1 } })
+  const c = await d.conn()
+  ready(c)
+  const svc = s.waitFor('service')
+  text(c, { type: 'service', kind: 'END_OF_STREAM', index: '2', publishers: [], gap: false })
+  assert.equal((await svc).index, 2n)
+  const closed = s.waitFor('close')
+  text(c, { type: 'error', reason: 'end of stream: the admin ended the cohort' })
+  c.h.closed(1000, 'end of stream: the admin ended the cohort')
+  const e = await closed
+  assert.ok(e.error.endOfStream)
+  assert.equal(s.state, 'closed')
+  assert.equal((await s.waitFor('close')).error, e.error, 'waiting for the close of a closed session')
+  await assert.rejects(s.ready(), (err) => err === e.error)
+})
+
+test('a refused session: HTTP reasons reach the caller; 503 is retried after Retry-After, 400 is not', async () => {
+  const d = driver()
+  const s = new Session({ api: 'http://127.0.0.1:1', peer: 'p', cohort: { topic, binding: 'anchor', admin }, transport: d.transport, reconnect: { initialDelay: 1 } })
+  const c1 = await d.conn()
+  const disc = s.waitFor('disconnect')
+  c1.h.refused(HttpError.fromBody('open session', 503, '{"message":"the broker is full"}', '1'))
+  const e = await disc
+  assert.ok(e.retry)
+  assert.ok(e.delay >= 1000, `waits the Retry-After: ${e.delay}`)
+  await s.close()
+  const s2 = new Session({ api: 'http://127.0.0.1:1', peer: 'p', cohort: { topic, binding: 'anchor', admin }, transport: d.transport })
+  const c2 = await d.conn()
+  const ready2 = s2.ready()
+  c2.h.refused(HttpError.fromBody('open session', 400, '{"message":"invalid query params","reasons":[{"field":"peer","error":"is this node"}]}'))
+  await assert.rejects(ready2, (err) => err instanceof HttpError && err.status === 400 && err.reasons[0].field === 'peer')
+})
+
+test('a publisher answers claim-requests, sends only when ready, frames per binding', async () => {
+  const d = driver()
+  const s = new Session({ api: 'http://127.0.0.1:1', peer: 'p', cohort: { topic, binding: 'feed', admin }, key, index: 3, transport: d.transport })
+  const c = await d.conn()
+  assert.equal(c.url.searchParams.get('addr'), admin)
+  assert.equal(c.url.searchParams.get('index'), '3')
+  assert.throws(() => s.send('early'), StateError)
+  text(c, { type: 'claim-request', topic, addr: admin, broker: 'cd'.repeat(32), challenge: 'ee'.repeat(32), index: '3' })
+  assert.equal(JSON.parse(c.sent[0]).type, 'claim')
+  assert.equal(JSON.parse(c.sent[0]).signature.length, 130)
+  ready(c, { role: 'publisher', addr: admin, index: 3 })
+  const soc = s.send('hi')
+  assert.equal(soc.index, 3n)
+  const frame = c.sent[1]
+  assert.equal(frame.length, 8 + 65 + 8 + 2)
+  assert.equal(new DataView(frame.buffer).getBigUint64(0), 3n)
+  assert.equal(s.send('again').index, 4n)
+
+  // A GSOC publisher: no text frames, ready when open, signature ‖ span ‖ payload under its id.
+  const id = 'ee'.repeat(32)
+  const g = new Session({ api: 'http://127.0.0.1:1', peer: 'p', cohort: { topic: anchorTopic(id, admin) }, key, id, transport: d.transport })
+  const gc = await d.conn()
+  assert.equal(gc.url.searchParams.get('gsoc-topic'), id)
+  assert.equal(gc.url.searchParams.get('binding'), null)
+  gc.h.open()
+  await g.ready()
+  g.send('gsoc')
+  assert.equal(gc.sent[0].length, 65 + 8 + 4)
+  assert.throws(() => g.send('x', { id: 'ff'.repeat(32) }), /fixes the id/)
+
+  // Explicit anchor: each frame carries its id.
+  const a = new Session({ api: 'http://127.0.0.1:1', peer: 'p', cohort: { topic, binding: 'anchor', admin }, key, transport: d.transport })
+  const ac = await d.conn()
+  ready(ac, { role: 'publisher', binding: 'anchor' })
+  a.send('x', { id: '01'.repeat(32) })
+  assert.equal(hex(ac.sent[0].subarray(0, 32)), '01'.repeat(32))
+})
+
+test('a browser cannot send headers: asking for persistence there says so', () => {
+  const d = driver(false)
+  assert.throws(
+    () => new Session({ api: 'http://127.0.0.1:1', peer: 'p', cohort: { topic, binding: 'feed', admin }, key, postageBatch: 'aa'.repeat(32), transport: d.transport }),
+    (e) => e instanceof ValidationError && /swarm-postage-batch-id: a browser's WebSocket cannot send headers/.test(e.message),
+  )
+})
+
+test('bad arguments are refused before anything is sent', () => {
+  const d = driver()
+  const base = { api: 'http://127.0.0.1:1', peer: 'p', transport: d.transport }
+  assert.throws(() => new Session({ ...base, cohort: { topic, binding: 'mnemonic', publishers: 'all' } }), /group chat/)
+  assert.throws(() => new Session({ ...base, cohort: { topic, binding: 'anchor', closed: true } }), /closed needs an admin/)
+  assert.throws(() => new Session({ ...base, cohort: { topic, binding: 'anchor' }, key }), /id: required/)
+  assert.throws(() => new Session({ ...base, cohort: { topic, binding: 'feed', admin }, index: 2 ** 53 }), /safe integer/)
+  assert.throws(() => new Session({ ...base, cohort: { topic, binding: 'feed', admin }, fields: ['payload', 'index'] }), /payload must come last/)
+})
+
+test('a node that refuses the cursor (no storage): the subscriber reconnects live only', async () => {
+  const d = driver()
+  const s = new Session({ api: 'http://127.0.0.1:1', peer: 'p', cohort: { topic, binding: 'feed', admin }, transport: d.transport, reconnect: { initialDelay: 1, maxDelay: 2 } })
+  const c1 = await d.conn()
+  assert.equal(c1.url.searchParams.get('index'), null)
+  ready(c1)
+  c1.h.binary(update(0n))
+  c1.h.closed(1001, 'the broker ended the stream')
+  const c2 = await d.conn()
+  assert.equal(c2.url.searchParams.get('index'), '1')
+  c2.h.refused(HttpError.fromBody('open session', 400, '{"message":"invalid query params","reasons":[{"field":"index","error":"this node has no storage"}]}'))
+  const c3 = await d.conn()
+  assert.equal(c3.url.searchParams.get('index'), null)
+  ready(c3)
+  assert.equal(s.state, 'ready')
+  const closed = s.close()
+  c3.h.closed(1000, 'bye')
+  await closed
+})
