@@ -523,3 +523,35 @@ func TestBrokerEndsStreams(t *testing.T) {
 		t.Fatalf("B's topics after the reset: %v", got)
 	}
 }
+
+// TestSessionRidingRefused: a second session on the same node naming the
+// address of a publisher stream another session claimed does not ride
+// that claim: the node asks it for a claim over the stream's challenge and
+// shares the stream only if it signs with the key of the address. One that
+// cannot is ended with a reason (close 1008) and never publishes; one that
+// can shares the stream.
+func TestSessionRidingRefused(t *testing.T) {
+	t.Parallel()
+	c := newCluster(t, 1, api.Options{})
+	a := c.clients[0]
+	admin := newKey(t)
+	q := feedQuery(c.broker.addr, admin)
+	q.Set("addr", hex.EncodeToString(admin.addr))
+	owner := dial(t, a, "ride", q, nil)
+	claim(t, owner, admin.signer, c.broker.Overlay(), 0)
+	owner.control("ready")
+
+	rider := dial(t, a, "ride", q, nil)
+	claim(t, rider, newKey(t).signer, c.broker.Overlay(), 0)
+	if e := rider.control("error"); !strings.Contains(e["reason"].(string), "not by addr") {
+		t.Fatalf("error %v", e)
+	}
+	rider.expectClose(websocket.ClosePolicyViolation, "claim")
+
+	second := dial(t, a, "ride", q, nil)
+	claim(t, second, admin.signer, c.broker.Overlay(), 0)
+	second.control("ready")
+	if ci := cohortOf(t, c.broker, keccak([]byte("ride"))); ci.Publishers != 1 {
+		t.Fatalf("%d publisher streams at the broker, want the one both sessions share", ci.Publishers)
+	}
+}

@@ -667,7 +667,11 @@ func (ss *wsSession) attachOpened(e *session.PubStream) *session.PubStream {
 	case <-ss.quit:
 		return e
 	}
-	if err := e.Err(); err != nil {
+	err := e.Err()
+	if err == nil {
+		err = e.Prove(ss.s.ctx, ss)
+	}
+	if err != nil {
 		e.Release()
 		if errors.Is(err, errClaim) {
 			ss.s.metrics.ClaimsFailed.Inc()
@@ -696,6 +700,13 @@ func (ss *wsSession) evaluate(e *session.PubStream) *session.PubStream {
 		ctx, cancel := context.WithTimeout(s.ctx, s.opts.JoinTimeout+2*s.opts.ClaimTimeout)
 		var err error
 		e, err = s.mux.Publish(ctx, rm, p.streamOptions(), ss)
+		if err == nil {
+			// A stream another session opened is shared only with a
+			// session that proves the key of its address.
+			if err = e.Prove(ctx, ss); err != nil {
+				e.Release()
+			}
+		}
 		cancel()
 		if err != nil {
 			if errors.Is(err, errClaim) {

@@ -262,11 +262,15 @@ func TestPersistSubscriberResumes(t *testing.T) {
 func TestPersistRecoveryBurst(t *testing.T) {
 	t.Parallel()
 	st := newFakeStorage()
-	c := newCluster(t, 2, api.Options{Storage: st, SessionQueue: 2})
-	a, b := c.clients[0], c.clients[1]
+	c := newCluster(t, 3, api.Options{Storage: st, SessionQueue: 2})
+	a, b, w := c.clients[0], c.clients[1], c.clients[2]
 	alice := newKey(t)
 	topic := keccak([]byte("burst"))
 	q := spec(c.broker.addr, "feed", &alice)
+	// A watcher on a node of its own: once it has an update, the broker
+	// accepted it, so the late subscriber below joins after all n.
+	watch := dial(t, w, "burst", q, nil)
+	watch.control("ready")
 	pub := dial(t, a, "burst", as(q, alice), http.Header{"Swarm-Postage-Batch-Id": {hex.EncodeToString(goodBatch)}})
 	claim(t, pub, alice.signer, c.broker.Overlay(), 0)
 	pub.control("ready")
@@ -275,6 +279,7 @@ func TestPersistRecoveryBurst(t *testing.T) {
 		pub.send(websocket.BinaryMessage, feedFrame(t, alice, topic, i, fmt.Sprint("update ", i)))
 		want, _ := soc.CreateAddress(bps.FeedID(topic, i), alice.addr)
 		st.awaitUpload(t, want)
+		watch.payload(fmt.Sprint("update ", i))
 	}
 	rq := spec(c.broker.addr, "feed", &alice)
 	rq.Set("index", "0")

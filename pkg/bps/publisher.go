@@ -107,6 +107,11 @@ func (p *Publisher) read(fr *frameReader) error {
 	return ErrEndOfStream
 }
 
+// Challenge is the challenge this stream's Ack issued (nil where the
+// cohort takes no claim): a second local session that would share the
+// stream proves its key by signing a claim over it.
+func (p *Publisher) Challenge() []byte { return p.challenge }
+
 // Reclaim sends the claim again on this stream: under SWIP-60 a claim by an
 // address the roster does not yet name leaves the stream a spectator, and
 // the grantee claims again once it sees itself in a roster.

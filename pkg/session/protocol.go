@@ -38,6 +38,7 @@ type Publisher interface {
 	Err() error
 	Send(ctx context.Context, msg *pb.Message) error
 	Reclaim(ctx context.Context) error
+	Challenge() []byte
 	Close() error
 }
 

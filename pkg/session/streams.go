@@ -222,6 +222,7 @@ type PubStream struct {
 	claimed uint64      // run goroutine: the service index the last reclaim answered
 
 	opener atomic.Pointer[sessionRef] // signs the first claim
+	proven map[Session]struct{}       // sessions that signed a claim on this stream; under sessionSet's mu
 
 	sent atomic.Uint64
 }
@@ -334,7 +335,43 @@ func (e *PubStream) sign(ctx context.Context, challenge []byte, broker swarm.Add
 	if s == nil {
 		return nil, errors.New("no session left to sign the claim")
 	}
-	return s.SignClaim(ctx, challenge, broker, index)
+	sig, err := s.SignClaim(ctx, challenge, broker, index)
+	if err == nil {
+		e.markProven(s)
+	}
+	return sig, err
+}
+
+func (e *PubStream) markProven(s Session) {
+	e.mu.Lock()
+	defer e.mu.Unlock()
+	if e.proven == nil {
+		e.proven = make(map[Session]struct{})
+	}
+	e.proven[s] = struct{}{}
+}
+
+// Prove has s, a session that would share this publisher stream, prove
+// the key of the stream's address before it may: it signs a claim over
+// the stream's own challenge, which the session checks and the node keeps
+// (it is never sent: the broker took the stream's claim already). One
+// session cannot ride another's claim. A stream whose cohort takes no
+// claim, or a session that signed one on it, needs no proof.
+func (e *PubStream) Prove(ctx context.Context, s Session) error {
+	if !e.claims {
+		return nil
+	}
+	e.mu.Lock()
+	_, ok := e.proven[s]
+	e.mu.Unlock()
+	if ok {
+		return nil
+	}
+	if _, err := s.SignClaim(ctx, e.p.Challenge(), e.room.broker, e.index); err != nil {
+		return err
+	}
+	e.markProven(s)
+	return nil
 }
 
 func (e *PubStream) signer() Session {

@@ -188,6 +188,12 @@ func (s *Stream) Send(_ context.Context, msg *pb.Message) error {
 	return nil
 }
 
+// Challenge is the stream's challenge: a fixed one.
+func (s *Stream) Challenge() []byte { return mockChallenge[:] }
+
+// mockChallenge is every mock stream's challenge.
+var mockChallenge = [32]byte{'m', 'o', 'c', 'k'}
+
 // Reclaim claims again: counted.
 func (s *Stream) Reclaim(context.Context) error {
 	s.mu.Lock()
