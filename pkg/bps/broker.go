@@ -180,8 +180,11 @@ const endDrainLimit = 4 * MaxFrameSize
 // found — bare FULL if none, or if this node has no subtree in the cohort.
 func (s *Service) refer(ctx context.Context, peer p2p.Peer, stream p2p.Stream, sp *Spec, join *pb.Join) error {
 	var cands []*pb.Candidate
-	if c := s.reg.live(sp); c != nil {
+	if c := s.reg.live(sp); c != nil && (!join.Refer || s.reg.mayRefer(peer.Address, sp)) {
 		cands = s.probe(c, c.nodeDepth()+1, peer.Address, s.opts.ProbeWait)
+		if join.Refer {
+			s.reg.referred(peer.Address, sp)
+		}
 	}
 	if len(cands) == 0 {
 		return s.refuse(ctx, peer, stream, pb.Status_FULL, join)

@@ -96,6 +96,7 @@ type member struct {
 	claimTimer *time.Timer // the deadline of an extra seat or a silent stream
 	// reader goroutine only
 	invalid int // invalid publications so far
+	late    int // late answers to probes, under c.mu
 	pending int // verified claims not taken: not (yet) rostered, or redundant
 }
 

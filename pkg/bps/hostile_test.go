@@ -298,3 +298,49 @@ func TestHostilePeerStreamsBounded(t *testing.T) {
 		}
 	}
 }
+
+// TestHostileReferFromStranger: asking where else to attach (a refer-Join)
+// is a child's question to its parent; a peer that holds no stream in the
+// cohort here gets a bare FULL and makes the node probe nothing.
+func TestHostileReferFromStranger(t *testing.T) {
+	t.Parallel()
+	net := newNetwork(t)
+	sp := feedSpec(t, "refer from a stranger", newKey(t))
+	broker := newNode(t, net, bps.Options{MaxStreamsPerCohort: 1, ProbeWait: 200 * time.Millisecond})
+	kid, stranger := newNode(t, net, bps.Options{}), newNode(t, net, bps.Options{})
+	for _, n := range []*tnode{kid, stranger} {
+		if err := net.Connect(n.Node, broker.Node); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if a := openRaw(t, kid, broker).join(&pb.Join{Cohort: sp.PB(), Multihop: true}); a.Status != pb.Status_OK {
+		t.Fatal(a.Status)
+	}
+	ack := openRaw(t, stranger, broker).join(&pb.Join{Cohort: sp.PB(), Multihop: true, Refer: true})
+	if ack.Status != pb.Status_FULL || len(ack.Candidates) != 0 {
+		t.Fatalf("a stranger's refer: %v, want a bare FULL", ack)
+	}
+	if n := broker.rec.count(kind(bps.EventProbe)); n != 0 {
+		t.Fatalf("a stranger's refer made the node probe %d times", n)
+	}
+}
+
+// TestHostileLateCandidatesFlood: a late answer to a probe is dropped
+// without penalty — the child may simply be slow — but a child answers a
+// probe once, so a stream of late answers is a flood: reset, blocklisted.
+func TestHostileLateCandidatesFlood(t *testing.T) {
+	t.Parallel()
+	var nonce uint64
+	broker, child, _ := probedChild(t, func(pr *pb.Probe) []*pb.Candidate {
+		nonce = pr.Nonce
+		return nil
+	})
+	late := &pb.Frame{Kind: &pb.Frame_Candidates{Candidates: &pb.Candidates{Nonce: nonce}}}
+	for range 40 {
+		if _, err := child.s.Write(bps.EncodeFrame(late)); err != nil {
+			break // reset already
+		}
+	}
+	expectReset(t, child)
+	broker.rec.wait(t, "the flood blocklisted", kind(bps.EventViolation))
+}

@@ -166,7 +166,7 @@ func (s *Service) probe(c *cohort, childDepth uint32, exclude swarm.Address, wai
 // candidates takes a child's answer to an open probe. An answer to a probe
 // the child was not asked, or answered already, or with more than two
 // candidates or a malformed one, is a violation; a late answer to a probe
-// closed recently is dropped.
+// closed recently is dropped, up to a bound.
 func (c *cohort) candidates(from *member, cs *pb.Candidates) error {
 	if len(cs.Candidates) > maxCandidates {
 		c.r.s.count(c, CounterWrongStream)
@@ -183,6 +183,12 @@ func (c *cohort) candidates(from *member, cs *pb.Candidates) error {
 	pw := c.probes[cs.Nonce]
 	if pw == nil {
 		if slices.Contains(c.doneProbes, cs.Nonce) {
+			// Late, not wrong — but a child is asked once per probe, so
+			// more late answers than probes remembered are a flood.
+			if from.late++; from.late > recentNonces {
+				c.r.s.count(c, CounterWrongStream)
+				return violationf("%d late answers to probes", from.late)
+			}
 			return nil
 		}
 		c.r.s.count(c, CounterWrongStream)

@@ -22,14 +22,15 @@ import (
 // then cohort. Critical sections are map updates and non-blocking queue
 // sends, never I/O.
 type registry struct {
-	s        *Service
-	mu       sync.Mutex
-	places   map[string]*place         // by the spec's canonical key
-	brokered int                       // places with a broker half, bounded by MaxCohorts
-	peers    map[string]map[string]int // peer overlay -> cohort key -> streams
-	ended    *endedSpecs               // cohorts ended by END_OF_STREAM, remembered for late Joins
-	feeds    *lru[heldFeed]            // the service feeds of cohorts forgotten, by spec key
-	closed   bool
+	s         *Service
+	mu        sync.Mutex
+	places    map[string]*place         // by the spec's canonical key
+	brokered  int                       // places with a broker half, bounded by MaxCohorts
+	peers     map[string]map[string]int // peer overlay -> cohort key -> streams
+	ended     *endedSpecs               // cohorts ended by END_OF_STREAM, remembered for late Joins
+	feeds     *lru[heldFeed]            // the service feeds of cohorts forgotten, by spec key
+	referring map[string]bool           // (peer, cohort) asking where else to attach (refer), one at a time
+	closed    bool
 }
 
 // heldFeed is a forgotten cohort's service feed: a cohort made again for
@@ -93,6 +94,32 @@ func (r *registry) attach(peer swarm.Address, stream p2p.Stream, cd codec, sp *S
 	}
 	r.seatLocked(c, m, extra)
 	return m, pb.Status_OK, nil
+}
+
+// mayRefer reports whether peer may ask where else to attach in sp's
+// cohort (a refer-Join, SWIP-61 self-healing): only a child of this node
+// there, and one such question at a time, so that nobody else can make the
+// node probe its subtree or fill its probe table. It takes the one slot;
+// referred frees it.
+func (r *registry) mayRefer(peer swarm.Address, sp *Spec) bool {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	k := peer.ByteString() + sp.key
+	if r.peers[peer.ByteString()][sp.key] == 0 || r.referring[k] {
+		return false
+	}
+	if r.referring == nil {
+		r.referring = make(map[string]bool)
+	}
+	r.referring[k] = true
+	return true
+}
+
+// referred frees the refer slot mayRefer took.
+func (r *registry) referred(peer swarm.Address, sp *Spec) {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	delete(r.referring, peer.ByteString()+sp.key)
 }
 
 // maxPeerStreams bounds the streams one peer holds in one cohort at a
