@@ -5,7 +5,9 @@
 package bps_test
 
 import (
+	"bytes"
 	"context"
+	"fmt"
 	"io"
 	"math"
 	"slices"
@@ -343,4 +345,54 @@ func TestHostileLateCandidatesFlood(t *testing.T) {
 	}
 	expectReset(t, child)
 	broker.rec.wait(t, "the flood blocklisted", kind(bps.EventViolation))
+}
+
+// TestHostileWithholdingFramesSister: under ALL anyone may author, so a
+// parent can deliver valid messages that never went through the root and
+// its honest sister never had. The node cannot tell them from withheld
+// ones, so it blames nobody for them: lag is judged only on the cohort's
+// own sequences (explicit feeds, the service feed), and the honest parent
+// stays.
+func TestHostileWithholdingFramesSister(t *testing.T) {
+	t.Parallel()
+	mt := newMTree(t, 1, 2, 2, func(a key) *bps.Spec { return mnemonicAll(t, "framing the sister", a) })
+	mt.subscribeAll()
+	honest := mt.nodes[0]
+	down := make(chan *pb.Frame, 1)
+	evil := hostileParent(t, mt.net, 1, down)
+	origin := referrer(t, mt.net, honest.Overlay(), evil.Overlay())
+	o := relayOptions(2)
+	o.MaxLag = 3
+	joiner := newNode(t, mt.net, o)
+	for _, nd := range []*streamtest.Node{honest.Node, evil, origin, mt.broker.Node} {
+		if err := mt.net.Connect(joiner.Node, nd); err != nil {
+			t.Fatal(err)
+		}
+	}
+	sub, err := joiner.svc.Subscribe(ctxT(t), origin.Overlay(), mt.sp)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { _ = sub.Close() })
+	if ps := sub.Parents(); len(ps) != 2 {
+		t.Fatalf("parents %v, want the honest relay and the attacker", ps)
+	}
+	author := newKey(t)
+	const n = 64 + 4 // the lag window, then enough to blame MaxLag
+	for i := range n {
+		msg, err := bps.SOCUpdate(author.signer, topicOf(fmt.Sprint("only down one path ", i)), []byte("framing"))
+		if err != nil {
+			t.Fatal(err)
+		}
+		down <- &pb.Frame{Kind: &pb.Frame_Message{Message: msg}}
+		if d := recv(t, sub); !bytes.Equal(d.Address.Bytes(), msg.Address) {
+			t.Fatalf("delivery %d: %s", i, d.Address)
+		}
+	}
+	if n := joiner.rec.count(kind(bps.EventWithheld)); n != 0 {
+		t.Fatalf("%d parents dropped for withholding what only the attacker delivered", n)
+	}
+	if !slices.ContainsFunc(sub.Parents(), honest.Overlay().Equal) {
+		t.Fatal("the honest parent was dropped")
+	}
 }

@@ -13,6 +13,14 @@ package bps
 // parent that was there when the delivery was first taken and has not
 // given it since missed it. A parent that misses Options.MaxLag within one
 // epoch of lagWindowSize deliveries is dropped.
+//
+// Only deliveries in a sequence the node verifies are judged: feed updates
+// under explicit authorship (each publisher's feed, guarded by the cursor)
+// and the admin's service feed. Any other delivery may have reached one
+// parent only without passing the root — under ALL or an implicit binding
+// anyone authors, and a replay older than the dedup window looks new — so
+// a sister that never had it is not blamed: a parent cannot get its honest
+// sister dropped.
 
 const lagWindowSize = 64
 
@@ -34,7 +42,10 @@ type lagWindow struct {
 // the delivery whose frame is addr (FrameKey: not the chunk address, which
 // every message of an ANCHOR cohort shares); dup: it was taken before
 // (from the other parent).
-func (sub *Subscription) noteLag(from *clientStream, addr [32]byte, dup bool) {
+func (sub *Subscription) noteLag(from *clientStream, addr [32]byte, dup, sequenced bool) {
+	if !dup && !sequenced {
+		return // proves nothing of the parent that did not give it
+	}
 	sub.mu.Lock()
 	if len(sub.parents) < 2 && !dup {
 		sub.mu.Unlock()
@@ -90,6 +101,12 @@ func (sub *Subscription) noteLag(from *clientStream, addr [32]byte, dup bool) {
 		}
 		sub.mu.Unlock()
 	}
+}
+
+// sequenced reports whether pub is in a sequence of the cohort this node
+// verifies: an explicit feed's update or a service update.
+func (sub *Subscription) sequenced(pub publication) bool {
+	return pub.service != nil || (pub.feed && sub.spec.Explicit())
 }
 
 // evictLag blames the parents that missed the delivery of e, leaving the

@@ -560,7 +560,7 @@ func (sub *Subscription) took(from *clientStream, pub publication, msg *pb.Messa
 			c.r.relayDeliver(c, pub, msg)
 		}
 	}
-	sub.noteLag(from, key, dup)
+	sub.noteLag(from, key, dup, sub.sequenced(pub))
 }
 
 // Close ends the subscription and waits for it. A relay leaves gracefully
