@@ -84,6 +84,8 @@ fuzz:
 	$(GO) test -run '^$$' -fuzz FuzzVerify -fuzztime 60s ./pkg/bps/
 	$(GO) test -run '^$$' -fuzz FuzzBrokerStream -fuzztime 60s ./pkg/bps/
 	$(GO) test -run '^$$' -fuzz FuzzRecoverSOC -fuzztime 60s ./pkg/bps/
+	$(GO) test -run '^$$' -fuzz FuzzEnvelopeUp -fuzztime 60s ./pkg/bps/
+	$(GO) test -run '^$$' -fuzz FuzzEnvelopeDown -fuzztime 60s ./pkg/bps/
 
 .PHONY: lint
 lint:

@@ -6,9 +6,13 @@ package bps_test
 
 import (
 	"bufio"
+	"bytes"
 	"context"
+	"sync/atomic"
 	"testing"
 	"time"
+
+	"github.com/ethersphere/bee/v2/pkg/p2p"
 
 	"github.com/ethersphere/bps/pkg/bps"
 	"github.com/ethersphere/bps/pkg/bps/pb"
@@ -109,4 +113,130 @@ func FuzzBrokerStream(f *testing.F) {
 			t.Fatalf("a subscriber after the fuzzed stream: %v %s", err, ack.Status)
 		}
 	})
+}
+
+// FuzzEnvelopeUp: a child that joined over the multihop envelope sends
+// arbitrary bytes up — publications, claims, candidates, probes, reparents
+// or garbage, in any order: the node answers, drops or resets, never
+// panics, and still serves a well-behaved subscriber.
+func FuzzEnvelopeUp(f *testing.F) {
+	k := newKey(f)
+	sp := feedSpec(f, "fuzz-envelope-up", k)
+	frame := func(fr *pb.Frame) []byte { return bps.EncodeFrame(fr) }
+	f.Add(frame(&pb.Frame{Kind: &pb.Frame_Message{Message: update(f, k, sp, 0, "x")}}))
+	f.Add(frame(&pb.Frame{Kind: &pb.Frame_Claim{Claim: &pb.Claim{Addr: k.addr, Auth: &pb.Auth{R: make([]byte, 32), S: make([]byte, 32), V: 27}}}}))
+	f.Add(frame(&pb.Frame{Kind: &pb.Frame_Candidates{Candidates: &pb.Candidates{Nonce: 1, Candidates: []*pb.Candidate{{Overlay: make([]byte, 32)}}}}}))
+	f.Add(frame(&pb.Frame{Kind: &pb.Frame_Probe{Probe: &pb.Probe{Depth: 1, Nonce: 2}}}))
+	f.Add(frame(&pb.Frame{Kind: &pb.Frame_Reparent{Reparent: &pb.Reparent{To: make([]byte, 32)}}}))
+	f.Add([]byte{0x02, 0x2a, 0x00})
+
+	net := streamtest.New()
+	broker := net.NewNode()
+	svc, err := bps.New(broker, broker.Overlay(), bps.Options{HandshakeTimeout: time.Second, ProbeWait: 50 * time.Millisecond})
+	if err != nil {
+		f.Fatal(err)
+	}
+	if err := broker.AddProtocol(svc.Protocol()); err != nil {
+		f.Fatal(err)
+	}
+	f.Cleanup(func() {
+		_ = svc.Close()
+		_ = net.Close()
+	})
+	join := bps.EncodeFrame(&pb.Join{Cohort: sp.PB(), Multihop: true})
+	f.Fuzz(func(t *testing.T, b []byte) {
+		c := net.NewNode()
+		if err := net.Connect(c, broker); err != nil {
+			t.Fatal(err)
+		}
+		s, err := c.NewStream(context.Background(), broker.Overlay(), nil, bps.ProtocolName, bps.ProtocolVersion, bps.StreamName)
+		if err != nil {
+			t.Fatal(err)
+		}
+		_, _ = s.Write(append(bytes.Clone(join), b...))
+		_ = s.Close()
+		_ = s.Reset()
+		net.Disconnect(c, broker)
+		subscribeAfterFuzz(t, net, broker, sp)
+	})
+}
+
+// FuzzEnvelopeDown: a parent that accepted the node over the envelope
+// sends arbitrary bytes down — deliveries, probes, reparents, candidates
+// or garbage: the node's subscription ends or goes on, the node never
+// panics, and its Service still closes with every goroutine ended.
+func FuzzEnvelopeDown(f *testing.F) {
+	k := newKey(f)
+	sp := feedSpec(f, "fuzz-envelope-down", k)
+	frame := func(fr *pb.Frame) []byte { return bps.EncodeFrame(fr) }
+	f.Add(frame(&pb.Frame{Kind: &pb.Frame_Message{Message: update(f, k, sp, 0, "x")}}))
+	f.Add(frame(&pb.Frame{Kind: &pb.Frame_Probe{Probe: &pb.Probe{Depth: 1, Nonce: 2, Joiner: make([]byte, 32)}}}))
+	f.Add(frame(&pb.Frame{Kind: &pb.Frame_Reparent{Reparent: &pb.Reparent{To: bytes.Repeat([]byte{1}, 32), Underlays: [][]byte{{1}}}}}))
+	f.Add(frame(&pb.Frame{Kind: &pb.Frame_Candidates{Candidates: &pb.Candidates{Nonce: 3}}}))
+	f.Add([]byte{0x81, 0x40})
+
+	var current atomic.Pointer[[]byte]
+	net := streamtest.New()
+	evil := net.NewNode()
+	if err := evil.AddProtocol(p2p.ProtocolSpec{Name: bps.ProtocolName, Version: bps.ProtocolVersion,
+		StreamSpecs: []p2p.StreamSpec{{Name: bps.StreamName, Handler: func(_ context.Context, _ p2p.Peer, s p2p.Stream) error {
+			if err := protodelim.UnmarshalFrom(bufio.NewReader(s), new(pb.Join)); err != nil {
+				return err
+			}
+			out := bps.EncodeFrame(&pb.Ack{Status: pb.Status_OK, Multihop: true, Depth: 1})
+			if b := current.Load(); b != nil {
+				out = append(out, *b...)
+			}
+			_, _ = s.Write(out)
+			return s.FullClose()
+		}}}}); err != nil {
+		f.Fatal(err)
+	}
+	f.Cleanup(func() { _ = net.Close() })
+	f.Fuzz(func(t *testing.T, b []byte) {
+		current.Store(&b)
+		node := net.NewNode()
+		svc, err := bps.New(node, node.Overlay(), bps.Options{RelayCapacity: 2, HandshakeTimeout: time.Second, ProbeWait: 50 * time.Millisecond})
+		if err != nil {
+			t.Fatal(err)
+		}
+		if err := node.AddProtocol(svc.Protocol()); err != nil {
+			t.Fatal(err)
+		}
+		if err := net.Connect(node, evil); err != nil {
+			t.Fatal(err)
+		}
+		ctx, cancel := context.WithTimeout(context.Background(), 2*time.Second)
+		defer cancel()
+		if sub, err := svc.Subscribe(ctx, evil.Overlay(), sp); err == nil {
+			_ = sub.Close()
+		}
+		if err := svc.Close(); err != nil {
+			t.Fatalf("close after the fuzzed parent: %v", err)
+		}
+		net.Disconnect(node, evil)
+	})
+}
+
+// subscribeAfterFuzz checks that broker still takes a well-behaved
+// subscriber of sp.
+func subscribeAfterFuzz(t *testing.T, net *streamtest.Network, broker *streamtest.Node, sp *bps.Spec) {
+	t.Helper()
+	good := net.NewNode()
+	if err := net.Connect(good, broker); err != nil {
+		t.Fatal(err)
+	}
+	defer net.Disconnect(good, broker)
+	gs, err := good.NewStream(context.Background(), broker.Overlay(), nil, bps.ProtocolName, bps.ProtocolVersion, bps.StreamName)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer func() { _ = gs.Reset() }()
+	if _, err := gs.Write(bps.EncodeFrame(&pb.Join{Cohort: sp.PB()})); err != nil {
+		t.Fatal(err)
+	}
+	ack := new(pb.Ack)
+	if err := protodelim.UnmarshalFrom(bufio.NewReader(gs), ack); err != nil || ack.Status != pb.Status_OK {
+		t.Fatalf("a subscriber after the fuzzed stream: %v %s", err, ack.Status)
+	}
 }
