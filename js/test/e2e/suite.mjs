@@ -158,7 +158,7 @@ export function configurations({ fullNode }) {
       assert.match(e.message, /closed cohort/)
     })
 
-    test('jam: a seat that joins before its grant waits, unadmitted, and is admitted by a second claim once granted', { timeout: 60_000 }, async () => {
+    test('jam: a seat that joins before its grant waits, unadmitted, and is admitted once granted', { timeout: 60_000 }, async () => {
       const alice = newKey()
       const bob = newKey()
       const cohort = { topic: topicName('jam-reclaim'), binding: 'anchor', admin: addrOf(alice), closed: true }
@@ -173,7 +173,10 @@ export function configurations({ fullNode }) {
       const ready = seat.waitFor('ready', undefined, T)
       await admin.grant(addrOf(bob))
       await ready
-      assert.equal(claims.length, 2, 'claimed at once, and again on the grant')
+      // Claimed at once; the broker holds that claim and takes it when the
+      // roster names bob, unless the node's second claim on the grant gets
+      // there first: one claim or two, both admit the seat.
+      assert.ok(claims.length === 1 || claims.length === 2, `claims: ${claims.length}`)
       const heard = collect(admin)
       seat.send('admitted')
       assert.equal(utf8((await heard.next(1))[0].payload), 'admitted')
