@@ -93,25 +93,8 @@ func FuzzBrokerStream(f *testing.F) {
 		_ = s.Close()
 		_ = s.Reset()
 		net.Disconnect(c, broker)
-
 		// Nobody else lost anything: a fresh subscriber still joins.
-		good := net.NewNode()
-		if err := net.Connect(good, broker); err != nil {
-			t.Fatal(err)
-		}
-		defer net.Disconnect(good, broker)
-		gs, err := good.NewStream(context.Background(), broker.Overlay(), nil, bps.ProtocolName, bps.ProtocolVersion, bps.StreamName)
-		if err != nil {
-			t.Fatal(err)
-		}
-		defer func() { _ = gs.Reset() }()
-		if _, err := gs.Write(join); err != nil {
-			t.Fatal(err)
-		}
-		ack := new(pb.Ack)
-		if err := protodelim.UnmarshalFrom(bufio.NewReader(gs), ack); err != nil || ack.Status != pb.Status_OK {
-			t.Fatalf("a subscriber after the fuzzed stream: %v %s", err, ack.Status)
-		}
+		subscribeAfterFuzz(t, net, broker, sp)
 	})
 }
 

@@ -360,23 +360,7 @@ func TestHostileWithholdingFramesSister(t *testing.T) {
 	honest := mt.nodes[0]
 	down := make(chan *pb.Frame, 1)
 	evil := hostileParent(t, mt.net, 1, down)
-	origin := referrer(t, mt.net, honest.Overlay(), evil.Overlay())
-	o := relayOptions(2)
-	o.MaxLag = 3
-	joiner := newNode(t, mt.net, o)
-	for _, nd := range []*streamtest.Node{honest.Node, evil, origin, mt.broker.Node} {
-		if err := mt.net.Connect(joiner.Node, nd); err != nil {
-			t.Fatal(err)
-		}
-	}
-	sub, err := joiner.svc.Subscribe(ctxT(t), origin.Overlay(), mt.sp)
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { _ = sub.Close() })
-	if ps := sub.Parents(); len(ps) != 2 {
-		t.Fatalf("parents %v, want the honest relay and the attacker", ps)
-	}
+	joiner, sub := mt.joinUnder(honest, evil, 3)
 	author := newKey(t)
 	const n = 64 + 4 // the lag window, then enough to blame MaxLag
 	for i := range n {

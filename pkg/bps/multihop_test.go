@@ -532,6 +532,31 @@ func TestMultihopRevocationAtRelay(t *testing.T) {
 	waitBlocklisted(t, relay, bobNode)
 }
 
+// joinUnder is a new node of the tree whose two parents are honest and
+// other, a fake origin referring it to both; it drops a parent that misses
+// maxLag deliveries its sister gave.
+func (mt *mtree) joinUnder(honest *tnode, other *streamtest.Node, maxLag int) (*tnode, *bps.Subscription) {
+	mt.t.Helper()
+	origin := referrer(mt.t, mt.net, honest.Overlay(), other.Overlay())
+	o := relayOptions(2)
+	o.MaxLag = maxLag
+	joiner := newNode(mt.t, mt.net, o)
+	for _, nd := range []*streamtest.Node{honest.Node, other, origin, mt.broker.Node} {
+		if err := mt.net.Connect(joiner.Node, nd); err != nil {
+			mt.t.Fatal(err)
+		}
+	}
+	sub, err := joiner.svc.Subscribe(ctxT(mt.t), origin.Overlay(), mt.sp)
+	if err != nil {
+		mt.t.Fatal(err)
+	}
+	mt.t.Cleanup(func() { _ = sub.Close() })
+	if ps := sub.Parents(); len(ps) != 2 {
+		mt.t.Fatalf("parents %v, want %s and %s", ps, honest.Overlay(), other.Overlay())
+	}
+	return joiner, sub
+}
+
 // TestMultihopWithholdingParent covers the item 6: a parent that
 // gives nothing while its sister gives everything is dropped once it has
 // missed MaxLag deliveries within the lag window, counted and traced, and
@@ -544,23 +569,7 @@ func TestMultihopWithholdingParent(t *testing.T) {
 	// A joiner referred by a fake origin to the honest relay and to a
 	// withholder: a parent that answers OK and sends nothing.
 	evil := statingParent(t, mt.net, 1)
-	origin := referrer(t, mt.net, honest.Overlay(), evil.Overlay())
-	o := relayOptions(2)
-	o.MaxLag = 3
-	joiner := newNode(t, mt.net, o)
-	for _, nd := range []*streamtest.Node{honest.Node, evil, origin, mt.broker.Node} {
-		if err := mt.net.Connect(joiner.Node, nd); err != nil {
-			t.Fatal(err)
-		}
-	}
-	sub, err := joiner.svc.Subscribe(ctxT(t), origin.Overlay(), mt.sp)
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { _ = sub.Close() })
-	if ps := sub.Parents(); len(ps) != 2 {
-		t.Fatalf("parents %v, want the honest relay and the withholder", ps)
-	}
+	joiner, sub := mt.joinUnder(honest, evil, 3)
 	p := mt.adminPublisher()
 	const n = 64 + 4 // the lag window, then enough to miss MaxLag
 	for i := range uint64(n) {
