@@ -330,15 +330,15 @@ func (r *registry) applyService(c *cohort, svc *pb.ServiceMessage, told uint64) 
 	for m := range c.children {
 		if m.role == rolePublisher && !c.isPublisherLocked(m.addr) && m.revokedAt == 0 {
 			m.revokedAt = told
-			if c.spec.Closed && m.claimTimer == nil {
+			if c.spec.Closed {
 				// Told, then silent: it must be named again or leave.
+				m.stopClaimTimer()
 				m.claimTimer = time.AfterFunc(r.s.opts.ClaimDeadline, func() { r.claimDeadline(m) })
 			}
 		} else if c.isPublisherLocked(m.addr) {
 			m.revokedAt = 0
-			if m.claimTimer != nil && m.role == rolePublisher {
-				m.claimTimer.Stop()
-				m.claimTimer = nil
+			if m.role == rolePublisher {
+				m.stopClaimTimer()
 			}
 		}
 	}
@@ -356,6 +356,15 @@ func (r *registry) applyService(c *cohort, svc *pb.ServiceMessage, told uint64) 
 				r.s.trace(Event{Kind: EventClaim, Cohort: c.spec.String(), Peer: m.peer, Index: h.Index})
 			}
 		}
+	}
+}
+
+// stopClaimTimer stops m's claim deadline, if armed; the caller holds
+// c.mu.
+func (m *member) stopClaimTimer() {
+	if m.claimTimer != nil {
+		m.claimTimer.Stop()
+		m.claimTimer = nil
 	}
 }
 

@@ -380,3 +380,29 @@ func TestHostileWithholdingFramesSister(t *testing.T) {
 		t.Fatal("the honest parent was dropped")
 	}
 }
+
+// TestHostileRevokedCutAtDeadline: a publisher revoked in a closed cohort
+// that no later roster names again is cut at the claim deadline (counted
+// claim_timeout), like any silent stream: a revoked seat is not held for
+// ever.
+func TestHostileRevokedCutAtDeadline(t *testing.T) {
+	t.Parallel()
+	_, broker, cl := cluster(t, bps.Options{ClaimDeadline: 2 * time.Second}, 2)
+	admin, bob := newKey(t), newKey(t)
+	sp := specOf(t, &pb.CohortSpec{Topic: topicOf("revoked, cut"), Binding: pb.TopicBinding_ANCHOR, Admin: admin.addr, Closed: true})
+	a := publishOpts(t, cl[0], broker, sp, admin, true)
+	send(t, a, rosterMsg(t, admin, sp, 0, bob))
+	broker.rec.wait(t, "the grant", kind(bps.EventAccept))
+	b := publishOpts(t, cl[1], broker, sp, bob, true)
+	recvC(t, b.C(), "bob's first delivery")
+	send(t, a, rosterMsg(t, admin, sp, 1))
+	recvC(t, b.C(), "bob told his revocation")
+	select {
+	case <-b.Done():
+	case <-ctxT(t).Done():
+		t.Fatal("the revoked stream was never cut")
+	}
+	if got := cohortInfo(t, broker, sp).Counters["claim_timeout"]; got != 1 {
+		t.Fatalf("claim_timeout = %d, want 1", got)
+	}
+}

@@ -327,9 +327,7 @@ func (r *registry) upgradeLocked(m *member, addr []byte, index uint64, deliver b
 	if c.extras[string(addr)] == m {
 		delete(c.extras, string(addr))
 	}
-	if m.claimTimer != nil {
-		m.claimTimer.Stop()
-	}
+	m.stopClaimTimer()
 	m.held = nil
 	m.addr = bytes.Clone(addr)
 	m.role = rolePublisher
@@ -371,9 +369,7 @@ func (r *registry) detach(m *member) {
 	if c.extras[string(m.addr)] == m {
 		delete(c.extras, string(m.addr))
 	}
-	if m.claimTimer != nil {
-		m.claimTimer.Stop()
-	}
+	m.stopClaimTimer()
 	pk := m.peer.ByteString()
 	if pc := r.peers[pk]; pc != nil {
 		if pc[c.spec.key]--; pc[c.spec.key] <= 0 {
