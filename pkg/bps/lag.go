@@ -4,23 +4,13 @@
 
 package bps
 
-// Withholding is visible (SWIP-61): with two parents feeding the same
-// cohort, a parent that persistently fails to give what its sister gave is
-// dropped and replaced by the ordinary join. The check remembers, for the
-// last lagWindowSize deliveries taken, which parents gave each (by the
-// parents' generation numbers, so a parent that attached later is not
-// blamed for what came before it). When an entry leaves the window, every
-// parent that was there when the delivery was first taken and has not
-// given it since missed it. A parent that misses Options.MaxLag within one
-// epoch of lagWindowSize deliveries is dropped.
-//
-// Only deliveries in a sequence the node verifies are judged: feed updates
-// under explicit authorship (each publisher's feed, guarded by the cursor)
-// and the admin's service feed. Any other delivery may have reached one
-// parent only without passing the root — under ALL or an implicit binding
-// anyone authors, and a replay older than the dedup window looks new — so
-// a sister that never had it is not blamed: a parent cannot get its honest
-// sister dropped.
+// Withholding is visible (SWIP-61): a parent that persistently fails to
+// give what its sister gave is dropped. The window remembers, for the last
+// lagWindowSize deliveries, which parents (by generation) gave each; one
+// leaving it blames the parents that were there and did not, and MaxLag
+// misses in an epoch drop a parent. Only deliveries of a sequence the node
+// verifies count (explicit feeds, the service feed): anything else may have
+// reached one parent without passing the root, and blames nobody.
 
 const lagWindowSize = 64
 

@@ -22,36 +22,13 @@ import (
 	"google.golang.org/protobuf/encoding/protowire"
 )
 
-// Charging for depth (docs/design.md; docs/protocol.md, "Prices"): BPS
-// bills its bandwidth on bee's own accounting, the accounting.Interface
-// that pushsync and retrieval use, settled by bee's pseudosettle and swap.
-//
-//   - Down: every Message a parent writes to a child — a delivery, a
-//     service SOC included — costs the child Prices.Delivery, owed to the
-//     parent.
-//   - Up: every Message a child writes to its parent — a publication, its
-//     own or one it relays — costs the child Prices.Publish × d, owed to
-//     the parent, d being the child's depth: one below the depth the parent
-//     stated in its Ack. A relay at depth d−1 pays its own parent for d−1
-//     hops and so earns one.
-//
-// Both ends compute the same price from the frame's kind and the depth the
-// parent stated in the Ack, which is fixed for the stream's life, and count
-// it on the stream's meter once the frame has passed (written, or read
-// whole); the meter settles in batches (see meter): the parent
-// PrepareDebits the child, the child PrepareCredits the parent, for what
-// the meter held, and both Apply at once. Claims, probes and the other
-// control frames are free.
-//
-// A charge that bee's accounting refuses ends the stream with the
-// accounting's error, as it ends a pushsync or retrieval exchange: at the
-// parent, a debt past the disconnect threshold (bee's
-// accounting.ErrDisconnectThresholdExceeded, a p2p.BlockPeerError of bee's
-// own) resets the child's stream and the handler returns the error to bee,
-// which disconnects the peer for the time bee's accounting chose — not a BPS
-// violation, no BPS blocklist; at the child, a debt it cannot settle (bee's
-// accounting.ErrOverdraft, or a failed settlement) ends its stream, and
-// Err() says why (ErrUnpaid).
+// Charging for depth on bee's own accounting (docs/protocol.md, "Prices"):
+// a child owes its parent Prices.Delivery per Message written down, and
+// Prices.Publish × its depth per Message written up; control frames are
+// free. Both ends price each frame alike, from the depth the parent stated
+// in its Ack, and settle through a meter in batches. A charge bee refuses
+// ends the stream with bee's own error (the parent: past the disconnect
+// threshold; the child: ErrUnpaid), never as a BPS violation.
 
 // BeeBasePrice is bee's base price in v2.8.1 (pkg/node: basePrice, not
 // exported): what a retrieval or a pushsync hop costs for a chunk at the
@@ -252,30 +229,13 @@ func (p *pricing) close(t *tally) {
 	}
 }
 
-// A meter counts what its stream owes in memory and applies it on bee's
-// accounting in batches, settling (docs/protocol.md, "Prices: batched
-// settlement"): a charge of bee's accounting is a per-peer lock and two or
-// more state-store writes of a JSON big.Int, ten times what BPS spends on
-// the frame it prices. Both ends count the same frames at the same prices,
-// so the totals are the same as frame by frame; only when they reach bee's
-// accounting moves. A meter applies what it holds:
-//
-//   - before a write whose frames would take it past Settlement.Frames
-//     frames or Settlement.Credit units, and once a frame it read does;
-//   - at most Settlement.Interval after the first charge it holds (the
-//     service's flusher);
-//   - when its stream ends (the writer's or the reader's end, whichever is
-//     last to charge: a charge after the end is applied at once).
-//
-// The credit bound: a child never holds more than max(Credit, the price of
-// one write) of its parent's deliveries that the parent's accounting has not
-// been told of — the parent applies what it holds before a write that would
-// pass Credit, and a refusal there (the disconnect threshold) ends the
-// stream before the write. A child that never pays, or disconnects
-// mid-batch, gains at most that: what it holds is applied when its stream
-// ends, unless bee's accounting has disconnected the peer already (a
-// charge then fails, "connection not initialized yet"), which loses at most
-// the credit bound.
+// A meter counts what its stream owes and applies it on bee's accounting
+// in batches (docs/protocol.md, "Prices", batched settlement), with the same
+// totals as frame by frame: before a write that would pass
+// Settlement.Frames or Settlement.Credit, once a frame read does, at most
+// Settlement.Interval after its first charge, and when the stream ends. A
+// child never holds more than max(Credit, one write's price) of deliveries
+// its parent's accounting was not told of.
 type meter struct {
 	p      *pricing
 	t      *tally
