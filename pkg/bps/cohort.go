@@ -96,6 +96,8 @@ type member struct {
 	claimTimer *time.Timer // the deadline of an extra seat or a silent stream
 	// reader goroutine only
 	invalid int // invalid publications so far
+	failed  int       // relayed publications that failed this second
+	failAt  time.Time // the second failed counts in
 	late    int // late answers to probes, under c.mu
 	pending int // verified claims not taken: not (yet) rostered, or redundant
 }
@@ -259,6 +261,10 @@ func (c *cohort) publication(msg *pb.Message, from *member) error {
 		s.count(c, CounterWrongStream)
 		return violationf("subscriber stream sent a publication")
 	}
+	if relayed && !from.mayCheckRelayed(time.Now()) {
+		s.metrics.Unchecked.Inc()
+		return nil
+	}
 	var addr []byte
 	if !relayed {
 		addr = from.addr // not written again once isPub is set
@@ -301,7 +307,10 @@ func (c *cohort) publication(msg *pb.Message, from *member) error {
 	s.count(c, v.counter())
 	if relayed {
 		// A relay that forwards everything is conformant (SWIP-61 item
-		// 11): what fails here is dropped, never held against the relay.
+		// 11): what fails here is dropped, never held against the relay —
+		// but counted, so that it cannot make this node check garbage
+		// without bound.
+		from.failed++
 		return nil
 	}
 	if v == wrongOwner {
@@ -374,6 +383,21 @@ func (m *member) stopClaimTimer() {
 // roster names it again. The caller holds c.mu.
 func (m *member) outOfClosed(svc uint64) bool {
 	return m.c.spec.Closed && m.revokedAt != 0 && svc != m.revokedAt
+}
+
+// maxRelayedFailures bounds the relayed publications that fail here one
+// child stream may make this node check in a second; past it the stream's
+// relayed publications are dropped unchecked until the second ends. A
+// relay that forwards valid frames never reaches it.
+const maxRelayedFailures = 32
+
+// mayCheckRelayed reports whether a publication m relays is checked now;
+// m's reader goroutine only.
+func (m *member) mayCheckRelayed(now time.Time) bool {
+	if now.Sub(m.failAt) >= time.Second {
+		m.failAt, m.failed = now, 0
+	}
+	return m.failed < maxRelayedFailures
 }
 
 // forwardOnce reports whether a relay forwards msg up: not if it forwarded

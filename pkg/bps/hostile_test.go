@@ -406,3 +406,31 @@ func TestHostileRevokedCutAtDeadline(t *testing.T) {
 		t.Fatalf("claim_timeout = %d, want 1", got)
 	}
 }
+
+// TestHostileRelayedGarbageBounded: a child may forward anything up
+// (SWIP-61 item 11), so relayed publications that fail are dropped, not
+// punished — but each costs a signature check, so a child stream makes the
+// node check at most a bounded number that fail per second; the rest are
+// dropped unchecked.
+func TestHostileRelayedGarbageBounded(t *testing.T) {
+	t.Parallel()
+	_, broker, cl := cluster(t, bps.Options{}, 1)
+	admin := newKey(t)
+	sp := feedSpec(t, "relayed garbage", admin)
+	r := openRaw(t, cl[0], broker)
+	if ack := r.join(&pb.Join{Cohort: sp.PB(), Multihop: true}); ack.Status != pb.Status_OK || !ack.Multihop {
+		t.Fatalf("ack %v", ack)
+	}
+	bad := update(t, admin, sp, 0, "tampered")
+	bad.Data[len(bad.Data)-1] ^= 1
+	frame := bps.EncodeFrame(&pb.Frame{Kind: &pb.Frame_Message{Message: bad}})
+	const n = 200
+	r.sendBytes(bytes.Repeat(frame, n))
+	// Frames are read in order: a violation after them marks them all read.
+	r.send(&pb.Frame{Kind: &pb.Frame_Candidates{Candidates: &pb.Candidates{Nonce: 1}}})
+	broker.rec.wait(t, "the closing violation", kind(bps.EventViolation))
+	checked := broker.rec.count(dropped(bps.CounterInvalidSOC))
+	if checked == 0 || checked > 2*32 {
+		t.Fatalf("the node checked %d of %d failing relayed publications, want at most 32 a second", checked, n)
+	}
+}

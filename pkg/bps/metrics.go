@@ -83,6 +83,7 @@ type metrics struct {
 	Withheld   prometheus.Counter
 	Faults     prometheus.Counter
 	Forwarded  prometheus.Counter
+	Unchecked  prometheus.Counter
 	ParentLost prometheus.Counter
 }
 
@@ -124,6 +125,7 @@ func newMetrics() metrics {
 		Withheld:   counter("withheld_parents", "Parents dropped for lagging their sister (SWIP-61)."),
 		Faults:     counter("liveness_faults", "Subscriptions that lost both parents (SWIP-61)."),
 		Forwarded:  counter("forwarded", "Publications a relay forwarded rootward (SWIP-61)."),
+		Unchecked:  counter("relayed_unchecked", "Publications a child relayed that were dropped unchecked: its stream made this node check too many that failed this second."),
 		ParentLost: counter("parents_lost", "Parent streams of subscriptions that ended other than by close."),
 	}
 }
