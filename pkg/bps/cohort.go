@@ -95,11 +95,11 @@ type member struct {
 
 	claimTimer *time.Timer // the deadline of an extra seat or a silent stream
 	// reader goroutine only
-	invalid int // invalid publications so far
+	invalid int       // invalid publications so far
 	failed  int       // relayed publications that failed this second
 	failAt  time.Time // the second failed counts in
-	late    int // late answers to probes, under c.mu
-	pending int // verified claims not taken: not (yet) rostered, or redundant
+	late    int       // late answers to probes, under c.mu
+	pending int       // verified claims not taken: not (yet) rostered, or redundant
 }
 
 // isPublisherLocked reports whether owner may publish under explicit
