@@ -2,7 +2,7 @@
 // Use of this source code is governed by a BSD-style
 // license that can be found in the LICENSE file.
 
-package main
+package treeview
 
 import (
 	"bufio"
@@ -31,9 +31,9 @@ import (
 // and histograms beside the rows are always over every node. At 10,000
 // nodes the file stays around 150 KB.
 
-// treeOptions shape the picture.
-type treeOptions struct {
-	// PerDepth is how many nodes a row draws at most; 0: autoPerDepth.
+// Options shape the picture.
+type Options struct {
+	// PerDepth is how many nodes a row draws at most; 0: AutoPerDepth.
 	PerDepth int
 	// Parents is how many parents a node should have (2 with two parents):
 	// a live node with fewer is ringed.
@@ -43,7 +43,7 @@ type treeOptions struct {
 }
 
 const (
-	autoPerDepth = 200 // nodes a row draws by default: a wider row is sampled
+	AutoPerDepth = 200 // nodes a row draws by default: a wider row is sampled
 
 	svgTop      = 64  // title and legend
 	svgLeft     = 120 // depth labels
@@ -91,8 +91,8 @@ type rowLayout struct {
 
 // panelLayout is one cohort's picture.
 type panelLayout struct {
-	t      CohortTree
-	st     TreeStats
+	t      Tree
+	st     Stats
 	rows   []rowLayout
 	x, y   []float64 // per node, NaN if not drawn
 	drawn  int
@@ -101,14 +101,14 @@ type panelLayout struct {
 }
 
 // layoutTree places t's nodes.
-func layoutTree(t CohortTree, o treeOptions) *panelLayout {
-	p := &panelLayout{t: t, st: t.stats(), x: make([]float64, len(t.Nodes)), y: make([]float64, len(t.Nodes))}
+func layoutTree(t Tree, o Options) *panelLayout {
+	p := &panelLayout{t: t, st: t.Stats(), x: make([]float64, len(t.Nodes)), y: make([]float64, len(t.Nodes))}
 	for i := range p.x {
 		p.x[i], p.y[i] = math.NaN(), math.NaN()
 	}
 	budget := o.PerDepth
 	if budget <= 0 {
-		budget = autoPerDepth
+		budget = AutoPerDepth
 	}
 	maxDepth := -1
 	for _, n := range t.Nodes {
@@ -218,7 +218,7 @@ func (p *panelLayout) placeRow(drawn []int) {
 // the drawn parents' children, each parent's relays before its leaves so
 // that the rows below have parents drawn, then over the rest; returned in
 // drawing order.
-func sampleRow(t CohortTree, row []int, drawn []bool, budget int) []int {
+func sampleRow(t Tree, row []int, drawn []bool, budget int) []int {
 	if len(row) <= budget {
 		return slices.Clone(row)
 	}
@@ -284,15 +284,15 @@ func sampleRow(t CohortTree, row []int, drawn []bool, budget int) []int {
 }
 
 // nodeClass names a node's look.
-func nodeClass(n TreeNode, root bool, o treeOptions) string {
+func nodeClass(n Node, root bool, o Options) string {
 	c := "node "
 	switch {
 	case n.Failed:
 		c += "failed"
 	case root:
-		c += roleBroker
-	case n.Role == rolePublisher:
-		c += rolePublisher
+		c += RoleBroker
+	case n.Role == RolePublisher:
+		c += RolePublisher
 	case n.Children > 0:
 		c += "relay"
 	default:
@@ -304,15 +304,15 @@ func nodeClass(n TreeNode, root bool, o treeOptions) string {
 	return c
 }
 
-func nodeRadius(n TreeNode, root bool) float64 {
+func nodeRadius(n Node, root bool) float64 {
 	if root {
 		return 9
 	}
 	return min(2.6+1.3*math.Sqrt(float64(n.Children)), 9)
 }
 
-// writeTreeSVG draws the trees as one SVG document.
-func writeTreeSVG(w io.Writer, trees []CohortTree, o treeOptions) error {
+// WriteSVG draws the trees as one SVG document.
+func WriteSVG(w io.Writer, trees []Tree, o Options) error {
 	bw := bufio.NewWriter(w)
 	if err := drawTrees(bw, trees, o, true); err != nil {
 		return err
@@ -322,7 +322,7 @@ func writeTreeSVG(w io.Writer, trees []CohortTree, o treeOptions) error {
 
 // drawTrees writes the <svg> element; standalone adds the XML namespace
 // declaration a file needs.
-func drawTrees(w *bufio.Writer, trees []CohortTree, o treeOptions, standalone bool) error {
+func drawTrees(w *bufio.Writer, trees []Tree, o Options, standalone bool) error {
 	panels := make([]*panelLayout, len(trees))
 	width, height := float64(svgMinW), float64(svgTop)
 	for i, t := range trees {
@@ -378,7 +378,7 @@ func legend(w *bufio.Writer, x, y float64) {
 }
 
 // drawPanel draws one cohort's tree with its top at y.
-func drawPanel(w *bufio.Writer, p *panelLayout, o treeOptions, y, width float64) {
+func drawPanel(w *bufio.Writer, p *panelLayout, o Options, y, width float64) {
 	t, st := p.t, p.st
 	fmt.Fprintf(w, `<g class="cohort" data-cohort="%s" data-nodes="%d" data-drawn="%d" transform="translate(0 %.0f)">`+"\n",
 		esc(t.Cohort), len(t.Nodes), p.drawn, y)
@@ -468,7 +468,7 @@ func drawPanel(w *bufio.Writer, p *panelLayout, o treeOptions, y, width float64)
 	for r := len(p.rows) - 1; r >= 0; r-- {
 		for _, i := range p.rows[r].drawn {
 			n := t.Nodes[i]
-			root := i == 0 && n.Role == roleBroker && n.Depth == 0
+			root := i == 0 && n.Role == RoleBroker && n.Depth == 0
 			fmt.Fprintf(w, `<circle class="%s" cx="%.1f" cy="%.1f" r="%.1f"><title>%s %s, depth %d, %d parent%s, %d child%s%s</title></circle>`+"\n",
 				nodeClass(n, root, o), p.x[i], p.y[i], nodeRadius(n, root),
 				n.Role, short(n.Overlay, 12), n.Depth, len(n.Parents), plural(len(n.Parents)), n.Children, childPlural(n.Children), failedNote(n))
@@ -518,9 +518,9 @@ func histogram(w *bufio.Writer, x, y float64, counts []int) {
 	fmt.Fprint(w, "</g>")
 }
 
-// writeTreeHTML writes an HTML page around the picture, with the depth
+// WriteHTML writes an HTML page around the picture, with the depth
 // distribution as a table.
-func writeTreeHTML(w io.Writer, trees []CohortTree, o treeOptions) error {
+func WriteHTML(w io.Writer, trees []Tree, o Options) error {
 	bw := bufio.NewWriter(w)
 	title := o.Title
 	if title == "" {
@@ -530,7 +530,7 @@ func writeTreeHTML(w io.Writer, trees []CohortTree, o treeOptions) error {
 	fmt.Fprint(bw, "<style>body{font-family:system-ui,sans-serif;margin:16px;color:#222}table{border-collapse:collapse;margin:8px 0 16px}td,th{border:1px solid #ccc;padding:2px 8px;text-align:right}.scroll{overflow:auto;border:1px solid #ddd}svg{max-width:none}</style>\n")
 	fmt.Fprintf(bw, "</head><body>\n<h1>%s</h1>\n", esc(title))
 	for _, t := range trees {
-		st := t.stats()
+		st := t.Stats()
 		fmt.Fprintf(bw, "<h2>cohort %s</h2>\n<table><tr><th>depth</th><th>nodes</th><th>relays</th><th>with 2 parents</th><th>failed</th></tr>\n", esc(short(t.Cohort, 64)))
 		failedAt := map[int]int{}
 		relaysAt := map[int]int{}
@@ -589,7 +589,7 @@ func childPlural(n int) string {
 	return "ren"
 }
 
-func failedNote(n TreeNode) string {
+func failedNote(n Node) string {
 	if n.Failed {
 		return fmt.Sprintf(", failed during the run (had %d child%s)", n.Children, childPlural(n.Children))
 	}
