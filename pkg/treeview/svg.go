@@ -13,6 +13,7 @@ import (
 	"math"
 	"slices"
 	"strings"
+	"time"
 )
 
 // The tree of a run as a picture: a self-contained SVG (or an HTML page
@@ -40,6 +41,9 @@ type Options struct {
 	Parents int
 	// Title heads the picture.
 	Title string
+	// Refresh, if positive, makes the HTML page reload itself this often
+	// (a live picture served by bee-bps tree --watch).
+	Refresh time.Duration
 }
 
 const (
@@ -527,6 +531,9 @@ func WriteHTML(w io.Writer, trees []Tree, o Options) error {
 		title = "BPS cohort tree"
 	}
 	fmt.Fprintf(bw, "<!doctype html>\n<html lang=\"en\"><head><meta charset=\"utf-8\"><title>%s</title>\n", esc(title))
+	if o.Refresh > 0 {
+		fmt.Fprintf(bw, "<meta http-equiv=\"refresh\" content=\"%d\">\n", max(int(o.Refresh.Round(time.Second)/time.Second), 1))
+	}
 	fmt.Fprint(bw, "<style>body{font-family:system-ui,sans-serif;margin:16px;color:#222}table{border-collapse:collapse;margin:8px 0 16px}td,th{border:1px solid #ccc;padding:2px 8px;text-align:right}.scroll{overflow:auto;border:1px solid #ddd}svg{max-width:none}</style>\n")
 	fmt.Fprintf(bw, "</head><body>\n<h1>%s</h1>\n", esc(title))
 	for _, t := range trees {
