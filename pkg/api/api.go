@@ -424,6 +424,7 @@ func (s *Server) register(ss *wsSession) bool {
 	s.pending--
 	s.sessions[ss] = struct{}{}
 	s.metrics.Sessions.Inc()
+	s.metrics.SessionsOpen.WithLabelValues(sessionRole(ss.plan)).Inc()
 	return !s.closed
 }
 
@@ -433,6 +434,10 @@ func (s *Server) unregister(ss *wsSession) {
 	delete(s.sessions, ss)
 	s.dropClientLocked(ss.client)
 	s.metrics.Sessions.Dec()
+	s.metrics.SessionsOpen.WithLabelValues(sessionRole(ss.plan)).Dec()
+	// The session has ended (run waits for its reader and writer): its
+	// code is set.
+	s.metrics.SessionsClosed.WithLabelValues(closeCodeLabel(ss.code)).Inc()
 	s.mu.Unlock()
 	s.wg.Done()
 }
