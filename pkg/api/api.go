@@ -284,17 +284,18 @@ func NewWith(svc Protocol, conn Connector, logger log.Logger, o Options) (*Serve
 	if logger == nil {
 		logger = log.Noop
 	}
+	logger = logger.WithName(loggerName).Register()
 	s := &Server{
 		svc:      svc,
 		peers:    newPeerResolver(conn),
-		logger:   logger.WithName(loggerName).Register(),
+		logger:   logger,
 		opts:     o,
 		metrics:  newMetrics(),
 		validate: newValidator(),
 		sessions: make(map[*wsSession]struct{}),
 		clients:  make(map[string]*clientShare),
 		mux: session.NewMux(svc, session.MuxOptions{JoinTimeout: o.JoinTimeout, ClaimTimeout: o.ClaimTimeout, SilentWait: o.SilentWait,
-			Storage: o.Storage, RecoverMax: o.RecoverMax, RecoverTimeout: o.RecoverTimeout}),
+			Storage: o.Storage, RecoverMax: o.RecoverMax, RecoverTimeout: o.RecoverTimeout, Logger: logger}),
 	}
 	s.ctx, s.cancel = context.WithCancel(context.Background())
 	s.upgrader = websocket.Upgrader{
