@@ -143,7 +143,7 @@ func fetchJSON(ctx context.Context, client *http.Client, url string, v any) erro
 	if err != nil {
 		return err
 	}
-	defer resp.Body.Close()
+	defer func() { _ = resp.Body.Close() }()
 	b, err := io.ReadAll(io.LimitReader(resp.Body, treeMaxBody+1))
 	switch {
 	case err != nil:
