@@ -43,7 +43,6 @@ const (
 	treeReaders     = 16      // nodes read at once
 	treeMaxBody     = 8 << 20 // bytes of one node's GET /pubsub/ answer
 	treeMaxNodes    = 4096    // APIs one command reads
-	roleUnreported  = "unreported"
 	treeDefaultWait = 5 * time.Second
 )
 
@@ -242,7 +241,7 @@ func liveTrees(reports []nodeReport, f treeFilter) []treeview.Tree {
 				return i
 			}
 			index[overlay] = len(t.Nodes)
-			t.Nodes = append(t.Nodes, treeview.Node{Overlay: overlay, Role: roleUnreported, Depth: depth})
+			t.Nodes = append(t.Nodes, treeview.Node{Overlay: overlay, Role: treeview.RoleUnreported, Depth: depth})
 			parents = append(parents, nil)
 			return len(t.Nodes) - 1
 		}

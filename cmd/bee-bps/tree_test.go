@@ -214,6 +214,10 @@ func TestTreeCommandOnce(t *testing.T) {
 		got.Rows[0] != [3]int{2, 2, 0} || got.Rows[1] != [3]int{5, 5, 0} || got.Rows[2] != [3]int{2, 2, 0} {
 		t.Fatalf("%d nodes, %d first-parent edges, %d second, %d stubs, %d failed, rows %v", got.Nodes, got.P1, got.P2, got.Stubs, got.Failed, got.Rows)
 	}
+	// U and X, not read, drawn as such, and the legend says what they are.
+	if n := got.ByClass["circle.unreported"]; n != 2+1 {
+		t.Fatalf("%d unreported marks, want U, X and the legend's", n)
+	}
 	if !bytes.Contains(svg, []byte("6 of 7 nodes read")) {
 		t.Fatal("the title does not say how many nodes answered")
 	}
@@ -226,8 +230,8 @@ func TestTreeCommandOnce(t *testing.T) {
 	if !bytes.HasPrefix(page, []byte("<!doctype html>")) || bytes.Contains(page, []byte("http-equiv")) {
 		t.Fatalf("not a static HTML page:\n%.300s", page)
 	}
-	if got := treeviewtest.Count(t, page); got.Nodes != 2 || got.P1 != 1 {
-		t.Fatalf("--cohort c2: %d nodes, %d edges", got.Nodes, got.P1)
+	if got := treeviewtest.Count(t, page); got.Nodes != 2 || got.P1 != 1 || got.ByClass["circle.unreported"] != 0 {
+		t.Fatalf("--cohort c2: %d nodes, %d edges, %d unreported marks", got.Nodes, got.P1, got.ByClass["circle.unreported"])
 	}
 
 	err, out = execute(t, append(args, "--format", "json", "--topic", "one")...)

@@ -107,7 +107,7 @@ func checkTreeCommand(ctx context.Context, t *testing.T, cl devCluster, name str
 		t.Fatal(err)
 	}
 	got := treeviewtest.Count(t, svg)
-	if got.Nodes != len(cl.Nodes) || got.P1 != edges || got.P2 != second || got.Stubs != 0 ||
+	if got.Nodes != len(cl.Nodes) || got.P1 != edges || got.P2 != second || got.Stubs != 0 || got.ByClass["circle.unreported"] != 0 ||
 		!strings.Contains(string(svg), `class="node broker"`) {
 		t.Fatalf("the picture: %d nodes, %d first-parent edges, %d second, %d stubs; want %d, %d, %d, 0",
 			got.Nodes, got.P1, got.P2, got.Stubs, len(cl.Nodes), edges, second)

@@ -80,6 +80,7 @@ text{font-family:system-ui,-apple-system,Segoe UI,Helvetica,Arial,sans-serif;fon
 .relay{fill:#1f77b4}
 .leaf{fill:#9aa6b2}
 .failed{fill:#d62728}
+.unreported{fill:#fff;stroke:#6b7785;stroke-width:1;stroke-dasharray:2 1}
 .half{stroke:#ff7f0e;stroke-width:1.5}
 .bar{fill:#1f77b4}
 .bar0{fill:#9aa6b2}
@@ -295,6 +296,8 @@ func nodeClass(n Node, root bool, o Options) string {
 		c += "failed"
 	case root:
 		c += RoleBroker
+	case n.Role == RoleUnreported:
+		c += RoleUnreported
 	case n.Role == RolePublisher:
 		c += RolePublisher
 	case n.Children > 0:
@@ -348,7 +351,11 @@ func drawTrees(w *bufio.Writer, trees []Tree, o Options, standalone bool) error 
 		title = "BPS cohort tree"
 	}
 	fmt.Fprintf(w, `<text class="title" x="16" y="24">%s</text>`+"\n", esc(title))
-	legend(w, 16, 48)
+	unreported := false
+	for _, t := range trees {
+		unreported = unreported || slices.ContainsFunc(t.Nodes, func(n Node) bool { return n.Role == RoleUnreported })
+	}
+	legend(w, 16, 48, unreported)
 	y := float64(svgTop)
 	for _, p := range panels {
 		drawPanel(w, p, o, y, width)
@@ -358,8 +365,8 @@ func drawTrees(w *bufio.Writer, trees []Tree, o Options, standalone bool) error 
 	return err
 }
 
-// legend draws what the marks mean.
-func legend(w *bufio.Writer, x, y float64) {
+// legend draws what the marks mean; unreported: some node is.
+func legend(w *bufio.Writer, x, y float64, unreported bool) {
 	items := []struct{ mark, label string }{
 		{`<circle class="node broker" cx="%.0f" cy="%.0f" r="5"/>`, "broker (root)"},
 		{`<circle class="node publisher" cx="%.0f" cy="%.0f" r="4"/>`, "publisher"},
@@ -367,6 +374,9 @@ func legend(w *bufio.Writer, x, y float64) {
 		{`<circle class="node leaf" cx="%.0f" cy="%.0f" r="3"/>`, "leaf"},
 		{`<circle class="node failed" cx="%.0f" cy="%.0f" r="4"/>`, "failed relay"},
 		{`<circle class="node leaf half" cx="%.0f" cy="%.0f" r="3"/>`, "one parent short"},
+	}
+	if unreported {
+		items = append(items, struct{ mark, label string }{`<circle class="node unreported" cx="%.0f" cy="%.0f" r="3"/>`, "unreported (not read)"})
 	}
 	for _, it := range items {
 		fmt.Fprintf(w, `<g class="legend">`+it.mark, x+5, y-4)

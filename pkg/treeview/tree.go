@@ -13,6 +13,10 @@ const (
 	RoleBroker     = "broker"
 	RolePublisher  = "publisher"
 	RoleSubscriber = "subscriber"
+	// RoleUnreported is a node others name (as a parent, or as a child)
+	// whose own report was not read: bee-bps tree, for a node whose API was
+	// not given or did not answer.
+	RoleUnreported = "unreported"
 )
 
 // Node is one node of a cohort's tree.
