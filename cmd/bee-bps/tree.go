@@ -510,10 +510,14 @@ func serveTree(ctx context.Context, out io.Writer, ln net.Listener, interval tim
 	snapshot := func(r *http.Request) treeSnapshot {
 		mu.Lock()
 		defer mu.Unlock()
-		if last.at.IsZero() || time.Since(last.at) >= interval {
-			last = read(r.Context())
+		if !last.at.IsZero() && time.Since(last.at) < interval {
+			return last
 		}
-		return last
+		snap := read(r.Context())
+		if r.Context().Err() == nil {
+			last = snap // a read the browser gave up on is not kept
+		}
+		return snap
 	}
 	mux := http.NewServeMux()
 	serve := func(format treeFormat, contentType string) http.HandlerFunc {
