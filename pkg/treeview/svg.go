@@ -305,7 +305,7 @@ func nodeClass(n Node, root bool, o Options) string {
 	default:
 		c += "leaf"
 	}
-	if !n.Failed && n.Depth > 1 && o.Parents > 1 && len(n.Parents) < o.Parents {
+	if !n.Failed && n.Role != RoleUnreported && n.Depth > 1 && o.Parents > 1 && len(n.Parents) < o.Parents {
 		c += " half"
 	}
 	return c
