@@ -129,6 +129,6 @@ func TestGrafanaDashboard(t *testing.T) {
 	}
 	slices.Sort(missing)
 	if len(missing) > 0 {
-		t.Errorf("registered but on no panel of docs/grafana-bps.json: %s", strings.Join(missing, ", "))
+		t.Errorf("registered but on no panel of docs/grafana-bps.json (add a query for each to a panel): %s", strings.Join(missing, ", "))
 	}
 }
