@@ -69,6 +69,7 @@ func newCommand(opts ...option) (*command, error) {
 	c.initSubCmd()
 	c.initKeygenCmd()
 	c.initBenchNodeCmd()
+	c.initTreeCmd()
 	return c, nil
 }
 

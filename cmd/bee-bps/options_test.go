@@ -336,3 +336,61 @@ func TestBadBPSAPIOptionsRefusedByName(t *testing.T) {
 		}
 	}
 }
+
+// TestDocumentedBeeYAML: the complete bee.yaml docs/configuration.md shows
+// is what start reads: every key an option, every value in range, BPS on
+// with its defaults.
+func TestDocumentedBeeYAML(t *testing.T) {
+	doc, err := os.ReadFile("../../docs/configuration.md")
+	if err != nil {
+		t.Fatal(err)
+	}
+	_, after, ok := strings.Cut(string(doc), "## A complete `bee.yaml`")
+	if !ok {
+		t.Fatal("docs/configuration.md has no complete bee.yaml")
+	}
+	_, after, ok = strings.Cut(after, "```yaml\n")
+	block, _, closed := strings.Cut(after, "```")
+	if !ok || !closed {
+		t.Fatal("no yaml block under the heading")
+	}
+	yaml := writeFile(t, "bee.yaml", block)
+	pw := writeFile(t, "password", "secret\n") // the documented password-file is the operator's
+	v, err := parseStartOptions(t, "--config", yaml, "--password-file", pw)
+	if err != nil {
+		t.Fatalf("the documented bee.yaml: %v", err)
+	}
+	cfg, err := nodeConfig(v)
+	if err != nil {
+		t.Fatal(err)
+	}
+	o, err := bpsOptions(v)
+	if err != nil {
+		t.Fatal(err)
+	}
+	prices, err := bpsPrices(v)
+	if err != nil {
+		t.Fatal(err)
+	}
+	ao, err := bpsAPIOptions(v, cfg.CORSAllowedOrigins)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !v.GetBool(optionNameBPSEnable) || !cfg.FullNode || cfg.NetworkID != 1 || cfg.DataDir != "/var/lib/bee-bps" ||
+		cfg.Password != "secret" || cfg.BlockchainRPCEndpoint != "https://rpc.gnosischain.com" || !cfg.SwapEnable {
+		t.Errorf("node: %+v", cfg)
+	}
+	if o.MaxStreamsPerCohort != bps.DefaultMaxStreamsPerCohort || o.MaxCohorts != bps.DefaultMaxCohorts ||
+		o.MaxCohortsPerPeer != bps.DefaultMaxCohortsPerPeer || o.QueueLen != bps.DefaultQueueLen ||
+		o.Inactivity != bps.DefaultInactivity || o.ClaimDeadline != bps.DefaultClaimDeadline || prices != bps.DefaultPrices() {
+		t.Errorf("the documented bps-* values are not the defaults: %+v, prices %+v", o, prices)
+	}
+	def, err := parseStartAPI(t, "--password", "x")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if ao.MaxSessions != def.MaxSessions || ao.MaxSessionsPerClient != def.MaxSessionsPerClient ||
+		ao.MaxCohortsPerClient != def.MaxCohortsPerClient || ao.MaxKeepAlive != def.MaxKeepAlive || ao.ClientHeader != def.ClientHeader {
+		t.Errorf("the documented bps-api-* values are not the defaults: %+v, want %+v", ao, def)
+	}
+}

@@ -148,6 +148,10 @@ func TestStartRunsANode(t *testing.T) {
 			if got := strings.Contains(string(body), "\nbee_bps_"); got != enable {
 				t.Errorf("bps-enable %v: bee_bps_ metrics on /metrics: %v", enable, got)
 			}
+			// The /pubsub handler's series too: the WebSocket sessions.
+			if got := strings.Contains(string(body), "\nbee_bps_api_sessions "); got != enable {
+				t.Errorf("bps-enable %v: bee_bps_api_sessions on /metrics: %v", enable, got)
+			}
 		case err := <-done:
 			t.Fatalf("start returned %v:\n%s", err, out)
 		case <-time.After(2 * time.Minute):

@@ -92,7 +92,8 @@ func treeEntryOf(ctx context.Context, t *testing.T, api string) (treeEntry, bool
 // broker and 8), the broker taking 2 streams per cohort and every node
 // relaying 2. A WebSocket subscriber on each of the 8 nodes, joined in
 // turn, builds a tree at least 3 deep in which the nodes below the broker's
-// children keep two parents. A publisher on a node at depth 2 or more —
+// children keep two parents, and bee-bps tree draws it as the nodes state
+// it. A publisher on a node at depth 2 or more —
 // the broker has no room for it — attaches at a relay, and its message
 // reaches every subscriber through the root. A relay at depth 2 then fails
 // (cut off from every peer at once): the next message still reaches every
@@ -140,6 +141,8 @@ func TestDevClusterTree(t *testing.T) {
 	if twoParents < 4 {
 		t.Fatalf("%d nodes keep two parents, want every node below the broker's children (6)", twoParents)
 	}
+	// bee-bps tree draws it as the nodes state it.
+	checkTreeCommand(ctx, t, cl, "e2e-tree")
 
 	// A publisher at depth 2 or more: the broker has no room for it.
 	author := newSWIP60Key(t)

@@ -31,6 +31,8 @@ import (
 	"runtime/pprof"
 	"strings"
 	"time"
+
+	"github.com/ethersphere/bps/pkg/treeview"
 )
 
 func main() {
@@ -93,7 +95,7 @@ func parseFlags(args []string, stderr io.Writer) (cli, error) {
 	fs.StringVar(&c.pngPath, "png", "", "write the latency CDF as a PNG to this file")
 	fs.StringVar(&c.cpuProfile, "cpuprofile", "", "write a CPU profile of the run to this file")
 	fs.StringVar(&c.treePath, "tree", "", "draw the cohorts' trees as they were at the end of the run to this file: SVG, or an HTML page if it ends in .html")
-	fs.IntVar(&c.treeSample, "tree-sample", autoPerDepth, "nodes drawn per depth, at most: a wider depth is sampled (its counts stay whole)")
+	fs.IntVar(&c.treeSample, "tree-sample", treeview.AutoPerDepth, "nodes drawn per depth, at most: a wider depth is sampled (its counts stay whole)")
 	fs.IntVar(&c.treeCohorts, "tree-cohorts", 1, "how many cohorts -tree draws, the first ones")
 	if err := fs.Parse(args); err != nil {
 		return c, err
@@ -164,7 +166,7 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 func writeTreeFile(path string, res *Result, perDepth, k int) error {
 	trees := res.Trees[:min(max(k, 1), len(res.Trees))]
 	sc := res.Scenario
-	o := treeOptions{
+	o := treeview.Options{
 		PerDepth: perDepth,
 		Parents:  sc.Parents,
 		Title: fmt.Sprintf("bps-sim: %d nodes, relay capacity %d, %d parent%s, %s links, %.0f%% of relays failed",
@@ -174,9 +176,9 @@ func writeTreeFile(path string, res *Result, perDepth, k int) error {
 	if err != nil {
 		return err
 	}
-	write := writeTreeSVG
+	write := treeview.WriteSVG
 	if strings.HasSuffix(strings.ToLower(path), ".html") {
-		write = writeTreeHTML
+		write = treeview.WriteHTML
 	}
 	if err := write(f, trees, o); err != nil {
 		_ = f.Close()
@@ -195,4 +197,11 @@ func durFlag(fs *flag.FlagSet, d *Dur, name, usage string) {
 		*d = Dur(v)
 		return nil
 	})
+}
+
+func plural(n int) string {
+	if n == 1 {
+		return ""
+	}
+	return "s"
 }

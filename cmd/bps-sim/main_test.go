@@ -17,6 +17,8 @@ import (
 	"testing"
 
 	"github.com/ethersphere/bps/pkg/bps"
+	"github.com/ethersphere/bps/pkg/treeview"
+	"github.com/ethersphere/bps/pkg/treeview/treeviewtest"
 	"go.uber.org/goleak"
 )
 
@@ -48,12 +50,12 @@ func TestRun(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	tree := countSVG(t, page)
-	if tree.nodes != 40 || tree.p1 != 37 || tree.p2+tree.lost+tree.stubs+tree.failed != 0 ||
-		strings.Join(tree.depthLabels, ",") != "depth 0,depth 1,depth 0,depth 1,depth 0,depth 1" ||
-		tree.rows[0] != [3]int{3, 3, 0} || tree.rows[1] != [3]int{37, 37, 0} {
+	tree := treeviewtest.Count(t, page)
+	if tree.Nodes != 40 || tree.P1 != 37 || tree.P2+tree.Lost+tree.Stubs+tree.Failed != 0 ||
+		strings.Join(tree.DepthLabels, ",") != "depth 0,depth 1,depth 0,depth 1,depth 0,depth 1" ||
+		tree.Rows[0] != [3]int{3, 3, 0} || tree.Rows[1] != [3]int{37, 37, 0} {
 		t.Fatalf("tree: %d nodes, %d edges, %d second, %d lost, %d stubs, %d failed; depths %q, rows %v",
-			tree.nodes, tree.p1, tree.p2, tree.lost, tree.stubs, tree.failed, tree.depthLabels, tree.rows)
+			tree.Nodes, tree.P1, tree.P2, tree.Lost, tree.Stubs, tree.Failed, tree.DepthLabels, tree.Rows)
 	}
 
 	var out bytes.Buffer
@@ -79,8 +81,8 @@ func TestRun(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if tree := countSVG(t, svg); tree.nodes != 14 || tree.p1 != 13 || len(tree.depthLabels) != 2 {
-		t.Fatalf("the first cohort's tree: %d nodes, %d edges, depths %q", tree.nodes, tree.p1, tree.depthLabels)
+	if tree := treeviewtest.Count(t, svg); tree.Nodes != 14 || tree.P1 != 13 || len(tree.DepthLabels) != 2 {
+		t.Fatalf("the first cohort's tree: %d nodes, %d edges, depths %q", tree.Nodes, tree.P1, tree.DepthLabels)
 	}
 	if res.Latency.P50 < res.Scenario.Latency*2 {
 		t.Fatalf("p50 %s below two hops of %s", res.Latency.P50, res.Scenario.Latency)
@@ -205,7 +207,7 @@ func TestRunPriced(t *testing.T) {
 	}
 	want := res.Deliveries*7 + res.Published*3
 	if pr.Debited != want || pr.Credit != want || len(pr.ByDepth) != 2 ||
-		pr.ByDepth[0].Earned != float64(want) || pr.ByDepth[1].Nodes != 19 || pr.Roles[roleBroker].Earned != want {
+		pr.ByDepth[0].Earned != float64(want) || pr.ByDepth[1].Nodes != 19 || pr.Roles[treeview.RoleBroker].Earned != want {
 		t.Fatalf("charged %d, owed %d, want %d (%d deliveries, %d published); by depth %+v", pr.Debited, pr.Credit, want, res.Deliveries, res.Published, pr.ByDepth)
 	}
 }

@@ -10,6 +10,7 @@ import (
 
 	"github.com/ethersphere/bps/pkg/bps"
 	"github.com/ethersphere/bps/pkg/bps/streamtest/bpsnet"
+	"github.com/ethersphere/bps/pkg/treeview"
 )
 
 // What a run says about its trees (SWIP-61): the tree each cohort formed,
@@ -67,13 +68,13 @@ func (s *sim) traceParent(nd *bpsnet.Node, e bps.Event) {
 // members lists the nodes of cohort i as they are now.
 func (s *sim) members(i int) []member {
 	st := s.cohorts[i]
-	out := []member{{overlay: st.currentBroker().Overlay(), role: roleBroker, svc: st.currentBroker().Service()}}
+	out := []member{{overlay: st.currentBroker().Overlay(), role: treeview.RoleBroker, svc: st.currentBroker().Service()}}
 	for _, nd := range st.c.Publishers {
-		out = append(out, member{overlay: nd.Overlay(), role: rolePublisher, svc: nd.Service()})
+		out = append(out, member{overlay: nd.Overlay(), role: treeview.RolePublisher, svc: nd.Service()})
 	}
 	for _, sl := range st.slots {
 		sl.mu.Lock()
-		m := member{overlay: sl.node.Overlay(), role: roleSubscriber}
+		m := member{overlay: sl.node.Overlay(), role: treeview.RoleSubscriber}
 		if !sl.down {
 			m.svc = sl.node.Service()
 		}
@@ -143,7 +144,7 @@ func (s *sim) snapshot(res *Result) {
 		failed[k] = slices.Clone(v)
 	}
 	s.failMu.Unlock()
-	res.Trees = make([]CohortTree, len(s.cohorts))
+	res.Trees = make([]treeview.Tree, len(s.cohorts))
 	for i, st := range s.cohorts {
 		res.Trees[i] = buildTree(st.c.Spec.String(), s.members(i), failed[i])
 	}
@@ -220,7 +221,7 @@ func (s *sim) collectTree(res *Result, wireBytes uint64, end time.Time) {
 	depthOf := make(map[string]int)
 	pubDepth := make([]int, len(res.Trees))
 	for c, t := range res.Trees {
-		st := t.stats()
+		st := t.Stats()
 		for d, n := range st.Depth {
 			tr.NodesByDepth[d] += n
 		}
@@ -234,13 +235,13 @@ func (s *sim) collectTree(res *Result, wireBytes uint64, end time.Time) {
 			switch {
 			case n.Failed:
 			case n.Depth < 0:
-				if n.Role == roleSubscriber {
+				if n.Role == treeview.RoleSubscriber {
 					tr.Detached++
 				}
 			case n.Depth > 0:
 				tr.Parents[len(n.Parents)]++
 			}
-			if n.Role == rolePublisher && n.Depth > 0 && (pubDepth[c] < 0 || n.Depth < pubDepth[c]) {
+			if n.Role == treeview.RolePublisher && n.Depth > 0 && (pubDepth[c] < 0 || n.Depth < pubDepth[c]) {
 				pubDepth[c] = n.Depth
 			}
 		}

@@ -11,6 +11,8 @@ import (
 	"os"
 	"path/filepath"
 	"testing"
+
+	"github.com/ethersphere/bps/pkg/treeview/treeviewtest"
 )
 
 // A small multihop run: a broker that admits four, relays of three, two
@@ -46,13 +48,13 @@ func TestRunMultihop(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	got := countSVG(t, svg)
-	if got.nodes != 40 || got.failed != tr.RelaysFailed || got.p2 == 0 || got.lost == 0 || got.stubs != 0 || len(got.depthLabels) < 4 {
+	got := treeviewtest.Count(t, svg)
+	if got.Nodes != 40 || got.Failed != tr.RelaysFailed || got.P2 == 0 || got.Lost == 0 || got.Stubs != 0 || len(got.DepthLabels) < 4 {
 		t.Fatalf("tree: %d nodes, %d failed (%d killed), %d second-parent edges, %d lost, %d stubs, depths %q",
-			got.nodes, got.failed, tr.RelaysFailed, got.p2, got.lost, got.stubs, got.depthLabels)
+			got.Nodes, got.Failed, tr.RelaysFailed, got.P2, got.Lost, got.Stubs, got.DepthLabels)
 	}
 	live := 0
-	for _, r := range got.rows {
+	for _, r := range got.Rows {
 		live += r[0]
 	}
 	if live != 40-tr.RelaysFailed-tr.Detached {

@@ -15,6 +15,7 @@ import (
 	"time"
 
 	"github.com/ethersphere/bps/pkg/bps"
+	"github.com/ethersphere/bps/pkg/treeview"
 )
 
 // Dur is a time.Duration that JSON carries as seconds, for plotting.
@@ -96,8 +97,8 @@ type Result struct {
 	Tree    TreeResult   `json:"tree"`
 	Pricing *PriceResult `json:"pricing,omitempty"`
 	// Persistence is what -persist stored and recovered (SWIP-65).
-	Persistence *PersistResult `json:"persistence,omitempty"`
-	Trees       []CohortTree   `json:"-"` // every cohort's tree as the run left it (-tree draws them)
+	Persistence *PersistResult  `json:"persistence,omitempty"`
+	Trees       []treeview.Tree `json:"-"` // every cohort's tree as the run left it (-tree draws them)
 }
 
 // Build is what building and joining the network cost.

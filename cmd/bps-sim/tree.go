@@ -10,6 +10,7 @@ import (
 
 	"github.com/ethersphere/bee/v2/pkg/swarm"
 	"github.com/ethersphere/bps/pkg/bps"
+	"github.com/ethersphere/bps/pkg/treeview"
 )
 
 // The tree of a cohort as the run left it, assembled from every node's own
@@ -18,30 +19,6 @@ import (
 // at the depth it states and under the parents it names; a parent's list of
 // children is used only for the relays that failed, whose children no
 // longer name them.
-
-// Roles of the nodes in a cohort's tree.
-const (
-	roleBroker     = "broker"
-	rolePublisher  = "publisher"
-	roleSubscriber = "subscriber"
-)
-
-// TreeNode is one node of a cohort's tree.
-type TreeNode struct {
-	Overlay  string `json:"overlay"` // hex
-	Role     string `json:"role"`
-	Depth    int    `json:"depth"`    // as the node states it; -1: not in the tree (detached)
-	Parents  []int  `json:"parents"`  // indices into CohortTree.Nodes, the shallowest first
-	Children int    `json:"children"` // distinct child peers, as the node reports them
-	Failed   bool   `json:"failed"`   // a relay killed during the run: drawn where it was
-	Lost     []int  `json:"lost"`     // a failed relay's children when it failed
-}
-
-// CohortTree is one cohort's tree: the root (the broker) first.
-type CohortTree struct {
-	Cohort string     `json:"cohort"`
-	Nodes  []TreeNode `json:"nodes"`
-}
 
 // member is a node of a cohort as the simulation knows it: where it is
 // asked for its place, and in what role.
@@ -76,15 +53,15 @@ type failedRelay struct {
 // buildTree assembles a cohort's tree from its members' positions now and
 // the positions of the relays that failed, which are drawn where they were
 // with the children they had.
-func buildTree(key string, members []member, failed []failedRelay) CohortTree {
-	t := CohortTree{Cohort: key}
+func buildTree(key string, members []member, failed []failedRelay) treeview.Tree {
+	t := treeview.Tree{Cohort: key}
 	index := make(map[string]int, len(members)+len(failed))
 	type raw struct {
 		parents  []swarm.Address
 		children []swarm.Address
 	}
 	var raws []raw
-	add := func(a swarm.Address, n TreeNode, r raw) {
+	add := func(a swarm.Address, n treeview.Node, r raw) {
 		if _, ok := index[a.ByteString()]; ok {
 			return
 		}
@@ -94,10 +71,17 @@ func buildTree(key string, members []member, failed []failedRelay) CohortTree {
 	}
 	// The broker first, so that it is node 0.
 	slices.SortStableFunc(members, func(a, b member) int {
-		return cmp.Compare(boolInt(a.role != roleBroker), boolInt(b.role != roleBroker))
+		ab, bb := a.role == treeview.RoleBroker, b.role == treeview.RoleBroker
+		switch {
+		case ab == bb:
+			return 0
+		case ab:
+			return -1
+		}
+		return 1
 	})
 	for _, m := range members {
-		n := TreeNode{Overlay: m.overlay.String(), Role: m.role, Depth: -1}
+		n := treeview.Node{Overlay: m.overlay.String(), Role: m.role, Depth: -1}
 		var r raw
 		if p, ok := positionOf(m.svc, key); ok {
 			n.Depth = int(p.Depth)
@@ -109,7 +93,7 @@ func buildTree(key string, members []member, failed []failedRelay) CohortTree {
 	for _, f := range failed {
 		i, ok := index[f.overlay.ByteString()]
 		if !ok {
-			add(f.overlay, TreeNode{Overlay: f.overlay.String(), Role: roleSubscriber}, raw{})
+			add(f.overlay, treeview.Node{Overlay: f.overlay.String(), Role: treeview.RoleSubscriber}, raw{})
 			i = index[f.overlay.ByteString()]
 		}
 		n := &t.Nodes[i]
@@ -134,67 +118,4 @@ func buildTree(key string, members []member, failed []failedRelay) CohortTree {
 		slices.SortStableFunc(t.Nodes[i].Parents, func(a, b int) int { return cmp.Compare(t.Nodes[a].Depth, t.Nodes[b].Depth) })
 	}
 	return t
-}
-
-func boolInt(b bool) int {
-	if b {
-		return 1
-	}
-	return 0
-}
-
-// TreeStats summarises a cohort's tree.
-type TreeStats struct {
-	Nodes       int            `json:"nodes"`
-	Detached    int            `json:"detached"` // no position in the cohort at the end
-	Failed      int            `json:"failed"`
-	MaxDepth    int            `json:"max_depth"`
-	Depth       map[int]int    `json:"depth"`       // nodes by depth (failed relays excluded)
-	Parents     map[int]int    `json:"parents"`     // live non-root nodes by number of parents
-	Fanout      map[int]int    `json:"fanout"`      // live nodes by number of children
-	Relays      int            `json:"relays"`      // live non-root nodes with a child
-	MaxFanout   int            `json:"max_fanout"`  // children of the busiest non-root node
-	DepthFanout map[int][]int  `json:"-"`           // per depth, nodes by number of children
-	ByRole      map[string]int `json:"by_role"`     // live nodes in the tree by role
-	Skewed      int            `json:"skewed"`      // depth not one below the shallowest parent's depth now (a parent moved)
-	RootFanout  int            `json:"root_fanout"` // the broker's children
-}
-
-// stats computes the summary of t.
-func (t CohortTree) stats() TreeStats {
-	s := TreeStats{Depth: map[int]int{}, Parents: map[int]int{}, Fanout: map[int]int{}, DepthFanout: map[int][]int{}, ByRole: map[string]int{}}
-	for i, n := range t.Nodes {
-		s.Nodes++
-		switch {
-		case n.Failed:
-			s.Failed++
-			continue
-		case n.Depth < 0:
-			s.Detached++
-			continue
-		}
-		s.Depth[n.Depth]++
-		s.ByRole[n.Role]++
-		s.MaxDepth = max(s.MaxDepth, n.Depth)
-		s.Fanout[n.Children]++
-		h := s.DepthFanout[n.Depth]
-		for len(h) <= n.Children {
-			h = append(h, 0)
-		}
-		h[n.Children]++
-		s.DepthFanout[n.Depth] = h
-		if i == 0 && n.Role == roleBroker {
-			s.RootFanout = n.Children
-			continue
-		}
-		s.Parents[len(n.Parents)]++
-		if n.Children > 0 {
-			s.Relays++
-			s.MaxFanout = max(s.MaxFanout, n.Children)
-		}
-		if len(n.Parents) > 0 && t.Nodes[n.Parents[0]].Depth != n.Depth-1 {
-			s.Skewed++
-		}
-	}
-	return s
 }

@@ -284,17 +284,18 @@ func NewWith(svc Protocol, conn Connector, logger log.Logger, o Options) (*Serve
 	if logger == nil {
 		logger = log.Noop
 	}
+	logger = logger.WithName(loggerName).Register()
 	s := &Server{
 		svc:      svc,
 		peers:    newPeerResolver(conn),
-		logger:   logger.WithName(loggerName).Register(),
+		logger:   logger,
 		opts:     o,
 		metrics:  newMetrics(),
 		validate: newValidator(),
 		sessions: make(map[*wsSession]struct{}),
 		clients:  make(map[string]*clientShare),
 		mux: session.NewMux(svc, session.MuxOptions{JoinTimeout: o.JoinTimeout, ClaimTimeout: o.ClaimTimeout, SilentWait: o.SilentWait,
-			Storage: o.Storage, RecoverMax: o.RecoverMax, RecoverTimeout: o.RecoverTimeout}),
+			Storage: o.Storage, RecoverMax: o.RecoverMax, RecoverTimeout: o.RecoverTimeout, Logger: logger}),
 	}
 	s.ctx, s.cancel = context.WithCancel(context.Background())
 	s.upgrader = websocket.Upgrader{
@@ -424,6 +425,7 @@ func (s *Server) register(ss *wsSession) bool {
 	s.pending--
 	s.sessions[ss] = struct{}{}
 	s.metrics.Sessions.Inc()
+	s.metrics.SessionsOpen.WithLabelValues(sessionRole(ss.plan)).Inc()
 	return !s.closed
 }
 
@@ -433,6 +435,10 @@ func (s *Server) unregister(ss *wsSession) {
 	delete(s.sessions, ss)
 	s.dropClientLocked(ss.client)
 	s.metrics.Sessions.Dec()
+	s.metrics.SessionsOpen.WithLabelValues(sessionRole(ss.plan)).Dec()
+	// The session has ended (run waits for its reader and writer): its
+	// code is set.
+	s.metrics.SessionsClosed.WithLabelValues(closeCodeLabel(ss.code)).Inc()
 	s.mu.Unlock()
 	s.wg.Done()
 }

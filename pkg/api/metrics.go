@@ -5,7 +5,10 @@
 package api
 
 import (
+	"strconv"
+
 	m "github.com/ethersphere/bee/v2/pkg/metrics"
+	"github.com/gorilla/websocket"
 	"github.com/prometheus/client_golang/prometheus"
 )
 
@@ -14,6 +17,8 @@ import (
 type metrics struct {
 	// all fields exported: Metrics() collects them by reflection.
 	Sessions       prometheus.Gauge
+	SessionsOpen   *prometheus.GaugeVec   // by role
+	SessionsClosed *prometheus.CounterVec // by close code
 	Delivered      prometheus.Counter
 	Published      prometheus.Counter
 	InvalidFrames  prometheus.Counter
@@ -42,5 +47,49 @@ func newMetrics() metrics {
 		ServiceRelayed: counter("service_relayed", "Service SOCs relayed for an admin's dApp."),
 		Persisted:      counter("persisted", "Published updates uploaded with the session's postage batch (SWIP-65)."),
 		PersistFailed:  counter("persist_failed", "Published updates whose upload failed; the session is closed."),
+		SessionsOpen: prometheus.NewGaugeVec(prometheus.GaugeOpts{Namespace: m.Namespace, Subsystem: subsystem, Name: "sessions_open",
+			Help: "Open WebSocket sessions by role: publisher (the session publishes) or subscriber."}, []string{"role"}),
+		SessionsClosed: prometheus.NewCounterVec(prometheus.CounterOpts{Namespace: m.Namespace, Subsystem: subsystem, Name: "sessions_closed",
+			Help: "WebSocket sessions ended, by the close code the node ended them with (docs/api.md, Errors and close codes); other: any code not listed there."}, []string{"code"}),
 	}
+}
+
+// Session roles, the sessions_open label.
+const (
+	roleLabelPublisher  = "publisher"
+	roleLabelSubscriber = "subscriber"
+)
+
+// closeCodes are the close codes a session ends with (docs/api.md, "Errors
+// and close codes", and 1006 for a connection that dropped): the
+// sessions_closed label's values, and "other".
+var closeCodes = []int{
+	websocket.CloseNormalClosure,           // 1000: the dApp closed; the admin ended the cohort
+	websocket.CloseGoingAway,               // 1001: node shutting down, the broker ended the stream, no pong
+	websocket.CloseUnsupportedData,         // 1003
+	websocket.CloseAbnormalClosure,         // 1006: the connection dropped
+	websocket.CloseInvalidFramePayloadData, // 1007
+	websocket.ClosePolicyViolation,         // 1008: slow consumer, claim, roster
+	websocket.CloseMessageTooBig,           // 1009
+	websocket.CloseInternalServerErr,       // 1011: the stream to the broker lost, a publish or upload failed
+	websocket.CloseTryAgainLater,           // 1013: the broker is full, back off
+}
+
+// closeCodeLabel is code's sessions_closed label: the code, if listed, else
+// "other" — a bounded set.
+func closeCodeLabel(code int) string {
+	for _, c := range closeCodes {
+		if c == code {
+			return strconv.Itoa(code)
+		}
+	}
+	return "other"
+}
+
+// sessionRole is a session's sessions_open label.
+func sessionRole(p *plan) string {
+	if p.publish {
+		return roleLabelPublisher
+	}
+	return roleLabelSubscriber
 }

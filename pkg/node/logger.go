@@ -63,13 +63,21 @@ func NewLogger(verbosity string, sink io.Writer, name string) (log.Logger, error
 	return l.Register(), nil
 }
 
-// quietCancel is the sink of a node's logger. bee logs at error level work
-// that its own shutdown cancels: v2.8.1's storer, waiting for a network
-// storage radius that a small private network never reports, logs "reserve
-// worker initial radius" "context canceled" on every stop of a full node.
-// An operator has nothing to act on there, so an error line whose error
-// ends in "context canceled" is written at debug level instead (dropped
-// below debug verbosity). bee writes each line with one Write.
+// quietCancel is the sink of a node's logger. bee logs at error level
+// events an operator has nothing to act on, which are written at debug
+// level instead (dropped below debug verbosity). bee writes each line with
+// one Write. Two such events:
+//   - work that its own shutdown cancels: v2.8.1's storer, waiting for a
+//     network storage radius that a small private network never reports,
+//     logs "reserve worker initial radius" "context canceled" on every stop
+//     of a full node — an error line whose error ends in "context canceled";
+//   - a chunk the network does not deliver: bee's GET /chunks/{address}
+//     logs "read chunk failed" at error level, without its cause, for a
+//     retrieval that found no holder ("no peers left", the timeout) — and
+//     the node's own recovery (SWIP-65) asks for updates that were never
+//     persisted, a line per update of every gap. bee logs the cause at
+//     debug just before; the session is told the gap, and the recovery logs
+//     it with its reason (pkg/session, at debug).
 type quietCancel struct {
 	w     io.Writer
 	debug bool // debug lines are written
@@ -79,10 +87,18 @@ var (
 	levelError = []byte(`"level"="error"`)
 	levelDebug = []byte(`"level"="debug"`) // as long as levelError
 	canceled   = regexp.MustCompile(`"error"="[^"]*context canceled"`)
+	// bee's GET /chunks/{address} handler's line for a failed retrieval.
+	chunkLogger = []byte(`"logger"="node/api/get_chunk_by_address"`)
+	chunkFailed = []byte(`"msg"="read chunk failed"`)
 )
 
+// expected reports whether an error line p is one of the events above.
+func expected(p []byte) bool {
+	return canceled.Match(p) || bytes.Contains(p, chunkLogger) && bytes.Contains(p, chunkFailed)
+}
+
 func (q *quietCancel) Write(p []byte) (int, error) {
-	if !bytes.Contains(p, levelError) || !canceled.Match(p) {
+	if !bytes.Contains(p, levelError) || !expected(p) {
 		return q.w.Write(p)
 	}
 	if !q.debug {

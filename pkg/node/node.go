@@ -176,6 +176,17 @@ func Start(ctx context.Context, c Config) (n *Node, err error) {
 			}
 			return nil, err
 		}
+		// The handler's own series (bee_bps_api_*: the WebSocket sessions,
+		// the shared streams) beside the plugin's.
+		if err = registerMetrics(beeAPI, n.pubsub); err != nil {
+			if c, ok := n.pubsub.(io.Closer); ok {
+				err = errors.Join(err, c.Close())
+			}
+			if n.plugin != nil {
+				err = errors.Join(err, n.plugin.Close())
+			}
+			return nil, err
+		}
 	}
 	fr.serve(beeAPI, n.pubsub)
 	n.apiURL = "http://" + dialable(ln.Addr())
@@ -253,11 +264,12 @@ func bounded(ctx context.Context, name string, f func() error) error {
 	}
 }
 
-// registerMetrics adds the plugin's metrics, if it has any (bee's
-// metrics.Collector), to bee's registry, so that bee's /metrics serves them.
-// bee's API handler is its api.Service, which exposes the registry.
-func registerMetrics(beeAPI http.Handler, pl Plugin) error {
-	mc, ok := pl.(metrics.Collector)
+// registerMetrics adds the metrics of v — the plugin, the /pubsub handler
+// — if it has any (bee's metrics.Collector), to bee's registry, so that
+// bee's /metrics serves them. bee's API handler is its api.Service, which
+// exposes the registry.
+func registerMetrics(beeAPI http.Handler, v any) error {
+	mc, ok := v.(metrics.Collector)
 	if !ok {
 		return nil
 	}
@@ -268,7 +280,7 @@ func registerMetrics(beeAPI http.Handler, pl Plugin) error {
 	reg := svc.MetricsRegistry()
 	for _, c := range mc.Metrics() {
 		if err := reg.Register(c); err != nil {
-			return fmt.Errorf("plugin metrics: %w", err)
+			return fmt.Errorf("metrics of %T: %w", v, err)
 		}
 	}
 	return nil

@@ -23,6 +23,7 @@ import (
 	"github.com/ethersphere/bps/pkg/bps"
 	"time"
 
+	"github.com/ethersphere/bee/v2/pkg/log"
 	m "github.com/ethersphere/bee/v2/pkg/metrics"
 	"github.com/ethersphere/bee/v2/pkg/swarm"
 	"github.com/ethersphere/bps/pkg/bps/pb"
@@ -124,6 +125,9 @@ type MuxOptions struct {
 	RecoverMax int
 	// RecoverTimeout bounds one recovery. Default DefaultRecoverTimeout.
 	RecoverTimeout time.Duration
+	// Logger logs what the mux does that an operator may look into, at
+	// debug level: a gap recovery could not fill, and why. Nil: nothing.
+	Logger log.Logger
 }
 
 // DefaultSilentWait is MuxOptions.SilentWait's default: two thirds of the
@@ -220,6 +224,7 @@ type mux struct {
 	svc     Protocol
 	opts    MuxOptions
 	metrics muxMetrics
+	logger  log.Logger
 
 	ctx    context.Context // ended by Close: bounds every join
 	cancel context.CancelFunc
@@ -250,7 +255,11 @@ func NewMux(svc Protocol, o MuxOptions) Mux {
 	if o.RecoverTimeout <= 0 {
 		o.RecoverTimeout = DefaultRecoverTimeout
 	}
-	x := &mux{svc: svc, opts: o, metrics: newMuxMetrics(),
+	logger := o.Logger
+	if logger == nil {
+		logger = log.Noop
+	}
+	x := &mux{svc: svc, opts: o, logger: logger, metrics: newMuxMetrics(),
 		rooms: newRefMap[*Room](), hubs: newRefMap[*Hub](), pubs: newRefMap[*PubStream]()}
 	x.ctx, x.cancel = context.WithCancel(context.Background())
 	return x

@@ -6,8 +6,10 @@ package session
 
 import (
 	"context"
+	"encoding/hex"
 	"errors"
 	"fmt"
+
 	"github.com/ethersphere/bps/pkg/bps"
 
 	"github.com/ethersphere/bee/v2/pkg/storage"
@@ -109,11 +111,18 @@ func (f *follower) potRecover(ctx context.Context, ps PotSession, live bps.Deliv
 	if to-from >= uint64(max) {
 		first = to - uint64(max) + 1
 		f.x.metrics.RecoveryGaps.Add(float64(first - from))
+		f.logGap(owner, from, first-1, reasonPastBound, nil)
 		if !ps.Gap(f.ctx, owner, from, first-1) {
 			return false
 		}
 	}
 	lo := to + 1 - uint64(len(rec.Elements)) // descent covers lo … to
+	if err != nil {
+		// Not the publisher's fault: storage lacked a node, or time ran
+		// out; what descent did not reach is looked up by feed below.
+		f.x.logger.Debug("pubsub: pot descent stopped short, the rest by feed lookup", "cohort", f.spec.String(),
+			"owner", hex.EncodeToString(owner), "descended", len(rec.Elements), "from", first, "to", to, "error", err)
+	}
 	if lo > first && !f.recover(ctx, owner, first, lo-1) {
 		return false
 	}

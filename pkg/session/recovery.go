@@ -6,10 +6,12 @@ package session
 
 import (
 	"context"
+	"encoding/hex"
 	"errors"
-	"github.com/ethersphere/bps/pkg/bps"
 	"sync"
 	"time"
+
+	"github.com/ethersphere/bps/pkg/bps"
 )
 
 // Defaults of the recovery bounds (MuxOptions).
@@ -279,12 +281,14 @@ func (f *follower) recover(ctx context.Context, owner []byte, from, to uint64) b
 	if to-from >= uint64(o.RecoverMax) {
 		lost := to - uint64(o.RecoverMax)
 		f.x.metrics.RecoveryGaps.Add(float64(lost - from + 1))
+		f.logGap(owner, from, lost, reasonPastBound, nil)
 		if gs != nil && !gs.Gap(f.ctx, owner, from, lost) {
 			return false
 		}
 		from = lost + 1
 	}
 	got := make([]*bps.Delivery, to-from+1)
+	errs := make([]error, len(got)) // nil where got is: not retrieved before ctx ended
 	var wg sync.WaitGroup
 	sem := make(chan struct{}, recoverParallel)
 	for i := range got {
@@ -304,6 +308,7 @@ func (f *follower) recover(ctx context.Context, owner []byte, from, to uint64) b
 			if err == nil {
 				got[i] = &d
 			}
+			errs[i] = err
 		}()
 	}
 	wg.Wait()
@@ -316,6 +321,8 @@ func (f *follower) recover(ctx context.Context, owner []byte, from, to uint64) b
 		a, b := from+uint64(i), from+uint64(j-1)
 		if got[i] == nil {
 			f.x.metrics.RecoveryGaps.Add(float64(j - i))
+			reason, err := gapReason(errs[i:j])
+			f.logGap(owner, a, b, reason, err)
 			if gs != nil && !gs.Gap(f.ctx, owner, a, b) {
 				return false
 			}
@@ -334,4 +341,41 @@ func (f *follower) recover(ctx context.Context, owner []byte, from, to uint64) b
 		i = j
 	}
 	return true
+}
+
+// Why a gap was not recovered, as the recovery logs it. A gap is an
+// expected event — a publisher that published live only, an update not yet
+// pushed, a retrieval that found no holder — told to the session as a gap
+// frame: it is logged at debug level, with the reason, once per gap.
+const (
+	reasonPastBound = "older than the latest updates a recovery retrieves (RecoverMax)"
+	reasonNotHeld   = "storage did not deliver them: never persisted, not yet pushed, no peer holds them, or not a valid update (the error says)"
+	reasonTimeout   = "the recovery's time ran out (RecoverTimeout)"
+)
+
+// gapReason is why a run of updates was not recovered, from their
+// retrievals' errors (nil: not retrieved before the recovery ended), and
+// the first error.
+func gapReason(errs []error) (string, error) {
+	var first error
+	for _, err := range errs {
+		if err != nil {
+			first = err
+			break
+		}
+	}
+	switch {
+	case first == nil, errors.Is(first, context.DeadlineExceeded), errors.Is(first, context.Canceled):
+		return reasonTimeout, first
+	}
+	return reasonNotHeld, first
+}
+
+// logGap logs a gap of owner's feed, from … to, not recovered.
+func (f *follower) logGap(owner []byte, from, to uint64, reason string, err error) {
+	kv := []any{"cohort", f.spec.String(), "owner", hex.EncodeToString(owner), "from", from, "to", to, "reason", reason}
+	if err != nil {
+		kv = append(kv, "error", err)
+	}
+	f.x.logger.Debug("pubsub: feed gap not recovered", kv...)
 }

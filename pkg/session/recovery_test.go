@@ -5,14 +5,17 @@
 package session_test
 
 import (
+	"bytes"
 	"context"
 	"errors"
 	"fmt"
 	"slices"
+	"strings"
 	"sync"
 	"testing"
 	"time"
 
+	"github.com/ethersphere/bee/v2/pkg/log"
 	"github.com/ethersphere/bee/v2/pkg/soc"
 	"github.com/ethersphere/bee/v2/pkg/swarm"
 	"github.com/ethersphere/bps/pkg/bps"
@@ -356,4 +359,49 @@ func BenchmarkRecovery(b *testing.B) {
 	b.StopTimer()
 	b.ReportMetric(float64(b.N*n)/b.Elapsed().Seconds(), "updates/s")
 	b.ReportMetric(float64(st.fetched())/float64(b.N*n), "retrievals/update")
+}
+
+// lockedBuffer is a log sink the recovery writes from its goroutine.
+type lockedBuffer struct {
+	mu sync.Mutex
+	b  bytes.Buffer
+}
+
+func (l *lockedBuffer) Write(p []byte) (int, error) {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	return l.b.Write(p)
+}
+
+func (l *lockedBuffer) String() string {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	return l.b.String()
+}
+
+// TestRecoveryLogsGaps: a gap recovery cannot fill is an expected event
+// (updates published live only, or older than the bound): logged once per
+// gap at debug level with its reason — never at error level.
+func TestRecoveryLogsGaps(t *testing.T) {
+	t.Parallel()
+	var out lockedBuffer
+	logger := log.NewLogger("test", log.WithSink(&out), log.WithVerbosity(log.VerbosityDebug))
+	rr := newRecoveryRoom(t, session.MuxOptions{RecoverMax: 3, Logger: logger}, 10, 7)
+	s := newGapSession()
+	rr.room.Add(s, session.MemberOptions{}, true)
+	rr.live(0)
+	rr.live(9)
+	wantEvents(t, s.await(t, 8), "0", "gap 1-5", "recovered 6-6", "6*", "gap 7-7", "recovered 8-8", "8*", "9")
+	lines := strings.Split(strings.TrimSpace(out.String()), "\n")
+	if len(lines) != 2 {
+		t.Fatalf("%d lines, want one per gap:\n%s", len(lines), out.String())
+	}
+	for i, want := range []string{`"from"=1 "to"=5 "reason"="older than`, `"from"=7 "to"=7 "reason"="storage did not deliver them`} {
+		if l := lines[i]; !strings.Contains(l, `"level"="debug"`) || !strings.Contains(l, `"msg"="pubsub: feed gap not recovered"`) || !strings.Contains(l, want) {
+			t.Errorf("line %d: %s\nwant %s", i, l, want)
+		}
+	}
+	if !strings.Contains(lines[1], `"error"="not found"`) {
+		t.Errorf("the storage's error is not in %s", lines[1])
+	}
 }

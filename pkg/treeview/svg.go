@@ -2,7 +2,7 @@
 // Use of this source code is governed by a BSD-style
 // license that can be found in the LICENSE file.
 
-package main
+package treeview
 
 import (
 	"bufio"
@@ -13,6 +13,7 @@ import (
 	"math"
 	"slices"
 	"strings"
+	"time"
 )
 
 // The tree of a run as a picture: a self-contained SVG (or an HTML page
@@ -31,19 +32,22 @@ import (
 // and histograms beside the rows are always over every node. At 10,000
 // nodes the file stays around 150 KB.
 
-// treeOptions shape the picture.
-type treeOptions struct {
-	// PerDepth is how many nodes a row draws at most; 0: autoPerDepth.
+// Options shape the picture.
+type Options struct {
+	// PerDepth is how many nodes a row draws at most; 0: AutoPerDepth.
 	PerDepth int
 	// Parents is how many parents a node should have (2 with two parents):
 	// a live node with fewer is ringed.
 	Parents int
 	// Title heads the picture.
 	Title string
+	// Refresh, if positive, makes the HTML page reload itself this often
+	// (a live picture served by bee-bps tree --watch).
+	Refresh time.Duration
 }
 
 const (
-	autoPerDepth = 200 // nodes a row draws by default: a wider row is sampled
+	AutoPerDepth = 200 // nodes a row draws by default: a wider row is sampled
 
 	svgTop      = 64  // title and legend
 	svgLeft     = 120 // depth labels
@@ -76,6 +80,7 @@ text{font-family:system-ui,-apple-system,Segoe UI,Helvetica,Arial,sans-serif;fon
 .relay{fill:#1f77b4}
 .leaf{fill:#9aa6b2}
 .failed{fill:#d62728}
+.unreported{fill:#fff;stroke:#6b7785;stroke-width:1;stroke-dasharray:2 1}
 .half{stroke:#ff7f0e;stroke-width:1.5}
 .bar{fill:#1f77b4}
 .bar0{fill:#9aa6b2}
@@ -91,8 +96,8 @@ type rowLayout struct {
 
 // panelLayout is one cohort's picture.
 type panelLayout struct {
-	t      CohortTree
-	st     TreeStats
+	t      Tree
+	st     Stats
 	rows   []rowLayout
 	x, y   []float64 // per node, NaN if not drawn
 	drawn  int
@@ -101,14 +106,14 @@ type panelLayout struct {
 }
 
 // layoutTree places t's nodes.
-func layoutTree(t CohortTree, o treeOptions) *panelLayout {
-	p := &panelLayout{t: t, st: t.stats(), x: make([]float64, len(t.Nodes)), y: make([]float64, len(t.Nodes))}
+func layoutTree(t Tree, o Options) *panelLayout {
+	p := &panelLayout{t: t, st: t.Stats(), x: make([]float64, len(t.Nodes)), y: make([]float64, len(t.Nodes))}
 	for i := range p.x {
 		p.x[i], p.y[i] = math.NaN(), math.NaN()
 	}
 	budget := o.PerDepth
 	if budget <= 0 {
-		budget = autoPerDepth
+		budget = AutoPerDepth
 	}
 	maxDepth := -1
 	for _, n := range t.Nodes {
@@ -218,7 +223,7 @@ func (p *panelLayout) placeRow(drawn []int) {
 // the drawn parents' children, each parent's relays before its leaves so
 // that the rows below have parents drawn, then over the rest; returned in
 // drawing order.
-func sampleRow(t CohortTree, row []int, drawn []bool, budget int) []int {
+func sampleRow(t Tree, row []int, drawn []bool, budget int) []int {
 	if len(row) <= budget {
 		return slices.Clone(row)
 	}
@@ -284,35 +289,37 @@ func sampleRow(t CohortTree, row []int, drawn []bool, budget int) []int {
 }
 
 // nodeClass names a node's look.
-func nodeClass(n TreeNode, root bool, o treeOptions) string {
+func nodeClass(n Node, root bool, o Options) string {
 	c := "node "
 	switch {
 	case n.Failed:
 		c += "failed"
 	case root:
-		c += roleBroker
-	case n.Role == rolePublisher:
-		c += rolePublisher
+		c += RoleBroker
+	case n.Role == RoleUnreported:
+		c += RoleUnreported
+	case n.Role == RolePublisher:
+		c += RolePublisher
 	case n.Children > 0:
 		c += "relay"
 	default:
 		c += "leaf"
 	}
-	if !n.Failed && n.Depth > 1 && o.Parents > 1 && len(n.Parents) < o.Parents {
+	if !n.Failed && n.Role != RoleUnreported && n.Depth > 1 && o.Parents > 1 && len(n.Parents) < o.Parents {
 		c += " half"
 	}
 	return c
 }
 
-func nodeRadius(n TreeNode, root bool) float64 {
+func nodeRadius(n Node, root bool) float64 {
 	if root {
 		return 9
 	}
 	return min(2.6+1.3*math.Sqrt(float64(n.Children)), 9)
 }
 
-// writeTreeSVG draws the trees as one SVG document.
-func writeTreeSVG(w io.Writer, trees []CohortTree, o treeOptions) error {
+// WriteSVG draws the trees as one SVG document.
+func WriteSVG(w io.Writer, trees []Tree, o Options) error {
 	bw := bufio.NewWriter(w)
 	if err := drawTrees(bw, trees, o, true); err != nil {
 		return err
@@ -322,7 +329,7 @@ func writeTreeSVG(w io.Writer, trees []CohortTree, o treeOptions) error {
 
 // drawTrees writes the <svg> element; standalone adds the XML namespace
 // declaration a file needs.
-func drawTrees(w *bufio.Writer, trees []CohortTree, o treeOptions, standalone bool) error {
+func drawTrees(w *bufio.Writer, trees []Tree, o Options, standalone bool) error {
 	panels := make([]*panelLayout, len(trees))
 	width, height := float64(svgMinW), float64(svgTop)
 	for i, t := range trees {
@@ -344,7 +351,11 @@ func drawTrees(w *bufio.Writer, trees []CohortTree, o treeOptions, standalone bo
 		title = "BPS cohort tree"
 	}
 	fmt.Fprintf(w, `<text class="title" x="16" y="24">%s</text>`+"\n", esc(title))
-	legend(w, 16, 48)
+	unreported := false
+	for _, t := range trees {
+		unreported = unreported || slices.ContainsFunc(t.Nodes, func(n Node) bool { return n.Role == RoleUnreported })
+	}
+	legend(w, 16, 48, unreported)
 	y := float64(svgTop)
 	for _, p := range panels {
 		drawPanel(w, p, o, y, width)
@@ -354,8 +365,8 @@ func drawTrees(w *bufio.Writer, trees []CohortTree, o treeOptions, standalone bo
 	return err
 }
 
-// legend draws what the marks mean.
-func legend(w *bufio.Writer, x, y float64) {
+// legend draws what the marks mean; unreported: some node is.
+func legend(w *bufio.Writer, x, y float64, unreported bool) {
 	items := []struct{ mark, label string }{
 		{`<circle class="node broker" cx="%.0f" cy="%.0f" r="5"/>`, "broker (root)"},
 		{`<circle class="node publisher" cx="%.0f" cy="%.0f" r="4"/>`, "publisher"},
@@ -363,6 +374,9 @@ func legend(w *bufio.Writer, x, y float64) {
 		{`<circle class="node leaf" cx="%.0f" cy="%.0f" r="3"/>`, "leaf"},
 		{`<circle class="node failed" cx="%.0f" cy="%.0f" r="4"/>`, "failed relay"},
 		{`<circle class="node leaf half" cx="%.0f" cy="%.0f" r="3"/>`, "one parent short"},
+	}
+	if unreported {
+		items = append(items, struct{ mark, label string }{`<circle class="node unreported" cx="%.0f" cy="%.0f" r="3"/>`, "unreported (not read)"})
 	}
 	for _, it := range items {
 		fmt.Fprintf(w, `<g class="legend">`+it.mark, x+5, y-4)
@@ -378,7 +392,7 @@ func legend(w *bufio.Writer, x, y float64) {
 }
 
 // drawPanel draws one cohort's tree with its top at y.
-func drawPanel(w *bufio.Writer, p *panelLayout, o treeOptions, y, width float64) {
+func drawPanel(w *bufio.Writer, p *panelLayout, o Options, y, width float64) {
 	t, st := p.t, p.st
 	fmt.Fprintf(w, `<g class="cohort" data-cohort="%s" data-nodes="%d" data-drawn="%d" transform="translate(0 %.0f)">`+"\n",
 		esc(t.Cohort), len(t.Nodes), p.drawn, y)
@@ -468,7 +482,7 @@ func drawPanel(w *bufio.Writer, p *panelLayout, o treeOptions, y, width float64)
 	for r := len(p.rows) - 1; r >= 0; r-- {
 		for _, i := range p.rows[r].drawn {
 			n := t.Nodes[i]
-			root := i == 0 && n.Role == roleBroker && n.Depth == 0
+			root := i == 0 && n.Role == RoleBroker && n.Depth == 0
 			fmt.Fprintf(w, `<circle class="%s" cx="%.1f" cy="%.1f" r="%.1f"><title>%s %s, depth %d, %d parent%s, %d child%s%s</title></circle>`+"\n",
 				nodeClass(n, root, o), p.x[i], p.y[i], nodeRadius(n, root),
 				n.Role, short(n.Overlay, 12), n.Depth, len(n.Parents), plural(len(n.Parents)), n.Children, childPlural(n.Children), failedNote(n))
@@ -518,19 +532,22 @@ func histogram(w *bufio.Writer, x, y float64, counts []int) {
 	fmt.Fprint(w, "</g>")
 }
 
-// writeTreeHTML writes an HTML page around the picture, with the depth
+// WriteHTML writes an HTML page around the picture, with the depth
 // distribution as a table.
-func writeTreeHTML(w io.Writer, trees []CohortTree, o treeOptions) error {
+func WriteHTML(w io.Writer, trees []Tree, o Options) error {
 	bw := bufio.NewWriter(w)
 	title := o.Title
 	if title == "" {
 		title = "BPS cohort tree"
 	}
 	fmt.Fprintf(bw, "<!doctype html>\n<html lang=\"en\"><head><meta charset=\"utf-8\"><title>%s</title>\n", esc(title))
+	if o.Refresh > 0 {
+		fmt.Fprintf(bw, "<meta http-equiv=\"refresh\" content=\"%d\">\n", max(int(o.Refresh.Round(time.Second)/time.Second), 1))
+	}
 	fmt.Fprint(bw, "<style>body{font-family:system-ui,sans-serif;margin:16px;color:#222}table{border-collapse:collapse;margin:8px 0 16px}td,th{border:1px solid #ccc;padding:2px 8px;text-align:right}.scroll{overflow:auto;border:1px solid #ddd}svg{max-width:none}</style>\n")
 	fmt.Fprintf(bw, "</head><body>\n<h1>%s</h1>\n", esc(title))
 	for _, t := range trees {
-		st := t.stats()
+		st := t.Stats()
 		fmt.Fprintf(bw, "<h2>cohort %s</h2>\n<table><tr><th>depth</th><th>nodes</th><th>relays</th><th>with 2 parents</th><th>failed</th></tr>\n", esc(short(t.Cohort, 64)))
 		failedAt := map[int]int{}
 		relaysAt := map[int]int{}
@@ -589,7 +606,7 @@ func childPlural(n int) string {
 	return "ren"
 }
 
-func failedNote(n TreeNode) string {
+func failedNote(n Node) string {
 	if n.Failed {
 		return fmt.Sprintf(", failed during the run (had %d child%s)", n.Children, childPlural(n.Children))
 	}
