@@ -283,20 +283,28 @@ func TestHostileTwoCandidatesFromOneChild(t *testing.T) {
 }
 
 // TestHostilePeerStreamsBounded: one peer holds a bounded number of
-// streams in one cohort, whatever identities it declares: more buy it no
-// more seats, probes or say.
+// plain streams (declaring no address: the ones a probe asks and a tree
+// grows through) in one cohort, so more of them buy it no more say; the
+// streams it opens as publishers — a bridge node's local publishers — are
+// bounded by the cohort's own bounds only.
 func TestHostilePeerStreamsBounded(t *testing.T) {
 	t.Parallel()
 	_, broker, cl := cluster(t, bps.Options{}, 1)
-	sp := feedSpec(t, "one peer, many streams", newKey(t))
-	for i := range 5 {
-		ack := openRaw(t, cl[0], broker).join(&pb.Join{Cohort: sp.PB(), Addr: newKey(t).addr, Multihop: true})
-		if want := pb.Status_OK; i == 4 {
+	admin := newKey(t)
+	sp := mnemonicAll(t, "one peer, many streams", admin)
+	for i := range 3 {
+		ack := openRaw(t, cl[0], broker).join(&pb.Join{Cohort: sp.PB(), Multihop: true})
+		if want := pb.Status_OK; i == 2 {
 			if ack.Status != pb.Status_FULL {
-				t.Fatalf("stream %d of one peer: %s, want FULL", i+1, ack.Status)
+				t.Fatalf("plain stream %d of one peer: %s, want FULL", i+1, ack.Status)
 			}
 		} else if ack.Status != want {
-			t.Fatalf("stream %d of one peer: %s, want OK", i+1, ack.Status)
+			t.Fatalf("plain stream %d of one peer: %s, want OK", i+1, ack.Status)
+		}
+	}
+	for i := range 6 {
+		if ack := openRaw(t, cl[0], broker).join(&pb.Join{Cohort: sp.PB(), Addr: newKey(t).addr, Multihop: true}); ack.Status != pb.Status_OK {
+			t.Fatalf("publisher stream %d of one peer: %s, want OK", i+1, ack.Status)
 		}
 	}
 }

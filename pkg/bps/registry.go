@@ -80,7 +80,10 @@ func (r *registry) attach(peer swarm.Address, stream p2p.Stream, cd codec, sp *S
 	if !ok {
 		return nil, pb.Status_FULL, nil
 	}
-	if pc := r.peers[peer.ByteString()]; (pc[sp.key] == 0 && len(pc) >= r.s.opts.MaxCohortsPerPeer) || pc[sp.key] >= maxPeerStreams {
+	if pc := r.peers[peer.ByteString()]; pc[sp.key] == 0 && len(pc) >= r.s.opts.MaxCohortsPerPeer {
+		return nil, pb.Status_FULL, nil
+	}
+	if addr == nil && c != nil && c.plainStreams(peer) >= maxPlainStreams {
 		return nil, pb.Status_FULL, nil
 	}
 	m := r.newMember(peer, stream, cd, sp, addr, ro)
@@ -122,10 +125,25 @@ func (r *registry) referred(peer swarm.Address, sp *Spec) {
 	delete(r.referring, peer.ByteString()+sp.key)
 }
 
-// maxPeerStreams bounds the streams one peer holds in one cohort at a
-// node: one per identity it subscribes or publishes as, a reconnect's
-// overlap included. Sybil identities behind one peer buy no more than this.
-const maxPeerStreams = 4
+// maxPlainStreams bounds the streams one peer holds in one cohort at a
+// node that declare no address — the streams a probe asks and a tree grows
+// through: a node subscribes once per cohort and parent, a reconnect's
+// overlap aside. Streams that declare an address (a publisher each, as
+// many as a bridge node has local publishers) are bounded by the
+// cohort's own bounds.
+const maxPlainStreams = 2
+
+// plainStreams counts peer's streams in c that declare no address; the
+// caller holds c.mu.
+func (c *cohort) plainStreams(peer swarm.Address) int {
+	n := 0
+	for m := range c.children {
+		if m.declared == nil && m.peer.Equal(peer) {
+			n++
+		}
+	}
+	return n
+}
 
 // capacityLocked is this node's place as a parent in the cohort: the root,
 // fanning out to MaxStreamsPerCohort; or a relay fed by up, which takes
