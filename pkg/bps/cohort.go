@@ -98,7 +98,7 @@ type member struct {
 	invalid int       // invalid publications so far
 	failed  int       // relayed publications that failed this second
 	failAt  time.Time // the second failed counts in
-	late    int       // late answers to probes, under c.mu
+	owed    int       // probes that closed before it answered: late answers it may send; under c.mu
 	pending int       // verified claims not taken: not (yet) rostered, or redundant
 }
 

@@ -209,9 +209,17 @@ func TestHostileRelayForwardsOnce(t *testing.T) {
 // with cands, and the joiner's Ack comes back.
 func probedChild(t *testing.T, cands func(pr *pb.Probe) []*pb.Candidate) (broker *tnode, child *raw, ack *pb.Ack) {
 	t.Helper()
+	broker, child, ack, _ = probedChildWait(t, 5*time.Second, cands)
+	return broker, child, ack
+}
+
+// probedChildWait is probedChild with the broker's probe wait; cands nil:
+// the child does not answer in time.
+func probedChildWait(t *testing.T, wait time.Duration, cands func(pr *pb.Probe) []*pb.Candidate) (broker *tnode, child *raw, ack *pb.Ack, probe *pb.Probe) {
+	t.Helper()
 	net := newNetwork(t)
 	sp := feedSpec(t, "probed", newKey(t))
-	broker = newNode(t, net, bps.Options{MaxStreamsPerCohort: 1, ProbeWait: 5 * time.Second})
+	broker = newNode(t, net, bps.Options{MaxStreamsPerCohort: 1, ProbeWait: wait})
 	kid, joiner := newNode(t, net, bps.Options{}), newNode(t, net, bps.Options{})
 	for _, n := range []*tnode{kid, joiner} {
 		if err := net.Connect(n.Node, broker.Node); err != nil {
@@ -239,13 +247,16 @@ func probedChild(t *testing.T, cands func(pr *pb.Probe) []*pb.Candidate) (broker
 	if err := child.read(f); err != nil || f.GetProbe() == nil {
 		t.Fatalf("the child read %v, %v; want a probe", f, err)
 	}
-	child.send(&pb.Frame{Kind: &pb.Frame_Candidates{Candidates: &pb.Candidates{Nonce: f.GetProbe().Nonce, Candidates: cands(f.GetProbe())}}})
+	probe = f.GetProbe()
+	if cands != nil {
+		child.send(&pb.Frame{Kind: &pb.Frame_Candidates{Candidates: &pb.Candidates{Nonce: probe.Nonce, Candidates: cands(probe)}}})
+	}
 	select {
 	case ack = <-acked:
 	case <-ctxT(t).Done():
 		t.Fatal("the joiner got no Ack")
 	}
-	return broker, child, ack
+	return broker, child, ack, probe
 }
 
 // candidateAt is a candidate at depth, at an overlay nobody holds.
@@ -441,4 +452,26 @@ func TestHostileRelayedGarbageBounded(t *testing.T) {
 	if checked == 0 || checked > 2*32 {
 		t.Fatalf("the node checked %d of %d failing relayed publications, want at most 32 a second", checked, n)
 	}
+}
+
+// TestHostileLateAnswerTolerated: a slow child that answers a probe after
+// it closed is not punished — once; a second answer to the same probe is.
+func TestHostileLateAnswerTolerated(t *testing.T) {
+	t.Parallel()
+	broker, child, ack, probe := probedChildWait(t, 100*time.Millisecond, nil)
+	if ack == nil || ack.Status != pb.Status_FULL {
+		t.Fatalf("the joiner's ack %v, want FULL", ack)
+	}
+	late := &pb.Frame{Kind: &pb.Frame_Candidates{Candidates: &pb.Candidates{Nonce: probe.Nonce}}}
+	child.send(late)
+	// Still served: a relayed publication that fails is read and counted.
+	bad := update(t, newKey(t), feedSpec(t, "probed", newKey(t)), 0, "x")
+	child.send(&pb.Frame{Kind: &pb.Frame_Message{Message: bad}})
+	broker.rec.wait(t, "the stream still read", func(e bps.Event) bool { return e.Kind == bps.EventDrop })
+	if n := broker.rec.count(kind(bps.EventViolation)); n != 0 {
+		t.Fatalf("a slow child punished for one late answer: %d violations", n)
+	}
+	child.send(late)
+	expectReset(t, child)
+	broker.rec.wait(t, "the second late answer punished", kind(bps.EventViolation))
 }

@@ -152,6 +152,11 @@ func (s *Service) probe(c *cohort, childDepth uint32, exclude swarm.Address, wai
 
 	c.mu.Lock()
 	delete(c.probes, nonce)
+	for m, answered := range pw.asked {
+		if !answered {
+			m.owed++ // it may still answer, late
+		}
+	}
 	c.doneProbes = append(c.doneProbes, nonce)
 	if len(c.doneProbes) > recentNonces {
 		c.doneProbes = c.doneProbes[1:]
@@ -183,12 +188,14 @@ func (c *cohort) candidates(from *member, cs *pb.Candidates) error {
 	pw := c.probes[cs.Nonce]
 	if pw == nil {
 		if slices.Contains(c.doneProbes, cs.Nonce) {
-			// Late, not wrong — but a child is asked once per probe, so
-			// more late answers than probes remembered are a flood.
-			if from.late++; from.late > recentNonces {
+			// Late, not wrong — but a child answers each probe it was
+			// asked once: one answer more than the probes that closed
+			// without its answer is a flood.
+			if from.owed == 0 {
 				c.r.s.count(c, CounterWrongStream)
-				return violationf("%d late answers to probes", from.late)
+				return violationf("a late answer to a probe it answered, or was not asked")
 			}
+			from.owed--
 			return nil
 		}
 		c.r.s.count(c, CounterWrongStream)
