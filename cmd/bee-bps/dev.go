@@ -146,7 +146,18 @@ func (c *command) runDev(cmd *cobra.Command) (err error) {
 	if err := checkInfoFile(infoFile); err != nil {
 		return err
 	}
-	for i := range count {
+	fullNodes := v.GetBool(optionNameFullNode)
+	// bee stores chunks on full nodes only, and a full node learns the
+	// storage radius it stores at from its full peers (see waitStorage):
+	// with light nodes only beside it, the broker never would, and every
+	// upload from them would wait for it until it fails. The storer is a
+	// second full node for them to store on, listed last.
+	withStorer := !fullNodes && count > 1
+	total := count
+	if withStorer {
+		total++
+	}
+	for i := range total {
 		if _, err := devAPIAddr(v.GetString(optionNameAPIAddr), i); err != nil {
 			return err
 		}
@@ -181,7 +192,14 @@ func (c *command) runDev(cmd *cobra.Command) (err error) {
 	// Each node owns a postage batch in the chain's history: its keys are
 	// made first, and the chain announces a batch for each node's Ethereum
 	// address, which bee's postage listener finds on the node's first sync.
-	batches, err := devBatches(dataDir, password, count)
+	names := make([]string, count, total)
+	for i := range count {
+		names[i] = devNodeName(i)
+	}
+	if withStorer {
+		names = append(names, devStorerName)
+	}
+	batches, err := devBatches(dataDir, password, names)
 	if err != nil {
 		return err
 	}
@@ -197,6 +215,7 @@ func (c *command) runDev(cmd *cobra.Command) (err error) {
 	cluster := devCluster{
 		NetworkID: v.GetUint64(optionNameNetworkID),
 		Chain:     devChain{RPC: chain.URL(), ChainID: chain.ChainID(), BlockTime: uint64(chain.BlockTime() / time.Second)},
+		Nodes:     make([]devNode, len(names)),
 		dataDir:   dataDir,
 	}
 	watch := newPeerWatch()
@@ -204,10 +223,19 @@ func (c *command) runDev(cmd *cobra.Command) (err error) {
 	lightOpts := bpsOpts
 	lightOpts.RelayCapacity = 0 // a light node cannot be dialled: it relays nothing (SWIP-61)
 	lightPlugin := bpsPlugin(lightOpts, prices)
-	var broker *node.Node
-	var bootnodes []string
-	for i := range count {
-		name := devNodeName(i)
+	nodes := make([]*node.Node, len(names))
+	// The storer starts right after the broker: the broker's first look at
+	// its peers (at its first connection) then finds a full one.
+	order := make([]int, 0, len(names))
+	order = append(order, 0)
+	if withStorer {
+		order = append(order, len(names)-1)
+	}
+	for i := 1; i < count; i++ {
+		order = append(order, i)
+	}
+	for _, i := range order {
+		name := names[i]
 		cfg := node.DefaultConfig()
 		cfg.Name = name
 		cfg.DataDir = filepath.Join(dataDir, name)
@@ -215,8 +243,7 @@ func (c *command) runDev(cmd *cobra.Command) (err error) {
 		cfg.APIAddr = "127.0.0.1:0"
 		cfg.P2PAddr = "127.0.0.1:0"
 		cfg.NetworkID = cluster.NetworkID
-		cfg.Bootnodes = bootnodes
-		cfg.FullNode = i == 0 || v.GetBool(optionNameFullNode)
+		cfg.FullNode = i == 0 || fullNodes || name == devStorerName
 		cfg.AllowPrivateCIDRs = true
 		cfg.BlockchainRPCEndpoint = chain.URL()
 		cfg.BlockTime = chain.BlockTime()
@@ -248,20 +275,29 @@ func (c *command) runDev(cmd *cobra.Command) (err error) {
 			return fmt.Errorf("%s: %w", name, err)
 		}
 		cleanup = append(cleanup, n.Close)
+		nodes[i] = n
 
 		info, err := describe(name, n)
 		if err != nil {
 			return err
 		}
 		info.Batch = chain.Batches()[i].ID.Hex()[2:]
-		cluster.Nodes = append(cluster.Nodes, info)
+		cluster.Nodes[i] = info
 		if i == 0 {
-			broker, bootnodes = n, info.Underlays
+			continue
+		}
+		// Every other node connects to the broker as to any peer, not as
+		// to a bootnode: see waitStorage.
+		if err := connectDev(ctx, n, cluster.Nodes[0].Underlays); err != nil {
+			if ctx.Err() != nil {
+				return nil // interrupted while starting
+			}
+			return fmt.Errorf("%s: %w", name, err)
 		}
 	}
 
 	// Wait until every node is connected to the broker.
-	others := make([]swarm.Address, 0, count-1)
+	others := make([]swarm.Address, 0, len(names)-1)
 	for _, info := range cluster.Nodes[1:] {
 		others = append(others, swarm.MustParseHexAddress(info.Overlay))
 	}
@@ -273,6 +309,18 @@ func (c *command) runDev(cmd *cobra.Command) (err error) {
 			return nil // interrupted while starting
 		}
 		fmt.Fprintf(out, "warning: not every node reached the broker: %v\n", err)
+	}
+	// Then until every node can upload and store (a lone broker never can).
+	if count > 1 {
+		wctx, cancel := context.WithTimeout(ctx, devConnectTimeout)
+		err = waitStorage(wctx, names, nodes)
+		cancel()
+		if err != nil {
+			if ctx.Err() != nil {
+				return nil // interrupted while starting
+			}
+			fmt.Fprintf(out, "warning: uploads may wait: %v\n", err)
+		}
 	}
 
 	for _, info := range cluster.Nodes {
@@ -293,7 +341,7 @@ func (c *command) runDev(cmd *cobra.Command) (err error) {
 
 	select {
 	case <-ctx.Done():
-	case <-broker.Done():
+	case <-nodes[0].Done():
 		fmt.Fprintln(out, "the broker stopped syncing postage data")
 	}
 	fmt.Fprintln(out, "stopping the dev cluster")
@@ -308,21 +356,76 @@ func devNodeName(i int) string {
 	return fmt.Sprintf("node-%d", i)
 }
 
-// devBatches are the postage batches of the dev cluster's count nodes, one
-// each, owned by the Ethereum address of the node's keys, which it makes in
-// the node's data directory under dataDir: the devchain's defaults (depth,
-// a year's worth of balance at its price, immutable as bee's API buys).
-func devBatches(dataDir, password string, count int) ([]devchain.Batch, error) {
-	batches := make([]devchain.Batch, 0, count)
-	for i := range count {
-		cfg := node.Config{DataDir: filepath.Join(dataDir, devNodeName(i)), Password: password}
+// devStorerName is the full node the dev cluster adds beside light ones.
+const devStorerName = "storer"
+
+// devBatches are the postage batches of the dev cluster's nodes, one each,
+// owned by the Ethereum address of the node's keys, which it makes in the
+// node's data directory under dataDir (named as the node): the devchain's
+// defaults (depth, a year's worth of balance at its price, immutable as
+// bee's API buys).
+func devBatches(dataDir, password string, names []string) ([]devchain.Batch, error) {
+	batches := make([]devchain.Batch, 0, len(names))
+	for _, name := range names {
+		cfg := node.Config{DataDir: filepath.Join(dataDir, name), Password: password}
 		owner, err := cfg.EthereumAddress()
 		if err != nil {
-			return nil, fmt.Errorf("%s: %w", devNodeName(i), err)
+			return nil, fmt.Errorf("%s: %w", name, err)
 		}
 		batches = append(batches, devchain.Batch{Owner: owner, Immutable: true})
 	}
 	return batches, nil
+}
+
+// connectDev connects n to the broker at one of its underlays, bounded by
+// devConnectTimeout.
+func connectDev(ctx context.Context, n *node.Node, underlays []string) error {
+	ctx, cancel := context.WithTimeout(ctx, devConnectTimeout)
+	defer cancel()
+	var errs []error
+	for _, u := range underlays {
+		_, err := n.Connect(ctx, u)
+		if err == nil {
+			return nil
+		}
+		errs = append(errs, err)
+	}
+	return fmt.Errorf("no connection to the broker: %w", errors.Join(errs...))
+}
+
+// waitStorage returns once each of nodes has its storage radius, or with
+// the names of those that have none when ctx ends. bee v2.8.1's pushsync
+// and retrieval wait for it, on the uploading node and on the storing one
+// alike, and a node learns it from the first round of salud (GET /status
+// of each full peer) that reaches a full peer other than a bootnode: the
+// first round runs at the node's first connection, the next 10 s later.
+// The dev nodes connect to the broker as ordinary peers, not as to a
+// bootnode, so the first round finds it, and this returns within
+// milliseconds of the last connection; what it waits for is bee's.
+func waitStorage(ctx context.Context, names []string, nodes []*node.Node) error {
+	tick := time.NewTicker(50 * time.Millisecond)
+	defer tick.Stop()
+	for {
+		var missing []string
+		var errs []error
+		for i, n := range nodes {
+			_, known, err := n.StorageRadius()
+			if err != nil {
+				errs = append(errs, fmt.Errorf("%s: %w", names[i], err))
+			}
+			if !known {
+				missing = append(missing, names[i])
+			}
+		}
+		if len(missing) == 0 {
+			return nil
+		}
+		select {
+		case <-tick.C:
+		case <-ctx.Done():
+			return errors.Join(fmt.Errorf("no storage radius on %s: %w", strings.Join(missing, ", "), ctx.Err()), errors.Join(errs...))
+		}
+	}
 }
 
 // describe is a node's entry in the cluster info.
