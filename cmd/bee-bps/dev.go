@@ -41,6 +41,14 @@ const (
 	devNetworkID = 0x6270
 	// devConnectTimeout bounds the wait for every node to reach the broker.
 	devConnectTimeout = 30 * time.Second
+	// devPaymentThreshold is bee's highest payment threshold. Without
+	// SWAP, a node's debt to a peer is only forgiven over time (pseudosettle,
+	// 4.5M units a second; a tenth of that, and of the threshold, towards a
+	// light node), so the threshold is the burst of chunks a node pushes
+	// before pushsync waits for the allowance: at bee's default a light node
+	// stalls after about four chunks (two persistent updates), here after
+	// about thirty.
+	devPaymentThreshold = "108000000"
 	// maxDevNodes bounds --nodes: each is a whole bee node in this process.
 	maxDevNodes = 64
 )
@@ -250,6 +258,7 @@ func (c *command) runDev(cmd *cobra.Command) (err error) {
 		cfg.SwapEnable = false
 		cfg.ChequebookEnable = false
 		cfg.StorageIncentivesEnable = false
+		cfg.PaymentThreshold = devPaymentThreshold
 		cfg.WarmupTime = 0
 		cfg.CORSAllowedOrigins = v.GetStringSlice(optionNameCORSAllowedOrigins)
 		if cfg.Logger, err = node.NewLogger(verbosity, out, name); err != nil {

@@ -185,8 +185,15 @@ const devLDFlags = "-X github.com/ethersphere/bee/v2/pkg/p2p/libp2p.reachability
 // info file describes once the command says it is running.
 func startDevProcess(t *testing.T, args ...string) devCluster {
 	t.Helper()
-	dir := t.TempDir()
-	bin := filepath.Join(dir, "bee-bps")
+	info := filepath.Join(t.TempDir(), "cluster.json")
+	return runDevBinary(t, buildDevBinary(t), "", info, append([]string{"dev", "--" + optionNameDevInfoFile, info}, args...)...)
+}
+
+// buildDevBinary builds bee-bps with the dev ldflags, without the race
+// detector, into a directory the test removes, and returns its path.
+func buildDevBinary(t *testing.T) string {
+	t.Helper()
+	bin := filepath.Join(t.TempDir(), "bee-bps")
 	goBin, err := exec.LookPath("go")
 	if err != nil {
 		t.Fatalf("no go command to build bee-bps: %v", err)
@@ -197,9 +204,17 @@ func startDevProcess(t *testing.T, args ...string) devCluster {
 	if b, err := build.CombinedOutput(); err != nil {
 		t.Fatalf("go build: %v\n%s", err, b)
 	}
-	info := filepath.Join(dir, "cluster.json")
+	return bin
+}
+
+// runDevBinary runs `bin args…` (a dev command writing the info file
+// info) in the directory dir ("" is the test's) as startDevProcess runs
+// it, and returns the cluster once the command says it is running.
+func runDevBinary(t *testing.T, bin, dir, info string, args ...string) devCluster {
+	t.Helper()
 	out := &lineWatch{want: "dev cluster running", seen: make(chan struct{})}
-	cmd := exec.Command(bin, append([]string{"dev", "--" + optionNameDevInfoFile, info}, args...)...)
+	cmd := exec.Command(bin, args...)
+	cmd.Dir = dir
 	cmd.Stdout, cmd.Stderr = out, out
 	if err := cmd.Start(); err != nil {
 		t.Fatal(err)
