@@ -317,14 +317,10 @@ export function configurations({ fullNode }) {
       }
     })
 
-    // On a light node of the dev cluster bee's upload does not complete (a
-    // plain POST /bytes with swarm-deferred-upload: false neither): the
-    // persistent session closes with 1011 "persist: … 500 done split
-    // failed". Kept running, as a todo, until the node stores from there.
-    const lightUploads = fullNode ? undefined : 'bee\'s upload from a light node of the dev cluster fails: 1011 "persist: soc: bee api: 500 done split failed"'
-    // How long the first persistent updates may take (the todo above gives up sooner).
-    const persistWait = fullNode ? 30_000 : 10_000
-    test('persistence and recovery: a subscriber cut off resumes at its cursor; what it missed is recovered from storage', { timeout: 120_000, todo: lightUploads }, async () => {
+    // How long the first persistent updates may take: the dev cluster says
+    // it runs once every node can upload and store, light ones included.
+    const persistWait = 30_000
+    test('persistence and recovery: a subscriber cut off resumes at its cursor; what it missed is recovered from storage', { timeout: 120_000 }, async () => {
       await usableStamp(A)
       const alice = newKey()
       const cohort = { topic: topicName('persist'), binding: 'feed', admin: addrOf(alice) }
@@ -377,7 +373,7 @@ export function configurations({ fullNode }) {
       assert.deepEqual(all.map((m) => m.index), [0n, 1n, 2n, 3n, 4n, 5n, 6n, 7n])
     })
 
-    test('history: a receiver of a history cohort gets each feed from index 0, recovered from storage', { timeout: 90_000, todo: lightUploads }, async () => {
+    test('history: a receiver of a history cohort gets each feed from index 0, recovered from storage', { timeout: 90_000 }, async () => {
       await usableStamp(A)
       const alice = newKey()
       const cohort = { topic: topicName('history'), binding: 'feed', admin: addrOf(alice), history: true }
