@@ -109,7 +109,10 @@ in a temporary directory that is removed at exit. Each node owns a postage
 batch, announced by the chain as bee's postage contract does: its id is
 what swarm-postage-batch-id takes on that node. Prints each node's API URL,
 overlay, batch and underlays, and writes them as JSON to --info-file
-(removed at exit too). Interrupt (Ctrl-C) or SIGTERM stops everything.`,
+(removed at exit too), once every node is connected to the broker and can
+upload and store. With --full-node=false one more full node, storer, is
+listed last: light nodes store on full nodes, and the broker alone would
+not store. Interrupt (Ctrl-C) or SIGTERM stops everything.`,
 		Args: cobra.NoArgs,
 		PreRunE: func(cmd *cobra.Command, _ []string) error {
 			return c.bindFlags(cmd)
@@ -122,7 +125,7 @@ overlay, batch and underlays, and writes them as JSON to --info-file
 	f.String(optionNameAPIAddr, "127.0.0.1:1633", "the broker's HTTP API address; node-i listens on the next port up (port+i), or on a random loopback port if the port is 0")
 	f.Uint64(optionNameNetworkID, devNetworkID, "ID of the private Swarm network")
 	f.Uint64(optionNameBlockTime, 1, "development chain block time in seconds")
-	f.Bool(optionNameFullNode, true, "run the nodes other than the broker in full mode (false: light)")
+	f.Bool(optionNameFullNode, true, "run the nodes other than the broker in full mode (false: light, and one more full node, storer, for them to store on)")
 	f.String(optionNameVerbosity, "warn", "log verbosity level 0=silent, 1=error, 2=warn, 3=info, 4=debug, 5=trace")
 	f.StringSlice(optionNameCORSAllowedOrigins, []string{}, "origins with CORS headers enabled")
 	setBPSFlags(f, false)
