@@ -12,9 +12,10 @@ const repo = resolve(dirname(fileURLToPath(import.meta.url)), '../..')
 export const devBin = process.env.BPS_DEV_BIN || join(repo, 'bin/bee-bps-dev')
 
 /**
- * Starts a cluster: the broker and nodes-1 more nodes, full or light; resolves
- * once the dev command says it runs (every node reached the broker) with the
- * info file's contents and stop().
+ * Starts a cluster: the broker and nodes-1 more nodes, full or light (light:
+ * and one more full node, `storer`, listed last, which stores their uploads);
+ * resolves once the dev command says it runs (every node reached the broker
+ * and can upload and store) with the info file's contents and stop().
  */
 export async function startCluster({ nodes = 3, fullNode = true, args = [], timeoutMs = 90_000 } = {}) {
   if (!existsSync(devBin)) throw new Error(`${devBin} is missing: \`make js-test\` builds it (or set BPS_DEV_BIN)`)
