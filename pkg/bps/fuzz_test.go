@@ -67,9 +67,20 @@ func FuzzBrokerStream(f *testing.F) {
 	f.Add([]byte{0xff, 0xff, 0xff, 0xff, 0x0f})
 	f.Add([]byte{})
 
+	net, broker := fuzzBroker(f, bps.Options{HandshakeTimeout: time.Second})
+	f.Fuzz(func(t *testing.T, b []byte) {
+		writeAndLeave(t, net, broker, b)
+		// Nobody else lost anything: a fresh subscriber still joins.
+		subscribeAfterFuzz(t, net, broker, sp)
+	})
+}
+
+// fuzzBroker is a broker with options o on an in-memory network, both
+// closed when f ends.
+func fuzzBroker(f *testing.F, o bps.Options) (*streamtest.Network, *streamtest.Node) {
 	net := streamtest.New()
 	broker := net.NewNode()
-	svc, err := bps.New(broker, broker.Overlay(), bps.Options{HandshakeTimeout: time.Second})
+	svc, err := bps.New(broker, broker.Overlay(), o)
 	if err != nil {
 		f.Fatal(err)
 	}
@@ -80,22 +91,25 @@ func FuzzBrokerStream(f *testing.F) {
 		_ = svc.Close()
 		_ = net.Close()
 	})
-	f.Fuzz(func(t *testing.T, b []byte) {
-		c := net.NewNode()
-		if err := net.Connect(c, broker); err != nil {
-			t.Fatal(err)
-		}
-		s, err := c.NewStream(context.Background(), broker.Overlay(), nil, bps.ProtocolName, bps.ProtocolVersion, bps.StreamName)
-		if err != nil {
-			t.Fatal(err)
-		}
-		_, _ = s.Write(b)
-		_ = s.Close()
-		_ = s.Reset()
-		net.Disconnect(c, broker)
-		// Nobody else lost anything: a fresh subscriber still joins.
-		subscribeAfterFuzz(t, net, broker, sp)
-	})
+	return net, broker
+}
+
+// writeAndLeave opens a stream from a fresh node to broker, writes b,
+// closes, resets and disconnects.
+func writeAndLeave(t *testing.T, net *streamtest.Network, broker *streamtest.Node, b []byte) {
+	t.Helper()
+	c := net.NewNode()
+	if err := net.Connect(c, broker); err != nil {
+		t.Fatal(err)
+	}
+	s, err := c.NewStream(context.Background(), broker.Overlay(), nil, bps.ProtocolName, bps.ProtocolVersion, bps.StreamName)
+	if err != nil {
+		t.Fatal(err)
+	}
+	_, _ = s.Write(b)
+	_ = s.Close()
+	_ = s.Reset()
+	net.Disconnect(c, broker)
 }
 
 // FuzzEnvelopeUp: a child that joined over the multihop envelope sends
@@ -113,33 +127,10 @@ func FuzzEnvelopeUp(f *testing.F) {
 	f.Add(frame(&pb.Frame{Kind: &pb.Frame_Reparent{Reparent: &pb.Reparent{To: make([]byte, 32)}}}))
 	f.Add([]byte{0x02, 0x2a, 0x00})
 
-	net := streamtest.New()
-	broker := net.NewNode()
-	svc, err := bps.New(broker, broker.Overlay(), bps.Options{HandshakeTimeout: time.Second, ProbeWait: 50 * time.Millisecond})
-	if err != nil {
-		f.Fatal(err)
-	}
-	if err := broker.AddProtocol(svc.Protocol()); err != nil {
-		f.Fatal(err)
-	}
-	f.Cleanup(func() {
-		_ = svc.Close()
-		_ = net.Close()
-	})
+	net, broker := fuzzBroker(f, bps.Options{HandshakeTimeout: time.Second, ProbeWait: 50 * time.Millisecond})
 	join := bps.EncodeFrame(&pb.Join{Cohort: sp.PB(), Multihop: true})
 	f.Fuzz(func(t *testing.T, b []byte) {
-		c := net.NewNode()
-		if err := net.Connect(c, broker); err != nil {
-			t.Fatal(err)
-		}
-		s, err := c.NewStream(context.Background(), broker.Overlay(), nil, bps.ProtocolName, bps.ProtocolVersion, bps.StreamName)
-		if err != nil {
-			t.Fatal(err)
-		}
-		_, _ = s.Write(append(bytes.Clone(join), b...))
-		_ = s.Close()
-		_ = s.Reset()
-		net.Disconnect(c, broker)
+		writeAndLeave(t, net, broker, append(bytes.Clone(join), b...))
 		subscribeAfterFuzz(t, net, broker, sp)
 	})
 }
