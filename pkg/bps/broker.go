@@ -10,6 +10,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"math"
 
 	"github.com/ethersphere/bee/v2/pkg/p2p"
 	"github.com/ethersphere/bps/pkg/bps/pb"
@@ -113,6 +114,7 @@ func (s *Service) admit(ctx context.Context, peer p2p.Peer, stream p2p.Stream, f
 	// The Ack states this node's own depth in the cohort (SWIP-61, DESIGN
 	// §1.5): a broker is the root, 0.
 	ack.Depth = m.c.nodeDepth()
+	m.acked.Store(min(ack.Depth, math.MaxUint32-1) + 1)
 	s.metrics.Joins.WithLabelValues("OK").Inc()
 	s.trace(Event{Kind: EventJoin, Cohort: sp.String(), Peer: peer.Address, Status: pb.Status_OK.String()})
 	return s.serve(ctx, m, fr, encodeFrame(ack))

@@ -243,6 +243,15 @@ func (sub *Subscription) answerProbe(p *parent, pr *pb.Probe) {
 		answer(nil)
 		return
 	}
+	// A candidate states its rank where the probe's path is shorter
+	// (Subscription.depth): the joiner, if it has children, takes only
+	// parents ranked above it. A child of the joiner offers nothing: its
+	// subtree is the joiner's own.
+	depth := max(pr.Depth, sub.depth())
+	if depth >= maxDepth-1 || len(pr.Joiner) != 0 && sub.hasParent(joiner) {
+		answer(nil)
+		return
+	}
 	sub.mu.Lock()
 	c := sub.relay
 	sub.mu.Unlock()
@@ -258,7 +267,7 @@ func (sub *Subscription) answerProbe(p *parent, pr *pb.Probe) {
 			under = s.opts.Underlays()
 			under = under[:min(len(under), maxUnderlays)]
 		}
-		answer([]*pb.Candidate{{Overlay: s.overlay.Bytes(), Depth: pr.Depth, Underlays: under}})
+		answer([]*pb.Candidate{{Overlay: s.overlay.Bytes(), Depth: depth, Underlays: under}})
 		return
 	}
 	if c == nil || p.probing.Add(1) > maxProbesInFlight {
@@ -271,7 +280,7 @@ func (sub *Subscription) answerProbe(p *parent, pr *pb.Probe) {
 	}
 	if !s.goOwned(func() {
 		defer p.probing.Add(-1)
-		answer(s.probe(c, pr.Depth+1, joiner, s.opts.ProbeWait/2))
+		answer(s.probe(c, depth+1, joiner, s.opts.ProbeWait/2))
 	}) {
 		p.probing.Add(-1)
 	}

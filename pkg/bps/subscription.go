@@ -45,7 +45,6 @@ type Subscription struct {
 	finished  bool
 	retry     *time.Timer     // the next request for a missing second parent, if armed
 	nextRetry time.Duration   // the wait after the next failed request
-	lastDepth uint32          // the depth when a parent last attached: where a node with children may move
 	leaving   bool            // Close is reparenting this relay's children
 	shunned   []swarm.Address // parents dropped for withholding, most recent last; never taken again
 
@@ -154,7 +153,7 @@ func (sub *Subscription) acquire(ctx context.Context, at swarm.Address, underlay
 				break
 			}
 			peer := swarm.NewAddress(c.Overlay)
-			if peer.Equal(s.overlay) || sub.hasParent(peer) || sub.shuns(peer) || !sub.mayAttachUnder(c.Depth) {
+			if peer.Equal(s.overlay) || sub.hasParent(peer) || sub.shuns(peer) || sub.isChild(peer) || !sub.mayAttachUnder(c.Depth) {
 				continue
 			}
 			if err := sub.attachAt(ctx, peer, c.Underlays, false); err != nil {
@@ -209,22 +208,49 @@ func (sub *Subscription) shuns(peer swarm.Address) bool {
 	return slices.ContainsFunc(sub.shunned, peer.Equal)
 }
 
-// mayAttachUnder reports whether a candidate at depth may become a parent
-// without risking a cycle: a node with children takes only candidates no
-// deeper than itself, since its descendants sit below it (the probe does
-// not enter the joiner's own subtree, but a descendant may also be reached
-// through its other parent). A leaf has no descendants and takes any.
+// mayAttachUnder reports whether a parent at depth — a candidate's, or
+// what a parent's Ack stated — may be taken without risking a cycle. A
+// node's depth as it states it (its rank, belowDeepest) is larger than
+// what each of its parents stated to it, so every descendant of a child
+// ranks above what this node stated to that child: a node with children
+// takes only parents ranked no deeper than the least it stated to one of
+// them. A descendant reached through its other parent — by a probe of a
+// sister subtree, after a repair moved that parent up — is refused however
+// the tree reshaped. A leaf has no descendants and takes any.
 func (sub *Subscription) mayAttachUnder(depth uint32) bool {
 	sub.mu.Lock()
-	c, own := sub.relay, sub.lastDepth
+	c := sub.relay
 	sub.mu.Unlock()
-	if c == nil || own == 0 {
+	if c == nil {
 		return true
 	}
 	c.mu.Lock()
-	children := len(c.children)
-	c.mu.Unlock()
-	return children == 0 || depth <= own
+	defer c.mu.Unlock()
+	for m := range c.children {
+		if a := m.acked.Load(); a != 0 && depth >= a {
+			return false
+		}
+	}
+	return true
+}
+
+// isChild reports whether peer holds a stream to this node as its child in
+// the cohort.
+func (sub *Subscription) isChild(peer swarm.Address) bool {
+	sub.mu.Lock()
+	c := sub.relay
+	sub.mu.Unlock()
+	if c == nil {
+		return false
+	}
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	for m := range c.children {
+		if m.peer.Equal(peer) {
+			return true
+		}
+	}
+	return false
 }
 
 // attachAt joins at peer (connecting to underlays first, if given) and, on
@@ -244,6 +270,12 @@ func (sub *Subscription) attachAt(ctx context.Context, peer swarm.Address, under
 		_ = stream.Reset()
 		return fmt.Errorf("bps: %s at depth %d: %w", peer, ack.GetDepth(), errTooDeep)
 	}
+	if !sub.mayAttachUnder(ack.GetDepth()) {
+		// What the candidate said in the probe, the Ack says again, and
+		// the Ack is what this node would state below it.
+		_ = stream.Reset()
+		return fmt.Errorf("bps: %s at depth %d: %w", peer, ack.GetDepth(), errNotAbove)
+	}
 	cs := &clientStream{}
 	*cs = newClientStream(s, peer, sub.spec, stream, ack.GetDepth())
 	cs.codec = negotiated(join, ack)
@@ -260,7 +292,6 @@ func (sub *Subscription) attachAt(ctx context.Context, peer swarm.Address, under
 	sub.gen++
 	p.gen = sub.gen
 	sub.parents = append(sub.parents, p)
-	sub.lastDepth = sub.depthLocked()
 	sub.mu.Unlock()
 	if cs.codec == codecEnvelope {
 		s.reg.addRelay(sub)
@@ -419,11 +450,14 @@ func (sub *Subscription) repairLocked() {
 }
 
 // retryLocked arms the next repair after wait, doubling the wait for the
-// next time up to maxRepairWait; the caller holds sub.mu.
+// next time up to maxRepairWait; the caller holds sub.mu. The first wait
+// is the shortest backoff: a single-parented node's next failure is not
+// masked, and a tree that had no room a moment ago often has it now (a
+// crashed relay's children reattached, a restarted node offers slots).
 func (sub *Subscription) retryLocked() {
 	wait := sub.nextRetry
 	if wait == 0 {
-		wait = sub.s.opts.BackoffMax
+		wait = sub.s.opts.BackoffMin
 	}
 	sub.nextRetry = min(2*wait, maxRepairWait)
 	sub.retry = time.AfterFunc(wait, func() {
@@ -500,8 +534,10 @@ func (sub *Subscription) repair() {
 	}
 }
 
-// depth is this node's depth in the cohort: one below its shallowest
-// parent's stated depth.
+// depth is this node's depth in the cohort as it states it to its children
+// and in probes: its rank, one below its deepest parent's stated depth
+// (belowDeepest), so that no descendant of a node states a depth at or
+// above the node's own.
 func (sub *Subscription) depth() uint32 {
 	sub.mu.Lock()
 	defer sub.mu.Unlock()
@@ -509,7 +545,7 @@ func (sub *Subscription) depth() uint32 {
 }
 
 func (sub *Subscription) depthLocked() uint32 {
-	return belowShallowest(func(yield func(uint32) bool) {
+	return belowDeepest(func(yield func(uint32) bool) {
 		for _, p := range sub.parents {
 			if !yield(p.cs.stated) {
 				return
@@ -667,6 +703,7 @@ var (
 	errOwnChild = errors.New("the target is this node's own child")
 	errShunned  = errors.New("the target was dropped for withholding")
 	errTooDeep  = errors.New("the parent states a depth past the bound")
+	errNotAbove = errors.New("the parent is not above this node, which has children: it may be a descendant")
 )
 
 // maxDepth bounds the depth a node accepts a parent at: a parent stating
@@ -682,18 +719,8 @@ func (sub *Subscription) unfitParent(peer swarm.Address) error {
 	if sub.shuns(peer) {
 		return errShunned
 	}
-	sub.mu.Lock()
-	c := sub.relay
-	sub.mu.Unlock()
-	if c == nil {
-		return nil
-	}
-	c.mu.Lock()
-	defer c.mu.Unlock()
-	for m := range c.children {
-		if m.peer.Equal(peer) {
-			return errOwnChild
-		}
+	if sub.isChild(peer) {
+		return errOwnChild
 	}
 	return nil
 }

@@ -26,6 +26,23 @@ func belowShallowest(stated iter.Seq[uint32]) uint32 {
 	return shallowest + 1
 }
 
+// belowDeepest is one below the deepest of the depths parents stated: a
+// node's rank, larger than what each parent stated to it — and so, by
+// induction, every descendant of a child ranks above what the node stated
+// to that child (Subscription.mayAttachUnder keeps a node from attaching
+// under one of them). A parent stating the largest depth leaves the node
+// there rather than wrapping to 0 (so does none at all).
+func belowDeepest(stated iter.Seq[uint32]) uint32 {
+	deepest, any := uint32(0), false
+	for d := range stated {
+		deepest, any = max(deepest, d), true
+	}
+	if !any || deepest >= math.MaxUint32-1 {
+		return math.MaxUint32
+	}
+	return deepest + 1
+}
+
 // peersOf lists the peers of a set of streams, each once, sorted.
 func peersOf[S comparable](streams map[S]struct{}, peer func(S) swarm.Address) []swarm.Address {
 	out := make([]swarm.Address, 0, len(streams))
