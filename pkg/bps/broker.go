@@ -10,7 +10,6 @@ import (
 	"errors"
 	"fmt"
 	"io"
-	"math"
 
 	"github.com/ethersphere/bee/v2/pkg/p2p"
 	"github.com/ethersphere/bps/pkg/bps/pb"
@@ -113,8 +112,7 @@ func (s *Service) admit(ctx context.Context, peer p2p.Peer, stream p2p.Stream, f
 	ack.Challenge = m.challenge
 	// The Ack states this node's own depth in the cohort (SWIP-61, DESIGN
 	// §1.5): a broker is the root, 0.
-	ack.Depth = m.c.nodeDepth()
-	m.acked.Store(min(ack.Depth, math.MaxUint32-1) + 1)
+	ack.Depth = m.c.ackDepth(m)
 	s.metrics.Joins.WithLabelValues("OK").Inc()
 	s.trace(Event{Kind: EventJoin, Cohort: sp.String(), Peer: peer.Address, Status: pb.Status_OK.String()})
 	return s.serve(ctx, m, fr, encodeFrame(ack))

@@ -92,7 +92,7 @@ type member struct {
 	held      *pb.Claim // a verified claim by an address not (yet) a publisher: taken when a roster names it
 	svcAt     uint64    // the cohort's service cursor when the stream attached
 	isPub     atomic.Bool
-	acked     atomic.Uint32 // the depth the Ack stated + 1; 0 before the Ack (Subscription.mayAttachUnder)
+	acked     atomic.Bool // the Ack stated a depth to it (Subscription.mayAttachUnder)
 
 	claimTimer *time.Timer // the deadline of an extra seat or a silent stream
 	// reader goroutine only

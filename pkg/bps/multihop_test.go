@@ -230,7 +230,7 @@ func (mt *mtree) relayWithChildren() (*tnode, []int) {
 // second parent again by the ordinary join at its surviving parent.
 func TestMultihopRelayFailure(t *testing.T) {
 	t.Parallel()
-	mt := newMTree(t, 8, 2, 3, func(a key) *bps.Spec { return feedSpec(t, "multihop-failure", a) })
+	mt := newMTree(t, 8, 3, 3, func(a key) *bps.Spec { return feedSpec(t, "multihop-failure", a) })
 	mt.subscribeAll()
 	p := mt.adminPublisher()
 	mt.publishN(p, 0, 5)
@@ -263,6 +263,9 @@ func TestMultihopRelayFailure(t *testing.T) {
 			t.Fatalf("orphan %d: parents %v, want two, the dead relay not among them", k, pos.Parents)
 		}
 	}
+	if c := mt.cycle(relay); c != nil {
+		t.Fatalf("the parents form a cycle: %v", c)
+	}
 }
 
 func parentOK(e bps.Event) bool {
@@ -275,7 +278,7 @@ func parentOK(e bps.Event) bool {
 // update is missed.
 func TestMultihopGracefulLeave(t *testing.T) {
 	t.Parallel()
-	mt := newMTree(t, 8, 3, 2, func(a key) *bps.Spec { return feedSpec(t, "multihop-leave", a) })
+	mt := newMTree(t, 8, 5, 2, func(a key) *bps.Spec { return feedSpec(t, "multihop-leave", a) })
 	mt.subscribeAll()
 	p := mt.adminPublisher()
 	mt.publishN(p, 0, 5)
@@ -300,6 +303,9 @@ func TestMultihopGracefulLeave(t *testing.T) {
 			continue
 		}
 		expectUpdates(t, sub, 0, 20)
+	}
+	if c := mt.cycle(relay); c != nil {
+		t.Fatalf("the parents form a cycle: %v", c)
 	}
 }
 

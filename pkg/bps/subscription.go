@@ -8,6 +8,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"math"
 	"slices"
 	"sync"
 	"sync/atomic"
@@ -35,7 +36,13 @@ type Subscription struct {
 	root swarm.Address // the broker: the first join and a rejoin after both parents are lost start here
 	want int           // parents wanted: 2, or 1
 
+	// rmu orders what changes the node's rank against what states it:
+	// a parent taken after its check, a child's Ack (ackDepth). Taken
+	// before mu and the relay cohort's mu.
+	rmu sync.Mutex
+
 	mu        sync.Mutex
+	rank      uint32 // the depth this node states while it has parents (depth); changes under rmu too
 	parents   []*parent
 	relay     *cohort // this node's children in the cohort, nil while it has none
 	closing   bool    // Close began
@@ -153,7 +160,10 @@ func (sub *Subscription) acquire(ctx context.Context, at swarm.Address, underlay
 				break
 			}
 			peer := swarm.NewAddress(c.Overlay)
-			if peer.Equal(s.overlay) || sub.hasParent(peer) || sub.shuns(peer) || sub.isChild(peer) || !sub.mayAttachUnder(c.Depth) {
+			sub.rmu.Lock()
+			fit := sub.mayAttachUnder(c.Depth, peer)
+			sub.rmu.Unlock()
+			if peer.Equal(s.overlay) || sub.hasParent(peer) || sub.shuns(peer) || sub.isChild(peer) || !fit {
 				continue
 			}
 			if err := sub.attachAt(ctx, peer, c.Underlays, false); err != nil {
@@ -208,30 +218,55 @@ func (sub *Subscription) shuns(peer swarm.Address) bool {
 	return slices.ContainsFunc(sub.shunned, peer.Equal)
 }
 
-// mayAttachUnder reports whether a parent at depth — a candidate's, or
-// what a parent's Ack stated — may be taken without risking a cycle. A
-// node's depth as it states it (its rank, belowDeepest) is larger than
-// what each of its parents stated to it, so every descendant of a child
-// ranks above what this node stated to that child: a node with children
-// takes only parents ranked no deeper than the least it stated to one of
-// them. A descendant reached through its other parent — by a probe of a
-// sister subtree, after a repair moved that parent up — is refused however
-// the tree reshaped. A leaf has no descendants and takes any.
-func (sub *Subscription) mayAttachUnder(depth uint32) bool {
+// mayAttachUnder reports whether a parent peer stating depth — a
+// candidate's, or what its Ack stated — may be taken without risking a
+// cycle. A node's key is (its rank, its overlay), and keys grow strictly
+// along every edge of the tree: a node that has stated its rank to a child
+// takes only a parent whose key is below its own, and keeps its rank
+// (rank); a leaf takes any parent and ranks one below its deepest. Every
+// descendant's key is then above this node's, however the tree reshaped —
+// a descendant reached through its other parent, by a probe of a sister
+// subtree after a repair moved that parent up, is refused — and a sibling
+// at the same rank is taken in one direction only. The caller holds rmu.
+func (sub *Subscription) mayAttachUnder(depth uint32, peer swarm.Address) bool {
 	sub.mu.Lock()
-	c := sub.relay
+	c, rank := sub.relay, sub.rank
 	sub.mu.Unlock()
-	if c == nil {
+	if c == nil || !c.hasAcked() {
 		return true
 	}
+	return depth < rank || depth == rank && peer.Compare(sub.s.overlay) < 0
+}
+
+// hasAcked reports whether a child stream has been told this node's depth.
+func (c *cohort) hasAcked() bool {
 	c.mu.Lock()
 	defer c.mu.Unlock()
 	for m := range c.children {
-		if a := m.acked.Load(); a != 0 && depth >= a {
-			return false
+		if m.acked.Load() {
+			return true
 		}
 	}
-	return true
+	return false
+}
+
+// ackDepth is the depth this node states in the Ack to m, a child stream
+// in the cohort it relays: its rank, remembered with m (mayAttachUnder).
+func (sub *Subscription) ackDepth(m *member) uint32 {
+	sub.rmu.Lock()
+	defer sub.rmu.Unlock()
+	d := sub.depth()
+	m.acked.Store(true)
+	return d
+}
+
+// ackDepth is the depth this node states in the Ack to m: 0 at the root,
+// the relay subscription's rank at a relay.
+func (c *cohort) ackDepth(m *member) uint32 {
+	if c.up != nil {
+		return c.up.ackDepth(m)
+	}
+	return 0
 }
 
 // isChild reports whether peer holds a stream to this node as its child in
@@ -270,9 +305,16 @@ func (sub *Subscription) attachAt(ctx context.Context, peer swarm.Address, under
 		_ = stream.Reset()
 		return fmt.Errorf("bps: %s at depth %d: %w", peer, ack.GetDepth(), errTooDeep)
 	}
-	if !sub.mayAttachUnder(ack.GetDepth()) {
-		// What the candidate said in the probe, the Ack says again, and
-		// the Ack is what this node would state below it.
+	// What the candidate said in the probe, its Ack says again, and the
+	// Ack is what this node's rank follows: checked, and the parent
+	// taken, with no child's Ack between (rmu).
+	sub.rmu.Lock()
+	sub.mu.Lock()
+	rc := sub.relay
+	sub.mu.Unlock()
+	leaf := rc == nil || !rc.hasAcked()
+	if !sub.mayAttachUnder(ack.GetDepth(), peer) {
+		sub.rmu.Unlock()
 		_ = stream.Reset()
 		return fmt.Errorf("bps: %s at depth %d: %w", peer, ack.GetDepth(), errNotAbove)
 	}
@@ -281,6 +323,7 @@ func (sub *Subscription) attachAt(ctx context.Context, peer swarm.Address, under
 	cs.codec = negotiated(join, ack)
 	p := &parent{cs: cs, underlays: underlays}
 	sub.mu.Lock()
+	sub.rmu.Unlock() // the parent is in before mu is let go
 	if sub.closing || sub.fatal != nil || sub.hasParentLocked(peer) {
 		sub.mu.Unlock()
 		_ = stream.Reset()
@@ -292,6 +335,9 @@ func (sub *Subscription) attachAt(ctx context.Context, peer swarm.Address, under
 	sub.gen++
 	p.gen = sub.gen
 	sub.parents = append(sub.parents, p)
+	if leaf {
+		sub.rank = sub.depthLocked()
+	}
 	sub.mu.Unlock()
 	if cs.codec == codecEnvelope {
 		s.reg.addRelay(sub)
@@ -535,13 +581,16 @@ func (sub *Subscription) repair() {
 }
 
 // depth is this node's depth in the cohort as it states it to its children
-// and in probes: its rank, one below its deepest parent's stated depth
-// (belowDeepest), so that no descendant of a node states a depth at or
-// above the node's own.
+// and in probes: its rank (mayAttachUnder) — one below its deepest
+// parent's stated depth when it attached as a leaf, kept while it has
+// children.
 func (sub *Subscription) depth() uint32 {
 	sub.mu.Lock()
 	defer sub.mu.Unlock()
-	return sub.depthLocked()
+	if len(sub.parents) == 0 {
+		return math.MaxUint32 // nothing to relay: a joiner refuses it
+	}
+	return sub.rank
 }
 
 func (sub *Subscription) depthLocked() uint32 {
