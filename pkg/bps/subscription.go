@@ -524,7 +524,7 @@ const maxRepairWait = 10 * time.Minute
 // the tree offers no second parent it tries again later, on a timer.
 func (sub *Subscription) repair() {
 	s := sub.s
-	rejoins := 0
+	rejoins, shed := 0, false
 	for {
 		sub.mu.Lock()
 		n := len(sub.parents)
@@ -556,6 +556,17 @@ func (sub *Subscription) repair() {
 			continue
 		}
 		sub.mu.Lock()
+		if len(sub.parents) == 0 && sub.relay != nil && !shed && !sub.closing && sub.fatal == nil {
+			// Parentless, and no parent ranked above this relay took it:
+			// the free slots may all lie in its own subtree. Its children
+			// get nothing from it meanwhile; it lets them go (each
+			// repairs through its other parent) and rejoins as a leaf,
+			// which may attach anywhere. Once per repair.
+			shed = true
+			sub.mu.Unlock()
+			s.reg.dropRelay(sub)
+			continue
+		}
 		switch {
 		case len(sub.parents) > 0:
 			// single-parented: ask again later
