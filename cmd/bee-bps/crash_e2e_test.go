@@ -2,6 +2,8 @@
 // Use of this source code is governed by a BSD-style
 // license that can be found in the LICENSE file.
 
+//go:build linux
+
 package main
 
 import (
@@ -52,6 +54,9 @@ func launch(t *testing.T, bin string, cl devCluster, api string) (*crashNode, er
 		out: &lineWatch{seen: make(chan struct{})}}
 	n.cmd = exec.Command(bin, args...)
 	n.cmd.Stdout, n.cmd.Stderr = n.out, n.out
+	// Killed with the test process too, should that die before its
+	// cleanups run.
+	n.cmd.SysProcAttr = &syscall.SysProcAttr{Pdeathsig: syscall.SIGKILL}
 	if err := n.cmd.Start(); err != nil {
 		return nil, err
 	}
