@@ -7,9 +7,6 @@ package session_test
 import (
 	"testing"
 
-	"github.com/ethersphere/bee/v2/pkg/swarm"
-	"github.com/ethersphere/bps/pkg/bps"
-	"github.com/ethersphere/bps/pkg/bps/streamtest"
 	"github.com/ethersphere/bps/pkg/session"
 )
 
@@ -20,27 +17,7 @@ import (
 // included.
 func BenchmarkPotRecovery(b *testing.B) {
 	const n = session.DefaultRecoverMax
-	net := streamtest.New()
-	defer net.Close()
-	nd := net.NewNode()
-	svc, err := bps.New(nd, nd.Overlay(), bps.Options{})
-	if err != nil {
-		b.Fatal(err)
-	}
-	defer svc.Close()
-	st := newMemStorage()
-	x := session.NewMux(session.Node{Service: svc}, session.MuxOptions{Storage: st})
-	defer x.Close()
-	admin := newKey(b)
-	sp, err := bps.NewFeedSpec(topicOf("bench-pot-recovery"), admin.addr)
-	if err != nil {
-		b.Fatal(err)
-	}
-	r, err := x.Room(swarm.RandAddress(b), sp)
-	if err != nil {
-		b.Fatal(err)
-	}
-	defer r.Release()
+	r, st, admin, sp := benchRoom(b, "bench-pot-recovery")
 	total := (b.N + 1) * (n + 1)
 	f := potUpdates(b, admin, sp, make([]string, total))
 	for i := range total {

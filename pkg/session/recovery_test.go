@@ -307,25 +307,23 @@ func TestRecoveryResume(t *testing.T) {
 	wantEvents(t, ahead.await(t, 1), "3")
 }
 
-// BenchmarkRecovery measures recovering a gap of RecoverMax updates from an
-// in-memory storage: the node's own cost per recovered update (one
-// retrieval, one signature recovery, the binding's checks), without the
-// network's latency.
-func BenchmarkRecovery(b *testing.B) {
-	const n = session.DefaultRecoverMax
+// benchRoom is a room of an admin's feed cohort on a node whose mux
+// recovers from an in-memory storage, all closed when b ends.
+func benchRoom(b *testing.B, topic string) (*session.Room, *memStorage, key, *bps.Spec) {
+	b.Helper()
 	net := streamtest.New()
-	defer net.Close()
+	b.Cleanup(func() { _ = net.Close() })
 	nd := net.NewNode()
 	svc, err := bps.New(nd, nd.Overlay(), bps.Options{})
 	if err != nil {
 		b.Fatal(err)
 	}
-	defer svc.Close()
+	b.Cleanup(func() { _ = svc.Close() })
 	st := newMemStorage()
 	x := session.NewMux(session.Node{Service: svc}, session.MuxOptions{Storage: st})
-	defer x.Close()
+	b.Cleanup(func() { _ = x.Close() })
 	admin := newKey(b)
-	sp, err := bps.NewFeedSpec(topicOf("bench-recovery"), admin.addr)
+	sp, err := bps.NewFeedSpec(topicOf(topic), admin.addr)
 	if err != nil {
 		b.Fatal(err)
 	}
@@ -333,7 +331,17 @@ func BenchmarkRecovery(b *testing.B) {
 	if err != nil {
 		b.Fatal(err)
 	}
-	defer r.Release()
+	b.Cleanup(r.Release)
+	return r, st, admin, sp
+}
+
+// BenchmarkRecovery measures recovering a gap of RecoverMax updates from an
+// in-memory storage: the node's own cost per recovered update (one
+// retrieval, one signature recovery, the binding's checks), without the
+// network's latency.
+func BenchmarkRecovery(b *testing.B) {
+	const n = session.DefaultRecoverMax
+	r, st, admin, sp := benchRoom(b, "bench-recovery")
 	total := uint64(b.N+1) * (n + 1)
 	msgs := make([]*pb.Message, total)
 	for i := range total {
