@@ -93,7 +93,7 @@ func (s *Service) admit(ctx context.Context, peer p2p.Peer, stream p2p.Stream, f
 	ro := joinRole(sp, join)
 	// This node speaks the multihop envelope (SWIP-61): a joiner that
 	// does too gets it on its stream; any other stays bare.
-	ack := &pb.Ack{Status: pb.Status_OK, Multihop: join.Multihop}
+	ack := &pb.Ack{Status: pb.Status_OK, Multihop: join.Multihop, Attests: join.Multihop && join.Attests}
 	m, status, ended := s.reg.attach(peer.Address, stream, negotiated(join, ack), sp, join.Addr, ro)
 	if ended != nil {
 		return s.tellEnded(ctx, peer, stream, sp, join, ended)
@@ -110,6 +110,7 @@ func (s *Service) admit(ctx context.Context, peer p2p.Peer, stream p2p.Stream, f
 	}()
 
 	ack.Challenge = m.challenge
+	m.attests = ack.Attests // before serve starts m's reader
 	// The Ack states this node's own depth in the cohort (SWIP-61, DESIGN
 	// §1.5): a broker is the root, 0.
 	ack.Depth = m.c.ackDepth(m)

@@ -103,11 +103,26 @@ func (s *Service) verifyClaim(challenge []byte, c *pb.Claim) error {
 	if len(challenge) != challengeSize {
 		return errNoChallenge
 	}
+	return signedBy(c, ClaimDigest(challenge, s.overlay, c.Index))
+}
+
+// verifyAttestation checks a forwarded claim: c was signed by c.Addr over
+// the challenge and the overlay it carries, those of the node the
+// publisher attached to. Whether that node issued the challenge no other
+// node can tell (SWIP-61); it does not check who may publish either.
+func verifyAttestation(c *pb.Claim) error {
+	if !claimWellFormed(c) || len(c.Challenge) != challengeSize || len(c.Broker) != swarm.HashSize {
+		return errClaimShape
+	}
+	return signedBy(c, ClaimDigest(c.Challenge, swarm.NewAddress(c.Broker), c.Index))
+}
+
+// signedBy checks that c's signature over digest recovers to c.Addr.
+func signedBy(c *pb.Claim, digest []byte) error {
 	sig := make([]byte, 0, swarm.SocSignatureSize)
 	sig = append(sig, c.Auth.R...)
 	sig = append(sig, c.Auth.S...)
 	sig = append(sig, byte(c.Auth.V))
-	digest := ClaimDigest(challenge, s.overlay, c.Index)
 	pub, err := crypto.Recover(sig, digest)
 	if err != nil {
 		return fmt.Errorf("%w: %w", errClaimSignature, err)

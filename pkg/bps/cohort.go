@@ -93,6 +93,7 @@ type member struct {
 	svcAt     uint64    // the cohort's service cursor when the stream attached
 	isPub     atomic.Bool
 	acked     atomic.Bool // the Ack stated a depth to it (Subscription.mayAttachUnder)
+	attests   bool        // Join and Ack both set attests; never written after attach
 
 	claimTimer *time.Timer // the deadline of an extra seat or a silent stream
 	// reader goroutine only
@@ -101,6 +102,7 @@ type member struct {
 	failAt  time.Time // the second failed counts in
 	owed    int       // probes that closed before it answered: late answers it may send; under c.mu
 	pending int       // verified claims not taken: not (yet) rostered, or redundant
+	carries [][]byte  // owners whose forwarded claims came up this stream (attest.go)
 }
 
 // isPublisherLocked reports whether owner may publish under explicit
@@ -240,6 +242,9 @@ func (c *cohort) ingest(f *pb.Frame, from *member) error {
 			s.count(c, CounterWrongStream)
 			return violationf("a claim where publishing takes none")
 		}
+		if k.Claim.Challenge != nil || k.Claim.Broker != nil {
+			return c.attestation(k.Claim, from)
+		}
 		return s.takeClaim(from, k.Claim)
 	case *pb.Frame_Message:
 		return c.publication(k.Message, from)
@@ -262,13 +267,21 @@ func (c *cohort) publication(msg *pb.Message, from *member) error {
 		s.count(c, CounterWrongStream)
 		return violationf("subscriber stream sent a publication")
 	}
-	if relayed && !from.mayCheckRelayed(time.Now()) {
-		s.metrics.Unchecked.Inc()
-		return nil
-	}
 	var addr []byte
 	if !relayed {
 		addr = from.addr // not written again once isPub is set
+	} else if c.spec.Explicit() {
+		// Under explicit authorship a publication travels up a child's
+		// stream only for an owner whose claim came up it first (attest.go).
+		owner, err := c.carried(msg, from)
+		if owner == nil {
+			return err
+		}
+		addr = owner
+	}
+	if relayed && !from.mayCheckRelayed(time.Now()) {
+		s.metrics.Unchecked.Inc()
+		return nil
 	}
 	var auth authority = cohortAuthority{r: c.r, c: c}
 	if c.up != nil {
@@ -362,7 +375,7 @@ func (r *registry) applyService(c *cohort, svc *pb.ServiceMessage, told uint64) 
 	// upgraded stream's first delivery.
 	for m := range c.children {
 		if h := m.held; h != nil && m.role == roleSubscriber && c.isPublisherLocked(h.Addr) {
-			if r.upgradeLocked(m, h.Addr, h.Index, false) == upgraded {
+			if r.upgradeLocked(m, h, false) == upgraded {
 				r.s.trace(Event{Kind: EventClaim, Cohort: c.spec.String(), Peer: m.peer, Index: h.Index})
 			}
 		}

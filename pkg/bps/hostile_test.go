@@ -48,10 +48,12 @@ func TestHostileServiceReplayAfterReclaim(t *testing.T) {
 		t.Fatalf("%d cohorts after the last stream left", n)
 	}
 
+	// The strongest replayer: a relay that holds a claim the admin signed
+	// (it bridged the admin once), so that its stream may carry the
+	// admin's publications.
 	r := openRaw(t, cl[1], broker)
-	if ack := r.join(&pb.Join{Cohort: sp.PB(), Multihop: true}); ack.Status != pb.Status_OK || !ack.Multihop {
-		t.Fatalf("ack %v", ack)
-	}
+	relayJoin(t, r, sp)
+	r.send(attestation(t, admin))
 	r.send(&pb.Frame{Kind: &pb.Frame_Message{Message: grant}})
 	broker.rec.wait(t, "the replay dropped", dropped(bps.CounterRetransmit))
 	c := cohortInfo(t, broker, sp)
@@ -192,9 +194,8 @@ func TestHostileRelayForwardsOnce(t *testing.T) {
 	}
 	subscribe(t, relay, broker, sp)
 	r := openRaw(t, child, relay)
-	if ack := r.join(&pb.Join{Cohort: sp.PB(), Multihop: true}); ack.Status != pb.Status_OK || !ack.Multihop {
-		t.Fatalf("ack %v", ack)
-	}
+	relayJoin(t, r, sp)
+	r.send(attestation(t, admin))
 	pub := &pb.Frame{Kind: &pb.Frame_Message{Message: update(t, admin, sp, 0, "once")}}
 	r.send(pub)
 	r.send(pub)
@@ -437,9 +438,8 @@ func TestHostileRelayedGarbageBounded(t *testing.T) {
 	admin := newKey(t)
 	sp := feedSpec(t, "relayed garbage", admin)
 	r := openRaw(t, cl[0], broker)
-	if ack := r.join(&pb.Join{Cohort: sp.PB(), Multihop: true}); ack.Status != pb.Status_OK || !ack.Multihop {
-		t.Fatalf("ack %v", ack)
-	}
+	relayJoin(t, r, sp)
+	r.send(attestation(t, admin)) // what it relays then names the admin's chunks
 	bad := update(t, admin, sp, 0, "tampered")
 	bad.Data[len(bad.Data)-1] ^= 1
 	frame := bps.EncodeFrame(&pb.Frame{Kind: &pb.Frame_Message{Message: bad}})
@@ -474,4 +474,25 @@ func TestHostileLateAnswerTolerated(t *testing.T) {
 	child.send(late)
 	expectReset(t, child)
 	broker.rec.wait(t, "the second late answer punished", kind(bps.EventViolation))
+}
+
+// relayJoin joins r as a relay that forwards its subtree's claims.
+func relayJoin(t *testing.T, r *raw, sp *bps.Spec) {
+	t.Helper()
+	if ack := r.join(&pb.Join{Cohort: sp.PB(), Multihop: true, Attests: true}); ack.Status != pb.Status_OK || !ack.Multihop || !ack.Attests {
+		t.Fatalf("ack %v", ack)
+	}
+}
+
+// attestation is a forwarded claim k signed, genuine, over a challenge and
+// an attachment node of its own choosing.
+func attestation(t *testing.T, k key) *pb.Frame {
+	t.Helper()
+	challenge, broker := swarm.RandAddress(t).Bytes(), swarm.RandAddress(t)
+	c, err := bps.SignClaim(k.signer, k.addr, challenge, broker, 0)
+	if err != nil {
+		t.Fatal(err)
+	}
+	c.Challenge, c.Broker = challenge, broker.Bytes()
+	return &pb.Frame{Kind: &pb.Frame_Claim{Claim: c}}
 }

@@ -41,10 +41,17 @@ func relayOptions(relayCap int) bps.Options {
 
 func newMTree(t *testing.T, n, brokerCap, relayCap int, sp func(admin key) *bps.Spec) *mtree {
 	t.Helper()
+	return newMTreeWith(t, n, bps.Options{MaxStreamsPerCohort: brokerCap}, relayCap, sp)
+}
+
+// newMTreeWith is newMTree with the broker's options.
+func newMTreeWith(t *testing.T, n int, brokerOpts bps.Options, relayCap int, sp func(admin key) *bps.Spec) *mtree {
+	t.Helper()
 	net := newNetwork(t)
 	mt := &mtree{t: t, net: net, admin: newKey(t)}
 	mt.sp = sp(mt.admin)
-	mt.broker = newNode(t, net, bps.Options{MaxStreamsPerCohort: brokerCap, ProbeWait: 5 * time.Second})
+	brokerOpts.ProbeWait = 5 * time.Second
+	mt.broker = newNode(t, net, brokerOpts)
 	all := []*tnode{mt.broker}
 	for range n {
 		nd := newNode(t, net, relayOptions(relayCap))

@@ -324,16 +324,18 @@ func (r *registry) upgrade(m *member, claim *pb.Claim) (upgradeResult, uint64) {
 		m.held = claim
 		return notPublisher, rosters
 	}
-	return r.upgradeLocked(m, claim.Addr, claim.Index, true), rosters
+	return r.upgradeLocked(m, claim, true), rosters
 }
 
 // upgradeLocked turns subscriber member m into a claimed publisher stream for
-// addr, which may publish: it leaves the fan-out count and moves addr's
-// cursor forward. A stream that was silent gets its first delivery if
-// deliver is set (the caller that is fanning out a roster delivers that
-// instead). The caller holds c.mu.
-func (r *registry) upgradeLocked(m *member, addr []byte, index uint64, deliver bool) upgradeResult {
+// the claim's address, which may publish: it leaves the fan-out count and
+// moves the address's cursor forward. A stream that was silent gets its
+// first delivery if deliver is set (the caller that is fanning out a roster
+// delivers that instead). At a relay the claim, verified here, is forwarded
+// rootward (attest). The caller holds c.mu.
+func (r *registry) upgradeLocked(m *member, claim *pb.Claim, deliver bool) upgradeResult {
 	c := m.c
+	addr, index := claim.Addr, claim.Index
 	if m.role != roleSubscriber || c.nclaim >= r.s.opts.MaxPublisherStreams {
 		return upgradeFull
 	}
@@ -358,6 +360,9 @@ func (r *registry) upgradeLocked(m *member, addr []byte, index uint64, deliver b
 	c.moveCursor(addr, index)
 	if wasSilent && deliver {
 		r.firstDelivery(m)
+	}
+	if c.up != nil {
+		c.up.attest(forwarded(claim, m.challenge, r.s.overlay))
 	}
 	return upgraded
 }

@@ -429,7 +429,8 @@ type clientStream struct {
 	spec    *Spec
 	started time.Time
 
-	stated uint32 // the parent's depth, as its Ack stated it; never written after creation
+	stated  uint32 // the parent's depth, as its Ack stated it; never written after creation
+	attests bool   // the parent takes forwarded claims (attest.go); never written after creation
 
 	done chan struct{} // closed when the reader has ended
 	err  error         // why it ended; read after done

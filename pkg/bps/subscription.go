@@ -45,6 +45,7 @@ type Subscription struct {
 	rank      uint32 // the depth this node states while it has parents (depth); changes under rmu too
 	parents   []*parent
 	relay     *cohort // this node's children in the cohort, nil while it has none
+	attested  map[string][]byte // the claims this relay forwards rootward, encoded, by address (attest.go)
 	closing   bool    // Close began
 	fatal     error   // the subscription is over for this reason (nil with closing: closed by us)
 	repairing bool    // a repair goroutine runs
@@ -295,7 +296,7 @@ func (sub *Subscription) attachAt(ctx context.Context, peer swarm.Address, under
 	if err := s.dial(ctx, peer, underlays); err != nil {
 		return err
 	}
-	join := &pb.Join{Cohort: sub.spec.PB(), Multihop: true, Refer: refer}
+	join := &pb.Join{Cohort: sub.spec.PB(), Multihop: true, Refer: refer, Attests: true}
 	stream, fr, ack, err := s.join(ctx, peer, sub.spec, join)
 	if err != nil {
 		s.trace(Event{Kind: EventParent, Cohort: sub.spec.String(), Peer: peer, Status: statusOf(err), Err: err})
@@ -321,6 +322,7 @@ func (sub *Subscription) attachAt(ctx context.Context, peer swarm.Address, under
 	cs := &clientStream{}
 	*cs = newClientStream(s, peer, sub.spec, stream, ack.GetDepth())
 	cs.codec = negotiated(join, ack)
+	cs.attests = cs.codec == codecEnvelope && ack.GetAttests()
 	p := &parent{cs: cs, underlays: underlays}
 	sub.mu.Lock()
 	sub.rmu.Unlock() // the parent is in before mu is let go
@@ -335,6 +337,7 @@ func (sub *Subscription) attachAt(ctx context.Context, peer swarm.Address, under
 	sub.gen++
 	p.gen = sub.gen
 	sub.parents = append(sub.parents, p)
+	sub.attestTo(p) // before anything this node forwards up p
 	if leaf {
 		sub.rank = sub.depthLocked()
 	}

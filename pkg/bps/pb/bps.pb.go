@@ -387,10 +387,17 @@ func (x *Auth) GetV() uint32 {
 // A publisher's claim on the stream it is sent on. auth signs
 // keccak256("bps-claim:v1" || S || O_B || uint64BE(index)) in the SOC convention.
 type Claim struct {
-	state         protoimpl.MessageState `protogen:"open.v1"`
-	Addr          []byte                 `protobuf:"bytes,1,opt,name=addr,proto3" json:"addr,omitempty"`    // 20 bytes
-	Index         uint64                 `protobuf:"varint,2,opt,name=index,proto3" json:"index,omitempty"` // the publisher's cursor
-	Auth          *Auth                  `protobuf:"bytes,3,opt,name=auth,proto3" json:"auth,omitempty"`
+	state protoimpl.MessageState `protogen:"open.v1"`
+	Addr  []byte                 `protobuf:"bytes,1,opt,name=addr,proto3" json:"addr,omitempty"`    // 20 bytes
+	Index uint64                 `protobuf:"varint,2,opt,name=index,proto3" json:"index,omitempty"` // the publisher's cursor
+	Auth  *Auth                  `protobuf:"bytes,3,opt,name=auth,proto3" json:"auth,omitempty"`
+	// A forwarded claim (SWIP-61's attestation), on a multihop stream whose
+	// Join and Ack both set attests, travelling rootward from the node the
+	// publisher attached to: the challenge S and overlay O_B it was signed
+	// over, so that each node on the way recovers addr from auth itself.
+	// Both absent on a publisher's own claim.
+	Challenge     []byte `protobuf:"bytes,4,opt,name=challenge,proto3" json:"challenge,omitempty"` // 32 bytes
+	Broker        []byte `protobuf:"bytes,5,opt,name=broker,proto3" json:"broker,omitempty"`       // 32 bytes
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache
 }
@@ -446,6 +453,20 @@ func (x *Claim) GetAuth() *Auth {
 	return nil
 }
 
+func (x *Claim) GetChallenge() []byte {
+	if x != nil {
+		return x.Challenge
+	}
+	return nil
+}
+
+func (x *Claim) GetBroker() []byte {
+	if x != nil {
+		return x.Broker
+	}
+	return nil
+}
+
 // Peer -> broker: the first frame on a fresh stream.
 type Join struct {
 	state         protoimpl.MessageState `protogen:"open.v1"`
@@ -454,6 +475,7 @@ type Join struct {
 	Claim         *Claim                 `protobuf:"bytes,3,opt,name=claim,proto3" json:"claim,omitempty"`        // a returning publisher's claim
 	Multihop      bool                   `protobuf:"varint,4,opt,name=multihop,proto3" json:"multihop,omitempty"` // the joiner speaks the multihop envelope (SWIP-61)
 	Refer         bool                   `protobuf:"varint,5,opt,name=refer,proto3" json:"refer,omitempty"`       // SWIP-61 self-healing: the joiner holds a stream here already and asks only where else to attach
+	Attests       bool                   `protobuf:"varint,9,opt,name=attests,proto3" json:"attests,omitempty"`   // the joiner forwards its subtree's claims rootward (a Claim with challenge and broker)
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache
 }
@@ -519,6 +541,13 @@ func (x *Join) GetMultihop() bool {
 func (x *Join) GetRefer() bool {
 	if x != nil {
 		return x.Refer
+	}
+	return false
+}
+
+func (x *Join) GetAttests() bool {
+	if x != nil {
+		return x.Attests
 	}
 	return false
 }
@@ -595,7 +624,10 @@ type Ack struct {
 	// (the root says 0; a relay, its shallowest parent's stated depth + 1).
 	// Stated for pricing and inspection only: no routing decision trusts it.
 	// A SWIP-74/60 peer omits it, which reads as 0 (a broker).
-	Depth         uint32 `protobuf:"varint,8,opt,name=depth,proto3" json:"depth,omitempty"`
+	Depth uint32 `protobuf:"varint,8,opt,name=depth,proto3" json:"depth,omitempty"`
+	// Both set (Join and Ack): publications of an explicit cohort travel up
+	// this stream only for owners whose forwarded claim came up it first.
+	Attests       bool `protobuf:"varint,12,opt,name=attests,proto3" json:"attests,omitempty"`
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache
 }
@@ -663,6 +695,13 @@ func (x *Ack) GetDepth() uint32 {
 		return x.Depth
 	}
 	return 0
+}
+
+func (x *Ack) GetAttests() bool {
+	if x != nil {
+		return x.Attests
+	}
+	return false
 }
 
 // The single-owner chunk, whole:
@@ -1094,22 +1133,25 @@ const file_bps_proto_rawDesc = "" +
 	"\x04Auth\x12\f\n" +
 	"\x01r\x18\x01 \x01(\fR\x01r\x12\f\n" +
 	"\x01s\x18\x02 \x01(\fR\x01s\x12\f\n" +
-	"\x01v\x18\x03 \x01(\rR\x01v\"P\n" +
+	"\x01v\x18\x03 \x01(\rR\x01v\"\x86\x01\n" +
 	"\x05Claim\x12\x12\n" +
 	"\x04addr\x18\x01 \x01(\fR\x04addr\x12\x14\n" +
 	"\x05index\x18\x02 \x01(\x04R\x05index\x12\x1d\n" +
-	"\x04auth\x18\x03 \x01(\v2\t.bps.AuthR\x04auth\"\x97\x01\n" +
+	"\x04auth\x18\x03 \x01(\v2\t.bps.AuthR\x04auth\x12\x1c\n" +
+	"\tchallenge\x18\x04 \x01(\fR\tchallenge\x12\x16\n" +
+	"\x06broker\x18\x05 \x01(\fR\x06broker\"\xb1\x01\n" +
 	"\x04Join\x12'\n" +
 	"\x06cohort\x18\x01 \x01(\v2\x0f.bps.CohortSpecR\x06cohort\x12\x12\n" +
 	"\x04addr\x18\x02 \x01(\fR\x04addr\x12 \n" +
 	"\x05claim\x18\x03 \x01(\v2\n" +
 	".bps.ClaimR\x05claim\x12\x1a\n" +
 	"\bmultihop\x18\x04 \x01(\bR\bmultihop\x12\x14\n" +
-	"\x05refer\x18\x05 \x01(\bR\x05refer\"Y\n" +
+	"\x05refer\x18\x05 \x01(\bR\x05refer\x12\x18\n" +
+	"\aattests\x18\t \x01(\bR\aattests\"Y\n" +
 	"\tCandidate\x12\x18\n" +
 	"\aoverlay\x18\x01 \x01(\fR\aoverlay\x12\x14\n" +
 	"\x05depth\x18\x02 \x01(\rR\x05depth\x12\x1c\n" +
-	"\tunderlays\x18\x03 \x03(\fR\tunderlays\"\xbc\x01\n" +
+	"\tunderlays\x18\x03 \x03(\fR\tunderlays\"\xd6\x01\n" +
 	"\x03Ack\x12#\n" +
 	"\x06status\x18\x01 \x01(\x0e2\v.bps.StatusR\x06status\x12\x1c\n" +
 	"\tchallenge\x18\x02 \x01(\fR\tchallenge\x12.\n" +
@@ -1117,7 +1159,8 @@ const file_bps_proto_rawDesc = "" +
 	"candidates\x18\x06 \x03(\v2\x0e.bps.CandidateR\n" +
 	"candidates\x12\x1a\n" +
 	"\bmultihop\x18\a \x01(\bR\bmultihop\x12\x14\n" +
-	"\x05depth\x18\b \x01(\rR\x05depthJ\x04\b\x03\x10\x04J\x04\b\x04\x10\x05J\x04\b\x05\x10\x06\"7\n" +
+	"\x05depth\x18\b \x01(\rR\x05depth\x12\x18\n" +
+	"\aattests\x18\f \x01(\bR\aattestsJ\x04\b\x03\x10\x04J\x04\b\x04\x10\x05J\x04\b\x05\x10\x06\"7\n" +
 	"\aMessage\x12\x18\n" +
 	"\aaddress\x18\x01 \x01(\fR\aaddress\x12\x12\n" +
 	"\x04data\x18\x02 \x01(\fR\x04data\"l\n" +
