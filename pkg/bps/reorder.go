@@ -16,29 +16,39 @@ import (
 // duplicate. One past the next expected is held until the ones before it
 // come, for at most maxHeld updates and reorderWait; then everything held
 // is delivered in order and what never came is a gap the application sees
-// in the indexes (and a SWIP-65 follower recovers).
+// in the indexes (and a SWIP-65 follower recovers). An update of a gap
+// that comes after all — a parent later than the wait — is still
+// delivered when it comes, out of order: the flush remembers the indexes
+// it passed over (at most maxSkipped), so that being late never loses an
+// update, and which parent gave it late is the withholding check's to
+// judge (it sees every copy, on time or not).
 type reorder struct {
-	next  map[string]uint64              // per owner: the lowest index not yet delivered
-	held  map[string]map[uint64]Delivery // per owner: updates ahead of next
-	nheld int
-	wait  time.Duration
-	timer *time.Timer
+	next    map[string]uint64              // per owner: the lowest index not yet delivered
+	held    map[string]map[uint64]Delivery // per owner: updates ahead of next
+	skipped map[string]map[uint64]struct{} // per owner: indexes below next a flush passed over
+	nheld   int
+	nskip   int
+	wait    time.Duration
+	timer   *time.Timer
 }
 
 // Bounds of the reorder buffer.
 const (
 	maxHeld     = 64
+	maxSkipped  = 256
 	reorderWait = time.Second
 )
 
 func newReorder() *reorder {
-	return &reorder{next: make(map[string]uint64), held: make(map[string]map[uint64]Delivery), wait: reorderWait}
+	return &reorder{next: make(map[string]uint64), held: make(map[string]map[uint64]Delivery),
+		skipped: make(map[string]map[uint64]struct{}), wait: reorderWait}
 }
 
 // admit reports whether update index of owner is new.
 func (o *reorder) admit(owner []byte, index uint64) bool {
 	if n, ok := o.next[string(owner)]; ok && index < n {
-		return false
+		_, late := o.skipped[string(owner)][index]
+		return late
 	}
 	_, held := o.held[string(owner)][index]
 	return !held
@@ -49,6 +59,17 @@ func (o *reorder) admit(owner []byte, index uint64) bool {
 func (o *reorder) push(d Delivery, flush func()) []Delivery {
 	k := string(d.Owner)
 	n, ok := o.next[k]
+	if ok && d.Index < n {
+		// Late, past a flush that passed over it (admit let it in).
+		if s := o.skipped[k]; s != nil {
+			delete(s, d.Index)
+			o.nskip--
+			if len(s) == 0 {
+				delete(o.skipped, k)
+			}
+		}
+		return []Delivery{d}
+	}
 	if ok && d.Index != n {
 		h := o.held[k]
 		if h == nil {
@@ -97,8 +118,13 @@ func (o *reorder) flush() []Delivery {
 			idx = append(idx, i)
 		}
 		slices.Sort(idx)
+		prev := o.next[k]
 		for _, i := range idx {
 			out = append(out, h[i])
+			for n := 0; prev < i && n < maxSkipped; prev, n = prev+1, n+1 {
+				o.skip(k, prev) // a publisher may skip indexes: at most maxSkipped are remembered
+			}
+			prev = i + 1
 		}
 		o.next[k] = idx[len(idx)-1] + 1
 		delete(o.held, k)
@@ -109,6 +135,26 @@ func (o *reorder) flush() []Delivery {
 		o.timer = nil
 	}
 	return out
+}
+
+// skip remembers that a flush passed over index of owner k. At
+// maxSkipped what was remembered is forgotten, so that the newest gaps are
+// the ones tracked; a late update of a forgotten one is dropped as a
+// duplicate.
+func (o *reorder) skip(k string, index uint64) {
+	if o.nskip >= maxSkipped {
+		clear(o.skipped)
+		o.nskip = 0
+	}
+	s := o.skipped[k]
+	if s == nil {
+		s = make(map[uint64]struct{})
+		o.skipped[k] = s
+	}
+	if _, ok := s[index]; !ok {
+		s[index] = struct{}{}
+		o.nskip++
+	}
 }
 
 // stop disarms the flush for good.
