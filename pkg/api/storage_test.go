@@ -228,14 +228,16 @@ func TestPersistSubscriberResumes(t *testing.T) {
 	}
 
 	// An update storage no longer holds is missed by a subscriber that
-	// resumes before it: a gap, between what it recovers.
+	// resumes before it: a gap, between what it recovers. (It resumes on
+	// the publisher's node: the sessions of a cohort on one node share
+	// what their recoveries retrieved, and b's kept update 2.)
 	lost, _ := soc.CreateAddress(bps.FeedID(topic, 2), alice.addr)
 	st.mu.Lock()
 	delete(st.chunks, lost.ByteString())
 	st.mu.Unlock()
 	lq := spec(c.broker.addr, "feed", &alice)
 	lq.Set("index", "1")
-	late := dial(t, b, "resume", lq, nil)
+	late := dial(t, a, "resume", lq, nil)
 	late.control("ready")
 	pub.send(websocket.BinaryMessage, feedFrame(t, alice, topic, 4, "update 4"))
 	sub.payload("update 4")

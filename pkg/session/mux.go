@@ -125,6 +125,12 @@ type MuxOptions struct {
 	RecoverMax int
 	// RecoverTimeout bounds one recovery. Default DefaultRecoverTimeout.
 	RecoverTimeout time.Duration
+	// RecoverBudget bounds the chunk retrievals the gap recoveries of one
+	// cohort's sessions make at this node, all together, a minute (past a
+	// burst of 4 × RecoverMax); each chunk is retrieved once for every
+	// session that misses it. What is over it is a gap. Default
+	// DefaultRecoverBudget.
+	RecoverBudget int
 	// Logger logs what the mux does that an operator may look into, at
 	// debug level: a gap recovery could not fill, and why. Nil: nothing.
 	Logger log.Logger
@@ -248,6 +254,9 @@ func NewMux(svc Protocol, o MuxOptions) Mux {
 	}
 	if o.SilentWait <= 0 {
 		o.SilentWait = DefaultSilentWait
+	}
+	if o.RecoverBudget <= 0 {
+		o.RecoverBudget = DefaultRecoverBudget
 	}
 	if o.RecoverMax <= 0 {
 		o.RecoverMax = DefaultRecoverMax

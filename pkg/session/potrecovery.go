@@ -97,8 +97,7 @@ func (f *follower) potRecover(ctx context.Context, ps PotSession, live bps.Deliv
 			gap.Anchor = &pot.Anchor{Key: n.Key(), Ref: r}
 		}
 	}
-	rec, err := pot.Recover(ctx, storageGetter{f.x.opts.Storage}, gap, max)
-	f.x.metrics.RecoveryFetches.Add(float64(rec.Retrievals))
+	rec, err := pot.Recover(ctx, storageGetter{f.st}, gap, max)
 	if publisherFault(err) {
 		e := &EquivocationError{Owner: owner, Index: from - 1, Top: live.Index, Err: err}
 		if !ps.Equivocation(f.ctx, e) {

@@ -68,6 +68,7 @@ type follower struct {
 	x    *mux
 	spec *bps.Spec
 	s    Session
+	st   *shared // the room's storage: retrievals shared and budgeted
 	ctx  context.Context // ended when the session leaves the room
 	stop context.CancelFunc
 
@@ -82,8 +83,8 @@ type follower struct {
 	dead bool
 }
 
-func newFollower(x *mux, sp *bps.Spec, s Session, from *uint64) *follower {
-	f := &follower{x: x, spec: sp, s: s, next: make(map[string]uint64)}
+func newFollower(x *mux, sp *bps.Spec, s Session, from *uint64, st *shared) *follower {
+	f := &follower{x: x, spec: sp, s: s, st: st, next: make(map[string]uint64)}
 	if ps, ok := s.(PotSession); ok && ps.PotProfile() {
 		f.pot, f.last = ps, make(map[string]bps.Delivery)
 	}
@@ -303,8 +304,7 @@ func (f *follower) recover(ctx context.Context, owner []byte, from, to uint64) b
 		go func() {
 			defer wg.Done()
 			defer func() { <-sem }()
-			f.x.metrics.RecoveryFetches.Inc()
-			d, err := bps.FetchUpdate(ctx, o.Storage, f.spec, owner, from+uint64(i))
+			d, err := bps.FetchUpdate(ctx, f.st, f.spec, owner, from+uint64(i))
 			if err == nil {
 				got[i] = &d
 			}
@@ -351,6 +351,7 @@ const (
 	reasonPastBound = "older than the latest updates a recovery retrieves (RecoverMax)"
 	reasonNotHeld   = "storage did not deliver them: never persisted, not yet pushed, no peer holds them, or not a valid update (the error says)"
 	reasonTimeout   = "the recovery's time ran out (RecoverTimeout)"
+	reasonBudget    = "the cohort's recoveries at this node are over their retrieval budget (RecoverBudget)"
 )
 
 // gapReason is why a run of updates was not recovered, from their
@@ -367,6 +368,8 @@ func gapReason(errs []error) (string, error) {
 	switch {
 	case first == nil, errors.Is(first, context.DeadlineExceeded), errors.Is(first, context.Canceled):
 		return reasonTimeout, first
+	case errors.Is(first, ErrRecoveryBudget):
+		return reasonBudget, first
 	}
 	return reasonNotHeld, first
 }

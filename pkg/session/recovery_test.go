@@ -413,3 +413,58 @@ func TestRecoveryLogsGaps(t *testing.T) {
 		t.Errorf("the storage's error is not in %s", lines[1])
 	}
 }
+
+// TestRecoveryShared: three sessions that miss the same updates cost one
+// retrieval each, not one per session.
+func TestRecoveryShared(t *testing.T) {
+	t.Parallel()
+	rr := newRecoveryRoom(t, session.MuxOptions{}, 6)
+	var ss []*gapSession
+	for range 3 {
+		s := newGapSession()
+		rr.room.Add(s, session.MemberOptions{}, true)
+		ss = append(ss, s)
+	}
+	rr.live(0)
+	rr.live(5)
+	for _, s := range ss {
+		wantEvents(t, s.await(t, 7), "0", "recovered 1-4", "1*", "2*", "3*", "4*", "5")
+	}
+	if n := rr.st.fetched(); n != 4 {
+		t.Fatalf("%d retrievals for 4 updates three sessions missed, want 4", n)
+	}
+}
+
+// TestRecoveryBudget: a publisher that skips indexes on purpose — any key
+// may, under implicit authorship; here the admin — makes the node retrieve
+// at most the cohort's budget (a burst of 4 × RecoverMax), however many
+// sessions follow it; what is over it is told as a gap.
+func TestRecoveryBudget(t *testing.T) {
+	t.Parallel()
+	const max, jumps = 4, 8
+	rr := newRecoveryRoom(t, session.MuxOptions{RecoverMax: max, RecoverBudget: 1}, 1+jumps*(max+1))
+	var ss []*gapSession
+	for range 3 {
+		s := newGapSession()
+		rr.room.Add(s, session.MemberOptions{}, true)
+		ss = append(ss, s)
+	}
+	rr.live(0)
+	var last uint64
+	for j := range uint64(jumps) {
+		last = (j + 1) * (max + 1) // each jump skips max updates
+		rr.live(last)
+	}
+	for _, s := range ss {
+		got := s.await(t, 1)
+		for !slices.Contains(got, fmt.Sprint(last)) {
+			got = s.await(t, len(got)+1)
+		}
+		if !slices.ContainsFunc(got, func(e string) bool { return strings.HasPrefix(e, "gap ") }) {
+			t.Fatalf("no gap told past the budget: %q", got)
+		}
+	}
+	if n := rr.st.fetched(); n > 4*max+1 {
+		t.Fatalf("%d retrievals, want at most the burst of %d (and one refilled)", n, 4*max)
+	}
+}

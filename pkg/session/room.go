@@ -40,6 +40,7 @@ type Room struct {
 	seen    *bps.Window
 	svc     bps.ServiceFeed    // the admin's service feed as the node verified it
 	latest  *pb.ServiceMessage // the last service SOC applied
+	store   *shared            // what its sessions' gap recoveries retrieve through (budget.go)
 }
 
 // roomMember is a session in a room.
@@ -89,7 +90,10 @@ func (r *Room) Add(s Session, o MemberOptions, receive bool) {
 	}
 	rm := &roomMember{MemberOptions: o}
 	if r.x.opts.Storage != nil && r.spec.Binding == pb.TopicBinding_FEED_TOPIC {
-		rm.f = newFollower(r.x, r.spec, s, o.From)
+		if r.store == nil {
+			r.store = newShared(r.x.opts.Storage, r.x.opts.RecoverBudget, r.x.opts.RecoverMax, r.x.metrics.RecoveryFetches)
+		}
+		rm.f = newFollower(r.x, r.spec, s, o.From, r.store)
 	}
 	r.members[s] = rm
 	if receive {
