@@ -68,7 +68,7 @@ type follower struct {
 	x    *mux
 	spec *bps.Spec
 	s    Session
-	st   *shared // the room's storage: retrievals shared and budgeted
+	st   *shared         // the room's storage: retrievals shared and budgeted
 	ctx  context.Context // ended when the session leaves the room
 	stop context.CancelFunc
 
