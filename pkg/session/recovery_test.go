@@ -419,12 +419,7 @@ func TestRecoveryLogsGaps(t *testing.T) {
 func TestRecoveryShared(t *testing.T) {
 	t.Parallel()
 	rr := newRecoveryRoom(t, session.MuxOptions{}, 6)
-	var ss []*gapSession
-	for range 3 {
-		s := newGapSession()
-		rr.room.Add(s, session.MemberOptions{}, true)
-		ss = append(ss, s)
-	}
+	ss := rr.sessions(3)
 	rr.live(0)
 	rr.live(5)
 	for _, s := range ss {
@@ -443,12 +438,7 @@ func TestRecoveryBudget(t *testing.T) {
 	t.Parallel()
 	const max, jumps = 4, 8
 	rr := newRecoveryRoom(t, session.MuxOptions{RecoverMax: max, RecoverBudget: 1}, 1+jumps*(max+1))
-	var ss []*gapSession
-	for range 3 {
-		s := newGapSession()
-		rr.room.Add(s, session.MemberOptions{}, true)
-		ss = append(ss, s)
-	}
+	ss := rr.sessions(3)
 	rr.live(0)
 	var last uint64
 	for j := range uint64(jumps) {
@@ -467,4 +457,15 @@ func TestRecoveryBudget(t *testing.T) {
 	if n := rr.st.fetched(); n > 4*max+1 {
 		t.Fatalf("%d retrievals, want at most the burst of %d (and one refilled)", n, 4*max)
 	}
+}
+
+// sessions adds n gap sessions to the room, receiving.
+func (rr *recoveryRoom) sessions(n int) []*gapSession {
+	ss := make([]*gapSession, 0, n)
+	for range n {
+		s := newGapSession()
+		rr.room.Add(s, session.MemberOptions{}, true)
+		ss = append(ss, s)
+	}
+	return ss
 }
