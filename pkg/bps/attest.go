@@ -8,6 +8,7 @@ import (
 	"bytes"
 	"encoding/binary"
 	"fmt"
+	"slices"
 
 	"github.com/ethersphere/bee/v2/pkg/soc"
 	"github.com/ethersphere/bee/v2/pkg/swarm"
@@ -59,6 +60,9 @@ func (c *cohort) attestation(claim *pb.Claim, from *member) error {
 		s.count(c, CounterWrongStream)
 		return violationf("a forwarded claim on a stream that did not offer to forward claims")
 	}
+	if from.carrying(claim.Addr) {
+		return nil // carried already: nothing to check again (a publisher that came back), nothing to forward
+	}
 	if err := verifyAttestation(claim); err != nil {
 		s.count(c, CounterInvalidClaim)
 		return &violation{err: fmt.Errorf("forwarded claim: %w", err)}
@@ -88,13 +92,17 @@ func (c *cohort) attestation(claim *pb.Claim, from *member) error {
 	return nil
 }
 
+// carrying reports whether m carries addr's publications; m's reader
+// goroutine only.
+func (m *member) carrying(addr []byte) bool {
+	return slices.ContainsFunc(m.carries, func(o []byte) bool { return bytes.Equal(o, addr) })
+}
+
 // carry lets m carry addr's publications; false past maxCarried. m's reader
 // goroutine only.
 func (m *member) carry(addr []byte) bool {
-	for _, o := range m.carries {
-		if bytes.Equal(o, addr) {
-			return true
-		}
+	if m.carrying(addr) {
+		return true
 	}
 	if len(m.carries) >= maxCarried {
 		return false

@@ -8,7 +8,6 @@ import (
 	"slices"
 	"testing"
 
-	"github.com/ethersphere/bee/v2/pkg/swarm"
 	"github.com/ethersphere/bps/pkg/bps"
 	"github.com/ethersphere/bps/pkg/bps/pb"
 )
@@ -166,4 +165,24 @@ func TestHostileAttestationForStranger(t *testing.T) {
 	broker.rec.wait(t, "an unoffered forwarded claim punished", dropped(bps.CounterWrongStream))
 }
 
-var _ = swarm.ZeroAddress
+
+// TestHostileAttestationRepeated: a child that sends the same forwarded
+// claim over and over makes its parent check the signature once.
+func TestHostileAttestationRepeated(t *testing.T) {
+	t.Parallel()
+	_, broker, cl := cluster(t, bps.Options{}, 1)
+	admin := newKey(t)
+	sp := feedSpec(t, "repeated attestation", admin)
+	r := openRaw(t, cl[0], broker)
+	relayJoin(t, r, sp)
+	f := attestation(t, admin)
+	for range 50 {
+		r.send(f)
+	}
+	// Frames are read in order: the publication after them marks them read.
+	r.send(&pb.Frame{Kind: &pb.Frame_Message{Message: update(t, admin, sp, 0, "after")}})
+	broker.rec.wait(t, "the publication accepted", kind(bps.EventAccept))
+	if n := broker.rec.count(kind(bps.EventClaim)); n != 1 {
+		t.Fatalf("the claim taken %d times, want once", n)
+	}
+}
