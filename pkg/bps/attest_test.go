@@ -165,7 +165,6 @@ func TestHostileAttestationForStranger(t *testing.T) {
 	broker.rec.wait(t, "an unoffered forwarded claim punished", dropped(bps.CounterWrongStream))
 }
 
-
 // TestHostileAttestationRepeated: a child that sends the same forwarded
 // claim over and over makes its parent check the signature once.
 func TestHostileAttestationRepeated(t *testing.T) {
