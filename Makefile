@@ -79,6 +79,14 @@ bench:
 bench-compare:
 	cd bench && $(GO) run . $(BENCH_COMPARE_FLAGS)
 
+# BPS against bee pull request #5435 (the GSOC pubsub before BPS), same run:
+# 7 bee-bps start and 7 #5435 bee processes on loopback, bee-bps bench-node
+# on both, interleaved (docs/benchmarks.md). PR5435 is a bee checkout at
+# refs/pull/5435/head; bench/pr5435.sh lists its other settings.
+.PHONY: bench-5435
+bench-5435:
+	GO=$(GO) BPS_LDFLAGS="$(LDFLAGS) $(DEV_LDFLAGS)" PR5435="$(PR5435)" bench/pr5435.sh
+
 .PHONY: fuzz
 fuzz:
 	$(GO) test -run '^$$' -fuzz FuzzVerify -fuzztime 60s ./pkg/bps/

@@ -51,8 +51,19 @@ type benchNodeFlags struct {
 	idle        time.Duration
 	drain       time.Duration
 	joinTimeout time.Duration
-	counts      []int // parsed from subscribers
+	server      string   // the --cluster/--api nodes' server: serverBPS or serverPR5435
+	pr5435      []string // a second cluster, of bee #5435 nodes, measured in the same run
+	counts      []int    // parsed from subscribers
 }
+
+// The servers bench-node speaks to. Both serve bee-js's GSOC mode on
+// /pubsub/<SOC address>; bee pull request #5435 (the GSOC pubsub that
+// preceded BPS) takes only a multiaddr as peer and ignores
+// swarm-soc-fields, sending signature ‖ span ‖ payload.
+const (
+	serverBPS    = "bps"
+	serverPR5435 = "pr5435"
+)
 
 func (c *command) initBenchNodeCmd() {
 	var f benchNodeFlags
@@ -95,11 +106,25 @@ to read it alone (bee-bps dev --nodes 1 and bee-bps start for the others).`,
 	fl.DurationVar(&f.idle, "idle", 20*time.Second, "measure the broker's idle CPU this long, once before the runs, and subtract it (0: none); /metrics counts in ticks of 10 ms")
 	fl.DurationVar(&f.drain, "drain", 10*time.Second, "wait this long after the last message for stragglers")
 	fl.DurationVar(&f.joinTimeout, "join-timeout", 30*time.Second, "bound on the warm-up: every subscriber attached and receiving")
+	fl.StringVar(&f.server, "server", serverBPS, "what serves the --cluster and --api nodes: bps, or pr5435 (bee pull request #5435's GSOC pubsub: the broker is named by its loopback underlay)")
+	fl.StringSliceVar(&f.pr5435, "pr5435", nil, "API URLs of a second cluster, of bee #5435 nodes (the first its broker, the second its publisher's): every run is repeated on it, interleaved, and the ratios printed")
 	c.root.AddCommand(cmd)
 }
 
 // check validates the options and parses --subscribers.
 func (f *benchNodeFlags) check() error {
+	if f.server == "" {
+		f.server = serverBPS
+	}
+	if f.server != serverBPS && f.server != serverPR5435 {
+		return fmt.Errorf("--server %q: bps or pr5435", f.server)
+	}
+	if f.server == serverPR5435 && f.cluster != "" {
+		return errors.New("--cluster is a bee-bps dev cluster: with --server pr5435 give --api")
+	}
+	if len(f.pr5435) == 1 {
+		return errors.New("--pr5435: give its broker's and its publisher's API URLs at least")
+	}
 	if f.cluster == "" && len(f.apis) < 2 {
 		return errors.New("give --cluster (bee-bps dev's info file) or at least two --api URLs (the broker's, then the publisher's)")
 	}
@@ -134,18 +159,37 @@ type benchNode struct {
 	api  string
 }
 
-// nodes lists the cluster's nodes, the broker first, and the broker's peer
-// string for the sessions (its first underlay where the info file has one,
-// else its overlay from GET /addresses).
-func (f *benchNodeFlags) nodes(ctx context.Context) (nodes []benchNode, peer string, err error) {
-	if f.cluster != "" {
-		b, err := os.ReadFile(f.cluster)
+// benchSystem is one cluster under measurement: BPS's, or bee #5435's.
+type benchSystem struct {
+	name   string // in the output: "BPS" or "#5435"
+	server string // serverBPS or serverPR5435
+	nodes  []benchNode
+	peer   string  // the broker, as the sessions name it
+	idle   float64 // the broker's idle CPU rate, in cores
+	pubOwn bool    // the publishing node is a process of its own
+}
+
+// systemName is how the output names a server's cluster.
+func systemName(server string) string {
+	if server == serverPR5435 {
+		return "#5435"
+	}
+	return "BPS"
+}
+
+// nodes lists a cluster's nodes, the broker first, and the broker's peer
+// string for the sessions: for BPS its first underlay where the info file
+// has one, else its overlay from GET /addresses; for #5435, which takes
+// only a multiaddr, its loopback underlay from GET /addresses.
+func benchNodes(ctx context.Context, cluster string, apis []string, server string) (nodes []benchNode, peer string, err error) {
+	if cluster != "" {
+		b, err := os.ReadFile(cluster)
 		if err != nil {
-			return nil, "", fmt.Errorf("--cluster %s: %w", f.cluster, pathErr(err))
+			return nil, "", fmt.Errorf("--cluster %s: %w", cluster, pathErr(err))
 		}
 		var c devCluster
 		if err := json.Unmarshal(b, &c); err != nil {
-			return nil, "", fmt.Errorf("--cluster %s: not a bee-bps dev --info-file file: %w", f.cluster, err)
+			return nil, "", fmt.Errorf("--cluster %s: not a bee-bps dev --info-file file: %w", cluster, err)
 		}
 		for _, n := range c.Nodes {
 			nodes = append(nodes, benchNode{name: n.Name, api: n.API})
@@ -154,7 +198,7 @@ func (f *benchNodeFlags) nodes(ctx context.Context) (nodes []benchNode, peer str
 			peer = c.Nodes[0].Underlays[0]
 		}
 	}
-	for i, a := range f.apis {
+	for i, a := range apis {
 		nodes = append(nodes, benchNode{name: fmt.Sprintf("api-%d", i), api: strings.TrimRight(a, "/")})
 	}
 	if len(nodes) < 2 {
@@ -162,14 +206,34 @@ func (f *benchNodeFlags) nodes(ctx context.Context) (nodes []benchNode, peer str
 	}
 	if peer == "" {
 		var a struct {
-			Overlay string `json:"overlay"`
+			Overlay  string   `json:"overlay"`
+			Underlay []string `json:"underlay"`
 		}
 		if err := benchGetJSON(ctx, nodes[0].api+"/addresses", &a); err != nil {
-			return nil, "", fmt.Errorf("the broker's overlay: %w", err)
+			return nil, "", fmt.Errorf("the broker's addresses: %w", err)
 		}
 		peer = a.Overlay
+		if server == serverPR5435 {
+			peer = loopbackUnderlay(a.Underlay)
+			if peer == "" {
+				return nil, "", fmt.Errorf("the broker %s lists no underlay", nodes[0].api)
+			}
+		}
 	}
 	return nodes, peer, nil
+}
+
+// loopbackUnderlay is the first of underlays on 127.0.0.1, else the first.
+func loopbackUnderlay(underlays []string) string {
+	for _, u := range underlays {
+		if strings.HasPrefix(u, "/ip4/127.0.0.1/") {
+			return u
+		}
+	}
+	if len(underlays) > 0 {
+		return underlays[0]
+	}
+	return ""
 }
 
 func benchGetJSON(ctx context.Context, url string, v any) error {
@@ -252,6 +316,7 @@ func parseProcStat(r io.Reader) (procStat, error) {
 
 // benchRun is one measured run.
 type benchRun struct {
+	system         string
 	round, subs    int
 	expected       int
 	delivered      int
@@ -274,29 +339,28 @@ func (r benchRun) brokerPerPub() time.Duration {
 }
 
 func (f *benchNodeFlags) run(ctx context.Context, w io.Writer) error {
-	nodes, peer, err := f.nodes(ctx)
+	var systems []*benchSystem
+	nodes, peer, err := benchNodes(ctx, f.cluster, f.apis, f.server)
 	if err != nil {
 		return err
 	}
-	stats := make([]procStat, len(nodes))
-	for i, n := range nodes {
-		if stats[i], err = processStat(ctx, n.api); err != nil {
-			return fmt.Errorf("%s (%s): %w", n.name, n.api, err)
+	systems = append(systems, &benchSystem{name: systemName(f.server), server: f.server, nodes: nodes, peer: peer})
+	if len(f.pr5435) > 0 {
+		nodes, peer, err := benchNodes(ctx, "", f.pr5435, serverPR5435)
+		if err != nil {
+			return fmt.Errorf("--pr5435: %w", err)
+		}
+		systems = append(systems, &benchSystem{name: systemName(serverPR5435), server: serverPR5435, nodes: nodes, peer: peer})
+		if systems[0].name == systems[1].name { // two #5435 clusters
+			systems[0].name += " (--api)"
 		}
 	}
-	var shared []string // nodes in the broker's process
-	for i, s := range stats[1:] {
-		if s.start == stats[0].start {
-			shared = append(shared, nodes[i+1].name)
-		}
-	}
-	pubOwn := stats[1].start != stats[0].start
-	fmt.Fprintf(w, "bench-node: GSOC mode through the WebSocket bridge (pkg/wsclient); broker %s (%s), publisher on %s, subscribers on %s\n",
-		nodes[0].name, peer, nodes[1].name, subscriberNodes(nodes))
-	fmt.Fprintf(w, "  %d messages of %d B at %g/s per run, subscriber counts %v, %d rounds interleaved; CPU from each node's /metrics process_cpu_seconds_total\n",
+	fmt.Fprintf(w, "bench-node: GSOC mode through the WebSocket bridge (pkg/wsclient); %d messages of %d B at %g/s per run, subscriber counts %v, %d rounds interleaved; CPU from each node's /metrics process_cpu_seconds_total\n",
 		f.messages, f.size, f.rate, f.counts, f.rounds)
-	if len(shared) > 0 {
-		fmt.Fprintf(w, "  the broker shares its process with %s (same process_start_time_seconds): its CPU below is theirs too\n", strings.Join(shared, ", "))
+	for _, sys := range systems {
+		if err := sys.describe(ctx, w); err != nil {
+			return err
+		}
 	}
 	fmt.Fprintln(w)
 
@@ -305,13 +369,15 @@ func (f *benchNodeFlags) run(ctx context.Context, w io.Writer) error {
 		return err
 	}
 	signer := crypto.NewDefaultSigner(key)
-	// The broker's idle rate, once: /metrics counts CPU in ticks of 10 ms,
-	// so a short sample would be mostly rounding.
-	var idle float64
+	// Each broker's idle rate, once: /metrics counts CPU in ticks of 10 ms,
+	// so a short sample would be mostly rounding. The systems' idle windows
+	// overlap: the same wait measures them all.
 	if f.idle > 0 {
-		s0, err := processStat(ctx, nodes[0].api)
-		if err != nil {
-			return err
+		s0 := make([]procStat, len(systems))
+		for i, sys := range systems {
+			if s0[i], err = processStat(ctx, sys.nodes[0].api); err != nil {
+				return err
+			}
 		}
 		t0 := time.Now()
 		select {
@@ -319,41 +385,76 @@ func (f *benchNodeFlags) run(ctx context.Context, w io.Writer) error {
 		case <-ctx.Done():
 			return ctx.Err()
 		}
-		s1, err := processStat(ctx, nodes[0].api)
-		if err != nil {
-			return err
+		for i, sys := range systems {
+			s1, err := processStat(ctx, sys.nodes[0].api)
+			if err != nil {
+				return err
+			}
+			sys.idle = float64(s1.cpu-s0[i].cpu) / float64(time.Since(t0))
+			fmt.Fprintf(w, "%s broker's process idle: %.4f cores (over %s, before the runs)\n", sys.name, sys.idle, f.idle)
 		}
-		idle = float64(s1.cpu-s0.cpu) / float64(time.Since(t0))
-		fmt.Fprintf(w, "broker's process idle: %.4f cores (over %s, before the runs)\n\n", idle, f.idle)
+		fmt.Fprintln(w)
 	}
 	var runs []benchRun
-	fmt.Fprintln(w, "| round | subscribers | delivered | p50 | p99 | broker CPU/publication | less idle | publishing node CPU/publication |")
-	fmt.Fprintln(w, "|---:|---:|---:|---:|---:|---:|---:|---:|")
+	fmt.Fprintln(w, "| system | round | subscribers | delivered | p50 | p99 | broker CPU/publication | less idle | publishing node CPU/publication |")
+	fmt.Fprintln(w, "|---|---:|---:|---:|---:|---:|---:|---:|---:|")
 	for round := range f.rounds {
 		for _, s := range f.counts {
-			r, err := f.runOnce(ctx, nodes, peer, signer, s, idle)
-			if err != nil {
-				return fmt.Errorf("round %d, %d subscribers: %w", round+1, s, err)
+			for _, sys := range systems {
+				r, err := f.runOnce(ctx, sys, signer, s)
+				if err != nil {
+					return fmt.Errorf("%s, round %d, %d subscribers: %w", sys.name, round+1, s, err)
+				}
+				r.system, r.round, r.publisherOwn = sys.name, round+1, sys.pubOwn
+				runs = append(runs, r)
+				pubCPU := "same process"
+				if sys.pubOwn {
+					pubCPU = usec(r.perPub(r.publisherCPU))
+				}
+				fmt.Fprintf(w, "| %s | %d | %d | %d/%d | %s | %s | %s | %s | %s |\n", r.system, r.round, r.subs, r.delivered, r.expected,
+					msec(r.p50), msec(r.p99), usec(r.perPub(r.brokerCPU)), usec(r.brokerPerPub()), pubCPU)
 			}
-			r.round, r.publisherOwn = round+1, pubOwn
-			runs = append(runs, r)
-			pubCPU := "same process"
-			if pubOwn {
-				pubCPU = usec(r.perPub(r.publisherCPU))
-			}
-			fmt.Fprintf(w, "| %d | %d | %d/%d | %s | %s | %s | %s | %s |\n", r.round, r.subs, r.delivered, r.expected,
-				msec(r.p50), msec(r.p99), usec(r.perPub(r.brokerCPU)), usec(r.brokerPerPub()), pubCPU)
 		}
 	}
-	printBenchNodeSummary(w, f.counts, runs)
+	for _, sys := range systems {
+		printBenchNodeSummary(w, sys.name, f.counts, runs)
+	}
+	if len(systems) > 1 {
+		printBenchNodeRatios(w, systems[0].name, systems[1].name, f.counts, runs)
+	}
 	return nil
 }
 
-// printBenchNodeSummary prints, per subscriber count, the medians over the
-// rounds, and the broker's CPU per extra delivery.
-func printBenchNodeSummary(w io.Writer, counts []int, runs []benchRun) {
+// describe prints what the system's cluster is and notes whether its
+// broker and publisher have processes of their own.
+func (sys *benchSystem) describe(ctx context.Context, w io.Writer) error {
+	stats := make([]procStat, len(sys.nodes))
+	for i, n := range sys.nodes {
+		var err error
+		if stats[i], err = processStat(ctx, n.api); err != nil {
+			return fmt.Errorf("%s %s (%s): %w", sys.name, n.name, n.api, err)
+		}
+	}
+	var shared []string // nodes in the broker's process
+	for i, s := range stats[1:] {
+		if s.start == stats[0].start {
+			shared = append(shared, sys.nodes[i+1].name)
+		}
+	}
+	sys.pubOwn = stats[1].start != stats[0].start
+	fmt.Fprintf(w, "  %s: broker %s (%s), publisher on %s, subscribers on %s\n",
+		sys.name, sys.nodes[0].name, sys.peer, sys.nodes[1].name, subscriberNodes(sys.nodes))
+	if len(shared) > 0 {
+		fmt.Fprintf(w, "  the %s broker shares its process with %s (same process_start_time_seconds): its CPU below is theirs too\n", sys.name, strings.Join(shared, ", "))
+	}
+	return nil
+}
+
+// printBenchNodeSummary prints, per subscriber count, the system's medians
+// over the rounds, and the broker's CPU per extra delivery.
+func printBenchNodeSummary(w io.Writer, system string, counts []int, runs []benchRun) {
 	fmt.Fprintln(w)
-	fmt.Fprintln(w, "Medians over the rounds:")
+	fmt.Fprintf(w, "%s, medians over the rounds:\n", system)
 	fmt.Fprintln(w)
 	fmt.Fprintln(w, "| subscribers | p50 | p99 | broker CPU/publication (less idle) | publishing node CPU/publication |")
 	fmt.Fprintln(w, "|---:|---:|---:|---:|---:|")
@@ -363,7 +464,7 @@ func printBenchNodeSummary(w io.Writer, counts []int, runs []benchRun) {
 		var p50, p99, cpu, pub []time.Duration
 		own := false
 		for _, r := range runs {
-			if r.subs == s {
+			if r.system == system && r.subs == s {
 				p50, p99, cpu = append(p50, r.p50), append(p99, r.p99), append(cpu, r.brokerPerPub())
 				pub, own = append(pub, r.perPub(r.publisherCPU)), r.publisherOwn
 			}
@@ -378,8 +479,66 @@ func printBenchNodeSummary(w io.Writer, counts []int, runs []benchRun) {
 	if len(uniq) > 1 {
 		lo, hi := uniq[0], uniq[len(uniq)-1]
 		extra := (cpuAt[hi] - cpuAt[lo]) / time.Duration(hi-lo)
-		fmt.Fprintf(w, "\nbroker CPU per extra delivery: %s ((%s − %s) ÷ %d more subscribers)\n", usec(extra), usec(cpuAt[hi]), usec(cpuAt[lo]), hi-lo)
+		fmt.Fprintf(w, "\n%s broker CPU per extra delivery: %s ((%s − %s) ÷ %d more subscribers)\n", system, usec(extra), usec(cpuAt[hi]), usec(cpuAt[lo]), hi-lo)
 	}
+}
+
+// printBenchNodeRatios prints, per subscriber count, a's figures over b's:
+// the ratio of the medians and the range of the rounds' ratios (each round
+// ran a and b back to back).
+func printBenchNodeRatios(w io.Writer, a, b string, counts []int, runs []benchRun) {
+	fmt.Fprintln(w)
+	fmt.Fprintf(w, "%s ÷ %s, same run (ratio of the medians; in brackets the range of the rounds' ratios):\n", a, b)
+	fmt.Fprintln(w)
+	fmt.Fprintln(w, "| subscribers | p50 | p99 | broker CPU/publication (less idle) |")
+	fmt.Fprintln(w, "|---:|---:|---:|---:|")
+	pick := func(r benchRun, k int) time.Duration {
+		switch k {
+		case 0:
+			return r.p50
+		case 1:
+			return r.p99
+		}
+		return r.brokerPerPub()
+	}
+	for _, s := range slices.Compact(slices.Sorted(slices.Values(counts))) {
+		cells := make([]string, 3)
+		for k := range cells {
+			var as, bs []time.Duration
+			var ratios []float64
+			byRound := map[int]time.Duration{}
+			for _, r := range runs {
+				if r.subs == s && r.system == b {
+					bs = append(bs, pick(r, k))
+					byRound[r.round] = pick(r, k)
+				}
+			}
+			for _, r := range runs {
+				if r.subs == s && r.system == a {
+					as = append(as, pick(r, k))
+					if d, ok := byRound[r.round]; ok && d > 0 {
+						ratios = append(ratios, float64(pick(r, k))/float64(d))
+					}
+				}
+			}
+			cells[k] = fmt.Sprintf("%s [%s]", ratio(median(as), median(bs)), ratioRange(ratios))
+		}
+		fmt.Fprintf(w, "| %d | %s | %s | %s |\n", s, cells[0], cells[1], cells[2])
+	}
+}
+
+func ratio(a, b time.Duration) string {
+	if b <= 0 {
+		return "–"
+	}
+	return fmt.Sprintf("%.2f×", float64(a)/float64(b))
+}
+
+func ratioRange(r []float64) string {
+	if len(r) == 0 {
+		return "–"
+	}
+	return fmt.Sprintf("%.2f–%.2f×", slices.Min(r), slices.Max(r))
 }
 
 func median(d []time.Duration) time.Duration {
@@ -419,8 +578,9 @@ const warmBase = 1 << 62
 
 // runOnce runs one measurement with subs subscribing sessions on a fresh
 // SOC (a random id), hence a fresh cohort.
-func (f *benchNodeFlags) runOnce(ctx context.Context, nodes []benchNode, peer string, signer crypto.Signer, subs int, idle float64) (r benchRun, err error) {
-	r = benchRun{subs: subs, expected: subs * f.messages, brokerIdle: idle}
+func (f *benchNodeFlags) runOnce(ctx context.Context, sys *benchSystem, signer crypto.Signer, subs int) (r benchRun, err error) {
+	nodes := sys.nodes
+	r = benchRun{subs: subs, expected: subs * f.messages, brokerIdle: sys.idle}
 	id := make([]byte, 32)
 	if _, err := rand.Read(id); err != nil {
 		return r, err
@@ -435,8 +595,10 @@ func (f *benchNodeFlags) runOnce(ctx context.Context, nodes []benchNode, peer st
 	}
 	ctx, cancel := context.WithCancel(ctx)
 	defer cancel()
+	// The GSOC client's frames, signature ‖ span ‖ payload: swarm-soc-fields
+	// is left to the node's default, which #5435 does not read.
 	opts := func(api string) wsclient.Options {
-		return wsclient.Options{API: api, Peer: peer, Mode: wsclient.GSOC, Topic: topic, Fields: "payload"}
+		return wsclient.Options{API: api, Peer: sys.peer, Mode: wsclient.GSOC, Topic: topic}
 	}
 
 	sent := make([]atomic.Int64, f.messages) // unix nanos of each measured send

@@ -33,6 +33,9 @@ func TestBenchNodeFlags(t *testing.T) {
 		"large payload":    func(f *benchNodeFlags) { f.size = 4097 },
 		"no rounds":        func(f *benchNodeFlags) { f.rounds = 0 },
 		"negative idle":    func(f *benchNodeFlags) { f.idle = -time.Second },
+		"unknown server":   func(f *benchNodeFlags) { f.server = "gossipsub" },
+		"pr5435 cluster":   func(f *benchNodeFlags) { f.server = serverPR5435 },
+		"one pr5435 api":   func(f *benchNodeFlags) { f.pr5435 = []string{"http://a"} },
 	} {
 		f := ok
 		mut(&f)
@@ -139,7 +142,7 @@ func TestBenchNodeDevCluster(t *testing.T) {
 	if err := b.root.ExecuteContext(t.Context()); err != nil {
 		t.Fatalf("bench-node: %v\n%s", err, res)
 	}
-	for _, want := range []string{"| 1 | 1 | 10/10 |", "shares its process with node-1, node-2", "Medians over the rounds"} {
+	for _, want := range []string{"| BPS | 1 | 1 | 10/10 |", "shares its process with node-1, node-2", "BPS, medians over the rounds"} {
 		if !strings.Contains(res.String(), want) {
 			t.Fatalf("output lacks %q:\n%s", want, res)
 		}
