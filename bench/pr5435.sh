@@ -21,8 +21,14 @@
 # BASE_PORT [21600]: BPS's node i listens on BASE_PORT+i (API) and
 # BASE_PORT+100+i (p2p), #5435's on BASE_PORT+20+i and BASE_PORT+120+i;
 # MAX_SECONDS [3600]: the processes' lifetime bound; WORK [a new temporary
-# directory]: binaries, logs and the output, kept; BENCH_FLAGS: more
-# bench-node flags; GO [go]; BPS_LDFLAGS: bee-bps's link flags (the
+# directory]: binaries, logs and the output, kept; PPROF_SECONDS [0]: after
+# the run, one more of 5 subscribers per cluster, alone, during which the
+# broker's, the publishing node's and a subscribing node's CPU profiles
+# (bee's /debug/pprof) are taken for that long into WORK/pprof; BENCH_FLAGS: more
+# bench-node flags; PPROF_RATE [200]: the profiled runs' messages a
+# second (the profiler samples 100 times a second of CPU: a slow run gives
+# it few samples); RUN [1]: 0 skips the comparison; HOLD [0]: 1 keeps the
+# clusters up at the end until interrupted (Ctrl-C) or MAX_SECONDS; GO [go]; BPS_LDFLAGS: bee-bps's link flags (the
 # Makefile passes its dev ones, which bee's own build of #5435 gets too).
 set -euo pipefail
 
@@ -47,6 +53,10 @@ NODES=${NODES:-7}
 VERBOSITY=${VERBOSITY:-warn}
 BASE_PORT=${BASE_PORT:-21600}
 MAX_SECONDS=${MAX_SECONDS:-3600}
+PPROF_SECONDS=${PPROF_SECONDS:-0}
+PPROF_RATE=${PPROF_RATE:-200}
+RUN=${RUN:-1}
+HOLD=${HOLD:-0}
 BPS_LDFLAGS=${BPS_LDFLAGS:--s -w}
 WORK=${WORK:-$(mktemp -d -t bench-5435.XXXXXX)}
 mkdir -p "$WORK/logs" "$WORK/mod"
@@ -145,7 +155,37 @@ echo "#5435: $pr_apis"
 
 # --- the run ---------------------------------------------------------------
 # shellcheck disable=SC2086 # BENCH_FLAGS is a list of flags
-"$WORK/bee-bps" bench-node --api "$bps_apis" --pr5435 "$pr_apis" \
+((RUN == 0)) || "$WORK/bee-bps" bench-node --api "$bps_apis" --pr5435 "$pr_apis" \
 	--subscribers "$SUBSCRIBERS" --messages "$MESSAGES" --rate "$RATE" --rounds "$ROUNDS" --idle "$IDLE" \
 	${BENCH_FLAGS:-} | tee "$WORK/result.md"
-echo "bench-5435: result in $WORK/result.md, logs in $WORK/logs"
+
+# --- profiles --------------------------------------------------------------
+# profile name apis: a run of 5 subscribers on one cluster, long enough
+# for the profiles, which start once its warm-up is over.
+profile() {
+	local name=$1 apis=$2 server=bps
+	[[ $name == pr5435 ]] && server=pr5435
+	local urls
+	IFS=, read -r -a urls <<<"$apis"
+	"$WORK/bee-bps" bench-node --server "$server" --api "$apis" --subscribers 5 --rounds 1 --idle 0 \
+		--rate "$PPROF_RATE" --messages $(((PPROF_SECONDS + 10) * PPROF_RATE)) >"$WORK/pprof/$name-run.md" &
+	local run=$!
+	sleep 5
+	local got=()
+	for role in broker:0 publisher:1 subscriber:2; do
+		curl -sf -o "$WORK/pprof/$name-${role%%:*}.pb.gz" "${urls[${role##*:}]}/debug/pprof/profile?seconds=$PPROF_SECONDS" &
+		got+=($!)
+	done
+	wait "${got[@]}" "$run"
+}
+if ((PPROF_SECONDS > 0)); then
+	mkdir -p "$WORK/pprof"
+	profile bps "$bps_apis"
+	profile pr5435 "$pr_apis"
+	echo "bench-5435: profiles in $WORK/pprof (go tool pprof -top $WORK/pprof/bps-broker.pb.gz)"
+fi
+((RUN == 0)) || echo "bench-5435: result in $WORK/result.md, logs in $WORK/logs"
+if ((HOLD == 1)); then
+	echo "bench-5435: holding the clusters (Ctrl-C stops them)"
+	wait "${pids[0]}"
+fi

@@ -664,15 +664,23 @@ func (f *benchNodeFlags) runOnce(ctx context.Context, sys *benchSystem, signer c
 		return r, fmt.Errorf("publisher: %w", err)
 	}
 	sessions = append(sessions, pub)
+	var pubEnd atomic.Pointer[error] // why the publisher's session ended: the node's close reason
 	wg.Add(1)
 	go func() { // a GSOC publisher's session receives the cohort too
 		defer wg.Done()
 		for {
 			if _, _, err := pub.Next(ctx); err != nil {
+				pubEnd.Store(&err)
 				return
 			}
 		}
 	}()
+	sendErr := func(err error) error {
+		if why := pubEnd.Load(); why != nil && ctx.Err() == nil {
+			return fmt.Errorf("%w (the session: %w)", err, *why)
+		}
+		return err
+	}
 	payload := func(seq uint64) []byte {
 		p := make([]byte, f.size)
 		binary.BigEndian.PutUint64(p, seq)
@@ -697,7 +705,7 @@ func (f *benchNodeFlags) runOnce(ctx context.Context, sys *benchSystem, signer c
 			return r, fmt.Errorf("warm-up: not every subscriber received %d messages within %s", f.warmup, f.joinTimeout)
 		}
 		if err := pub.SendGSOC(signer, id, payload(seq)); err != nil {
-			return r, fmt.Errorf("warm-up: %w", err)
+			return r, fmt.Errorf("warm-up: %w", sendErr(err))
 		}
 		r.warmupAttempts++
 		select {
@@ -730,7 +738,7 @@ func (f *benchNodeFlags) runOnce(ctx context.Context, sys *benchSystem, signer c
 		p := payload(uint64(seq))
 		sent[seq].Store(time.Now().UnixNano())
 		if err := pub.SendGSOC(signer, id, p); err != nil {
-			return r, fmt.Errorf("message %d: %w", seq, err)
+			return r, fmt.Errorf("message %d: %w", seq, sendErr(err))
 		}
 	}
 	drain := time.NewTimer(f.drain)
