@@ -125,8 +125,10 @@ common=(--full-node --mainnet=false --blockchain-rpc-endpoint "$rpc" --block-tim
 	--data-dir '' --password bench --allow-private-cidrs --verbosity "$VERBOSITY")
 
 # cluster name binary port0 netid extra...: the broker first, then the
-# others bootstrapping from it; their API URLs, comma separated, in $apis.
+# others bootstrapping from it; their API URLs, comma separated, in $apis,
+# the broker's process id (timeout's child) in $broker.
 apis=
+broker=
 cluster() {
 	local name=$1 bin=$2 port=$3 id=$4
 	shift 4
@@ -139,6 +141,7 @@ cluster() {
 		if ((i == 0)); then
 			wait_api "http://$api"
 			boot=$(underlay "http://$api")
+			broker=$(pgrep -P "${pids[-1]}" | head -1)
 		fi
 	done
 	for a in "${urls[@]}"; do wait_api "$a"; done
@@ -147,15 +150,18 @@ cluster() {
 
 echo "starting $NODES bee-bps start processes (BPS, default prices) and $NODES #5435 bee processes"
 cluster bps "$WORK/bee-bps" "$BASE_PORT" "$netid" --bps-enable
-bps_apis=$apis
+bps_apis=$apis bps_broker=$broker
 cluster pr5435 "$WORK/bee-5435" $((BASE_PORT + 20)) $((netid + 1))
-pr_apis=$apis
+pr_apis=$apis pr_broker=$broker
 echo "BPS:   $bps_apis"
 echo "#5435: $pr_apis"
 
 # --- the run ---------------------------------------------------------------
 # shellcheck disable=SC2086 # BENCH_FLAGS is a list of flags
+# The brokers' CPU from /proc (nanoseconds), not /metrics (ticks of 10 ms:
+# ±50 µs a publication over 200).
 ((RUN == 0)) || "$WORK/bee-bps" bench-node --api "$bps_apis" --pr5435 "$pr_apis" \
+	--broker-pid "$bps_broker" --pr5435-broker-pid "$pr_broker" \
 	--subscribers "$SUBSCRIBERS" --messages "$MESSAGES" --rate "$RATE" --rounds "$ROUNDS" --idle "$IDLE" \
 	${BENCH_FLAGS:-} | tee "$WORK/result.md"
 
@@ -167,7 +173,9 @@ profile() {
 	[[ $name == pr5435 ]] && server=pr5435
 	local urls
 	IFS=, read -r -a urls <<<"$apis"
-	"$WORK/bee-bps" bench-node --server "$server" --api "$apis" --subscribers 5 --rounds 1 --idle 0 \
+	local pid=$bps_broker
+	[[ $name == pr5435 ]] && pid=$pr_broker
+	"$WORK/bee-bps" bench-node --server "$server" --api "$apis" --broker-pid "$pid" --subscribers 5 --rounds 1 --idle 0 \
 		--rate "$PPROF_RATE" --messages $(((PPROF_SECONDS + 10) * PPROF_RATE)) >"$WORK/pprof/$name-run.md" &
 	local run=$!
 	sleep 5

@@ -53,6 +53,8 @@ type benchNodeFlags struct {
 	joinTimeout time.Duration
 	server      string   // the --cluster/--api nodes' server: serverBPS or serverPR5435
 	pr5435      []string // a second cluster, of bee #5435 nodes, measured in the same run
+	brokerPID   int      // the --api broker's process on this host: its CPU from /proc, in ns
+	pr5435PID   int      // the same for the --pr5435 broker
 	counts      []int    // parsed from subscribers
 }
 
@@ -107,6 +109,8 @@ to read it alone (bee-bps dev --nodes 1 and bee-bps start for the others).`,
 	fl.DurationVar(&f.drain, "drain", 10*time.Second, "wait this long after the last message for stragglers")
 	fl.DurationVar(&f.joinTimeout, "join-timeout", 30*time.Second, "bound on the warm-up: every subscriber attached and receiving")
 	fl.StringVar(&f.server, "server", serverBPS, "what serves the --cluster and --api nodes: bps, or pr5435 (bee pull request #5435's GSOC pubsub: the broker is named by its loopback underlay)")
+	fl.IntVar(&f.brokerPID, "broker-pid", 0, "the broker's process id, when it runs on this host: its CPU is read from /proc/<pid>/task/*/schedstat (nanoseconds) instead of /metrics (ticks of 10 ms)")
+	fl.IntVar(&f.pr5435PID, "pr5435-broker-pid", 0, "--broker-pid for the --pr5435 cluster's broker")
 	fl.StringSliceVar(&f.pr5435, "pr5435", nil, "API URLs of a second cluster, of bee #5435 nodes (the first its broker, the second its publisher's): every run is repeated on it, interleaved, and the ratios printed")
 	c.root.AddCommand(cmd)
 }
@@ -165,6 +169,7 @@ type benchSystem struct {
 	server string // serverBPS or serverPR5435
 	nodes  []benchNode
 	peer   string  // the broker, as the sessions name it
+	pid    int     // the broker's process on this host, or 0: its CPU from /metrics
 	idle   float64 // the broker's idle CPU rate, in cores
 	pubOwn bool    // the publishing node is a process of its own
 }
@@ -344,13 +349,13 @@ func (f *benchNodeFlags) run(ctx context.Context, w io.Writer) error {
 	if err != nil {
 		return err
 	}
-	systems = append(systems, &benchSystem{name: systemName(f.server), server: f.server, nodes: nodes, peer: peer})
+	systems = append(systems, &benchSystem{name: systemName(f.server), server: f.server, nodes: nodes, peer: peer, pid: f.brokerPID})
 	if len(f.pr5435) > 0 {
 		nodes, peer, err := benchNodes(ctx, "", f.pr5435, serverPR5435)
 		if err != nil {
 			return fmt.Errorf("--pr5435: %w", err)
 		}
-		systems = append(systems, &benchSystem{name: systemName(serverPR5435), server: serverPR5435, nodes: nodes, peer: peer})
+		systems = append(systems, &benchSystem{name: systemName(serverPR5435), server: serverPR5435, nodes: nodes, peer: peer, pid: f.pr5435PID})
 		if systems[0].name == systems[1].name { // two #5435 clusters
 			systems[0].name += " (--api)"
 		}
@@ -375,7 +380,7 @@ func (f *benchNodeFlags) run(ctx context.Context, w io.Writer) error {
 	if f.idle > 0 {
 		s0 := make([]procStat, len(systems))
 		for i, sys := range systems {
-			if s0[i], err = processStat(ctx, sys.nodes[0].api); err != nil {
+			if s0[i], err = sys.brokerStat(ctx); err != nil {
 				return err
 			}
 		}
@@ -386,7 +391,7 @@ func (f *benchNodeFlags) run(ctx context.Context, w io.Writer) error {
 			return ctx.Err()
 		}
 		for i, sys := range systems {
-			s1, err := processStat(ctx, sys.nodes[0].api)
+			s1, err := sys.brokerStat(ctx)
 			if err != nil {
 				return err
 			}
@@ -425,6 +430,44 @@ func (f *benchNodeFlags) run(ctx context.Context, w io.Writer) error {
 	return nil
 }
 
+// brokerStat is the broker's process CPU: from /proc where its pid is
+// known, else from its /metrics.
+func (sys *benchSystem) brokerStat(ctx context.Context) (procStat, error) {
+	if sys.pid <= 0 {
+		return processStat(ctx, sys.nodes[0].api)
+	}
+	cpu, err := schedCPU(fmt.Sprintf("/proc/%d", sys.pid))
+	return procStat{cpu: cpu}, err
+}
+
+// schedCPU is the CPU time of the process at dir (/proc/<pid>): the sum of
+// its threads' time on a CPU, the first field of each
+// task/<tid>/schedstat, in nanoseconds. A thread that exited takes its
+// time with it; the Go runtime rarely ends one.
+func schedCPU(dir string) (time.Duration, error) {
+	tasks, err := os.ReadDir(dir + "/task")
+	if err != nil {
+		return 0, fmt.Errorf("broker's cpu: %w", err)
+	}
+	var sum time.Duration
+	for _, t := range tasks {
+		b, err := os.ReadFile(dir + "/task/" + t.Name() + "/schedstat")
+		if err != nil {
+			continue // the thread ended
+		}
+		f := strings.Fields(string(b))
+		if len(f) == 0 {
+			continue
+		}
+		ns, err := strconv.ParseInt(f[0], 10, 64)
+		if err != nil {
+			return 0, fmt.Errorf("broker's cpu: %s: %w", t.Name(), err)
+		}
+		sum += time.Duration(ns)
+	}
+	return sum, nil
+}
+
 // describe prints what the system's cluster is and notes whether its
 // broker and publisher have processes of their own.
 func (sys *benchSystem) describe(ctx context.Context, w io.Writer) error {
@@ -444,6 +487,9 @@ func (sys *benchSystem) describe(ctx context.Context, w io.Writer) error {
 	sys.pubOwn = stats[1].start != stats[0].start
 	fmt.Fprintf(w, "  %s: broker %s (%s), publisher on %s, subscribers on %s\n",
 		sys.name, sys.nodes[0].name, sys.peer, sys.nodes[1].name, subscriberNodes(sys.nodes))
+	if sys.pid > 0 {
+		fmt.Fprintf(w, "  the %s broker's CPU from /proc/%d/task/*/schedstat (nanoseconds)\n", sys.name, sys.pid)
+	}
 	if len(shared) > 0 {
 		fmt.Fprintf(w, "  the %s broker shares its process with %s (same process_start_time_seconds): its CPU below is theirs too\n", sys.name, strings.Join(shared, ", "))
 	}
@@ -716,7 +762,7 @@ func (f *benchNodeFlags) runOnce(ctx context.Context, sys *benchSystem, signer c
 	}
 
 	// The measured window.
-	b0, err := processStat(ctx, nodes[0].api)
+	b0, err := sys.brokerStat(ctx)
 	if err != nil {
 		return r, err
 	}
@@ -750,7 +796,7 @@ func (f *benchNodeFlags) runOnce(ctx context.Context, sys *benchSystem, signer c
 		return r, ctx.Err()
 	}
 	r.wall = time.Since(t0)
-	b1, err := processStat(ctx, nodes[0].api)
+	b1, err := sys.brokerStat(ctx)
 	if err != nil {
 		return r, err
 	}

@@ -6,6 +6,7 @@ package main
 
 import (
 	"context"
+	"os"
 	"path/filepath"
 	"strings"
 	"testing"
@@ -77,6 +78,29 @@ go_goroutines 12
 		if _, err := parseProcStat(strings.NewReader(bad)); err == nil {
 			t.Errorf("%s: want an error", name)
 		}
+	}
+}
+
+func TestSchedCPU(t *testing.T) {
+	dir := t.TempDir()
+	for tid, stat := range map[string]string{"1": "1000 5 7\n", "2": "123 0 0\n"} {
+		if err := os.MkdirAll(filepath.Join(dir, "task", tid), 0o755); err != nil {
+			t.Fatal(err)
+		}
+		if err := os.WriteFile(filepath.Join(dir, "task", tid, "schedstat"), []byte(stat), 0o644); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if cpu, err := schedCPU(dir); err != nil || cpu != 1123 {
+		t.Fatalf("schedCPU = %v, %v; want 1.123µs, the threads' sum", cpu, err)
+	}
+	if _, err := os.Stat("/proc/self/task"); err == nil {
+		if cpu, err := schedCPU("/proc/self"); err != nil || cpu <= 0 {
+			t.Fatalf("this process: %v, %v", cpu, err)
+		}
+	}
+	if _, err := schedCPU(filepath.Join(dir, "none")); err == nil {
+		t.Fatal("no such process: want an error")
 	}
 }
 
