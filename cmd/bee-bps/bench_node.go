@@ -360,7 +360,7 @@ func (f *benchNodeFlags) run(ctx context.Context, w io.Writer) error {
 			systems[0].name += " (--api)"
 		}
 	}
-	fmt.Fprintf(w, "bench-node: GSOC mode through the WebSocket bridge (pkg/wsclient); %d messages of %d B at %g/s per run, subscriber counts %v, %d rounds interleaved; CPU from each node's /metrics process_cpu_seconds_total\n",
+	fmt.Fprintf(w, "bench-node: GSOC mode through the WebSocket bridge (pkg/wsclient); %d messages of %d B at %g/s per run, subscriber counts %v, %d rounds interleaved; CPU from each node's /metrics process_cpu_seconds_total (ticks of 10 ms) unless said below\n",
 		f.messages, f.size, f.rate, f.counts, f.rounds)
 	for _, sys := range systems {
 		if err := sys.describe(ctx, w); err != nil {
