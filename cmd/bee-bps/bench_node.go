@@ -781,9 +781,13 @@ func (f *benchNodeFlags) runOnce(ctx context.Context, sys *benchSystem, signer c
 				return r, ctx.Err()
 			}
 		}
-		p := payload(uint64(seq))
+		// Signed before the clock starts: the round trip is the nodes'.
+		frame, err := wsclient.GSOCFrame(signer, id, payload(uint64(seq)))
+		if err != nil {
+			return r, err
+		}
 		sent[seq].Store(time.Now().UnixNano())
-		if err := pub.SendGSOC(signer, id, p); err != nil {
+		if err := pub.SendFrame(frame); err != nil {
 			return r, fmt.Errorf("message %d: %w", seq, sendErr(err))
 		}
 	}

@@ -367,11 +367,28 @@ func (s *Session) SendFeedUpdate(signer crypto.Signer, index uint64, payload []b
 // SendGSOC signs payload as the SOC (id, signer) and sends signature ‖ span
 // ‖ payload, the GSOC client's frame.
 func (s *Session) SendGSOC(signer crypto.Signer, id, payload []byte) error {
-	m, err := bps.SOCUpdate(signer, id, payload)
+	frame, err := GSOCFrame(signer, id, payload)
 	if err != nil {
 		return err
 	}
-	return s.writeBinary(m.Data[swarm.HashSize:])
+	return s.writeBinary(frame)
+}
+
+// GSOCFrame is the frame SendGSOC sends: payload signed as the SOC (id,
+// signer), signature ‖ span ‖ payload. With SendFrame it lets a caller sign
+// ahead of time, as a benchmark does to time the node and not the signing.
+func GSOCFrame(signer crypto.Signer, id, payload []byte) ([]byte, error) {
+	m, err := bps.SOCUpdate(signer, id, payload)
+	if err != nil {
+		return nil, err
+	}
+	return m.Data[swarm.HashSize:], nil
+}
+
+// SendFrame sends frame, already in the session's inbound format, as one
+// binary frame.
+func (s *Session) SendFrame(frame []byte) error {
+	return s.writeBinary(frame)
 }
 
 var fieldSize = map[string]int{
