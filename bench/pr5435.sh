@@ -25,7 +25,8 @@
 # the run, one more of 5 subscribers per cluster, alone, during which the
 # broker's, the publishing node's and a subscribing node's CPU profiles
 # (bee's /debug/pprof) are taken for that long into WORK/pprof; BENCH_FLAGS: more
-# bench-node flags; PPROF_RATE [200]: the profiled runs' messages a
+# bench-node flags; BPS_FLAGS: more bee-bps start flags for the BPS
+# cluster (e.g. --bps-delivery-price 0 --bps-publish-price 0); PPROF_RATE [200]: the profiled runs' messages a
 # second (the profiler samples 100 times a second of CPU: a slow run gives
 # it few samples); RUN [1]: 0 skips the comparison; HOLD [0]: 1 keeps the
 # clusters up at the end until interrupted (Ctrl-C) or MAX_SECONDS; GO [go]; BPS_LDFLAGS: bee-bps's link flags (the
@@ -149,7 +150,8 @@ cluster() {
 }
 
 echo "starting $NODES bee-bps start processes (BPS, default prices) and $NODES #5435 bee processes"
-cluster bps "$WORK/bee-bps" "$BASE_PORT" "$netid" --bps-enable
+# shellcheck disable=SC2086 # BPS_FLAGS is a list of flags
+cluster bps "$WORK/bee-bps" "$BASE_PORT" "$netid" --bps-enable ${BPS_FLAGS:-}
 bps_apis=$apis bps_broker=$broker
 cluster pr5435 "$WORK/bee-5435" $((BASE_PORT + 20)) $((netid + 1))
 pr_apis=$apis pr_broker=$broker
