@@ -397,9 +397,6 @@ func (ps *peerStream) drain() {
 // ends first.
 func (ps *peerStream) send(ctx context.Context, s *Service, f outFrame) error {
 	f.done = make(chan error, 1)
-	if s.ctx.Err() == nil && ctx.Err() == nil && ps.claimIdle() {
-		return ps.sendInline(ctx, s, f)
-	}
 	if !ps.push(s, f) {
 		return fmt.Errorf("bps: stream to %s: outbound queue full or service closed", ps.peer)
 	}
@@ -420,71 +417,6 @@ func (ps *peerStream) send(ctx context.Context, s *Service, f outFrame) error {
 	case <-s.ctx.Done():
 		ps.kill(errServiceClosed)
 		return ErrClosed
-	}
-}
-
-// claimIdle makes the caller the stream's writer if none runs and nothing
-// is queued.
-func (ps *peerStream) claimIdle() bool {
-	ps.wmu.Lock()
-	defer ps.wmu.Unlock()
-	if ps.writing || len(ps.queue) > 0 {
-		return false
-	}
-	ps.writing = true
-	return true
-}
-
-// sendInline is send on an idle stream: the caller, which waits for the
-// write anyway, is the writer — no goroutine is started and none is woken
-// to write f and then to wake the caller (issue 17: two of the publishing
-// node's hand-offs per publication). What others queue meanwhile is
-// written after f, as the on-demand writer would. ctx's end, or the
-// service's, resets the stream, which ends a write in progress.
-func (ps *peerStream) sendInline(ctx context.Context, s *Service, f outFrame) error {
-	stopCtx := context.AfterFunc(ctx, func() { ps.kill(context.Cause(ctx)) })
-	stopSvc := context.AfterFunc(s.ctx, func() { ps.kill(errServiceClosed) })
-	ps.writeFrom(f)
-	ctxEnded, svcEnded := !stopCtx(), !stopSvc()
-	err := <-f.done // putBatch and failBatch tell every frame they take
-	switch {
-	case err == nil:
-		return nil
-	case svcEnded:
-		return ErrClosed
-	case ctxEnded:
-		return ctx.Err()
-	}
-	return err
-}
-
-// writeFrom writes f and then what is queued, in batches, as drain does,
-// and gives up the writer's role when the queue is empty or the stream is
-// over. The caller holds the role (claimIdle).
-func (ps *peerStream) writeFrom(f outFrame) {
-	t := ps.writeTimer()
-	defer t.Stop()
-	var bt batch
-	ps.wmu.Lock()
-	ps.gather(&bt, f)
-	ps.wmu.Unlock()
-	for {
-		if last, _ := ps.putBatch(t, &bt); last {
-			ps.wmu.Lock()
-			ps.writing = false // the stream is over: nothing is written again
-			ps.wmu.Unlock()
-			return
-		}
-		ps.wmu.Lock()
-		select {
-		case g := <-ps.queue:
-			ps.gather(&bt, g)
-		default:
-			ps.writing = false
-			ps.wmu.Unlock()
-			return
-		}
-		ps.wmu.Unlock()
 	}
 }
 
