@@ -156,6 +156,16 @@ type Options struct {
 	// it on self-indexed feeds, SWIP-65); by default a subscription keeps
 	// two parents when the tree can offer them.
 	SingleParent bool
+	// NoLazyPush: this node speaks no lazy push (issue 17): its Joins and
+	// Acks never set push, so both parents of its subscriptions send every
+	// delivery whole, and so does it to every child, as nodes did before.
+	// By default a subscription's second parent only announces what it
+	// takes, and sends it when asked.
+	NoLazyPush bool
+	// LazyWait is how long a subscription waits for a delivery a lazy
+	// parent announced to come from its eager parent before it asks the
+	// lazy one. Default 100 ms.
+	LazyWait time.Duration
 	// MaxLag is how many deliveries one parent may miss that its sister
 	// gave, among the last LagWindow the node accepted, before it is
 	// dropped as withholding and replaced (SWIP-61). Default 8.
@@ -194,6 +204,7 @@ const (
 	DefaultEndGrace            = 5 * time.Second
 	DefaultProbeWait           = 2 * time.Second
 	DefaultMaxLag              = 8
+	DefaultLazyWait            = 100 * time.Millisecond
 )
 
 func (o *Options) setDefaults() {
@@ -219,6 +230,7 @@ func (o *Options) setDefaults() {
 	defd(&o.EndedTTL, DefaultEndedTTL)
 	defd(&o.EndGrace, DefaultEndGrace)
 	defd(&o.ProbeWait, DefaultProbeWait)
+	defd(&o.LazyWait, DefaultLazyWait)
 	def(&o.MaxLag, DefaultMaxLag)
 	defd(&o.Inactivity, DefaultInactivity)
 	defd(&o.ClaimDeadline, DefaultClaimDeadline)
@@ -258,6 +270,7 @@ func (o *Options) validate() error {
 		"BackoffMax":        o.BackoffMax,
 		"HandshakeTimeout":  o.HandshakeTimeout,
 		"WriteTimeout":      o.WriteTimeout,
+		"LazyWait":          o.LazyWait,
 		"EndedTTL":          o.EndedTTL,
 		"EndGrace":          o.EndGrace,
 		"ProbeWait":         o.ProbeWait,

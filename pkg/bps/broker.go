@@ -111,6 +111,8 @@ func (s *Service) admit(ctx context.Context, peer p2p.Peer, stream p2p.Stream, f
 
 	ack.Challenge = m.challenge
 	m.attests = ack.Attests // before serve starts m's reader
+	// Lazy push (lazy.go): the Join's mode, where this node speaks it.
+	ack.Push = s.negotiatePush(m, join)
 	// The Ack states this node's own depth in the cohort (SWIP-61, DESIGN
 	// §1.5): a broker is the root, 0.
 	ack.Depth = m.c.ackDepth(m)
@@ -317,6 +319,12 @@ func (s *Service) readLoop(m *member, fr *frameReader) error {
 		if err != nil {
 			s.count(c, k)
 			return err
+		}
+		if ok, err := c.lazyUp(f, m); ok {
+			if err != nil {
+				return err
+			}
+			continue
 		}
 		if err := c.ingest(f, m); err != nil {
 			return err

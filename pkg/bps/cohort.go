@@ -94,6 +94,7 @@ type member struct {
 	isPub     atomic.Bool
 	acked     atomic.Bool // the Ack stated a depth to it (Subscription.mayAttachUnder)
 	attests   bool        // Join and Ack both set attests; never written after attach
+	lz        *lazyOut    // lazy push, if the stream negotiated it (lazy.go)
 
 	claimTimer *time.Timer // the deadline of an extra seat or a silent stream
 	// reader goroutine only
@@ -203,6 +204,7 @@ func (r *registry) deliverLocked(c *cohort, pub publication, frame []byte, svc u
 // that stream, and nobody blocks. The caller holds c.mu.
 func (r *registry) fanOut(c *cohort, pub publication, frame []byte, svc uint64) {
 	delivered := 0
+	var ann announcement // lazy push: built for the first lazy stream (lazy.go)
 	for m := range c.children {
 		// After END_OF_STREAM every stream closes, those that do not
 		// receive it included.
@@ -213,8 +215,11 @@ func (r *registry) fanOut(c *cohort, pub publication, frame []byte, svc uint64) 
 			}
 			f.b, f.svc = nil, 0
 		}
+		if m.lz != nil && f.b != nil && svc == 0 && !f.end {
+			f = m.lz.out(f, &ann)
+		}
 		if m.offer(f) {
-			if f.b != nil {
+			if f.b != nil && f.kind != kindAnnounce {
 				delivered++
 			}
 		} else {

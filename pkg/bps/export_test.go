@@ -39,3 +39,15 @@ func (s *Service) Places() int {
 	defer s.reg.mu.Unlock()
 	return len(s.reg.places)
 }
+
+// LazyParents reports, for each parent in Parents' order, whether it feeds
+// the subscription lazily (announcements; frames when asked).
+func (sub *Subscription) LazyParents() []bool {
+	sub.mu.Lock()
+	defer sub.mu.Unlock()
+	out := make([]bool, 0, len(sub.parents))
+	for _, p := range sub.parents {
+		out = append(out, !p.eager())
+	}
+	return out
+}

@@ -122,10 +122,32 @@ func (sub *Subscription) evictLag(e *lagEntry) {
 	}
 	sub.mu.Unlock()
 	for _, p := range drop {
-		sub.shun(p.cs.peer)
-		s.metrics.Withheld.Inc()
-		sub.withheld.Add(1)
-		s.trace(Event{Kind: EventWithheld, Cohort: sub.spec.String(), Peer: p.cs.peer})
-		p.cs.kill(errWithheld)
+		sub.withhold(p)
+	}
+}
+
+// withhold drops p as a parent that withheld, and never takes it again.
+func (sub *Subscription) withhold(p *parent) {
+	s := sub.s
+	sub.shun(p.cs.peer)
+	s.metrics.Withheld.Inc()
+	sub.withheld.Add(1)
+	s.trace(Event{Kind: EventWithheld, Cohort: sub.spec.String(), Peer: p.cs.peer})
+	p.cs.kill(errWithheld)
+}
+
+// blame counts a miss against p that is not a delivery leaving the window
+// — an announcement it did not serve when asked (lazy.go) — and drops it
+// at MaxLag this epoch, as evictLag does; under the receiver's dmu.
+func (sub *Subscription) blame(p *parent) {
+	sub.mu.Lock()
+	drop := false
+	if sub.hasParentLocked(p.cs.peer) {
+		p.missed++
+		drop = p.missed == sub.s.opts.MaxLag && len(sub.parents) > 1
+	}
+	sub.mu.Unlock()
+	if drop {
+		sub.withhold(p)
 	}
 }

@@ -85,6 +85,12 @@ type metrics struct {
 	Forwarded  prometheus.Counter
 	Unchecked  prometheus.Counter
 	ParentLost prometheus.Counter
+
+	LazyAsked    prometheus.Counter
+	LazyServed   prometheus.Counter
+	LazyGone     prometheus.Counter
+	LazyUnserved prometheus.Counter
+	LazyPromoted prometheus.Counter
 }
 
 func newMetrics() metrics {
@@ -127,6 +133,12 @@ func newMetrics() metrics {
 		Forwarded:  counter("forwarded", "Publications a relay forwarded rootward (SWIP-61)."),
 		Unchecked:  counter("relayed_unchecked", "Publications a child relayed that were dropped unchecked: its stream made this node check too many that failed this second."),
 		ParentLost: counter("parents_lost", "Parent streams of subscriptions that ended other than by close."),
+
+		LazyAsked:    counter("lazy_asked", "Announcements of a lazy parent this node's subscriptions asked for (lazy push)."),
+		LazyServed:   counter("lazy_served", "Deliveries this node sent a lazy child that asked for them (lazy push)."),
+		LazyGone:     counter("lazy_gone", "Asks of lazy children for announcements too old to serve (lazy push)."),
+		LazyUnserved: counter("lazy_unserved", "Asks of this node's subscriptions a lazy parent did not serve in time (lazy push)."),
+		LazyPromoted: counter("lazy_promoted", "Lazy parents this node's subscriptions set eager (lazy push)."),
 	}
 }
 

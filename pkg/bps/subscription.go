@@ -64,6 +64,7 @@ type Subscription struct {
 	err    error         // why it ended; read after done
 
 	lag lagWindow // under dmu
+	lz  lazyIn    // lazy push: announcements waiting, asks (lazy.go)
 
 	probes, reparents, withheld atomic.Uint64
 }
@@ -79,6 +80,7 @@ type parent struct {
 	underlays [][]byte     // how this node reached it, if a probe's candidate named them: passed on in a Reparent
 	moving    atomic.Bool  // a Reparent from this parent is being followed
 	moved     atomic.Bool  // the node moved away from this parent on its Reparent
+	lz        *lazyParent  // lazy push, if the stream negotiated it (lazy.go)
 }
 
 // Errors of a subscription's parents.
@@ -117,6 +119,7 @@ func (s *Service) Subscribe(ctx context.Context, broker swarm.Address, sp *Spec)
 	sub.receiver.init(s, sp, true, sub.quit)
 	sub.onTake = sub.took
 	sub.taken = NewWindow(s.opts.DedupWindow)
+	sub.initLazy()
 	if sp.Binding == pb.TopicBinding_FEED_TOPIC && sp.Explicit() {
 		sub.order = newReorder()
 	}
@@ -297,6 +300,9 @@ func (sub *Subscription) attachAt(ctx context.Context, peer swarm.Address, under
 		return err
 	}
 	join := &pb.Join{Cohort: sub.spec.PB(), Multihop: true, Refer: refer, Attests: true}
+	if !refer {
+		join.Push = sub.pushFor()
+	}
 	stream, fr, ack, err := s.join(ctx, peer, sub.spec, join)
 	if err != nil {
 		s.trace(Event{Kind: EventParent, Cohort: sub.spec.String(), Peer: peer, Status: statusOf(err), Err: err})
@@ -323,7 +329,7 @@ func (sub *Subscription) attachAt(ctx context.Context, peer swarm.Address, under
 	*cs = newClientStream(s, peer, sub.spec, stream, ack.GetDepth())
 	cs.codec = negotiated(join, ack)
 	cs.attests = cs.codec == codecEnvelope && ack.GetAttests()
-	p := &parent{cs: cs, underlays: underlays}
+	p := &parent{cs: cs, underlays: underlays, lz: lazyOf(join, ack, cs.codec)}
 	sub.mu.Lock()
 	sub.rmu.Unlock() // the parent is in before mu is let go
 	if sub.closing || sub.fatal != nil || sub.hasParentLocked(peer) {
@@ -338,6 +344,8 @@ func (sub *Subscription) attachAt(ctx context.Context, peer swarm.Address, under
 	p.gen = sub.gen
 	sub.parents = append(sub.parents, p)
 	sub.attestTo(p) // before anything this node forwards up p
+	// One parent sends every delivery whole (lazy.go).
+	sub.ensureEagerLocked(nil)
 	if leaf {
 		sub.rank = sub.depthLocked()
 	}
@@ -392,6 +400,7 @@ func (sub *Subscription) lost(p *parent) {
 	sub.mu.Lock()
 	defer sub.mu.Unlock()
 	sub.parents = slices.DeleteFunc(sub.parents, func(q *parent) bool { return q == p })
+	sub.ensureEagerLocked(nil) // the lazy parent takes over at once (lazy.go)
 	switch {
 	case sub.closing || sub.fatal != nil:
 	case errors.Is(err, ErrEndOfStream):
@@ -473,6 +482,7 @@ func (sub *Subscription) finishLocked() {
 		sub.order.stop()
 	}
 	sub.cClosed = true
+	sub.stopLazy()
 	close(sub.c)
 	sub.dmu.Unlock()
 	close(sub.done)
@@ -660,6 +670,7 @@ func (sub *Subscription) took(from *clientStream, pub publication, msg *pb.Messa
 		}
 	}
 	sub.noteLag(from, key, dup, sub.sequenced(pub))
+	sub.lazyTook(from, key, dup)
 }
 
 // Close ends the subscription and waits for it. A relay leaves gracefully
@@ -753,8 +764,13 @@ func (sub *Subscription) control(p *parent) func(cs *clientStream, f *pb.Frame) 
 			sub.answerProbe(p, k.Probe)
 			return nil
 		case *pb.Frame_Reparent:
+			sub.mu.Lock()
+			sub.ensureEagerLocked(p) // a leaving parent takes nothing more (lazy.go)
+			sub.mu.Unlock()
 			sub.reparent(p, k.Reparent)
 			return nil
+		case *pb.Frame_Announce:
+			return sub.announced(p, k.Announce)
 		default:
 			return fmt.Errorf("%w: a %T frame travelled down", errMalformed, f.Kind)
 		}

@@ -31,10 +31,12 @@ const (
 	EventWithheld                    // a subscription dropped a parent that lagged its sister (Peer)
 	EventFault                       // a subscription lost both parents: a liveness fault
 	EventForward                     // a relay forwarded a publication rootward (Peer: the child it came from)
+	EventAsk                         // a subscription asked a lazy parent for deliveries it announced (Peer; Index: how many)
+	EventPromote                     // a subscription set a lazy parent eager (Peer)
 )
 
 var eventNames = [...]string{"join", "claim", "accept", "drop", "violation", "queue_reset", "leave", "reclaim", "deliver", "client_drop", "end",
-	"parent", "parent_lost", "probe", "reparent", "withheld", "fault", "forward"}
+	"parent", "parent_lost", "probe", "reparent", "withheld", "fault", "forward", "ask", "promote"}
 
 func (k EventKind) String() string {
 	if k < 0 || int(k) >= len(eventNames) {

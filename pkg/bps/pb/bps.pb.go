@@ -238,6 +238,58 @@ func (ServiceKind) EnumDescriptor() ([]byte, []int) {
 	return file_bps_proto_rawDescGZIP(), []int{3}
 }
 
+// Lazy push (our addition, docs/protocol.md "A lazy second parent"): how a
+// parent feeds one child stream. Unset: the peer does not speak it, and the
+// stream carries every delivery whole, as before.
+type PushMode int32
+
+const (
+	PushMode_PUSH_MODE_UNSPECIFIED PushMode = 0 // not spoken: eager, always
+	PushMode_EAGER                 PushMode = 1 // every delivery whole
+	PushMode_LAZY                  PushMode = 2 // content deliveries announced; whole when asked
+)
+
+// Enum value maps for PushMode.
+var (
+	PushMode_name = map[int32]string{
+		0: "PUSH_MODE_UNSPECIFIED",
+		1: "EAGER",
+		2: "LAZY",
+	}
+	PushMode_value = map[string]int32{
+		"PUSH_MODE_UNSPECIFIED": 0,
+		"EAGER":                 1,
+		"LAZY":                  2,
+	}
+)
+
+func (x PushMode) Enum() *PushMode {
+	p := new(PushMode)
+	*p = x
+	return p
+}
+
+func (x PushMode) String() string {
+	return protoimpl.X.EnumStringOf(x.Descriptor(), protoreflect.EnumNumber(x))
+}
+
+func (PushMode) Descriptor() protoreflect.EnumDescriptor {
+	return file_bps_proto_enumTypes[4].Descriptor()
+}
+
+func (PushMode) Type() protoreflect.EnumType {
+	return &file_bps_proto_enumTypes[4]
+}
+
+func (x PushMode) Number() protoreflect.EnumNumber {
+	return protoreflect.EnumNumber(x)
+}
+
+// Deprecated: Use PushMode.Descriptor instead.
+func (PushMode) EnumDescriptor() ([]byte, []int) {
+	return file_bps_proto_rawDescGZIP(), []int{4}
+}
+
 // The cohort's identity, keyed by its canonical serialisation.
 type CohortSpec struct {
 	state         protoimpl.MessageState `protogen:"open.v1"`
@@ -471,11 +523,12 @@ func (x *Claim) GetBroker() []byte {
 type Join struct {
 	state         protoimpl.MessageState `protogen:"open.v1"`
 	Cohort        *CohortSpec            `protobuf:"bytes,1,opt,name=cohort,proto3" json:"cohort,omitempty"`
-	Addr          []byte                 `protobuf:"bytes,2,opt,name=addr,proto3" json:"addr,omitempty"`          // 20 bytes: the address this stream will publish as
-	Claim         *Claim                 `protobuf:"bytes,3,opt,name=claim,proto3" json:"claim,omitempty"`        // a returning publisher's claim
-	Multihop      bool                   `protobuf:"varint,4,opt,name=multihop,proto3" json:"multihop,omitempty"` // the joiner speaks the multihop envelope (SWIP-61)
-	Refer         bool                   `protobuf:"varint,5,opt,name=refer,proto3" json:"refer,omitempty"`       // SWIP-61 self-healing: the joiner holds a stream here already and asks only where else to attach
-	Attests       bool                   `protobuf:"varint,9,opt,name=attests,proto3" json:"attests,omitempty"`   // the joiner forwards its subtree's claims rootward (a Claim with challenge and broker)
+	Addr          []byte                 `protobuf:"bytes,2,opt,name=addr,proto3" json:"addr,omitempty"`                    // 20 bytes: the address this stream will publish as
+	Claim         *Claim                 `protobuf:"bytes,3,opt,name=claim,proto3" json:"claim,omitempty"`                  // a returning publisher's claim
+	Multihop      bool                   `protobuf:"varint,4,opt,name=multihop,proto3" json:"multihop,omitempty"`           // the joiner speaks the multihop envelope (SWIP-61)
+	Refer         bool                   `protobuf:"varint,5,opt,name=refer,proto3" json:"refer,omitempty"`                 // SWIP-61 self-healing: the joiner holds a stream here already and asks only where else to attach
+	Push          PushMode               `protobuf:"varint,6,opt,name=push,proto3,enum=bps.PushMode" json:"push,omitempty"` // lazy push (our addition): the joiner speaks it, and the mode this stream starts in
+	Attests       bool                   `protobuf:"varint,9,opt,name=attests,proto3" json:"attests,omitempty"`             // the joiner forwards its subtree's claims rootward (a Claim with challenge and broker)
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache
 }
@@ -543,6 +596,13 @@ func (x *Join) GetRefer() bool {
 		return x.Refer
 	}
 	return false
+}
+
+func (x *Join) GetPush() PushMode {
+	if x != nil {
+		return x.Push
+	}
+	return PushMode_PUSH_MODE_UNSPECIFIED
 }
 
 func (x *Join) GetAttests() bool {
@@ -625,6 +685,9 @@ type Ack struct {
 	// Stated for pricing and inspection only: no routing decision trusts it.
 	// A SWIP-74/60 peer omits it, which reads as 0 (a broker).
 	Depth uint32 `protobuf:"varint,8,opt,name=depth,proto3" json:"depth,omitempty"`
+	// Lazy push (our addition): set iff the Join set push and the stream is
+	// enveloped: the parent speaks it too; the stream starts in the Join's mode.
+	Push PushMode `protobuf:"varint,9,opt,name=push,proto3,enum=bps.PushMode" json:"push,omitempty"`
 	// Both set (Join and Ack): publications of an explicit cohort travel up
 	// this stream only for owners whose forwarded claim came up it first.
 	Attests       bool `protobuf:"varint,12,opt,name=attests,proto3" json:"attests,omitempty"`
@@ -695,6 +758,13 @@ func (x *Ack) GetDepth() uint32 {
 		return x.Depth
 	}
 	return 0
+}
+
+func (x *Ack) GetPush() PushMode {
+	if x != nil {
+		return x.Push
+	}
+	return PushMode_PUSH_MODE_UNSPECIFIED
 }
 
 func (x *Ack) GetAttests() bool {
@@ -819,6 +889,143 @@ func (x *ServiceMessage) GetPublishers() [][]byte {
 	return nil
 }
 
+// Parent -> child on a lazy stream: the parent took the delivery whose
+// frame key is key. Announcements are numbered by the stream, from 0.
+type Announce struct {
+	state         protoimpl.MessageState `protogen:"open.v1"`
+	Key           []byte                 `protobuf:"bytes,1,opt,name=key,proto3" json:"key,omitempty"` // 32 bytes: sha256(address || data) of the Message
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *Announce) Reset() {
+	*x = Announce{}
+	mi := &file_bps_proto_msgTypes[8]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *Announce) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*Announce) ProtoMessage() {}
+
+func (x *Announce) ProtoReflect() protoreflect.Message {
+	mi := &file_bps_proto_msgTypes[8]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use Announce.ProtoReflect.Descriptor instead.
+func (*Announce) Descriptor() ([]byte, []int) {
+	return file_bps_proto_rawDescGZIP(), []int{8}
+}
+
+func (x *Announce) GetKey() []byte {
+	if x != nil {
+		return x.Key
+	}
+	return nil
+}
+
+// Child -> parent: send the deliveries of these announcements whole. Each
+// announcement may be asked once; one never made may not be asked.
+type Ask struct {
+	state         protoimpl.MessageState `protogen:"open.v1"`
+	Seqs          []uint64               `protobuf:"varint,1,rep,packed,name=seqs,proto3" json:"seqs,omitempty"` // at most 64
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *Ask) Reset() {
+	*x = Ask{}
+	mi := &file_bps_proto_msgTypes[9]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *Ask) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*Ask) ProtoMessage() {}
+
+func (x *Ask) ProtoReflect() protoreflect.Message {
+	mi := &file_bps_proto_msgTypes[9]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use Ask.ProtoReflect.Descriptor instead.
+func (*Ask) Descriptor() ([]byte, []int) {
+	return file_bps_proto_rawDescGZIP(), []int{9}
+}
+
+func (x *Ask) GetSeqs() []uint64 {
+	if x != nil {
+		return x.Seqs
+	}
+	return nil
+}
+
+// Child -> parent: feed this stream in mode from now on.
+type SetPush struct {
+	state         protoimpl.MessageState `protogen:"open.v1"`
+	Mode          PushMode               `protobuf:"varint,1,opt,name=mode,proto3,enum=bps.PushMode" json:"mode,omitempty"` // EAGER or LAZY
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *SetPush) Reset() {
+	*x = SetPush{}
+	mi := &file_bps_proto_msgTypes[10]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *SetPush) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*SetPush) ProtoMessage() {}
+
+func (x *SetPush) ProtoReflect() protoreflect.Message {
+	mi := &file_bps_proto_msgTypes[10]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use SetPush.ProtoReflect.Descriptor instead.
+func (*SetPush) Descriptor() ([]byte, []int) {
+	return file_bps_proto_rawDescGZIP(), []int{10}
+}
+
+func (x *SetPush) GetMode() PushMode {
+	if x != nil {
+		return x.Mode
+	}
+	return PushMode_PUSH_MODE_UNSPECIFIED
+}
+
 // SWIP-61 control frames, used only inside Frame on a negotiated stream.
 type Probe struct {
 	state         protoimpl.MessageState `protogen:"open.v1"`
@@ -831,7 +1038,7 @@ type Probe struct {
 
 func (x *Probe) Reset() {
 	*x = Probe{}
-	mi := &file_bps_proto_msgTypes[8]
+	mi := &file_bps_proto_msgTypes[11]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -843,7 +1050,7 @@ func (x *Probe) String() string {
 func (*Probe) ProtoMessage() {}
 
 func (x *Probe) ProtoReflect() protoreflect.Message {
-	mi := &file_bps_proto_msgTypes[8]
+	mi := &file_bps_proto_msgTypes[11]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -856,7 +1063,7 @@ func (x *Probe) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use Probe.ProtoReflect.Descriptor instead.
 func (*Probe) Descriptor() ([]byte, []int) {
-	return file_bps_proto_rawDescGZIP(), []int{8}
+	return file_bps_proto_rawDescGZIP(), []int{11}
 }
 
 func (x *Probe) GetDepth() uint32 {
@@ -890,7 +1097,7 @@ type Candidates struct {
 
 func (x *Candidates) Reset() {
 	*x = Candidates{}
-	mi := &file_bps_proto_msgTypes[9]
+	mi := &file_bps_proto_msgTypes[12]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -902,7 +1109,7 @@ func (x *Candidates) String() string {
 func (*Candidates) ProtoMessage() {}
 
 func (x *Candidates) ProtoReflect() protoreflect.Message {
-	mi := &file_bps_proto_msgTypes[9]
+	mi := &file_bps_proto_msgTypes[12]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -915,7 +1122,7 @@ func (x *Candidates) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use Candidates.ProtoReflect.Descriptor instead.
 func (*Candidates) Descriptor() ([]byte, []int) {
-	return file_bps_proto_rawDescGZIP(), []int{9}
+	return file_bps_proto_rawDescGZIP(), []int{12}
 }
 
 func (x *Candidates) GetCandidates() []*Candidate {
@@ -942,7 +1149,7 @@ type Reparent struct {
 
 func (x *Reparent) Reset() {
 	*x = Reparent{}
-	mi := &file_bps_proto_msgTypes[10]
+	mi := &file_bps_proto_msgTypes[13]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -954,7 +1161,7 @@ func (x *Reparent) String() string {
 func (*Reparent) ProtoMessage() {}
 
 func (x *Reparent) ProtoReflect() protoreflect.Message {
-	mi := &file_bps_proto_msgTypes[10]
+	mi := &file_bps_proto_msgTypes[13]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -967,7 +1174,7 @@ func (x *Reparent) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use Reparent.ProtoReflect.Descriptor instead.
 func (*Reparent) Descriptor() ([]byte, []int) {
-	return file_bps_proto_rawDescGZIP(), []int{10}
+	return file_bps_proto_rawDescGZIP(), []int{13}
 }
 
 func (x *Reparent) GetTo() []byte {
@@ -994,6 +1201,9 @@ type Frame struct {
 	//	*Frame_Probe
 	//	*Frame_Reparent
 	//	*Frame_Candidates
+	//	*Frame_Announce
+	//	*Frame_Ask
+	//	*Frame_SetPush
 	Kind          isFrame_Kind `protobuf_oneof:"kind"`
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache
@@ -1001,7 +1211,7 @@ type Frame struct {
 
 func (x *Frame) Reset() {
 	*x = Frame{}
-	mi := &file_bps_proto_msgTypes[11]
+	mi := &file_bps_proto_msgTypes[14]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1013,7 +1223,7 @@ func (x *Frame) String() string {
 func (*Frame) ProtoMessage() {}
 
 func (x *Frame) ProtoReflect() protoreflect.Message {
-	mi := &file_bps_proto_msgTypes[11]
+	mi := &file_bps_proto_msgTypes[14]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1026,7 +1236,7 @@ func (x *Frame) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use Frame.ProtoReflect.Descriptor instead.
 func (*Frame) Descriptor() ([]byte, []int) {
-	return file_bps_proto_rawDescGZIP(), []int{11}
+	return file_bps_proto_rawDescGZIP(), []int{14}
 }
 
 func (x *Frame) GetKind() isFrame_Kind {
@@ -1081,6 +1291,33 @@ func (x *Frame) GetCandidates() *Candidates {
 	return nil
 }
 
+func (x *Frame) GetAnnounce() *Announce {
+	if x != nil {
+		if x, ok := x.Kind.(*Frame_Announce); ok {
+			return x.Announce
+		}
+	}
+	return nil
+}
+
+func (x *Frame) GetAsk() *Ask {
+	if x != nil {
+		if x, ok := x.Kind.(*Frame_Ask); ok {
+			return x.Ask
+		}
+	}
+	return nil
+}
+
+func (x *Frame) GetSetPush() *SetPush {
+	if x != nil {
+		if x, ok := x.Kind.(*Frame_SetPush); ok {
+			return x.SetPush
+		}
+	}
+	return nil
+}
+
 type isFrame_Kind interface {
 	isFrame_Kind()
 }
@@ -1105,6 +1342,18 @@ type Frame_Candidates struct {
 	Candidates *Candidates `protobuf:"bytes,5,opt,name=candidates,proto3,oneof"`
 }
 
+type Frame_Announce struct {
+	Announce *Announce `protobuf:"bytes,6,opt,name=announce,proto3,oneof"` // lazy push, down
+}
+
+type Frame_Ask struct {
+	Ask *Ask `protobuf:"bytes,7,opt,name=ask,proto3,oneof"` // lazy push, up
+}
+
+type Frame_SetPush struct {
+	SetPush *SetPush `protobuf:"bytes,8,opt,name=set_push,json=setPush,proto3,oneof"` // lazy push, up
+}
+
 func (*Frame_Message) isFrame_Kind() {}
 
 func (*Frame_Claim) isFrame_Kind() {}
@@ -1114,6 +1363,12 @@ func (*Frame_Probe) isFrame_Kind() {}
 func (*Frame_Reparent) isFrame_Kind() {}
 
 func (*Frame_Candidates) isFrame_Kind() {}
+
+func (*Frame_Announce) isFrame_Kind() {}
+
+func (*Frame_Ask) isFrame_Kind() {}
+
+func (*Frame_SetPush) isFrame_Kind() {}
 
 var File_bps_proto protoreflect.FileDescriptor
 
@@ -1139,19 +1394,20 @@ const file_bps_proto_rawDesc = "" +
 	"\x05index\x18\x02 \x01(\x04R\x05index\x12\x1d\n" +
 	"\x04auth\x18\x03 \x01(\v2\t.bps.AuthR\x04auth\x12\x1c\n" +
 	"\tchallenge\x18\x04 \x01(\fR\tchallenge\x12\x16\n" +
-	"\x06broker\x18\x05 \x01(\fR\x06broker\"\xb1\x01\n" +
+	"\x06broker\x18\x05 \x01(\fR\x06broker\"\xd4\x01\n" +
 	"\x04Join\x12'\n" +
 	"\x06cohort\x18\x01 \x01(\v2\x0f.bps.CohortSpecR\x06cohort\x12\x12\n" +
 	"\x04addr\x18\x02 \x01(\fR\x04addr\x12 \n" +
 	"\x05claim\x18\x03 \x01(\v2\n" +
 	".bps.ClaimR\x05claim\x12\x1a\n" +
 	"\bmultihop\x18\x04 \x01(\bR\bmultihop\x12\x14\n" +
-	"\x05refer\x18\x05 \x01(\bR\x05refer\x12\x18\n" +
+	"\x05refer\x18\x05 \x01(\bR\x05refer\x12!\n" +
+	"\x04push\x18\x06 \x01(\x0e2\r.bps.PushModeR\x04push\x12\x18\n" +
 	"\aattests\x18\t \x01(\bR\aattests\"Y\n" +
 	"\tCandidate\x12\x18\n" +
 	"\aoverlay\x18\x01 \x01(\fR\aoverlay\x12\x14\n" +
 	"\x05depth\x18\x02 \x01(\rR\x05depth\x12\x1c\n" +
-	"\tunderlays\x18\x03 \x03(\fR\tunderlays\"\xd6\x01\n" +
+	"\tunderlays\x18\x03 \x03(\fR\tunderlays\"\xf9\x01\n" +
 	"\x03Ack\x12#\n" +
 	"\x06status\x18\x01 \x01(\x0e2\v.bps.StatusR\x06status\x12\x1c\n" +
 	"\tchallenge\x18\x02 \x01(\fR\tchallenge\x12.\n" +
@@ -1159,7 +1415,8 @@ const file_bps_proto_rawDesc = "" +
 	"candidates\x18\x06 \x03(\v2\x0e.bps.CandidateR\n" +
 	"candidates\x12\x1a\n" +
 	"\bmultihop\x18\a \x01(\bR\bmultihop\x12\x14\n" +
-	"\x05depth\x18\b \x01(\rR\x05depth\x12\x18\n" +
+	"\x05depth\x18\b \x01(\rR\x05depth\x12!\n" +
+	"\x04push\x18\t \x01(\x0e2\r.bps.PushModeR\x04push\x12\x18\n" +
 	"\aattests\x18\f \x01(\bR\aattestsJ\x04\b\x03\x10\x04J\x04\b\x04\x10\x05J\x04\b\x05\x10\x06\"7\n" +
 	"\aMessage\x12\x18\n" +
 	"\aaddress\x18\x01 \x01(\fR\aaddress\x12\x12\n" +
@@ -1169,7 +1426,13 @@ const file_bps_proto_rawDesc = "" +
 	"\x05index\x18\x02 \x01(\x04R\x05index\x12\x1e\n" +
 	"\n" +
 	"publishers\x18\x03 \x03(\fR\n" +
-	"publishers\"K\n" +
+	"publishers\"\x1c\n" +
+	"\bAnnounce\x12\x10\n" +
+	"\x03key\x18\x01 \x01(\fR\x03key\"\x19\n" +
+	"\x03Ask\x12\x12\n" +
+	"\x04seqs\x18\x01 \x03(\x04R\x04seqs\",\n" +
+	"\aSetPush\x12!\n" +
+	"\x04mode\x18\x01 \x01(\x0e2\r.bps.PushModeR\x04mode\"K\n" +
 	"\x05Probe\x12\x14\n" +
 	"\x05depth\x18\x01 \x01(\rR\x05depth\x12\x14\n" +
 	"\x05nonce\x18\x02 \x01(\x04R\x05nonce\x12\x16\n" +
@@ -1182,7 +1445,7 @@ const file_bps_proto_rawDesc = "" +
 	"\x05nonce\x18\x02 \x01(\x04R\x05nonce\"8\n" +
 	"\bReparent\x12\x0e\n" +
 	"\x02to\x18\x01 \x01(\fR\x02to\x12\x1c\n" +
-	"\tunderlays\x18\x02 \x03(\fR\tunderlays\"\xe1\x01\n" +
+	"\tunderlays\x18\x02 \x03(\fR\tunderlays\"\xd7\x02\n" +
 	"\x05Frame\x12(\n" +
 	"\amessage\x18\x01 \x01(\v2\f.bps.MessageH\x00R\amessage\x12\"\n" +
 	"\x05claim\x18\x02 \x01(\v2\n" +
@@ -1192,7 +1455,10 @@ const file_bps_proto_rawDesc = "" +
 	"\breparent\x18\x04 \x01(\v2\r.bps.ReparentH\x00R\breparent\x121\n" +
 	"\n" +
 	"candidates\x18\x05 \x01(\v2\x0f.bps.CandidatesH\x00R\n" +
-	"candidatesB\x06\n" +
+	"candidates\x12+\n" +
+	"\bannounce\x18\x06 \x01(\v2\r.bps.AnnounceH\x00R\bannounce\x12\x1c\n" +
+	"\x03ask\x18\a \x01(\v2\b.bps.AskH\x00R\x03ask\x12)\n" +
+	"\bset_push\x18\b \x01(\v2\f.bps.SetPushH\x00R\asetPushB\x06\n" +
 	"\x04kind*n\n" +
 	"\fTopicBinding\x12\x1d\n" +
 	"\x19TOPIC_BINDING_UNSPECIFIED\x10\x00\x12\n" +
@@ -1216,7 +1482,11 @@ const file_bps_proto_rawDesc = "" +
 	"\x18SERVICE_KIND_UNSPECIFIED\x10\x00\x12\n" +
 	"\n" +
 	"\x06ROSTER\x10\x01\x12\x11\n" +
-	"\rEND_OF_STREAM\x10\x02B'Z%github.com/ethersphere/bps/pkg/bps/pbb\x06proto3"
+	"\rEND_OF_STREAM\x10\x02*:\n" +
+	"\bPushMode\x12\x19\n" +
+	"\x15PUSH_MODE_UNSPECIFIED\x10\x00\x12\t\n" +
+	"\x05EAGER\x10\x01\x12\b\n" +
+	"\x04LAZY\x10\x02B'Z%github.com/ethersphere/bps/pkg/bps/pbb\x06proto3"
 
 var (
 	file_bps_proto_rawDescOnce sync.Once
@@ -1230,46 +1500,56 @@ func file_bps_proto_rawDescGZIP() []byte {
 	return file_bps_proto_rawDescData
 }
 
-var file_bps_proto_enumTypes = make([]protoimpl.EnumInfo, 4)
-var file_bps_proto_msgTypes = make([]protoimpl.MessageInfo, 12)
+var file_bps_proto_enumTypes = make([]protoimpl.EnumInfo, 5)
+var file_bps_proto_msgTypes = make([]protoimpl.MessageInfo, 15)
 var file_bps_proto_goTypes = []any{
 	(TopicBinding)(0),      // 0: bps.TopicBinding
 	(PublisherRegime)(0),   // 1: bps.PublisherRegime
 	(Status)(0),            // 2: bps.Status
 	(ServiceKind)(0),       // 3: bps.ServiceKind
-	(*CohortSpec)(nil),     // 4: bps.CohortSpec
-	(*Auth)(nil),           // 5: bps.Auth
-	(*Claim)(nil),          // 6: bps.Claim
-	(*Join)(nil),           // 7: bps.Join
-	(*Candidate)(nil),      // 8: bps.Candidate
-	(*Ack)(nil),            // 9: bps.Ack
-	(*Message)(nil),        // 10: bps.Message
-	(*ServiceMessage)(nil), // 11: bps.ServiceMessage
-	(*Probe)(nil),          // 12: bps.Probe
-	(*Candidates)(nil),     // 13: bps.Candidates
-	(*Reparent)(nil),       // 14: bps.Reparent
-	(*Frame)(nil),          // 15: bps.Frame
+	(PushMode)(0),          // 4: bps.PushMode
+	(*CohortSpec)(nil),     // 5: bps.CohortSpec
+	(*Auth)(nil),           // 6: bps.Auth
+	(*Claim)(nil),          // 7: bps.Claim
+	(*Join)(nil),           // 8: bps.Join
+	(*Candidate)(nil),      // 9: bps.Candidate
+	(*Ack)(nil),            // 10: bps.Ack
+	(*Message)(nil),        // 11: bps.Message
+	(*ServiceMessage)(nil), // 12: bps.ServiceMessage
+	(*Announce)(nil),       // 13: bps.Announce
+	(*Ask)(nil),            // 14: bps.Ask
+	(*SetPush)(nil),        // 15: bps.SetPush
+	(*Probe)(nil),          // 16: bps.Probe
+	(*Candidates)(nil),     // 17: bps.Candidates
+	(*Reparent)(nil),       // 18: bps.Reparent
+	(*Frame)(nil),          // 19: bps.Frame
 }
 var file_bps_proto_depIdxs = []int32{
 	0,  // 0: bps.CohortSpec.binding:type_name -> bps.TopicBinding
 	1,  // 1: bps.CohortSpec.publishers:type_name -> bps.PublisherRegime
-	5,  // 2: bps.Claim.auth:type_name -> bps.Auth
-	4,  // 3: bps.Join.cohort:type_name -> bps.CohortSpec
-	6,  // 4: bps.Join.claim:type_name -> bps.Claim
-	2,  // 5: bps.Ack.status:type_name -> bps.Status
-	8,  // 6: bps.Ack.candidates:type_name -> bps.Candidate
-	3,  // 7: bps.ServiceMessage.kind:type_name -> bps.ServiceKind
-	8,  // 8: bps.Candidates.candidates:type_name -> bps.Candidate
-	10, // 9: bps.Frame.message:type_name -> bps.Message
-	6,  // 10: bps.Frame.claim:type_name -> bps.Claim
-	12, // 11: bps.Frame.probe:type_name -> bps.Probe
-	14, // 12: bps.Frame.reparent:type_name -> bps.Reparent
-	13, // 13: bps.Frame.candidates:type_name -> bps.Candidates
-	14, // [14:14] is the sub-list for method output_type
-	14, // [14:14] is the sub-list for method input_type
-	14, // [14:14] is the sub-list for extension type_name
-	14, // [14:14] is the sub-list for extension extendee
-	0,  // [0:14] is the sub-list for field type_name
+	6,  // 2: bps.Claim.auth:type_name -> bps.Auth
+	5,  // 3: bps.Join.cohort:type_name -> bps.CohortSpec
+	7,  // 4: bps.Join.claim:type_name -> bps.Claim
+	4,  // 5: bps.Join.push:type_name -> bps.PushMode
+	2,  // 6: bps.Ack.status:type_name -> bps.Status
+	9,  // 7: bps.Ack.candidates:type_name -> bps.Candidate
+	4,  // 8: bps.Ack.push:type_name -> bps.PushMode
+	3,  // 9: bps.ServiceMessage.kind:type_name -> bps.ServiceKind
+	4,  // 10: bps.SetPush.mode:type_name -> bps.PushMode
+	9,  // 11: bps.Candidates.candidates:type_name -> bps.Candidate
+	11, // 12: bps.Frame.message:type_name -> bps.Message
+	7,  // 13: bps.Frame.claim:type_name -> bps.Claim
+	16, // 14: bps.Frame.probe:type_name -> bps.Probe
+	18, // 15: bps.Frame.reparent:type_name -> bps.Reparent
+	17, // 16: bps.Frame.candidates:type_name -> bps.Candidates
+	13, // 17: bps.Frame.announce:type_name -> bps.Announce
+	14, // 18: bps.Frame.ask:type_name -> bps.Ask
+	15, // 19: bps.Frame.set_push:type_name -> bps.SetPush
+	20, // [20:20] is the sub-list for method output_type
+	20, // [20:20] is the sub-list for method input_type
+	20, // [20:20] is the sub-list for extension type_name
+	20, // [20:20] is the sub-list for extension extendee
+	0,  // [0:20] is the sub-list for field type_name
 }
 
 func init() { file_bps_proto_init() }
@@ -1277,20 +1557,23 @@ func file_bps_proto_init() {
 	if File_bps_proto != nil {
 		return
 	}
-	file_bps_proto_msgTypes[11].OneofWrappers = []any{
+	file_bps_proto_msgTypes[14].OneofWrappers = []any{
 		(*Frame_Message)(nil),
 		(*Frame_Claim)(nil),
 		(*Frame_Probe)(nil),
 		(*Frame_Reparent)(nil),
 		(*Frame_Candidates)(nil),
+		(*Frame_Announce)(nil),
+		(*Frame_Ask)(nil),
+		(*Frame_SetPush)(nil),
 	}
 	type x struct{}
 	out := protoimpl.TypeBuilder{
 		File: protoimpl.DescBuilder{
 			GoPackagePath: reflect.TypeOf(x{}).PkgPath(),
 			RawDescriptor: unsafe.Slice(unsafe.StringData(file_bps_proto_rawDesc), len(file_bps_proto_rawDesc)),
-			NumEnums:      4,
-			NumMessages:   12,
+			NumEnums:      5,
+			NumMessages:   15,
 			NumExtensions: 0,
 			NumServices:   0,
 		},

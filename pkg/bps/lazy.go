@@ -1,0 +1,554 @@
+// Copyright 2026 The BPS Authors. All rights reserved.
+// Use of this source code is governed by a BSD-style
+// license that can be found in the LICENSE file.
+
+package bps
+
+import (
+	"fmt"
+	"sync/atomic"
+	"time"
+
+	"github.com/ethersphere/bps/pkg/bps/pb"
+	"google.golang.org/protobuf/encoding/protowire"
+)
+
+// A lazy second parent (issue 17, our addition to SWIP-61; docs/protocol.md
+// "A lazy second parent"): dual parenting's masking without two frames per
+// delivery, the eager/lazy push of Plumtree. Of a subscription's two
+// parents one is eager — it sends every delivery whole, as before — and
+// the other lazy: it sends, for each content delivery it takes, an
+// Announce naming the frame's key (FrameKey: sha256 of address and data,
+// what the child dedups by), and the frame itself only when asked. The
+// child asks when an announcement's frame has not come from the eager
+// parent within LazyWait, at once when no parent is eager, and sets the
+// lazy parent eager (SetPush) the moment its eager parent is lost: the
+// frames the dead parent did not send come within one round trip. Service
+// SOCs travel whole on every stream.
+//
+// It is negotiated per stream: a Join states the mode it asks the stream
+// to start in (push), and an enveloped parent that speaks it answers the
+// same mode in its Ack. A node that does not speak it sets neither, and
+// its streams carry every frame whole, as before.
+//
+// Hostile peers are bounded and judged on evidence. A parent keeps the
+// frames of a lazy stream's last lazyRing announcements and serves each
+// once; a child that asks for an announcement never made, for one twice,
+// or more often than announcements were made, provably violates (reset,
+// blocklisted, counted wrong_stream): a child asking for everything costs
+// its parent one eager stream, no more. A lazy parent whose announcement,
+// asked, is not served within lazyServeWait misses it, as a parent that
+// withholds misses a delivery its sister gave (lag.go), and MaxLag misses
+// in an epoch drop it; its announcements wait in a bounded set
+// (maxLazyPending), the oldest forgotten first.
+
+// Frame kinds of lazy push, in the envelope (codec.go).
+const (
+	kindAnnounce frameKind = 6 // pb.Frame.announce
+	kindAsk      frameKind = 7 // pb.Frame.ask
+	kindSetPush  frameKind = 8 // pb.Frame.set_push
+)
+
+const (
+	// lazyRing is how many of a lazy stream's latest announcements its
+	// parent can serve, holding their frames (shared with every stream
+	// they were queued to).
+	lazyRing = 128
+	// maxAskSeqs bounds the announcements one Ask names.
+	maxAskSeqs = 64
+	// maxLazyPending bounds the announcements a subscription waits on (or
+	// has asked for) at once; past it the oldest is forgotten.
+	maxLazyPending = 2 * lazyRing
+	// lazyServeWait is how long an asked announcement may wait for its
+	// frame before the parent that made it is blamed for a miss.
+	lazyServeWait = 2 * time.Second
+	// lazySwapAfter: when this many deliveries in a row came first from
+	// the lazy parent, asked, the eager parent is late — the two swap.
+	lazySwapAfter = 4
+)
+
+// lazyOut is lazy push at a parent, for one child stream that negotiated
+// it; under the cohort's mu.
+type lazyOut struct {
+	lazy bool   // announce content deliveries instead of sending them
+	next uint64 // the number of the next announcement
+	asks uint64 // announcements asked for, in all
+	ring *[lazyRing]lazySlot // made when the stream first turns lazy
+}
+
+type lazySlot struct {
+	frame []byte // the delivery announced, whole; nil once served
+	asked bool
+}
+
+// announcement is the Announce frame of one delivery, built once per
+// fan-out, for its first lazy stream.
+type announcement struct{ b []byte }
+
+func (a *announcement) of(frame []byte) []byte {
+	if a.b == nil {
+		k := frameKeyOf(frame)
+		a.b = encodeFrame(&pb.Announce{Key: k[:]})
+	}
+	return a.b
+}
+
+// frameKeyOf is the FrameKey of an encoded bare Message frame (encodeFrame
+// of a pb.Message: a length prefix, the address, the data).
+func frameKeyOf(frame []byte) [32]byte {
+	_, n := protowire.ConsumeVarint(frame)
+	b := frame[max(n, 0):]
+	var addr, data []byte
+	for len(b) > 0 {
+		num, typ, k := protowire.ConsumeTag(b)
+		if k < 0 {
+			break
+		}
+		b = b[k:]
+		k = protowire.ConsumeFieldValue(num, typ, b)
+		if k < 0 {
+			break
+		}
+		if typ == protowire.BytesType {
+			v, _ := protowire.ConsumeBytes(b)
+			switch num {
+			case 1:
+				addr = v
+			case 2:
+				data = v
+			}
+		}
+		b = b[k:]
+	}
+	return FrameKey(addr, data)
+}
+
+// out is what the fan-out queues to this stream for a content delivery f:
+// f itself while eager, else its announcement, the frame kept to be
+// served. The caller holds the cohort's mu.
+func (lz *lazyOut) out(f outFrame, ann *announcement) outFrame {
+	if !lz.lazy {
+		return f
+	}
+	if lz.ring == nil {
+		lz.ring = new([lazyRing]lazySlot)
+	}
+	lz.ring[lz.next%lazyRing] = lazySlot{frame: f.b}
+	lz.next++
+	return outFrame{b: ann.of(f.b), kind: kindAnnounce}
+}
+
+// negotiatePush answers a Join's push on the stream of m: the Join's mode
+// if this node speaks lazy push and the stream the envelope, else unset.
+func (s *Service) negotiatePush(m *member, join *pb.Join) pb.PushMode {
+	mode := join.GetPush()
+	if s.opts.NoLazyPush || m.codec != codecEnvelope || (mode != pb.PushMode_EAGER && mode != pb.PushMode_LAZY) {
+		return pb.PushMode_PUSH_MODE_UNSPECIFIED
+	}
+	m.c.mu.Lock()
+	m.lz = &lazyOut{lazy: mode == pb.PushMode_LAZY}
+	m.c.mu.Unlock()
+	return mode
+}
+
+// lazyUp handles a frame of lazy push that the child of m sent up; false:
+// f is none.
+func (c *cohort) lazyUp(f *pb.Frame, m *member) (bool, error) {
+	switch k := f.Kind.(type) {
+	case *pb.Frame_Ask:
+		return true, c.ask(m, k.Ask)
+	case *pb.Frame_SetPush:
+		return true, c.setPush(m, k.SetPush)
+	}
+	return false, nil
+}
+
+// ask serves the announcements a child asked for, each once; what fell out
+// of the ring is not served (a late ask, not a violation). An ask for an
+// announcement never made, asked before, or past the number made is a
+// violation.
+func (c *cohort) ask(m *member, a *pb.Ask) error {
+	s := c.r.s
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	lz := m.lz
+	if lz == nil {
+		s.count(c, CounterWrongStream)
+		return violationf("an ask on a stream without lazy push")
+	}
+	if len(a.Seqs) == 0 || len(a.Seqs) > maxAskSeqs {
+		s.count(c, CounterWrongStream)
+		return violationf("an ask for %d announcements", len(a.Seqs))
+	}
+	for _, q := range a.Seqs {
+		if q >= lz.next {
+			s.count(c, CounterWrongStream)
+			return violationf("an ask for announcement %d, %d made", q, lz.next)
+		}
+		if lz.asks++; lz.asks > lz.next {
+			s.count(c, CounterWrongStream)
+			return violationf("%d asks for %d announcements", lz.asks, lz.next)
+		}
+		if lz.next-q > lazyRing {
+			s.metrics.LazyGone.Inc()
+			continue
+		}
+		sl := &lz.ring[q%lazyRing]
+		if sl.asked {
+			s.count(c, CounterWrongStream)
+			return violationf("a second ask for announcement %d", q)
+		}
+		frame := sl.frame
+		*sl = lazySlot{asked: true}
+		if c.dead {
+			continue
+		}
+		if !m.offer(outFrame{b: frame, kind: kindMessage}) {
+			s.count(c, CounterQueueReset)
+			s.trace(Event{Kind: EventQueueReset, Cohort: c.spec.String(), Peer: m.peer})
+			m.kill(errQueueFull)
+			return nil
+		}
+		s.metrics.LazyServed.Inc()
+	}
+	return nil
+}
+
+// setPush switches the stream of m between eager and lazy.
+func (c *cohort) setPush(m *member, sp *pb.SetPush) error {
+	s := c.r.s
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if m.lz == nil || (sp.Mode != pb.PushMode_EAGER && sp.Mode != pb.PushMode_LAZY) {
+		s.count(c, CounterWrongStream)
+		return violationf("set push %s on a stream that negotiated %v", sp.Mode, m.lz != nil)
+	}
+	m.lz.lazy = sp.Mode == pb.PushMode_LAZY
+	return nil
+}
+
+// The child's half.
+
+// lazyParent is lazy push on one parent stream of a subscription.
+type lazyParent struct {
+	lazy atomic.Bool // the mode this node asked for: announcements, not frames
+	seq  uint64      // announcements read; under the receiver's dmu
+}
+
+// lazyIn is a subscription's announcements waiting for their frames, and
+// its asks waiting to be served; under the receiver's dmu.
+type lazyIn struct {
+	entries map[[32]byte]*lazyEntry
+	order   []*lazyEntry  // oldest first
+	timer   *time.Timer   // runs lazyFire; made stopped at Subscribe
+	armed   time.Time     // when the timer fires, zero if it is not armed (a kick aside)
+	streak  int           // deliveries in a row that came first from the lazy parent, asked
+	stopped bool          // the subscription finished
+	kicked  atomic.Bool   // a kick is pending
+	wait    time.Duration // Options.LazyWait
+}
+
+type lazyEntry struct {
+	key   [32]byte
+	p     *parent // the parent that announced it first
+	also  *parent // another that announced it too
+	seq   uint64  // its number on p's stream
+	due   time.Time
+	asked bool
+	done  bool
+}
+
+func (sub *Subscription) initLazy() {
+	sub.lz.wait = sub.s.opts.LazyWait
+	sub.lz.entries = make(map[[32]byte]*lazyEntry)
+	sub.lz.timer = time.AfterFunc(time.Hour, sub.lazyFire)
+	sub.lz.timer.Stop()
+}
+
+// stopLazy ends the subscription's lazy push; under dmu.
+func (sub *Subscription) stopLazy() {
+	sub.lz.stopped = true
+	sub.lz.timer.Stop()
+	clear(sub.lz.entries)
+	sub.lz.order = nil
+}
+
+// pushFor is the mode a new parent stream is asked to start in: lazy if
+// an eager parent feeds this node already, eager if none does.
+func (sub *Subscription) pushFor() pb.PushMode {
+	if sub.s.opts.NoLazyPush {
+		return pb.PushMode_PUSH_MODE_UNSPECIFIED
+	}
+	sub.mu.Lock()
+	defer sub.mu.Unlock()
+	if sub.hasEagerLocked(nil) {
+		return pb.PushMode_LAZY
+	}
+	return pb.PushMode_EAGER
+}
+
+// lazyOf is the lazy push of a parent stream that answered ack to join,
+// nil if the two did not negotiate it.
+func lazyOf(join *pb.Join, ack *pb.Ack, cd codec) *lazyParent {
+	if join.GetPush() == pb.PushMode_PUSH_MODE_UNSPECIFIED || cd != codecEnvelope {
+		return nil
+	}
+	switch ack.GetPush() {
+	case pb.PushMode_EAGER:
+		return &lazyParent{}
+	case pb.PushMode_LAZY:
+		lp := &lazyParent{}
+		lp.lazy.Store(true)
+		return lp
+	}
+	return nil
+}
+
+// eager reports whether p sends every delivery whole.
+func (p *parent) eager() bool { return p.lz == nil || !p.lz.lazy.Load() }
+
+// hasEagerLocked reports whether a parent other than but sends every
+// delivery whole; the caller holds sub.mu.
+func (sub *Subscription) hasEagerLocked(but *parent) bool {
+	for _, p := range sub.parents {
+		if p != but && p.eager() {
+			return true
+		}
+	}
+	return false
+}
+
+// setModeLocked asks p to feed this node lazily or eagerly from now on;
+// the caller holds sub.mu.
+func (sub *Subscription) setModeLocked(p *parent, lazy bool) {
+	if p.lz == nil || p.lz.lazy.Swap(lazy) == lazy {
+		return
+	}
+	mode := pb.PushMode_EAGER
+	if lazy {
+		mode = pb.PushMode_LAZY
+	}
+	p.cs.push(sub.s, outFrame{b: encodeFrame(&pb.SetPush{Mode: mode}), kind: kindSetPush})
+	if !lazy {
+		sub.s.metrics.LazyPromoted.Inc()
+		sub.s.trace(Event{Kind: EventPromote, Cohort: sub.spec.String(), Peer: p.cs.peer})
+	}
+}
+
+// ensureEagerLocked makes the first parent that speaks lazy push eager
+// when no parent other than but is: the eager parent was lost, or is
+// leaving. What that parent announced and this node lacks is asked for at
+// once. The caller holds sub.mu.
+func (sub *Subscription) ensureEagerLocked(but *parent) {
+	if sub.hasEagerLocked(but) {
+		return
+	}
+	for _, p := range sub.parents {
+		if p != but && p.lz != nil {
+			sub.setModeLocked(p, false)
+			sub.kickLazy()
+			return
+		}
+	}
+}
+
+// kickLazy runs lazyFire at once, to ask for what a parent set eager
+// announced; any goroutine, any lock.
+func (sub *Subscription) kickLazy() {
+	if sub.lz.kicked.CompareAndSwap(false, true) {
+		sub.lz.timer.Reset(0)
+	}
+}
+
+// announced takes an announcement from parent p: nothing to do if the
+// frame was taken already (p is credited with it), else it waits for the
+// frame, LazyWait if an eager parent should bring it, not at all if none
+// will.
+func (sub *Subscription) announced(p *parent, a *pb.Announce) error {
+	if p.lz == nil {
+		return fmt.Errorf("%w: an announcement on a stream without lazy push", errMalformed)
+	}
+	if len(a.Key) != len(lazyEntry{}.key) {
+		return fmt.Errorf("%w: an announcement of %d bytes", errMalformed, len(a.Key))
+	}
+	key := [32]byte(a.Key)
+	sub.dmu.Lock()
+	defer sub.dmu.Unlock()
+	seq := p.lz.seq
+	p.lz.seq++
+	lz := &sub.lz
+	if lz.stopped || sub.cClosed {
+		return nil
+	}
+	if sub.taken.Contains(key) {
+		sub.noteLag(p.cs, key, true, false)
+		return nil
+	}
+	if e := lz.entries[key]; e != nil {
+		if e.p != p {
+			e.also = p
+		}
+		return nil
+	}
+	sub.mu.Lock()
+	now := !sub.hasEagerLocked(nil) || p.eager()
+	sub.mu.Unlock()
+	if len(lz.entries) >= maxLazyPending {
+		sub.compactLazy()
+		for len(lz.order) > 0 && len(lz.entries) >= maxLazyPending {
+			delete(lz.entries, lz.order[0].key)
+			lz.order[0] = nil
+			lz.order = lz.order[1:]
+		}
+	}
+	e := &lazyEntry{key: key, p: p, seq: seq, due: time.Now().Add(lz.wait)}
+	lz.entries[key] = e
+	lz.order = append(lz.order, e)
+	switch {
+	case now:
+		sub.kickLazy()
+	case lz.kicked.Load():
+	case lz.armed.IsZero() || e.due.Before(lz.armed):
+		lz.armed = e.due
+		lz.timer.Reset(lz.wait)
+	}
+	return nil
+}
+
+// compactLazy drops finished entries from the order; under dmu.
+func (sub *Subscription) compactLazy() {
+	lz := &sub.lz
+	kept := lz.order[:0]
+	for _, e := range lz.order {
+		if !e.done {
+			kept = append(kept, e)
+		}
+	}
+	clear(lz.order[len(kept):])
+	lz.order = kept
+}
+
+// lazyTook is told, under dmu, every delivery taken or dropped as a copy:
+// the parents that announced it are credited with it (lag.go), an ask it
+// answers is served, and the lazy parent that served first, asked, this
+// many times in a row becomes the eager one.
+func (sub *Subscription) lazyTook(from *clientStream, key [32]byte, dup bool) {
+	lz := &sub.lz
+	e := lz.entries[key]
+	if e == nil {
+		return
+	}
+	if !dup {
+		sub.noteLag(e.p.cs, key, true, false)
+		if e.also != nil {
+			sub.noteLag(e.also.cs, key, true, false)
+		}
+	}
+	switch {
+	case !e.asked:
+		lz.streak = 0
+	case from == e.p.cs:
+		if !dup {
+			if lz.streak++; lz.streak >= lazySwapAfter {
+				lz.streak = 0
+				sub.swapTo(e.p)
+			}
+		}
+	default:
+		return // asked: p must still serve it
+	}
+	e.done = true
+	delete(lz.entries, key)
+}
+
+// swapTo makes p, a lazy parent that keeps bringing what the eager one is
+// late with, the eager parent, and the others lazy; under dmu.
+func (sub *Subscription) swapTo(p *parent) {
+	sub.mu.Lock()
+	defer sub.mu.Unlock()
+	if p.lz == nil || p.eager() || !sub.hasParentLocked(p.cs.peer) {
+		return
+	}
+	sub.setModeLocked(p, false)
+	for _, q := range sub.parents {
+		if q != p {
+			sub.setModeLocked(q, true)
+		}
+	}
+}
+
+// lazyFire asks for the announcements whose frames are due — LazyWait
+// passed, or their parent is now eager, or no parent is — and blames the
+// parents whose asks were not served within lazyServeWait.
+func (sub *Subscription) lazyFire() {
+	s := sub.s
+	if !s.track() {
+		return
+	}
+	defer s.done()
+	sub.dmu.Lock()
+	defer sub.dmu.Unlock()
+	lz := &sub.lz
+	lz.kicked.Store(false)
+	lz.armed = time.Time{}
+	if lz.stopped || sub.cClosed {
+		return
+	}
+	sub.mu.Lock()
+	live := make(map[*parent]bool, len(sub.parents))
+	for _, p := range sub.parents {
+		live[p] = true
+	}
+	anyEager := sub.hasEagerLocked(nil)
+	sub.mu.Unlock()
+
+	now := time.Now()
+	var next time.Time
+	asks := make(map[*parent][]uint64)
+	var blame []*parent
+	kept := lz.order[:0]
+	for _, e := range lz.order {
+		switch {
+		case e.done:
+			continue
+		case !live[e.p]:
+			// its stream ended: nothing to ask it, nothing to judge
+			delete(lz.entries, e.key)
+			continue
+		case !e.asked && sub.taken.Contains(e.key):
+			delete(lz.entries, e.key)
+			continue
+		case !e.asked && (e.p.eager() || !anyEager || !e.due.After(now)):
+			e.asked, e.due = true, now.Add(lazyServeWait)
+			asks[e.p] = append(asks[e.p], e.seq)
+		case e.asked && !e.due.After(now):
+			blame = append(blame, e.p)
+			delete(lz.entries, e.key)
+			continue
+		}
+		if next.IsZero() || e.due.Before(next) {
+			next = e.due
+		}
+		kept = append(kept, e)
+	}
+	clear(lz.order[len(kept):])
+	lz.order = kept
+	for p, seqs := range asks {
+		for len(seqs) > 0 {
+			n := min(len(seqs), maxAskSeqs)
+			if p.cs.push(s, outFrame{b: encodeFrame(&pb.Ask{Seqs: seqs[:n]}), kind: kindAsk}) {
+				s.metrics.LazyAsked.Add(float64(n))
+				s.trace(Event{Kind: EventAsk, Cohort: sub.spec.String(), Peer: p.cs.peer, Index: uint64(n)})
+			}
+			seqs = seqs[n:]
+		}
+	}
+	for _, p := range blame {
+		s.metrics.LazyUnserved.Inc()
+		sub.blame(p)
+	}
+	if !next.IsZero() && !lz.kicked.Load() {
+		lz.armed = next
+		lz.timer.Reset(max(time.Until(next), time.Millisecond))
+	}
+}

@@ -1,0 +1,478 @@
+// Copyright 2026 The BPS Authors. All rights reserved.
+// Use of this source code is governed by a BSD-style
+// license that can be found in the LICENSE file.
+
+package bps_test
+
+import (
+	"bufio"
+	"bytes"
+	"context"
+	"crypto/rand"
+	"slices"
+	"testing"
+	"time"
+
+	"github.com/ethersphere/bee/v2/pkg/p2p"
+	"github.com/ethersphere/bee/v2/pkg/swarm"
+	"github.com/ethersphere/bps/pkg/bps"
+	"github.com/ethersphere/bps/pkg/bps/pb"
+	"github.com/ethersphere/bps/pkg/bps/streamtest"
+	"google.golang.org/protobuf/encoding/protodelim"
+	"google.golang.org/protobuf/proto"
+)
+
+// newLazyTree is newMTree with each relay's options from opts (i: the
+// relay's index; relay capacity 2 unless opts sets another).
+func newLazyTree(t *testing.T, n, brokerCap int, sp func(admin key) *bps.Spec, opts func(i int, o *bps.Options)) *mtree {
+	t.Helper()
+	net := newNetwork(t)
+	mt := &mtree{t: t, net: net, admin: newKey(t)}
+	mt.sp = sp(mt.admin)
+	mt.broker = newNode(t, net, bps.Options{MaxStreamsPerCohort: brokerCap, ProbeWait: 5 * time.Second})
+	all := []*tnode{mt.broker}
+	for i := range n {
+		o := relayOptions(2)
+		if opts != nil {
+			opts(i, &o)
+		}
+		nd := newNode(t, net, o)
+		for _, other := range all {
+			if err := net.Connect(nd.Node, other.Node); err != nil {
+				t.Fatal(err)
+			}
+		}
+		all = append(all, nd)
+		mt.nodes = append(mt.nodes, nd)
+	}
+	return mt
+}
+
+// lazyOf is, for each parent of sub, whether it feeds sub lazily, by
+// overlay.
+func lazyOf(sub *bps.Subscription) map[string]bool {
+	out := make(map[string]bool)
+	ps, lz := sub.Parents(), sub.LazyParents()
+	for i := range min(len(ps), len(lz)) {
+		out[ps[i].ByteString()] = lz[i]
+	}
+	return out
+}
+
+// TestLazySecondParent: of a node's two parents one sends every update
+// whole and the other only announces it; every update reaches every node
+// once and in order, and a two-parented node is not sent the second copy
+// of each (eager parenting drops one duplicate per update there).
+func TestLazySecondParent(t *testing.T) {
+	t.Parallel()
+	mt := newMTree(t, 4, 2, 2, func(a key) *bps.Spec { return feedSpec(t, "lazy-second-parent", a) })
+	mt.subscribeAll()
+	for i, sub := range mt.subs[2:] {
+		lz := sub.LazyParents()
+		if len(lz) != 2 || lz[0] == lz[1] {
+			t.Fatalf("node %d: lazy parents %v, want one eager and one lazy", i+2, lz)
+		}
+	}
+	p := mt.adminPublisher()
+	const n = 20
+	mt.publishN(p, 0, n)
+	for i, sub := range mt.subs {
+		expectUpdates(t, sub, 0, n)
+		if got := sub.Received(); got != n {
+			t.Fatalf("node %d received %d, want %d", i, got, n)
+		}
+	}
+	for i, sub := range mt.subs[2:] {
+		// A copy comes only where the eager parent was later than
+		// LazyWait and the lazy one was asked.
+		if d := sub.Dropped(); d >= n/2 {
+			t.Fatalf("node %d dropped %d copies of %d updates: the lazy parent sends them whole", i+2, d, n)
+		}
+	}
+}
+
+// lazyFakeParent is a node that answers every Join OK over the envelope at
+// depth, speaking lazy push (its Ack echoes the Join's mode), writes each
+// frame sent on down, and passes each frame its child sends up to up
+// (dropped when up is full); it holds the stream until its peer closes it.
+func lazyFakeParent(t *testing.T, net *streamtest.Network, depth uint32, down <-chan *pb.Frame, up chan<- *pb.Frame) *streamtest.Node {
+	t.Helper()
+	evil := net.NewNode()
+	if err := evil.AddProtocol(p2p.ProtocolSpec{Name: bps.ProtocolName, Version: bps.ProtocolVersion,
+		StreamSpecs: []p2p.StreamSpec{{Name: bps.StreamName, Handler: func(ctx context.Context, _ p2p.Peer, s p2p.Stream) error {
+			r := bufio.NewReader(s)
+			join := new(pb.Join)
+			if err := protodelim.UnmarshalFrom(r, join); err != nil {
+				return err
+			}
+			if _, err := s.Write(bps.EncodeFrame(&pb.Ack{Status: pb.Status_OK, Multihop: true, Depth: depth, Push: join.Push})); err != nil {
+				return err
+			}
+			closed := make(chan struct{})
+			go func() {
+				defer close(closed)
+				for {
+					f := new(pb.Frame)
+					if err := protodelim.UnmarshalFrom(r, f); err != nil {
+						return
+					}
+					select {
+					case up <- f:
+					default:
+					}
+				}
+			}()
+			for {
+				select {
+				case f := <-down:
+					if _, err := s.Write(bps.EncodeFrame(f)); err != nil {
+						<-closed
+						return err
+					}
+				case <-closed:
+					return s.Close()
+				}
+			}
+		}}}}); err != nil {
+		t.Fatal(err)
+	}
+	return evil
+}
+
+// joinFirstAt is a new node of mt's tree whose parents are first and then
+// second (a fake origin refers it to both, in that order), with options o.
+func (mt *mtree) joinFirstAt(first, second *streamtest.Node, o bps.Options) (*tnode, *bps.Subscription) {
+	mt.t.Helper()
+	origin := referrer(mt.t, mt.net, first.Overlay(), second.Overlay())
+	joiner := newNode(mt.t, mt.net, o)
+	for _, nd := range []*streamtest.Node{first, second, origin, mt.broker.Node} {
+		if err := mt.net.Connect(joiner.Node, nd); err != nil {
+			mt.t.Fatal(err)
+		}
+	}
+	sub, err := joiner.svc.Subscribe(ctxT(mt.t), origin.Overlay(), mt.sp)
+	if err != nil {
+		mt.t.Fatal(err)
+	}
+	mt.t.Cleanup(func() { _ = sub.Close() })
+	if ps := sub.Parents(); len(ps) != 2 || !ps[0].Equal(first.Overlay()) || !ps[1].Equal(second.Overlay()) {
+		mt.t.Fatalf("parents %v, want %s then %s", ps, first.Overlay(), second.Overlay())
+	}
+	return joiner, sub
+}
+
+// TestLazyAskWhenEagerLate: the eager parent sends nothing (a peer that
+// does not speak lazy push, so it stays eager); the lazy parent's
+// announcements are asked for once LazyWait passed and served, so every
+// update arrives; after lazySwapAfter served first in a row the lazy
+// parent is set eager.
+func TestLazyAskWhenEagerLate(t *testing.T) {
+	t.Parallel()
+	mt := newMTree(t, 1, 2, 2, func(a key) *bps.Spec { return feedSpec(t, "lazy-ask", a) })
+	mt.subscribeAll()
+	honest := mt.nodes[0]
+	mute := statingParent(t, mt.net, 1) // OK, then nothing
+	o := relayOptions(2)
+	o.LazyWait = 20 * time.Millisecond
+	joiner, sub := mt.joinFirstAt(mute, honest.Node, o)
+	if lz := sub.LazyParents(); !slices.Equal(lz, []bool{false, true}) {
+		t.Fatalf("lazy parents %v, want the mute one eager and the relay lazy", lz)
+	}
+	p := mt.adminPublisher()
+	const n = 10
+	for i := range uint64(n) {
+		mt.publishN(p, i, i+1)
+		expectUpdates(t, sub, i, i+1)
+	}
+	ask := joiner.rec.wait(t, "an ask to the lazy parent", kind(bps.EventAsk))
+	if !ask.Peer.Equal(honest.Overlay()) {
+		t.Fatalf("asked %s, want the relay %s", ask.Peer, honest.Overlay())
+	}
+	pr := joiner.rec.wait(t, "the lazy parent set eager", kind(bps.EventPromote))
+	if !pr.Peer.Equal(honest.Overlay()) {
+		t.Fatalf("promoted %s, want the relay %s", pr.Peer, honest.Overlay())
+	}
+	if lz := lazyOf(sub); lz[honest.Overlay().ByteString()] {
+		t.Fatal("the relay is still lazy")
+	}
+}
+
+// TestLazyFailover: a node's eager parent dies mid-stream; its lazy parent
+// is set eager at once and what it announced meanwhile is asked for at
+// once — with LazyWait an hour, only that can deliver — so no update is
+// missing, and the node is fed whole again within one round trip of the
+// loss.
+func TestLazyFailover(t *testing.T) {
+	t.Parallel()
+	mt := newLazyTree(t, 4, 2, func(a key) *bps.Spec { return feedSpec(t, "lazy-failover", a) }, func(i int, o *bps.Options) {
+		o.LazyWait = time.Hour
+	})
+	mt.subscribeAll()
+	p := mt.adminPublisher()
+	mt.publishN(p, 0, 5)
+	for _, sub := range mt.subs {
+		expectUpdates(t, sub, 0, 5)
+	}
+	child, sub := mt.nodes[2], mt.subs[2]
+	var eager, lazy swarm.Address
+	for peer, lz := range lazyOf(sub) {
+		if lz {
+			lazy = swarm.NewAddress([]byte(peer))
+		} else {
+			eager = swarm.NewAddress([]byte(peer))
+		}
+	}
+	if eager.IsZero() || lazy.IsZero() {
+		t.Fatalf("lazy parents %v, want one of each", sub.LazyParents())
+	}
+	mt.net.Remove(findNode(mt.nodes, eager).Node)
+	child.rec.wait(t, "lost the eager parent", func(e bps.Event) bool { return e.Kind == bps.EventParentLost && e.Peer.Equal(eager) })
+	start := time.Now()
+	mt.publishN(p, 5, 15)
+	expectUpdates(t, sub, 5, 15)
+	t.Logf("10 updates after the failover in %s", time.Since(start))
+	pr := child.rec.wait(t, "the lazy parent set eager", kind(bps.EventPromote))
+	if !pr.Peer.Equal(lazy) {
+		t.Fatalf("promoted %s, want %s", pr.Peer, lazy)
+	}
+	if sub.LivenessFaults() != 0 {
+		t.Fatal("a liveness fault")
+	}
+}
+
+// TestLazyMixedTree: nodes that speak no lazy push (NoLazyPush) beside
+// nodes that do: a stream is lazy only where both ends speak it, every
+// node keeps an eager parent, and every update reaches every node once and
+// in order.
+func TestLazyMixedTree(t *testing.T) {
+	t.Parallel()
+	old := func(i int) bool { return i%2 == 1 }
+	mt := newLazyTree(t, 8, 2, func(a key) *bps.Spec { return feedSpec(t, "lazy-mixed", a) }, func(i int, o *bps.Options) {
+		o.NoLazyPush = old(i)
+	})
+	mt.subscribeAll()
+	p := mt.adminPublisher()
+	const n = 12
+	mt.publishN(p, 0, n)
+	speaks := func(a swarm.Address) bool {
+		if a.Equal(mt.broker.Overlay()) {
+			return true
+		}
+		for i, nd := range mt.nodes {
+			if nd.Overlay().Equal(a) {
+				return !old(i)
+			}
+		}
+		t.Fatalf("no node %s", a)
+		return false
+	}
+	mixed := 0
+	for i, sub := range mt.subs {
+		expectUpdates(t, sub, 0, n)
+		ps, lz := sub.Parents(), sub.LazyParents()
+		lazies := 0
+		for j := range ps {
+			if lz[j] {
+				lazies++
+				if old(i) || !speaks(ps[j]) {
+					t.Fatalf("node %d: parent %s lazy, but one end does not speak lazy push", i, ps[j])
+				}
+			}
+		}
+		switch {
+		case lazies == len(ps):
+			t.Fatalf("node %d: no eager parent among %v", i, ps)
+		case len(ps) == 2 && !old(i) && speaks(ps[0]) && speaks(ps[1]) && lazies != 1:
+			t.Fatalf("node %d: %d lazy parents of two that speak it, want 1", i, lazies)
+		case len(ps) == 2 && (old(i) || !speaks(ps[0]) || !speaks(ps[1])):
+			mixed++
+		}
+	}
+	if mixed == 0 {
+		t.Fatal("no two-parented node with a parent or itself not speaking lazy push: the tree is not mixed")
+	}
+}
+
+// TestHostileLazyParentNeverServes: a lazy parent announces what it never
+// serves. The node asks each announcement once; each ask not served in
+// time is a miss, and MaxLag misses drop the parent as withholding; the
+// eager parent delivers throughout.
+func TestHostileLazyParentNeverServes(t *testing.T) {
+	t.Parallel()
+	mt := newMTree(t, 1, 2, 2, func(a key) *bps.Spec { return feedSpec(t, "lazy-never-serves", a) })
+	mt.subscribeAll()
+	honest := mt.nodes[0]
+	down, up := make(chan *pb.Frame, 1), make(chan *pb.Frame, 64)
+	evil := lazyFakeParent(t, mt.net, 1, down, up)
+	o := relayOptions(2)
+	o.MaxLag = 3
+	o.LazyWait = 10 * time.Millisecond
+	joiner, sub := mt.joinFirstAt(honest.Node, evil, o)
+	if lz := sub.LazyParents(); !slices.Equal(lz, []bool{false, true}) {
+		t.Fatalf("lazy parents %v, want the relay eager, the fake lazy", lz)
+	}
+	const announced = 3
+	for range announced {
+		key := make([]byte, 32)
+		_, _ = rand.Read(key)
+		down <- &pb.Frame{Kind: &pb.Frame_Announce{Announce: &pb.Announce{Key: key}}}
+	}
+	asked := make(map[uint64]bool)
+	for len(asked) < announced {
+		select {
+		case f := <-up:
+			for _, q := range f.GetAsk().GetSeqs() {
+				if asked[q] || q >= announced {
+					t.Fatalf("asked for announcement %d (asked before: %v) of %d", q, asked[q], announced)
+				}
+				asked[q] = true
+			}
+		case <-time.After(10 * time.Second):
+			t.Fatalf("asked for %d of %d announcements", len(asked), announced)
+		}
+	}
+	ev := joiner.rec.wait(t, "the lazy parent that never serves dropped", kind(bps.EventWithheld))
+	if !ev.Peer.Equal(evil.Overlay()) {
+		t.Fatalf("dropped %s, want %s", ev.Peer, evil.Overlay())
+	}
+	p := mt.adminPublisher()
+	mt.publishN(p, 0, 3)
+	expectUpdates(t, sub, 0, 3)
+	if slices.ContainsFunc(sub.Parents(), evil.Overlay().Equal) {
+		t.Fatal("the parent that never serves is a parent again")
+	}
+}
+
+// readEnvelope reads one enveloped frame from r.
+func readEnvelope(t *testing.T, r *raw) *pb.Frame {
+	t.Helper()
+	f := new(pb.Frame)
+	if err := r.read(f); err != nil {
+		t.Fatalf("read frame: %v", err)
+	}
+	return f
+}
+
+// TestHostileLazyAskFlood: a lazy child may ask for each announcement
+// once, and is served each whole; asking for one again, or for one never
+// made, is a violation: reset, blocklisted, counted.
+func TestHostileLazyAskFlood(t *testing.T) {
+	t.Parallel()
+	net, broker, cl := cluster(t, bps.Options{}, 3)
+	admin := newKey(t)
+	sp := feedSpec(t, "lazy-ask-flood", admin)
+	child := openRaw(t, cl[0], broker)
+	if ack := child.join(&pb.Join{Cohort: sp.PB(), Multihop: true, Push: pb.PushMode_LAZY}); ack.Push != pb.PushMode_LAZY {
+		t.Fatalf("ack push %s, want LAZY", ack.Push)
+	}
+	pub := publish(t, cl[1], broker, sp, admin, 0)
+	const n = 3
+	var sent []*pb.Message
+	for i := range uint64(n) {
+		m := update(t, admin, sp, i, "flood")
+		if err := pub.Send(ctxT(t), m); err != nil {
+			t.Fatal(err)
+		}
+		sent = append(sent, m)
+	}
+	keys := make([][]byte, 0, n)
+	for range n {
+		a := readEnvelope(t, child).GetAnnounce()
+		if a == nil {
+			t.Fatal("a lazy stream was sent a frame other than an announcement")
+		}
+		keys = append(keys, a.Key)
+	}
+	for i, m := range sent {
+		if k := bps.FrameKey(m.Address, m.Data); !bytes.Equal(keys[i], k[:]) {
+			t.Fatalf("announcement %d names %x, want the frame key %x", i, keys[i], k)
+		}
+	}
+	child.send(&pb.Frame{Kind: &pb.Frame_Ask{Ask: &pb.Ask{Seqs: []uint64{0, 1, 2}}}})
+	for i := range n {
+		m := readEnvelope(t, child).GetMessage()
+		if m == nil || !bytes.Equal(m.Data, sent[i].Data) {
+			t.Fatalf("ask %d served %v, want the update", i, m)
+		}
+	}
+	before := cohortInfo(t, broker, sp).Counters[bps.CounterWrongStream.String()]
+	child.send(&pb.Frame{Kind: &pb.Frame_Ask{Ask: &pb.Ask{Seqs: []uint64{1}}}})
+	expectReset(t, child)
+	waitBlocklisted(t, broker, cl[0])
+	if got := cohortInfo(t, broker, sp).Counters[bps.CounterWrongStream.String()]; got != before+1 {
+		t.Fatalf("wrong_stream %d, want %d", got, before+1)
+	}
+
+	// An ask for an announcement never made.
+	other := openRaw(t, cl[2], broker)
+	other.join(&pb.Join{Cohort: sp.PB(), Multihop: true, Push: pb.PushMode_LAZY})
+	other.send(&pb.Frame{Kind: &pb.Frame_Ask{Ask: &pb.Ask{Seqs: []uint64{7}}}})
+	expectReset(t, other)
+	waitBlocklisted(t, broker, cl[2])
+	_ = net
+}
+
+// TestOneHopLazyNegotiation, on bee's stream recorder: a parent answers a
+// Join's push only on an enveloped stream and only if it speaks lazy push;
+// an ask for an announcement never made and a SetPush without a mode are
+// violations (BlockPeerError); an ask on a stream that did not negotiate
+// it is too.
+func TestOneHopLazyNegotiation(t *testing.T) {
+	t.Parallel()
+	admin := newKey(t)
+	feed := &pb.CohortSpec{Topic: topicOf("lazy negotiation"), Binding: pb.TopicBinding_FEED_TOPIC, Admin: admin.addr}
+	frame := func(f *pb.Frame) []byte { return bps.EncodeFrame(f) }
+	ask := frame(&pb.Frame{Kind: &pb.Frame_Ask{Ask: &pb.Ask{Seqs: []uint64{0}}}})
+	for _, tc := range []struct {
+		name  string
+		opts  bps.Options
+		join  *pb.Join
+		more  []byte
+		push  pb.PushMode
+		block bool
+	}{
+		{name: "lazy, spoken", join: &pb.Join{Cohort: feed, Multihop: true, Push: pb.PushMode_LAZY}, push: pb.PushMode_LAZY},
+		{name: "eager, spoken", join: &pb.Join{Cohort: feed, Multihop: true, Push: pb.PushMode_EAGER}, push: pb.PushMode_EAGER},
+		{name: "no envelope", join: &pb.Join{Cohort: feed, Push: pb.PushMode_LAZY}},
+		{name: "the parent does not speak it", opts: bps.Options{NoLazyPush: true}, join: &pb.Join{Cohort: feed, Multihop: true, Push: pb.PushMode_LAZY}},
+		{name: "an unknown mode", join: &pb.Join{Cohort: feed, Multihop: true, Push: 7}},
+		{name: "an ask for an announcement never made", join: &pb.Join{Cohort: feed, Multihop: true, Push: pb.PushMode_LAZY}, more: ask, push: pb.PushMode_LAZY, block: true},
+		{name: "an ask without lazy push", opts: bps.Options{NoLazyPush: true}, join: &pb.Join{Cohort: feed, Multihop: true, Push: pb.PushMode_LAZY}, more: ask, block: true},
+		{name: "set push without a mode", join: &pb.Join{Cohort: feed, Multihop: true, Push: pb.PushMode_EAGER},
+			more: frame(&pb.Frame{Kind: &pb.Frame_SetPush{SetPush: &pb.SetPush{}}}), push: pb.PushMode_EAGER, block: true},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			t.Parallel()
+			h := newOneHop(t, tc.opts)
+			s, ack := h.join(tc.join)
+			if ack.Status != pb.Status_OK || ack.Push != tc.push {
+				t.Fatalf("ack %v, want OK with push %s", ack, tc.push)
+			}
+			if tc.more != nil {
+				if _, err := s.Write(tc.more); err != nil {
+					t.Fatal(err)
+				}
+			}
+			if !tc.block {
+				_ = s.Close()
+			}
+			recs := h.records()
+			checkBlock(t, recs[0].Err(), tc.block)
+			checkFrames(t, "in", recs[0].In(), append([]proto.Message{tc.join}, moreFrames(t, tc.more)...)...)
+		})
+	}
+}
+
+// moreFrames decodes b, enveloped frames, for checkFrames.
+func moreFrames(t *testing.T, b []byte) []proto.Message {
+	t.Helper()
+	var out []proto.Message
+	r := bufio.NewReader(bytes.NewReader(b))
+	for {
+		f := new(pb.Frame)
+		if err := protodelim.UnmarshalFrom(r, f); err != nil {
+			return out
+		}
+		out = append(out, f)
+	}
+}
