@@ -112,10 +112,11 @@ func writeAndLeave(t *testing.T, net *streamtest.Network, broker *streamtest.Nod
 	net.Disconnect(c, broker)
 }
 
-// FuzzEnvelopeUp: a child that joined over the multihop envelope sends
-// arbitrary bytes up — publications, claims, candidates, probes, reparents
-// or garbage, in any order: the node answers, drops or resets, never
-// panics, and still serves a well-behaved subscriber.
+// FuzzEnvelopeUp: a child that joined over the multihop envelope, lazily
+// fed, sends arbitrary bytes up — publications, claims, candidates, probes,
+// reparents, asks, push modes or garbage, in any order: the node answers,
+// drops or resets, never panics, and still serves a well-behaved
+// subscriber.
 func FuzzEnvelopeUp(f *testing.F) {
 	k := newKey(f)
 	sp := feedSpec(f, "fuzz-envelope-up", k)
@@ -126,19 +127,26 @@ func FuzzEnvelopeUp(f *testing.F) {
 	f.Add(frame(&pb.Frame{Kind: &pb.Frame_Probe{Probe: &pb.Probe{Depth: 1, Nonce: 2}}}))
 	f.Add(frame(&pb.Frame{Kind: &pb.Frame_Reparent{Reparent: &pb.Reparent{To: make([]byte, 32)}}}))
 	f.Add([]byte{0x02, 0x2a, 0x00})
+	f.Add(append(frame(&pb.Frame{Kind: &pb.Frame_Message{Message: update(f, k, sp, 0, "x")}}),
+		frame(&pb.Frame{Kind: &pb.Frame_Ask{Ask: &pb.Ask{Seqs: []uint64{0, 0}}}})...))
+	f.Add(frame(&pb.Frame{Kind: &pb.Frame_Ask{Ask: &pb.Ask{Seqs: []uint64{1 << 40}}}}))
+	f.Add(frame(&pb.Frame{Kind: &pb.Frame_SetPush{SetPush: &pb.SetPush{Mode: pb.PushMode_EAGER}}}))
+	f.Add(frame(&pb.Frame{Kind: &pb.Frame_SetPush{SetPush: &pb.SetPush{Mode: 9}}}))
+	f.Add(frame(&pb.Frame{Kind: &pb.Frame_Announce{Announce: &pb.Announce{Key: make([]byte, 32)}}}))
 
 	net, broker := fuzzBroker(f, bps.Options{HandshakeTimeout: time.Second, ProbeWait: 50 * time.Millisecond})
-	join := bps.EncodeFrame(&pb.Join{Cohort: sp.PB(), Multihop: true})
+	join := bps.EncodeFrame(&pb.Join{Cohort: sp.PB(), Multihop: true, Push: pb.PushMode_LAZY})
 	f.Fuzz(func(t *testing.T, b []byte) {
 		writeAndLeave(t, net, broker, append(bytes.Clone(join), b...))
 		subscribeAfterFuzz(t, net, broker, sp)
 	})
 }
 
-// FuzzEnvelopeDown: a parent that accepted the node over the envelope
-// sends arbitrary bytes down — deliveries, probes, reparents, candidates
-// or garbage: the node's subscription ends or goes on, the node never
-// panics, and its Service still closes with every goroutine ended.
+// FuzzEnvelopeDown: a parent that accepted the node over the envelope,
+// speaking lazy push, sends arbitrary bytes down — deliveries, probes,
+// reparents, candidates, announcements or garbage: the node's subscription
+// ends or goes on, the node never panics, and its Service still closes
+// with every goroutine ended.
 func FuzzEnvelopeDown(f *testing.F) {
 	k := newKey(f)
 	sp := feedSpec(f, "fuzz-envelope-down", k)
@@ -148,16 +156,20 @@ func FuzzEnvelopeDown(f *testing.F) {
 	f.Add(frame(&pb.Frame{Kind: &pb.Frame_Reparent{Reparent: &pb.Reparent{To: bytes.Repeat([]byte{1}, 32), Underlays: [][]byte{{1}}}}}))
 	f.Add(frame(&pb.Frame{Kind: &pb.Frame_Candidates{Candidates: &pb.Candidates{Nonce: 3}}}))
 	f.Add([]byte{0x81, 0x40})
+	f.Add(frame(&pb.Frame{Kind: &pb.Frame_Announce{Announce: &pb.Announce{Key: make([]byte, 32)}}}))
+	f.Add(frame(&pb.Frame{Kind: &pb.Frame_Announce{Announce: &pb.Announce{Key: make([]byte, 31)}}}))
+	f.Add(frame(&pb.Frame{Kind: &pb.Frame_Ask{Ask: &pb.Ask{Seqs: []uint64{0}}}}))
 
 	var current atomic.Pointer[[]byte]
 	net := streamtest.New()
 	evil := net.NewNode()
 	if err := evil.AddProtocol(p2p.ProtocolSpec{Name: bps.ProtocolName, Version: bps.ProtocolVersion,
 		StreamSpecs: []p2p.StreamSpec{{Name: bps.StreamName, Handler: func(_ context.Context, _ p2p.Peer, s p2p.Stream) error {
-			if err := protodelim.UnmarshalFrom(bufio.NewReader(s), new(pb.Join)); err != nil {
+			join := new(pb.Join)
+			if err := protodelim.UnmarshalFrom(bufio.NewReader(s), join); err != nil {
 				return err
 			}
-			out := bps.EncodeFrame(&pb.Ack{Status: pb.Status_OK, Multihop: true, Depth: 1})
+			out := bps.EncodeFrame(&pb.Ack{Status: pb.Status_OK, Multihop: true, Depth: 1, Push: join.Push})
 			if b := current.Load(); b != nil {
 				out = append(out, *b...)
 			}

@@ -340,7 +340,7 @@ func (sub *Subscription) setModeLocked(p *parent, lazy bool) {
 // leaving. What that parent announced and this node lacks is asked for at
 // once. The caller holds sub.mu.
 func (sub *Subscription) ensureEagerLocked(but *parent) {
-	if sub.hasEagerLocked(but) {
+	if sub.closing || sub.fatal != nil || sub.hasEagerLocked(but) {
 		return
 	}
 	for _, p := range sub.parents {
