@@ -70,9 +70,9 @@ const (
 // lazyOut is lazy push at a parent, for one child stream that negotiated
 // it; under the cohort's mu.
 type lazyOut struct {
-	lazy bool   // announce content deliveries instead of sending them
-	next uint64 // the number of the next announcement
-	asks uint64 // announcements asked for, in all
+	lazy bool                // announce content deliveries instead of sending them
+	next uint64              // the number of the next announcement
+	asks uint64              // announcements asked for, in all
 	ring *[lazyRing]lazySlot // made when the stream first turns lazy
 }
 
