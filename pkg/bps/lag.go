@@ -138,7 +138,8 @@ func (sub *Subscription) withhold(p *parent) {
 
 // blame counts a miss against p that is not a delivery leaving the window
 // — an announcement it did not serve when asked (lazy.go) — and drops it
-// at MaxLag this epoch, as evictLag does; under the receiver's dmu.
+// at MaxLag this epoch, as evictLag does. It takes sub.mu, as every change
+// of missed holds it; the caller holds no lock.
 func (sub *Subscription) blame(p *parent) {
 	sub.mu.Lock()
 	drop := false

@@ -479,21 +479,15 @@ func (sub *Subscription) swapTo(p *parent) {
 
 // lazyFire asks for the announcements whose frames are due — LazyWait
 // passed, or their parent is now eager, or no parent is — and blames the
-// parents whose asks were not served within lazyServeWait.
+// parents whose asks were not served within lazyServeWait. It runs on a
+// timer's goroutine: it reads the parents (sub.mu) before it takes dmu and
+// blames after it let dmu go, for finishLocked takes dmu under sub.mu.
 func (sub *Subscription) lazyFire() {
 	s := sub.s
 	if !s.track() {
 		return
 	}
 	defer s.done()
-	sub.dmu.Lock()
-	defer sub.dmu.Unlock()
-	lz := &sub.lz
-	lz.kicked.Store(false)
-	lz.armed = time.Time{}
-	if lz.stopped || sub.cClosed {
-		return
-	}
 	sub.mu.Lock()
 	live := make(map[*parent]bool, len(sub.parents))
 	for _, p := range sub.parents {
@@ -502,6 +496,25 @@ func (sub *Subscription) lazyFire() {
 	anyEager := sub.hasEagerLocked(nil)
 	sub.mu.Unlock()
 
+	blame := sub.lazyDue(live, anyEager)
+	for _, p := range blame {
+		s.metrics.LazyUnserved.Inc()
+		sub.blame(p)
+	}
+}
+
+// lazyDue is lazyFire's work under dmu: it asks for what is due and
+// returns the parents to blame.
+func (sub *Subscription) lazyDue(live map[*parent]bool, anyEager bool) []*parent {
+	s := sub.s
+	sub.dmu.Lock()
+	defer sub.dmu.Unlock()
+	lz := &sub.lz
+	lz.kicked.Store(false)
+	lz.armed = time.Time{}
+	if lz.stopped || sub.cClosed {
+		return nil
+	}
 	now := time.Now()
 	var next time.Time
 	asks := make(map[*parent][]uint64)
@@ -543,12 +556,9 @@ func (sub *Subscription) lazyFire() {
 			seqs = seqs[n:]
 		}
 	}
-	for _, p := range blame {
-		s.metrics.LazyUnserved.Inc()
-		sub.blame(p)
-	}
 	if !next.IsZero() && !lz.kicked.Load() {
 		lz.armed = next
 		lz.timer.Reset(max(time.Until(next), time.Millisecond))
 	}
+	return blame
 }

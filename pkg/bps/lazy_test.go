@@ -61,11 +61,14 @@ func lazyOf(sub *bps.Subscription) map[string]bool {
 
 // TestLazySecondParent: of a node's two parents one sends every update
 // whole and the other only announces it; every update reaches every node
-// once and in order, and a two-parented node is not sent the second copy
-// of each (eager parenting drops one duplicate per update there).
+// once and in order, and a two-parented node is not sent a second copy of
+// any (eager parenting drops one duplicate per update there). LazyWait is
+// long, so that no copy is asked for on a busy machine.
 func TestLazySecondParent(t *testing.T) {
 	t.Parallel()
-	mt := newMTree(t, 4, 2, 2, func(a key) *bps.Spec { return feedSpec(t, "lazy-second-parent", a) })
+	mt := newLazyTree(t, 4, 2, func(a key) *bps.Spec { return feedSpec(t, "lazy-second-parent", a) }, func(_ int, o *bps.Options) {
+		o.LazyWait = 10 * time.Second
+	})
 	mt.subscribeAll()
 	for i, sub := range mt.subs[2:] {
 		lz := sub.LazyParents()
@@ -83,10 +86,8 @@ func TestLazySecondParent(t *testing.T) {
 		}
 	}
 	for i, sub := range mt.subs[2:] {
-		// A copy comes only where the eager parent was later than
-		// LazyWait and the lazy one was asked.
-		if d := sub.Dropped(); d >= n/2 {
-			t.Fatalf("node %d dropped %d copies of %d updates: the lazy parent sends them whole", i+2, d, n)
+		if d := sub.Dropped(); d != 0 {
+			t.Fatalf("node %d dropped %d copies of %d updates: the lazy parent sent them whole", i+2, d, n)
 		}
 	}
 }
@@ -358,7 +359,7 @@ func readEnvelope(t *testing.T, r *raw) *pb.Frame {
 // made, is a violation: reset, blocklisted, counted.
 func TestHostileLazyAskFlood(t *testing.T) {
 	t.Parallel()
-	net, broker, cl := cluster(t, bps.Options{}, 3)
+	_, broker, cl := cluster(t, bps.Options{}, 3)
 	admin := newKey(t)
 	sp := feedSpec(t, "lazy-ask-flood", admin)
 	child := openRaw(t, cl[0], broker)
@@ -409,7 +410,6 @@ func TestHostileLazyAskFlood(t *testing.T) {
 	other.send(&pb.Frame{Kind: &pb.Frame_Ask{Ask: &pb.Ask{Seqs: []uint64{7}}}})
 	expectReset(t, other)
 	waitBlocklisted(t, broker, cl[2])
-	_ = net
 }
 
 // TestOneHopLazyNegotiation, on bee's stream recorder: a parent answers a

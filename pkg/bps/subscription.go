@@ -73,7 +73,7 @@ type Subscription struct {
 type parent struct {
 	cs        *clientStream
 	gen       uint32
-	missed    int          // deliveries its sister gave and it did not, this lag epoch; under the receiver's dmu
+	missed    int          // deliveries its sister gave and it did not (lag.go), or announced and did not serve (lazy.go), this lag epoch; under sub.mu
 	probing   atomic.Int32 // probes from this parent being answered
 	window    time.Time    // the second probes are counted in; the reader only
 	probes    int          // probes from this parent in window; the reader only
