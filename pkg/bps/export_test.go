@@ -51,3 +51,11 @@ func (sub *Subscription) LazyParents() []bool {
 	}
 	return out
 }
+
+// LazyPending is how many announcements the subscription waits on for
+// their frames, or has asked for.
+func (sub *Subscription) LazyPending() int {
+	sub.dmu.Lock()
+	defer sub.dmu.Unlock()
+	return len(sub.lz.entries)
+}

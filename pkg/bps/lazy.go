@@ -242,13 +242,50 @@ type lazyIn struct {
 	order   []*lazyEntry  // oldest first
 	timer   *time.Timer   // runs lazyFire; made stopped at Subscribe
 	armed   time.Time     // when the timer fires, zero if it is not armed (a kick aside)
-	streak  int           // deliveries in a row that came first from the lazy parent, asked
+	streak  int           // deliveries in a row the eager parent was late with (lazySwapAfter)
+	late    lateness      // how much later than the announcements the eager frames come
 	stopped bool          // the subscription finished
 	kicked  atomic.Bool   // a kick is pending
 	wait    time.Duration // Options.LazyWait
 }
 
+// lateness estimates how late the eager parent's frames are behind the
+// lazy parent's announcements, as TCP estimates a round trip (RFC 6298):
+// a smoothed mean and mean deviation of the samples. The wait before an
+// ask is the mean plus four deviations, at least LazyWait and at most
+// maxLazyWait: an eager parent that is regularly a little late (a busy
+// host, a longer path) is not asked past, and one that stops is asked
+// past within a second.
+type lateness struct {
+	srtt, rttvar time.Duration
+	n            int
+}
+
+// maxLazyWait bounds the wait before an ask, however late the eager
+// parent has been.
+const maxLazyWait = time.Second
+
+func (l *lateness) sample(d time.Duration) {
+	d = max(d, 0)
+	if l.n++; l.n == 1 {
+		l.srtt, l.rttvar = d, d/2
+		return
+	}
+	dev := l.srtt - d
+	if dev < 0 {
+		dev = -dev
+	}
+	l.rttvar += (dev - l.rttvar) / 4
+	l.srtt += (d - l.srtt) / 8
+}
+
+// wait is how long an announcement waits for its eager frame.
+func (l *lateness) wait(floor time.Duration) time.Duration {
+	return min(max(l.srtt+4*l.rttvar, floor), max(maxLazyWait, floor))
+}
+
 type lazyEntry struct {
+	at    time.Time // when the announcement came
 	key   [32]byte
 	p     *parent // the parent that announced it first
 	also  *parent // another that announced it too
@@ -382,6 +419,10 @@ func (sub *Subscription) announced(p *parent, a *pb.Announce) error {
 	}
 	if sub.taken.Contains(key) {
 		sub.noteLag(p.cs, key, true, false)
+		if !p.eager() {
+			lz.late.sample(0) // the eager frame came first
+			lz.streak = 0
+		}
 		return nil
 	}
 	if e := lz.entries[key]; e != nil {
@@ -401,16 +442,19 @@ func (sub *Subscription) announced(p *parent, a *pb.Announce) error {
 			lz.order = lz.order[1:]
 		}
 	}
-	e := &lazyEntry{key: key, p: p, seq: seq, due: time.Now().Add(lz.wait)}
+	at := time.Now()
+	wait := lz.late.wait(lz.wait)
+	e := &lazyEntry{at: at, key: key, p: p, seq: seq, due: at.Add(wait)}
 	lz.entries[key] = e
 	lz.order = append(lz.order, e)
+	sub.s.trace(Event{Kind: EventAnnounced, Cohort: sub.spec.String(), Peer: p.cs.peer, Index: seq})
 	switch {
 	case now:
 		sub.kickLazy()
 	case lz.kicked.Load():
 	case lz.armed.IsZero() || e.due.Before(lz.armed):
 		lz.armed = e.due
-		lz.timer.Reset(lz.wait)
+		lz.timer.Reset(wait)
 	}
 	return nil
 }
@@ -430,8 +474,10 @@ func (sub *Subscription) compactLazy() {
 
 // lazyTook is told, under dmu, every delivery taken or dropped as a copy:
 // the parents that announced it are credited with it (lag.go), an ask it
-// answers is served, and the lazy parent that served first, asked, this
-// many times in a row becomes the eager one.
+// answers is served, how late the eager frame came is sampled, and when
+// the eager parent was late lazySwapAfter times in a row — its frame came
+// more than LazyWait after the announcement, or the lazy parent, asked,
+// served first — the lazy parent becomes the eager one.
 func (sub *Subscription) lazyTook(from *clientStream, key [32]byte, dup bool) {
 	lz := &sub.lz
 	e := lz.entries[key]
@@ -444,18 +490,24 @@ func (sub *Subscription) lazyTook(from *clientStream, key [32]byte, dup bool) {
 			sub.noteLag(e.also.cs, key, true, false)
 		}
 	}
+	late := false
 	switch {
 	case !e.asked:
-		lz.streak = 0
-	case from == e.p.cs:
-		if !dup {
-			if lz.streak++; lz.streak >= lazySwapAfter {
-				lz.streak = 0
-				sub.swapTo(e.p)
-			}
+		if from != e.p.cs {
+			d := time.Since(e.at)
+			lz.late.sample(d)
+			late = d > lz.wait
 		}
+	case from == e.p.cs:
+		late = !dup
 	default:
 		return // asked: p must still serve it
+	}
+	if !late {
+		lz.streak = 0
+	} else if lz.streak++; lz.streak >= lazySwapAfter {
+		lz.streak = 0
+		sub.swapTo(e.p)
 	}
 	e.done = true
 	delete(lz.entries, key)

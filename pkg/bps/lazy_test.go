@@ -24,9 +24,9 @@ import (
 
 // newLazyTree is newMTree with each relay's options from opts (i: the
 // relay's index; relay capacity 2 unless opts sets another).
-func newLazyTree(t *testing.T, n, brokerCap int, sp func(admin key) *bps.Spec, opts func(i int, o *bps.Options)) *mtree {
+func newLazyTree(t *testing.T, n, brokerCap int, sp func(admin key) *bps.Spec, opts func(i int, o *bps.Options), netOpts ...streamtest.Option) *mtree {
 	t.Helper()
-	net := newNetwork(t)
+	net := newNetwork(t, netOpts...)
 	mt := &mtree{t: t, net: net, admin: newKey(t)}
 	mt.sp = sp(mt.admin)
 	mt.broker = newNode(t, net, bps.Options{MaxStreamsPerCohort: brokerCap, ProbeWait: 5 * time.Second})
@@ -238,6 +238,101 @@ func TestLazyFailover(t *testing.T) {
 	}
 	if sub.LivenessFaults() != 0 {
 		t.Fatal("a liveness fault")
+	}
+}
+
+// TestLazyFailoverWithinRoundTrip: on links of 40 ms, a node's eager
+// parent dies right after taking an update, its frame to the node lost with
+// it; the update reaches the node through the lazy parent — set eager and
+// asked at once, LazyWait being an hour — at most one round trip (80 ms)
+// later than updates reach it in the steady state, with one round trip of
+// slack for a busy machine.
+func TestLazyFailoverWithinRoundTrip(t *testing.T) {
+	t.Parallel()
+	const link = 40 * time.Millisecond
+	mt := newLazyTree(t, 3, 2, func(a key) *bps.Spec { return feedSpec(t, "lazy-failover-rtt", a) }, func(i int, o *bps.Options) {
+		o.LazyWait = time.Hour
+	}, streamtest.WithLinkConfig(streamtest.LinkConfig{Latency: link}))
+	mt.subscribeAll()
+	child, sub := mt.nodes[2], mt.subs[2]
+	var eager swarm.Address
+	for peer, lz := range lazyOf(sub) {
+		if !lz {
+			eager = swarm.NewAddress([]byte(peer))
+		}
+	}
+	if len(sub.Parents()) != 2 || eager.IsZero() {
+		t.Fatalf("parents %v, lazy %v: want two, one eager", sub.Parents(), sub.LazyParents())
+	}
+	var eagerSub *bps.Subscription
+	for i, nd := range mt.nodes {
+		if nd.Overlay().Equal(eager) {
+			eagerSub = mt.subs[i]
+		}
+	}
+	p := mt.adminPublisher()
+	// The steady state: the slowest of three updates.
+	var steady time.Duration
+	for i := range uint64(3) {
+		start := time.Now()
+		mt.publishN(p, i, i+1)
+		expectUpdates(t, sub, i, i+1)
+		steady = max(steady, time.Since(start))
+		expectUpdates(t, eagerSub, i, i+1)
+	}
+	start := time.Now()
+	mt.publishN(p, 3, 4)
+	expectUpdates(t, eagerSub, 3, 4) // the eager parent took it and queued it to the node
+	mt.net.Remove(findNode(mt.nodes, eager).Node)
+	expectUpdates(t, sub, 3, 4)
+	took := time.Since(start)
+	t.Logf("steady %s; the update the eager parent died with %s (+%s; a round trip is %s)", steady, took, took-steady, 2*link)
+	if took > steady+2*2*link {
+		t.Fatalf("the update the eager parent died with took %s, steady %s: more than a round trip later", took, steady)
+	}
+	child.rec.wait(t, "the lazy parent set eager", kind(bps.EventPromote))
+}
+
+// TestLazyFailoverAnnouncedBefore: the lazy parent's announcement of an
+// update has reached the node, which waits for the eager parent's frame
+// (its link is slow), when the eager parent dies: the node sets the lazy
+// parent eager and asks for what it announced at once — LazyWait is an
+// hour — so the update comes one round trip (80 ms) after the loss, with
+// one round trip of slack for a busy machine.
+func TestLazyFailoverAnnouncedBefore(t *testing.T) {
+	t.Parallel()
+	const link = 40 * time.Millisecond
+	mt := newLazyTree(t, 3, 2, func(a key) *bps.Spec { return feedSpec(t, "lazy-failover-announced", a) }, func(i int, o *bps.Options) {
+		o.LazyWait = time.Hour
+	}, streamtest.WithLinkConfig(streamtest.LinkConfig{Latency: link}))
+	mt.subscribeAll()
+	sub := mt.subs[2]
+	var eager swarm.Address
+	for peer, lz := range lazyOf(sub) {
+		if !lz {
+			eager = swarm.NewAddress([]byte(peer))
+		}
+	}
+	if len(sub.Parents()) != 2 || eager.IsZero() {
+		t.Fatalf("parents %v, lazy %v: want two, one eager", sub.Parents(), sub.LazyParents())
+	}
+	e := findNode(mt.nodes, eager)
+	if err := mt.net.SetLink(e.Node, mt.nodes[2].Node, streamtest.LinkConfig{Latency: time.Minute}); err != nil {
+		t.Fatal(err)
+	}
+	p := mt.adminPublisher()
+	mt.publishN(p, 0, 1)
+	mt.nodes[2].rec.wait(t, "the lazy parent's announcement", kind(bps.EventAnnounced))
+	if n := sub.LazyPending(); n != 1 {
+		t.Fatalf("%d announcements waiting, want 1", n)
+	}
+	start := time.Now()
+	mt.net.Remove(e.Node)
+	expectUpdates(t, sub, 0, 1)
+	took := time.Since(start)
+	t.Logf("the update came %s after the eager parent died (a round trip is %s)", took, 2*link)
+	if took > 2*2*link {
+		t.Fatalf("the update came %s after the loss: more than a round trip", took)
 	}
 }
 

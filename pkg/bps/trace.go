@@ -33,10 +33,11 @@ const (
 	EventForward                     // a relay forwarded a publication rootward (Peer: the child it came from)
 	EventAsk                         // a subscription asked a lazy parent for deliveries it announced (Peer; Index: how many)
 	EventPromote                     // a subscription set a lazy parent eager (Peer)
+	EventAnnounced                   // a subscription waits for the frame a lazy parent announced (Peer)
 )
 
 var eventNames = [...]string{"join", "claim", "accept", "drop", "violation", "queue_reset", "leave", "reclaim", "deliver", "client_drop", "end",
-	"parent", "parent_lost", "probe", "reparent", "withheld", "fault", "forward", "ask", "promote"}
+	"parent", "parent_lost", "probe", "reparent", "withheld", "fault", "forward", "ask", "promote", "announced"}
 
 func (k EventKind) String() string {
 	if k < 0 || int(k) >= len(eventNames) {
