@@ -255,15 +255,17 @@ type lazyIn struct {
 // ask is the mean plus four deviations, at least LazyWait and at most
 // maxLazyWait: an eager parent that is regularly a little late (a busy
 // host, a longer path) is not asked past, and one that stops is asked
-// past within a second.
+// past within half a second.
 type lateness struct {
 	srtt, rttvar time.Duration
 	n            int
 }
 
 // maxLazyWait bounds the wait before an ask, however late the eager
-// parent has been.
-const maxLazyWait = time.Second
+// parent has been: half the reorder wait (reorder.go), so that an update
+// asked for at the last moment still arrives, one round trip later, while
+// the ones after it are held for it.
+const maxLazyWait = reorderWait / 2
 
 func (l *lateness) sample(d time.Duration) {
 	d = max(d, 0)
@@ -497,6 +499,7 @@ func (sub *Subscription) lazyTook(from *clientStream, key [32]byte, dup bool) {
 			d := time.Since(e.at)
 			lz.late.sample(d)
 			late = d > lz.wait
+			sub.passedOver(e)
 		}
 	case from == e.p.cs:
 		late = !dup
@@ -511,6 +514,25 @@ func (sub *Subscription) lazyTook(from *clientStream, key [32]byte, dup bool) {
 	}
 	e.done = true
 	delete(lz.entries, key)
+}
+
+// passedOver asks at once for what the lazy parent of e announced before
+// e and the node still lacks: the eager parent, whose stream is ordered,
+// delivered e and not those — skipped, or far behind. Under dmu.
+func (sub *Subscription) passedOver(e *lazyEntry) {
+	lz := &sub.lz
+	kick := false
+	for _, o := range lz.order {
+		if o == e {
+			break
+		}
+		if !o.done && !o.asked && o.p == e.p && o.seq < e.seq {
+			o.due, kick = time.Time{}, true
+		}
+	}
+	if kick {
+		sub.kickLazy()
+	}
 }
 
 // swapTo makes p, a lazy parent that keeps bringing what the eager one is

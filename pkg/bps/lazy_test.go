@@ -336,6 +336,39 @@ func TestLazyFailoverAnnouncedBefore(t *testing.T) {
 	}
 }
 
+// TestLazyPassedOver: the eager parent's stream is ordered, so when it
+// delivers an update the lazy parent announced after another the node
+// still lacks, that one was skipped: the node asks for it at once — with
+// LazyWait an hour, only this delivers it — before the reorder wait gives
+// it up.
+func TestLazyPassedOver(t *testing.T) {
+	t.Parallel()
+	mt := newMTree(t, 1, 2, 2, func(a key) *bps.Spec { return feedSpec(t, "lazy-passed-over", a) })
+	mt.subscribeAll()
+	honest := mt.nodes[0]
+	down, up := make(chan *pb.Frame, 4), make(chan *pb.Frame, 64)
+	skipper := lazyFakeParent(t, mt.net, 1, down, up)
+	o := relayOptions(2)
+	o.LazyWait = time.Hour
+	joiner, sub := mt.joinFirstAt(skipper, honest.Node, o)
+	if lz := sub.LazyParents(); !slices.Equal(lz, []bool{false, true}) {
+		t.Fatalf("lazy parents %v, want the skipper eager, the relay lazy", lz)
+	}
+	p := mt.adminPublisher()
+	var msgs []*pb.Message
+	for i := range uint64(3) {
+		m := update(t, mt.admin, mt.sp, i, "passed over")
+		if err := p.Send(ctxT(t), m); err != nil {
+			t.Fatal(err)
+		}
+		msgs = append(msgs, m)
+	}
+	joiner.rec.waitN(t, 3, "three announcements", kind(bps.EventAnnounced))
+	down <- &pb.Frame{Kind: &pb.Frame_Message{Message: msgs[0]}}
+	down <- &pb.Frame{Kind: &pb.Frame_Message{Message: msgs[2]}}
+	expectUpdates(t, sub, 0, 3)
+}
+
 // TestLazyMixedTree: nodes that speak no lazy push (NoLazyPush) beside
 // nodes that do: a stream is lazy only where both ends speak it, every
 // node keeps an eager parent, and every update reaches every node once and
