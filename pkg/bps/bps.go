@@ -162,9 +162,11 @@ type Options struct {
 	// By default a subscription's second parent only announces what it
 	// takes, and sends it when asked.
 	NoLazyPush bool
-	// LazyWait is how long a subscription waits for a delivery a lazy
-	// parent announced to come from its eager parent before it asks the
-	// lazy one. Default 100 ms.
+	// LazyWait is how long, at least, a subscription waits for a delivery
+	// a lazy parent announced to come from its eager parent before it
+	// asks the lazy one; the wait follows how late the eager parent's
+	// frames have come, up to 500 ms (or LazyWait, if longer). Default
+	// 100 ms.
 	LazyWait time.Duration
 	// MaxLag is how many deliveries one parent may miss that its sister
 	// gave, among the last LagWindow the node accepted, before it is

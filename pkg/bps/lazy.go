@@ -21,10 +21,12 @@ import (
 // Announce naming the frame's key (FrameKey: sha256 of address and data,
 // what the child dedups by), and the frame itself only when asked. The
 // child asks when an announcement's frame has not come from the eager
-// parent within LazyWait, at once when no parent is eager, and sets the
-// lazy parent eager (SetPush) the moment its eager parent is lost: the
-// frames the dead parent did not send come within one round trip. Service
-// SOCs travel whole on every stream.
+// parent within a wait that follows the eager parent's measured lateness
+// (at least LazyWait, at most maxLazyWait), at once when the eager parent
+// passed it over or no parent is eager, and sets the lazy parent eager
+// (SetPush) the moment its eager parent is lost: the frames the dead
+// parent did not send come within one round trip. Service SOCs travel
+// whole on every stream.
 //
 // It is negotiated per stream: a Join states the mode it asks the stream
 // to start in (push), and an enveloped parent that speaks it answers the
