@@ -20,6 +20,7 @@
 //	subscription.go  a subscription: parents, repair, reparent, leave
 //	receiver.go      verification and dedup of what parents deliver
 //	lag.go, reorder.go  withholding detection; index order across parents
+//	lazy.go          a lazy second parent: announce, ask, promote
 //	publisher.go     a publisher stream; building feed and service updates
 //	client.go        joining a node: the handshake and its backoff
 //	claim.go         the challenge and the claim
