@@ -482,8 +482,14 @@ func (sub *Subscription) compactLazy() {
 // the eager parent was late lazySwapAfter times in a row — its frame came
 // more than LazyWait after the announcement, or the lazy parent, asked,
 // served first — the lazy parent becomes the eager one.
-func (sub *Subscription) lazyTook(from *clientStream, key [32]byte, dup bool) {
+func (sub *Subscription) lazyTook(from *clientStream, pub publication, key [32]byte, dup bool) {
 	lz := &sub.lz
+	if !dup && sub.order != nil && pub.feed && pub.service == nil && sub.order.ahead(pub.owner, pub.index) {
+		// An update past the next expected: the ones before it will be
+		// held for, and whatever is announced and not yet come may be
+		// one of them.
+		sub.askAllNow()
+	}
 	e := lz.entries[key]
 	if e == nil {
 		return
@@ -535,6 +541,27 @@ func (sub *Subscription) passedOver(e *lazyEntry) {
 	if kick {
 		sub.kickLazy()
 	}
+}
+
+// askAllNow asks at once for every announcement still waiting; under dmu.
+func (sub *Subscription) askAllNow() {
+	kick := false
+	for _, o := range sub.lz.order {
+		if !o.done && !o.asked {
+			o.due, kick = time.Time{}, true
+		}
+	}
+	if kick {
+		sub.kickLazy()
+	}
+}
+
+// ahead reports whether index is past the next update of owner's feed
+// the reorder expects: the updates between are missing, and will be held
+// for; under the receiver's dmu.
+func (o *reorder) ahead(owner []byte, index uint64) bool {
+	n, ok := o.next[string(owner)]
+	return ok && index > n
 }
 
 // swapTo makes p, a lazy parent that keeps bringing what the eager one is

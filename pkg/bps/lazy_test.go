@@ -343,9 +343,9 @@ func TestLazyFailoverAnnouncedBefore(t *testing.T) {
 
 // TestLazyPassedOver: the eager parent's stream is ordered, so when it
 // delivers an update the lazy parent announced after another the node
-// still lacks, that one was skipped: the node asks for it at once — with
-// LazyWait an hour, only this delivers it — before the reorder wait gives
-// it up.
+// still lacks, that one was skipped (and, a feed update, past the next
+// index expected): the node asks for it at once — with LazyWait an hour,
+// only this delivers it — while the reorder wait holds the later one.
 func TestLazyPassedOver(t *testing.T) {
 	t.Parallel()
 	mt := newMTree(t, 1, 2, 2, func(a key) *bps.Spec { return feedSpec(t, "lazy-passed-over", a) })

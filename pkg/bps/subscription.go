@@ -670,7 +670,7 @@ func (sub *Subscription) took(from *clientStream, pub publication, msg *pb.Messa
 		}
 	}
 	sub.noteLag(from, key, dup, sub.sequenced(pub))
-	sub.lazyTook(from, key, dup)
+	sub.lazyTook(from, pub, key, dup)
 }
 
 // Close ends the subscription and waits for it. A relay leaves gracefully
