@@ -51,7 +51,7 @@ type Scenario struct {
 	BrokerCapacity int     `json:"broker_capacity"` // the broker's subscriber streams per cohort (0: bps's default, 64)
 	ProbeWait      Dur     `json:"probe_wait"`      // how long a node at capacity waits for its subtree's candidates (0: bps's default)
 	Parents        int     `json:"parents"`
-	EagerParents   bool    `json:"eager_parents"` // both parents send every delivery whole (bps.Options.NoLazyPush; the node's default: false, the second parent is lazy)
+	LazyParents    bool    `json:"lazy_parents"` // the second parent announces and sends when asked (bps.Options.LazyPush; the node's default: false, both parents send every delivery whole)
 	FailRelays     float64 `json:"fail_relays"`
 	DeliveryPrice  uint64  `json:"delivery_price"` // bee accounting units a child owes its parent per frame delivered (0 with PublishPrice 0: free)
 	PublishPrice   uint64  `json:"publish_price"`  // units per publication per hop up
@@ -97,7 +97,7 @@ func DefaultScenario() Scenario {
 		BrokerCapacity: d.MaxStreamsPerCohort,
 		ProbeWait:      Dur(d.ProbeWait),
 		Parents:        parents,
-		EagerParents:   d.NoLazyPush,
+		LazyParents:    d.LazyPush,
 		DeliveryPrice:  p.Delivery,
 		PublishPrice:   p.Publish,
 		JoinWait:       Dur(2 * time.Minute),

@@ -144,7 +144,7 @@ func (lz *lazyOut) out(f outFrame, ann *announcement) outFrame {
 // if this node speaks lazy push and the stream the envelope, else unset.
 func (s *Service) negotiatePush(m *member, join *pb.Join) pb.PushMode {
 	mode := join.GetPush()
-	if s.opts.NoLazyPush || m.codec != codecEnvelope || (mode != pb.PushMode_EAGER && mode != pb.PushMode_LAZY) {
+	if !s.opts.LazyPush || m.codec != codecEnvelope || (mode != pb.PushMode_EAGER && mode != pb.PushMode_LAZY) {
 		return pb.PushMode_PUSH_MODE_UNSPECIFIED
 	}
 	m.c.mu.Lock()
@@ -317,7 +317,7 @@ func (sub *Subscription) stopLazy() {
 // pushFor is the mode a new parent stream is asked to start in: lazy if
 // an eager parent feeds this node already, eager if none does.
 func (sub *Subscription) pushFor() pb.PushMode {
-	if sub.s.opts.NoLazyPush {
+	if !sub.s.opts.LazyPush {
 		return pb.PushMode_PUSH_MODE_UNSPECIFIED
 	}
 	sub.mu.Lock()

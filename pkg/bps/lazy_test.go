@@ -29,10 +29,12 @@ func newLazyTree(t *testing.T, n, brokerCap int, sp func(admin key) *bps.Spec, o
 	net := newNetwork(t, netOpts...)
 	mt := &mtree{t: t, net: net, admin: newKey(t)}
 	mt.sp = sp(mt.admin)
-	mt.broker = newNode(t, net, bps.Options{MaxStreamsPerCohort: brokerCap, ProbeWait: 5 * time.Second})
+	mt.broker = newNode(t, net, bps.Options{MaxStreamsPerCohort: brokerCap, ProbeWait: 5 * time.Second, LazyPush: true})
 	all := []*tnode{mt.broker}
 	for i := range n {
 		o := relayOptions(2)
+		o.LazyPush = true
+		o.LazyPush = true
 		if opts != nil {
 			opts(i, &o)
 		}
@@ -169,11 +171,12 @@ func (mt *mtree) joinFirstAt(first, second *streamtest.Node, o bps.Options) (*tn
 // parent is set eager.
 func TestLazyAskWhenEagerLate(t *testing.T) {
 	t.Parallel()
-	mt := newMTree(t, 1, 2, 2, func(a key) *bps.Spec { return feedSpec(t, "lazy-ask", a) })
+	mt := newMTreeWith(t, 1, bps.Options{MaxStreamsPerCohort: 2, LazyPush: true}, 2, func(a key) *bps.Spec { return feedSpec(t, "lazy-ask", a) })
 	mt.subscribeAll()
 	honest := mt.nodes[0]
 	mute := statingParent(t, mt.net, 1) // OK, then nothing
 	o := relayOptions(2)
+	o.LazyPush = true
 	o.LazyWait = 20 * time.Millisecond
 	joiner, sub := mt.joinFirstAt(mute, honest.Node, o)
 	if lz := sub.LazyParents(); !slices.Equal(lz, []bool{false, true}) {
@@ -348,12 +351,13 @@ func TestLazyFailoverAnnouncedBefore(t *testing.T) {
 // only this delivers it — while the reorder wait holds the later one.
 func TestLazyPassedOver(t *testing.T) {
 	t.Parallel()
-	mt := newMTree(t, 1, 2, 2, func(a key) *bps.Spec { return feedSpec(t, "lazy-passed-over", a) })
+	mt := newMTreeWith(t, 1, bps.Options{MaxStreamsPerCohort: 2, LazyPush: true}, 2, func(a key) *bps.Spec { return feedSpec(t, "lazy-passed-over", a) })
 	mt.subscribeAll()
 	honest := mt.nodes[0]
 	down, up := make(chan *pb.Frame, 4), make(chan *pb.Frame, 64)
 	skipper := lazyFakeParent(t, mt.net, 1, down, up)
 	o := relayOptions(2)
+	o.LazyPush = true
 	o.LazyWait = time.Hour
 	joiner, sub := mt.joinFirstAt(skipper, honest.Node, o)
 	if lz := sub.LazyParents(); !slices.Equal(lz, []bool{false, true}) {
@@ -374,7 +378,7 @@ func TestLazyPassedOver(t *testing.T) {
 	expectUpdates(t, sub, 0, 3)
 }
 
-// TestLazyMixedTree: nodes that speak no lazy push (NoLazyPush) beside
+// TestLazyMixedTree: nodes that speak no lazy push (LazyPush off) beside
 // nodes that do: a stream is lazy only where both ends speak it, every
 // node keeps an eager parent, and every update reaches every node once and
 // in order.
@@ -382,7 +386,7 @@ func TestLazyMixedTree(t *testing.T) {
 	t.Parallel()
 	old := func(i int) bool { return i%2 == 1 }
 	mt := newLazyTree(t, 8, 2, func(a key) *bps.Spec { return feedSpec(t, "lazy-mixed", a) }, func(i int, o *bps.Options) {
-		o.NoLazyPush = old(i)
+		o.LazyPush = !old(i)
 	})
 	mt.subscribeAll()
 	p := mt.adminPublisher()
@@ -433,12 +437,13 @@ func TestLazyMixedTree(t *testing.T) {
 // eager parent delivers throughout.
 func TestHostileLazyParentNeverServes(t *testing.T) {
 	t.Parallel()
-	mt := newMTree(t, 1, 2, 2, func(a key) *bps.Spec { return feedSpec(t, "lazy-never-serves", a) })
+	mt := newMTreeWith(t, 1, bps.Options{MaxStreamsPerCohort: 2, LazyPush: true}, 2, func(a key) *bps.Spec { return feedSpec(t, "lazy-never-serves", a) })
 	mt.subscribeAll()
 	honest := mt.nodes[0]
 	down, up := make(chan *pb.Frame, 1), make(chan *pb.Frame, 64)
 	evil := lazyFakeParent(t, mt.net, 1, down, up)
 	o := relayOptions(2)
+	o.LazyPush = true
 	o.MaxLag = 3
 	o.LazyWait = 10 * time.Millisecond
 	joiner, sub := mt.joinFirstAt(honest.Node, evil, o)
@@ -492,7 +497,7 @@ func readEnvelope(t *testing.T, r *raw) *pb.Frame {
 // made, is a violation: reset, blocklisted, counted.
 func TestHostileLazyAskFlood(t *testing.T) {
 	t.Parallel()
-	_, broker, cl := cluster(t, bps.Options{}, 3)
+	_, broker, cl := cluster(t, bps.Options{LazyPush: true}, 3)
 	admin := newKey(t)
 	sp := feedSpec(t, "lazy-ask-flood", admin)
 	child := openRaw(t, cl[0], broker)
@@ -558,7 +563,7 @@ func TestOneHopLazyNegotiation(t *testing.T) {
 	ask := frame(&pb.Frame{Kind: &pb.Frame_Ask{Ask: &pb.Ask{Seqs: []uint64{0}}}})
 	for _, tc := range []struct {
 		name  string
-		opts  bps.Options
+		off   bool // the parent does not speak lazy push
 		join  *pb.Join
 		more  []byte
 		push  pb.PushMode
@@ -567,16 +572,16 @@ func TestOneHopLazyNegotiation(t *testing.T) {
 		{name: "lazy, spoken", join: &pb.Join{Cohort: feed, Multihop: true, Push: pb.PushMode_LAZY}, push: pb.PushMode_LAZY},
 		{name: "eager, spoken", join: &pb.Join{Cohort: feed, Multihop: true, Push: pb.PushMode_EAGER}, push: pb.PushMode_EAGER},
 		{name: "no envelope", join: &pb.Join{Cohort: feed, Push: pb.PushMode_LAZY}},
-		{name: "the parent does not speak it", opts: bps.Options{NoLazyPush: true}, join: &pb.Join{Cohort: feed, Multihop: true, Push: pb.PushMode_LAZY}},
+		{name: "the parent does not speak it", off: true, join: &pb.Join{Cohort: feed, Multihop: true, Push: pb.PushMode_LAZY}},
 		{name: "an unknown mode", join: &pb.Join{Cohort: feed, Multihop: true, Push: 7}},
 		{name: "an ask for an announcement never made", join: &pb.Join{Cohort: feed, Multihop: true, Push: pb.PushMode_LAZY}, more: ask, push: pb.PushMode_LAZY, block: true},
-		{name: "an ask without lazy push", opts: bps.Options{NoLazyPush: true}, join: &pb.Join{Cohort: feed, Multihop: true, Push: pb.PushMode_LAZY}, more: ask, block: true},
+		{name: "an ask without lazy push", off: true, join: &pb.Join{Cohort: feed, Multihop: true, Push: pb.PushMode_LAZY}, more: ask, block: true},
 		{name: "set push without a mode", join: &pb.Join{Cohort: feed, Multihop: true, Push: pb.PushMode_EAGER},
 			more: frame(&pb.Frame{Kind: &pb.Frame_SetPush{SetPush: &pb.SetPush{}}}), push: pb.PushMode_EAGER, block: true},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			t.Parallel()
-			h := newOneHop(t, tc.opts)
+			h := newOneHop(t, bps.Options{LazyPush: !tc.off})
 			s, ack := h.join(tc.join)
 			if ack.Status != pb.Status_OK || ack.Push != tc.push {
 				t.Fatalf("ack %v, want OK with push %s", ack, tc.push)
