@@ -97,8 +97,10 @@ type Result struct {
 	Tree    TreeResult   `json:"tree"`
 	Pricing *PriceResult `json:"pricing,omitempty"`
 	// Persistence is what -persist stored and recovered (SWIP-65).
-	Persistence *PersistResult  `json:"persistence,omitempty"`
-	Trees       []treeview.Tree `json:"-"` // every cohort's tree as the run left it (-tree draws them)
+	Persistence *PersistResult `json:"persistence,omitempty"`
+	// Attack is what -byzantine's attackers did to the honest subscribers.
+	Attack *AttackResult   `json:"attack,omitempty"`
+	Trees  []treeview.Tree `json:"-"` // every cohort's tree as the run left it (-tree draws them)
 }
 
 // Build is what building and joining the network cost.
@@ -346,6 +348,9 @@ func writeTable(w io.Writer, res *Result) error {
 	if ps := res.Persistence; ps != nil {
 		row("persistence", "%d updates stored, %d bytes; %d chunks retrieved for recovery: %d updates recovered, %d not",
 			ps.Uploads, ps.BytesStored, ps.Retrievals, ps.Recovered, ps.Unrecovered)
+	}
+	if ar := res.Attack; ar != nil {
+		writeAttack(row, ar)
 	}
 	row("joins", "%s", mapString(res.Joins))
 	row("clients", "%s", mapString(res.Clients))

@@ -65,6 +65,14 @@ type Scenario struct {
 
 	Seed  int64 `json:"seed"`
 	Drain Dur   `json:"drain"` // at most, for deliveries in flight after publishing ends
+
+	// Attackers (attack.go): a fraction of the subscribers follow the
+	// protocol except for one attack.
+	Byzantine   float64 `json:"byzantine,omitempty"`
+	Attack      string  `json:"attack,omitempty"`
+	AttackK     int     `json:"attack_k,omitempty"`     // withhold: every k-th message
+	AttackDelay Dur     `json:"attack_delay,omitempty"` // delay: how long
+	AttackFlood int     `json:"attack_flood,omitempty"` // floods: frames or streams per burst
 }
 
 // DefaultScenario: cohorts filled to SWIP-74's fan-out bound, an update every
@@ -106,6 +114,9 @@ func DefaultScenario() Scenario {
 		QueueLen:       d.QueueLen,
 		Seed:           1,
 		Drain:          Dur(10 * time.Second),
+		AttackK:        2,
+		AttackDelay:    Dur(2 * time.Second),
+		AttackFlood:    16,
 	}
 }
 
@@ -144,6 +155,10 @@ func (sc Scenario) validate() error {
 		return errors.New("fail-relays must be in [0, 1]")
 	case sc.JoinRate < 0:
 		return errors.New("join-rate must not be negative")
+	case sc.Byzantine < 0 || sc.Byzantine >= 1:
+		return errors.New("byzantine must be in [0, 1)")
+	case sc.Byzantine > 0 && !knownAttack(sc.Attack):
+		return fmt.Errorf("unknown attack %q (bps-sim -h lists them)", sc.Attack)
 	}
 	return nil
 }
@@ -184,6 +199,7 @@ type slot struct {
 	hi        uint64            // the highest index received (hasHi)
 	hasHi     bool
 	recovered uint64 // indices recovered from storage (-persist)
+	attacker  bool   // -byzantine: this slot's node attacks
 	received  uint64
 	dups      uint64
 	latencies []time.Duration
@@ -253,6 +269,7 @@ type sim struct {
 	byKey   map[string]*cohortState // by Spec.String()
 	slots   []*slot
 	counts  *counts
+	adv     *adversary // -byzantine: the attackers, nil without
 
 	ctx    context.Context // ends the run
 	cancel context.CancelFunc
@@ -308,6 +325,10 @@ func Run(ctx context.Context, sc Scenario) (*Result, error) {
 		if !closed {
 			_ = s.net.Close()
 		}
+		if s.adv != nil {
+			s.adv.stop()
+			s.adv.wg.Wait() // the network is closed: no stream write blocks
+		}
 	}()
 	cs, err := s.newCohorts(layout, svcOpts)
 	if err != nil {
@@ -327,6 +348,9 @@ func Run(ctx context.Context, sc Scenario) (*Result, error) {
 		for _, nd := range s.net.Nodes() {
 			nd.SetUplink(sc.Uplink)
 		}
+	}
+	if sc.Byzantine > 0 {
+		s.adv = newAdversary(ctx, s)
 	}
 	res.Build.Nodes = layout.Nodes()
 	res.Build.Time = Dur(time.Since(start))
@@ -424,6 +448,10 @@ func Run(ctx context.Context, sc Scenario) (*Result, error) {
 		s.wg.Add(1)
 		go s.failRelays(time.Duration(sc.Duration) / 2)
 	}
+	if s.adv != nil {
+		s.wg.Add(1)
+		go s.adv.sampler()
+	}
 	s.waitPublishers(pubs)
 	res.Drained = s.drain(ctx, time.Duration(sc.Drain))
 	res.RunTime = Dur(time.Since(start))
@@ -438,6 +466,10 @@ func Run(ctx context.Context, sc Scenario) (*Result, error) {
 	res.Build.SysMiB = float64(m3.Sys) / (1 << 20)
 	end := time.Now()
 	s.snapshot(res) // the tree as the run left it, before anything stops
+	if s.adv != nil {
+		s.adv.sample()
+		s.adv.stop()
+	}
 	s.collectPrices(res)
 	s.collectPersistence(res)
 
@@ -464,6 +496,9 @@ func Run(ctx context.Context, sc Scenario) (*Result, error) {
 	}
 	s.collect(res, wire.Bytes-wire0.Bytes, end)
 	s.collectTree(res, wire.Bytes-wire0.Bytes, end)
+	if s.adv != nil {
+		s.adv.collect(res, end)
+	}
 	res.PeakRSSMiB = peakRSS()
 	if res.PeakRSSMiB > 0 {
 		res.PeakRSSMiB /= 1 << 20
@@ -556,6 +591,7 @@ func errClass(err error) string {
 
 // trace collects broker events from every node.
 func (s *sim) trace(nd *bpsnet.Node, e bps.Event) {
+	s.adv.trace(nd, e)
 	switch e.Kind {
 	case bps.EventJoin:
 		s.counts.add("join " + e.Status)
@@ -789,6 +825,7 @@ func (s *sim) churn(duration time.Duration) {
 				s.counts.add("restart failed")
 				return
 			}
+			s.adv.rearm(nd, fresh)
 			sl.mu.Lock()
 			sl.node, sl.down = fresh, false
 			sl.mu.Unlock()

@@ -63,9 +63,37 @@ type Node struct {
 	blocklists  []Blocklisting
 	blockedCh   chan struct{} // closed and replaced on every blocklisting
 	handlerErrs []HandlerError
+
+	wrap atomic.Pointer[StreamWrapper] // see SetStreamWrapper
 }
 
 var _ p2p.StreamerDisconnecter = (*Node)(nil)
+
+// StreamWrapper stands between a node and the streams it holds: it is given
+// each stream the node's side of it gets — the streams NewStream returns
+// (dialed true) and those its handlers are given — with the peer at the
+// other end, and returns what the node uses instead. A simulation alters a
+// node's wire with it (bps-sim's attackers decode, drop, delay, rewrite and
+// inject frames); the transport underneath is unchanged.
+type StreamWrapper func(s p2p.Stream, peer swarm.Address, dialed bool) p2p.Stream
+
+// SetStreamWrapper wraps the streams the node gets from now on (nil: none).
+// A restarted node starts without one.
+func (nd *Node) SetStreamWrapper(w StreamWrapper) {
+	if w == nil {
+		nd.wrap.Store(nil)
+		return
+	}
+	nd.wrap.Store(&w)
+}
+
+// wrapped is s as the node's side sees it.
+func (nd *Node) wrapped(s p2p.Stream, peer swarm.Address, dialed bool) p2p.Stream {
+	if w := nd.wrap.Load(); w != nil {
+		return (*w)(s, peer, dialed)
+	}
+	return s
+}
 
 // Traffic is what a node or one of its links carried, seen from the node.
 type Traffic struct {
@@ -289,12 +317,12 @@ func (nd *Node) NewStream(ctx context.Context, addr swarm.Address, h p2p.Headers
 	if !started {
 		return nil, p2p.ErrPeerNotFound
 	}
-	return client, nil
+	return nd.wrapped(client, addr, true), nil
 }
 
 // handle runs a handler and acts on its error as bee's libp2p service does.
 func (n *Network) handle(ctx context.Context, nd *Node, caller swarm.Address, name string, h p2p.HandlerFunc, s *Stream) {
-	err := h(ctx, p2p.Peer{Address: caller, FullNode: true}, s)
+	err := h(ctx, p2p.Peer{Address: caller, FullNode: true}, nd.wrapped(s, caller, false))
 	if err == nil {
 		return
 	}

@@ -1,0 +1,60 @@
+// Copyright 2026 The BPS Authors. All rights reserved.
+// Use of this source code is governed by a BSD-style
+// license that can be found in the LICENSE file.
+
+package main
+
+import (
+	"context"
+	"strings"
+	"testing"
+	"time"
+)
+
+// Every attack at small scale: a cohort of 60 nodes, a broker that admits
+// 6 and relays of 3 (a tree four or five deep), 10% of the subscribers
+// attacking. The honest subscribers receive what was published while they
+// were attached, none of them is dropped for lag or blocklisted, few are
+// captured, and the attack took place (its frames were sent; where it is a
+// violation, the attackers were blocklisted for it).
+func TestAttacks(t *testing.T) {
+	t.Parallel()
+	// Attacks whose frames an honest node must refuse as violations.
+	refused := map[string]bool{"candidate-flood": true, "claim-replay": true}
+	for _, a := range attacks {
+		t.Run(a.name, func(t *testing.T) {
+			// one after another: each has the cores
+			sc := DefaultScenario()
+			sc.Nodes, sc.Cohorts, sc.BrokerCapacity, sc.RelayCapacity = 40, 1, 4, 3
+			sc.Rate, sc.Duration, sc.Latency, sc.Drain = 25, Dur(2*time.Second), Dur(2*time.Millisecond), Dur(5*time.Second)
+			sc.JoinRate, sc.JoinWait, sc.ProbeWait = 80, Dur(5*time.Second), Dur(300*time.Millisecond)
+			sc.BackoffMin, sc.BackoffMax = Dur(50*time.Millisecond), Dur(500*time.Millisecond)
+			sc.Byzantine, sc.Attack, sc.AttackDelay = 0.1, a.name, Dur(500*time.Millisecond)
+			res, err := Run(context.Background(), sc)
+			if err != nil {
+				t.Fatal(err)
+			}
+			ar := res.Attack
+			var table strings.Builder
+			_ = writeTable(&table, res)
+			var injected uint64
+			for _, n := range ar.Injected {
+				injected += n
+			}
+			switch {
+			case ar.Attackers != 4 || ar.Honest != 34:
+				t.Fatalf("%d attackers, %d honest subscribers", ar.Attackers, ar.Honest)
+			case injected == 0:
+				t.Fatalf("the attack did nothing\n%s", table.String())
+			case ar.Expected < 500 || ar.DeliveryRatio < 0.995:
+				t.Fatalf("honest delivery %.4f of %d\n%s", ar.DeliveryRatio, ar.Expected, table.String())
+			case ar.HonestDropped != 0 || ar.ViolationsHonest != 0:
+				t.Fatalf("honest parents dropped: %d for lag, %d for violations\n%s", ar.HonestDropped, ar.ViolationsHonest, table.String())
+			case ar.CapturedMean > 0.05:
+				t.Fatalf("captured: mean %.3f\n%s", ar.CapturedMean, table.String())
+			case refused[a.name] && ar.ViolationsAttacker == 0:
+				t.Fatalf("no attacker was blocklisted\n%s", table.String())
+			}
+		})
+	}
+}
