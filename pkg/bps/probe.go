@@ -5,8 +5,10 @@
 package bps
 
 import (
+	"cmp"
 	"crypto/rand"
 	"encoding/binary"
+	mrand "math/rand/v2"
 	"slices"
 	"time"
 
@@ -63,23 +65,21 @@ func candidateWellFormed(c *pb.Candidate) bool {
 }
 
 // bestCandidates keeps the two shallowest distinct candidates, none of
-// them exclude, ordered by depth then overlay (SWIP-61's min-2 filter), at
-// most one from each child's subtree: a joiner's two parents come from
-// different subtrees, so that one child — which states its candidates'
-// depths on its own word — can be at most one of them.
+// them exclude, ordered by depth and, at one depth, at random (SWIP-61's
+// min-2 filter), at most one from each child's subtree: a joiner's two
+// parents come from different subtrees, so that one child — which states
+// its candidates' depths on its own word — can be at most one of them.
+//
+// Not by overlay at one depth: an overlay is chosen by its node (mined
+// small), and a child may name any node as its candidate — a sybil
+// naming the smaller of two colluders' overlays won every tie (bps-sim
+// -attack candidates).
 func bestCandidates(all []found, exclude swarm.Address) []*pb.Candidate {
 	all = slices.DeleteFunc(slices.Clone(all), func(f found) bool {
 		return swarm.NewAddress(f.c.Overlay).Equal(exclude)
 	})
-	slices.SortFunc(all, func(a, b found) int {
-		if a.c.Depth != b.c.Depth {
-			if a.c.Depth < b.c.Depth {
-				return -1
-			}
-			return 1
-		}
-		return swarm.NewAddress(a.c.Overlay).Compare(swarm.NewAddress(b.c.Overlay))
-	})
+	mrand.Shuffle(len(all), func(i, j int) { all[i], all[j] = all[j], all[i] })
+	slices.SortStableFunc(all, func(a, b found) int { return cmp.Compare(a.c.Depth, b.c.Depth) })
 	var best []*pb.Candidate
 	var from []*member
 	for _, f := range all {
