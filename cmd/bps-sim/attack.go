@@ -350,6 +350,9 @@ type AttackResult struct {
 	DeliveryRatio float64 `json:"delivery_ratio"`
 	NodesLosing   int     `json:"nodes_losing"` // honest subscribers that missed any
 	NeverJoined   int     `json:"never_joined"` // honest subscribers that never had a subscription
+	// The honest subscribers that missed any, by their parents at the end:
+	// "a/p" is a of p parents attackers.
+	LosingByParents map[string]uint64 `json:"losing_by_parents"`
 
 	// Captured: honest subscribers whose every parent is an attacker, sampled
 	// every second while publishing and at the end.
@@ -388,8 +391,20 @@ type AttackResult struct {
 
 // collect fills res.Attack; the run is over and the slots are still.
 func (a *adversary) collect(res *Result, end time.Time) {
-	ar := &AttackResult{Attack: a.kind, Byzantine: a.sim.sc.Byzantine, Attackers: len(a.bad)}
+	ar := &AttackResult{Attack: a.kind, Byzantine: a.sim.sc.Byzantine, Attackers: len(a.bad), LosingByParents: map[string]uint64{}}
 	quiet := a.sim.sc.quiet()
+	parents := map[string]string{} // hex overlay -> "a/p" at the end
+	for _, t := range res.Trees {
+		for _, n := range t.Nodes {
+			bad := 0
+			for _, j := range n.Parents {
+				if a.isBad(swarm.MustParseHexAddress(t.Nodes[j].Overlay)) {
+					bad++
+				}
+			}
+			parents[n.Overlay] = fmt.Sprintf("%d/%d", bad, len(n.Parents))
+		}
+	}
 	for _, st := range a.sim.cohorts {
 		st.mu.Lock()
 		accepted := make(map[uint64]time.Time, len(st.accepted))
@@ -428,6 +443,7 @@ func (a *adversary) collect(res *Result, end time.Time) {
 			}
 			if lost > 0 {
 				ar.NodesLosing++
+				ar.LosingByParents[parents[sl.node.Overlay().String()]]++
 			}
 			sl.mu.Unlock()
 		}
@@ -1205,6 +1221,9 @@ func (s *meterStream) Read(p []byte) (int, error) {
 func writeAttack(row func(k, format string, a ...any), ar *AttackResult) {
 	row("attack", "%s by %d attackers (%.3g of the subscribers); %d honest subscribers", ar.Attack, ar.Attackers, ar.Byzantine, ar.Honest)
 	row("  honest delivery", "%.4f of %d while attached (%d nodes missed any); %d never joined", ar.DeliveryRatio, ar.Expected, ar.NodesLosing, ar.NeverJoined)
+	if len(ar.LosingByParents) > 0 {
+		row("  losing nodes", "by attackers/parents at the end: %s", mapString(ar.LosingByParents))
+	}
 	row("  captured", "every parent an attacker: mean %.2f%%, max %.2f%%, at the end %.2f%%; two parents: %.1f%% of honest nodes",
 		100*ar.CapturedMean, 100*ar.CapturedMax, 100*ar.CapturedEnd, 100*ar.TwoParents)
 	row("  dropped for lag", "%d honest parents, %d attacker parents; %d liveness faults; %d reparents followed", ar.HonestDropped, ar.AttackerDropped, ar.Faults, ar.Reparents)
