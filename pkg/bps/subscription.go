@@ -312,6 +312,13 @@ func (sub *Subscription) attachAt(ctx context.Context, peer swarm.Address, under
 		_ = stream.Reset()
 		return fmt.Errorf("bps: %s at depth %d: %w", peer, ack.GetDepth(), errTooDeep)
 	}
+	if ack.GetDepth() == 0 && !peer.Equal(sub.root) {
+		// Only the cohort's root states depth 0: a node that does not
+		// follow the cohort answers a Join as a root of its own, with
+		// nothing to deliver (a candidate naming any node, DESIGN §7).
+		_ = stream.Reset()
+		return fmt.Errorf("bps: %s: %w", peer, errFalseRoot)
+	}
 	// What the candidate said in the probe, its Ack says again, and the
 	// Ack is what this node's rank follows: checked, and the parent
 	// taken, with no child's Ack between (rmu).
@@ -779,10 +786,11 @@ func (sub *Subscription) control(p *parent) func(cs *clientStream, f *pb.Frame) 
 
 // Reasons a node refuses a parent it was pointed at.
 var (
-	errOwnChild = errors.New("the target is this node's own child")
-	errShunned  = errors.New("the target was dropped for withholding")
-	errTooDeep  = errors.New("the parent states a depth past the bound")
-	errNotAbove = errors.New("the parent is not above this node, which has children: it may be a descendant")
+	errOwnChild  = errors.New("the target is this node's own child")
+	errShunned   = errors.New("the target was dropped for withholding")
+	errTooDeep   = errors.New("the parent states a depth past the bound")
+	errNotAbove  = errors.New("the parent is not above this node, which has children: it may be a descendant")
+	errFalseRoot = errors.New("the parent states depth 0 but is not the cohort's root")
 )
 
 // maxDepth bounds the depth a node accepts a parent at: a parent stating

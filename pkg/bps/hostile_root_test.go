@@ -1,0 +1,77 @@
+// Copyright 2026 The BPS Authors. All rights reserved.
+// Use of this source code is governed by a BSD-style
+// license that can be found in the LICENSE file.
+
+package bps_test
+
+import (
+	"testing"
+	"time"
+
+	"github.com/ethersphere/bps/pkg/bps"
+	"github.com/ethersphere/bps/pkg/bps/pb"
+)
+
+// TestHostileCandidateOutsideTree: a child answers a probe with a node that
+// does not follow the cohort (a colluder, or any node at all). Asked to
+// take a child, that node answers as a root of its own — depth 0, and
+// nothing to deliver — so the joiner would hold a parent that can never
+// give it anything, and rank itself just below the root. Only the
+// cohort's root states depth 0: the joiner refuses any other node that
+// does. (bps-sim -attack candidates: the attackers named fellow attackers
+// that had not joined yet, which became false roots of up to 56 honest
+// children.) Failed before: the joiner took the false root as its parent.
+func TestHostileCandidateOutsideTree(t *testing.T) {
+	t.Parallel()
+	net := newNetwork(t)
+	sp := feedSpec(t, "a root outside the tree", newKey(t))
+	broker := newNode(t, net, bps.Options{MaxStreamsPerCohort: 1, ProbeWait: 300 * time.Millisecond})
+	kid, joiner, stranger := newNode(t, net, bps.Options{}), newNode(t, net, bps.Options{}), newNode(t, net, bps.Options{})
+	for _, n := range []*tnode{kid, joiner} {
+		if err := net.Connect(n.Node, broker.Node); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if err := net.Connect(joiner.Node, stranger.Node); err != nil {
+		t.Fatal(err)
+	}
+	child := openRaw(t, kid, broker)
+	if a := child.join(&pb.Join{Cohort: sp.PB(), Multihop: true}); a.Status != pb.Status_OK {
+		t.Fatal(a.Status)
+	}
+	type result struct {
+		sub *bps.Subscription
+		err error
+	}
+	done := make(chan result, 1)
+	go func() {
+		sub, err := joiner.svc.Subscribe(ctxT(t), broker.Overlay(), sp)
+		done <- result{sub, err}
+	}()
+	f := new(pb.Frame)
+	if err := child.read(f); err != nil || f.GetProbe() == nil {
+		t.Fatalf("the child read %v, %v; want a probe", f, err)
+	}
+	pr := f.GetProbe()
+	child.send(&pb.Frame{Kind: &pb.Frame_Candidates{Candidates: &pb.Candidates{Nonce: pr.Nonce,
+		Candidates: []*pb.Candidate{{Overlay: stranger.Overlay().Bytes(), Depth: pr.Depth}}}}})
+	var r result
+	select {
+	case r = <-done:
+	case <-ctxT(t).Done():
+		t.Fatal("Subscribe did not return")
+	}
+	if r.sub != nil {
+		defer func() { _ = r.sub.Close() }()
+		for _, p := range r.sub.Parents() {
+			if p.Equal(stranger.Overlay()) {
+				t.Fatalf("the joiner took %s, a node outside the tree, as its parent", p)
+			}
+		}
+	}
+	if n := joiner.rec.count(func(e bps.Event) bool {
+		return e.Kind == bps.EventParent && e.Status == pb.Status_OK.String() && e.Peer.Equal(stranger.Overlay())
+	}); n != 0 {
+		t.Fatalf("the joiner attached at the false root %d times", n)
+	}
+}
