@@ -22,6 +22,7 @@ import (
 	"github.com/ethersphere/bps/pkg/bps"
 	"github.com/ethersphere/bps/pkg/bps/pb"
 	"github.com/ethersphere/bps/pkg/bps/streamtest/bpsnet"
+	"github.com/ethersphere/bps/pkg/treeview"
 	"google.golang.org/protobuf/encoding/protowire"
 	"google.golang.org/protobuf/proto"
 )
@@ -353,6 +354,10 @@ type AttackResult struct {
 	// The honest subscribers that missed any, by their parents at the end:
 	// "a/p" is a of p parents attackers.
 	LosingByParents map[string]uint64 `json:"losing_by_parents"`
+	// Cut off: honest subscribers in the tree at the end (they have a
+	// parent) with no path of parents up to the root — in a cycle, or
+	// under one.
+	CutOff int `json:"cut_off"`
 
 	// Captured: honest subscribers whose every parent is an attacker, sampled
 	// every second while publishing and at the end.
@@ -404,6 +409,7 @@ func (a *adversary) collect(res *Result, end time.Time) {
 			}
 			parents[n.Overlay] = fmt.Sprintf("%d/%d", bad, len(n.Parents))
 		}
+		ar.CutOff += a.cutOff(t)
 	}
 	for _, st := range a.sim.cohorts {
 		st.mu.Lock()
@@ -478,6 +484,37 @@ func (a *adversary) collect(res *Result, end time.Time) {
 	ar.RootDrops = maps(a.rootDrops)
 	ar.Injected = maps(a.injected)
 	res.Attack = ar
+}
+
+// cutOff counts the honest nodes of t that have a parent and no path of
+// parents up to the root (node 0).
+func (a *adversary) cutOff(t treeview.Tree) int {
+	children := make([][]int, len(t.Nodes))
+	for i, n := range t.Nodes {
+		for _, j := range n.Parents {
+			children[j] = append(children[j], i)
+		}
+	}
+	reached := make([]bool, len(t.Nodes))
+	queue := []int{0}
+	reached[0] = true
+	for len(queue) > 0 {
+		i := queue[0]
+		queue = queue[1:]
+		for _, c := range children[i] {
+			if !reached[c] {
+				reached[c] = true
+				queue = append(queue, c)
+			}
+		}
+	}
+	k := 0
+	for i, n := range t.Nodes {
+		if !reached[i] && len(n.Parents) > 0 && !n.Failed && !a.isBad(swarm.MustParseHexAddress(n.Overlay)) {
+			k++
+		}
+	}
+	return k
 }
 
 func maps(m map[string]uint64) map[string]uint64 {
@@ -1223,6 +1260,9 @@ func writeAttack(row func(k, format string, a ...any), ar *AttackResult) {
 	row("  honest delivery", "%.4f of %d while attached (%d nodes missed any); %d never joined", ar.DeliveryRatio, ar.Expected, ar.NodesLosing, ar.NeverJoined)
 	if len(ar.LosingByParents) > 0 {
 		row("  losing nodes", "by attackers/parents at the end: %s", mapString(ar.LosingByParents))
+	}
+	if ar.CutOff > 0 {
+		row("  cut off", "%d honest nodes with parents but no path up to the root at the end (a cycle)", ar.CutOff)
 	}
 	row("  captured", "every parent an attacker: mean %.2f%%, max %.2f%%, at the end %.2f%%; two parents: %.1f%% of honest nodes",
 		100*ar.CapturedMean, 100*ar.CapturedMax, 100*ar.CapturedEnd, 100*ar.TwoParents)
