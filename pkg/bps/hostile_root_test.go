@@ -75,3 +75,88 @@ func TestHostileCandidateOutsideTree(t *testing.T) {
 		t.Fatalf("the joiner attached at the false root %d times", n)
 	}
 }
+
+// TestHostileCandidateNotAsOffered: a child answers a probe for a joiner
+// with a real relay from elsewhere in the tree — deeper than the subtree
+// probed, stated at the probe's depth. A candidate states the larger of
+// the probe's depth and its rank, its Ack its rank: the relay's Ack
+// states the deeper depth, and the joiner refuses the node that is not
+// where its candidate said. (bps-sim -attack candidates: attackers named
+// colluders anywhere in the tree at the shallowest depth a candidate may
+// claim, so a joiner's two parents, meant to come from two subtrees,
+// were both theirs.) Failed before: the joiner attached there.
+func TestHostileCandidateNotAsOffered(t *testing.T) {
+	t.Parallel()
+	net := newNetwork(t)
+	sp := feedSpec(t, "a candidate from elsewhere", newKey(t))
+	wait := 300 * time.Millisecond
+	broker := newNode(t, net, bps.Options{MaxStreamsPerCohort: 2, ProbeWait: wait})
+	kid := newNode(t, net, bps.Options{})
+	relay := newNode(t, net, bps.Options{RelayCapacity: 1, SingleParent: true, ProbeWait: wait})
+	deep := newNode(t, net, bps.Options{RelayCapacity: 2, SingleParent: true, ProbeWait: wait})
+	joiner := newNode(t, net, bps.Options{SingleParent: true})
+	for _, n := range []*tnode{kid, relay, deep, joiner} {
+		if err := net.Connect(n.Node, broker.Node); err != nil {
+			t.Fatal(err)
+		}
+	}
+	for _, pair := range [][2]*tnode{{deep, relay}, {joiner, deep}, {joiner, relay}} {
+		if err := net.Connect(pair[0].Node, pair[1].Node); err != nil {
+			t.Fatal(err)
+		}
+	}
+	child := openRaw(t, kid, broker)
+	if a := child.join(&pb.Join{Cohort: sp.PB(), Multihop: true}); a.Status != pb.Status_OK {
+		t.Fatal(a.Status)
+	}
+	// The child names the deep relay, at the probe's depth, for the
+	// joiner; nothing for anyone else.
+	answered := make(chan struct{})
+	t.Cleanup(func() {
+		_ = child.s.Reset()
+		<-answered
+	})
+	go func() {
+		defer close(answered)
+		for {
+			f := new(pb.Frame)
+			if err := child.read(f); err != nil {
+				return
+			}
+			pr := f.GetProbe()
+			if pr == nil {
+				continue
+			}
+			var cands []*pb.Candidate
+			if string(pr.Joiner) == string(joiner.Overlay().Bytes()) {
+				cands = []*pb.Candidate{{Overlay: deep.Overlay().Bytes(), Depth: pr.Depth}}
+			}
+			if _, err := child.s.Write(bps.EncodeFrame(&pb.Frame{Kind: &pb.Frame_Candidates{Candidates: &pb.Candidates{Nonce: pr.Nonce, Candidates: cands}}})); err != nil {
+				return
+			}
+		}
+	}()
+	rs, err := relay.svc.Subscribe(ctxT(t), broker.Overlay(), sp)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer func() { _ = rs.Close() }()
+	ds, err := deep.svc.Subscribe(ctxT(t), broker.Overlay(), sp)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer func() { _ = ds.Close() }()
+	if ps := ds.Parents(); len(ps) != 1 || !ps[0].Equal(relay.Overlay()) {
+		t.Fatalf("the deep relay's parents %v, want the relay", ps)
+	}
+
+	js, err := joiner.svc.Subscribe(ctxT(t), broker.Overlay(), sp)
+	if js != nil {
+		defer func() { _ = js.Close() }()
+	}
+	if n := joiner.rec.count(func(e bps.Event) bool {
+		return e.Kind == bps.EventParent && e.Status == pb.Status_OK.String() && e.Peer.Equal(deep.Overlay())
+	}); n != 0 {
+		t.Fatalf("the joiner attached at the relay named from outside the subtree probed (subscribe: %v)", err)
+	}
+}

@@ -152,7 +152,7 @@ func (sub *Subscription) acquire(ctx context.Context, at swarm.Address, underlay
 	s := sub.s
 	var last error
 	for round := 0; round < maxJoinRounds; round++ {
-		err := sub.attachAt(ctx, at, underlays, refer)
+		err := sub.attachAt(ctx, at, underlays, refer, nil)
 		var full *FullError
 		if !errors.As(err, &full) || len(full.Candidates) == 0 {
 			return err
@@ -170,7 +170,7 @@ func (sub *Subscription) acquire(ctx context.Context, at swarm.Address, underlay
 			if peer.Equal(s.overlay) || sub.hasParent(peer) || sub.shuns(peer) || sub.isChild(peer) || !fit {
 				continue
 			}
-			if err := sub.attachAt(ctx, peer, c.Underlays, false); err != nil {
+			if err := sub.attachAt(ctx, peer, c.Underlays, false, c); err != nil {
 				last = err
 				continue
 			}
@@ -293,8 +293,9 @@ func (sub *Subscription) isChild(peer swarm.Address) bool {
 }
 
 // attachAt joins at peer (connecting to underlays first, if given) and, on
-// OK, makes the stream a parent.
-func (sub *Subscription) attachAt(ctx context.Context, peer swarm.Address, underlays [][]byte, refer bool) error {
+// OK, makes the stream a parent; cand is the probe's candidate that named
+// peer, nil if none did.
+func (sub *Subscription) attachAt(ctx context.Context, peer swarm.Address, underlays [][]byte, refer bool, cand *pb.Candidate) error {
 	s := sub.s
 	if err := s.dial(ctx, peer, underlays); err != nil {
 		return err
@@ -318,6 +319,14 @@ func (sub *Subscription) attachAt(ctx context.Context, peer swarm.Address, under
 		// nothing to deliver (a candidate naming any node, DESIGN §7).
 		_ = stream.Reset()
 		return fmt.Errorf("bps: %s: %w", peer, errFalseRoot)
+	}
+	if cand != nil && ack.GetDepth() > cand.GetDepth() {
+		// A candidate states the larger of the probe's depth and its
+		// rank, its Ack the rank: an Ack deeper than the candidate is a
+		// node that is not where its candidate said — named from outside
+		// the subtree that was probed (DESIGN §7).
+		_ = stream.Reset()
+		return fmt.Errorf("bps: %s at depth %d, offered at %d: %w", peer, ack.GetDepth(), cand.GetDepth(), errNotAsOffered)
 	}
 	// What the candidate said in the probe, its Ack says again, and the
 	// Ack is what this node's rank follows: checked, and the parent
@@ -786,11 +795,12 @@ func (sub *Subscription) control(p *parent) func(cs *clientStream, f *pb.Frame) 
 
 // Reasons a node refuses a parent it was pointed at.
 var (
-	errOwnChild  = errors.New("the target is this node's own child")
-	errShunned   = errors.New("the target was dropped for withholding")
-	errTooDeep   = errors.New("the parent states a depth past the bound")
-	errNotAbove  = errors.New("the parent is not above this node, which has children: it may be a descendant")
-	errFalseRoot = errors.New("the parent states depth 0 but is not the cohort's root")
+	errOwnChild     = errors.New("the target is this node's own child")
+	errShunned      = errors.New("the target was dropped for withholding")
+	errTooDeep      = errors.New("the parent states a depth past the bound")
+	errNotAbove     = errors.New("the parent is not above this node, which has children: it may be a descendant")
+	errFalseRoot    = errors.New("the parent states depth 0 but is not the cohort's root")
+	errNotAsOffered = errors.New("the parent states a depth below the one its candidate stated")
 )
 
 // maxDepth bounds the depth a node accepts a parent at: a parent stating
