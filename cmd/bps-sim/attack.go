@@ -110,6 +110,7 @@ type adversary struct {
 	captured  []float64
 	twoPar    []float64 // fraction of honest nodes with two parents, per sample
 	viol      [2]uint64 // violations honest nodes (roots included) found: [by an honest peer, by an attacker]
+	framed    map[string]uint64 // why honest peers were found violating, by reason
 	rootDrops map[string]uint64
 	injected  map[string]uint64 // frames attackers sent, by kind
 
@@ -246,6 +247,14 @@ func (a *adversary) trace(nd *bpsnet.Node, e bps.Event) {
 			a.viol[1]++
 		} else {
 			a.viol[0]++
+			if a.framed == nil {
+				a.framed = map[string]uint64{}
+			}
+			why := fmt.Sprint(e.Err)
+			if len(why) > 120 {
+				why = why[:120]
+			}
+			a.framed[why]++
 		}
 		return
 	}
@@ -390,6 +399,7 @@ type AttackResult struct {
 	RootTimePerAttackerPS Dur               `json:"root_time_per_attacker_per_s"`
 	ViolationsAttacker    uint64            `json:"violations_attacker"` // streams honest nodes reset and blocklisted: by attackers
 	ViolationsHonest      uint64            `json:"violations_honest"`   // the same, by honest peers (framed: must be 0)
+	Framed                map[string]uint64 `json:"framed,omitempty"`    // why, by reason
 	RootDrops             map[string]uint64 `json:"root_drops"`
 	Injected              map[string]uint64 `json:"injected"`
 }
@@ -481,6 +491,7 @@ func (a *adversary) collect(res *Result, end time.Time) {
 		ar.RootTimePerAttackerPS = Dur(time.Duration(float64(ar.RootTimeAttacker) / float64(n) / rt.Seconds()))
 	}
 	ar.ViolationsHonest, ar.ViolationsAttacker = a.viol[0], a.viol[1]
+	ar.Framed = maps(a.framed)
 	ar.RootDrops = maps(a.rootDrops)
 	ar.Injected = maps(a.injected)
 	res.Attack = ar
@@ -1269,6 +1280,9 @@ func writeAttack(row func(k, format string, a ...any), ar *AttackResult) {
 	row("  dropped for lag", "%d honest parents, %d attacker parents; %d liveness faults; %d reparents followed", ar.HonestDropped, ar.AttackerDropped, ar.Faults, ar.Reparents)
 	row("  repairs", "%d: p50 %s, p99 %s, max %s", ar.Repairs, ar.RepairP50, ar.RepairP99, ar.RepairMax)
 	row("  violations", "honest nodes reset and blocklisted %d attacker streams, %d honest ones", ar.ViolationsAttacker, ar.ViolationsHonest)
+	if len(ar.Framed) > 0 {
+		row("  honest found violating", "%s", mapString(ar.Framed))
+	}
 	row("  at the root", "read from attackers: %d frames, %s reader time (%s per attacker per second); from honest nodes: %d frames, %s",
 		ar.RootFramesAttacker, ar.RootTimeAttacker, ar.RootTimePerAttackerPS, ar.RootFramesHonest, ar.RootTimeHonest)
 	row("  root drops", "%s", mapString(ar.RootDrops))

@@ -11,9 +11,9 @@ import (
 	"time"
 )
 
-// Every attack at small scale: a cohort of 60 nodes, a broker that admits
-// 6 and relays of 3 (a tree four or five deep), 10% of the subscribers
-// attacking. The honest subscribers receive what was published while they
+// Every attack at small scale: a cohort of 40 nodes, a broker that admits
+// 4 and relays of 3 (a tree five or six deep), 10% of the subscribers
+// attacking, three runs at a time. The honest subscribers receive what was published while they
 // were attached, none of them is dropped for lag or blocklisted, few are
 // captured, and the attack took place (its frames were sent; where it is a
 // violation, the attackers were blocklisted for it).
@@ -21,9 +21,12 @@ func TestAttacks(t *testing.T) {
 	t.Parallel()
 	// Attacks whose frames an honest node must refuse as violations.
 	refused := map[string]bool{"candidate-flood": true, "claim-replay": true}
+	slots := make(chan struct{}, 3)
 	for _, a := range attacks {
 		t.Run(a.name, func(t *testing.T) {
-			// one after another: each has the cores
+			t.Parallel()
+			slots <- struct{}{}
+			defer func() { <-slots }()
 			sc := DefaultScenario()
 			sc.Nodes, sc.Cohorts, sc.BrokerCapacity, sc.RelayCapacity = 40, 1, 4, 3
 			sc.Rate, sc.Duration, sc.Latency, sc.Drain = 25, Dur(2*time.Second), Dur(2*time.Millisecond), Dur(5*time.Second)
@@ -46,8 +49,8 @@ func TestAttacks(t *testing.T) {
 				t.Fatalf("%d attackers, %d honest subscribers", ar.Attackers, ar.Honest)
 			case injected == 0:
 				t.Fatalf("the attack did nothing\n%s", table.String())
-			case ar.Expected < 500 || ar.DeliveryRatio < 0.995:
-				t.Fatalf("honest delivery %.4f of %d\n%s", ar.DeliveryRatio, ar.Expected, table.String())
+			case ar.Expected < 300 || ar.DeliveryRatio < 0.99 || ar.NeverJoined > 0 || ar.CutOff > 0:
+				t.Fatalf("honest delivery %.4f of %d, %d never joined, %d cut off\n%s", ar.DeliveryRatio, ar.Expected, ar.NeverJoined, ar.CutOff, table.String())
 			case ar.HonestDropped != 0 || ar.ViolationsHonest != 0:
 				t.Fatalf("honest parents dropped: %d for lag, %d for violations\n%s", ar.HonestDropped, ar.ViolationsHonest, table.String())
 			case ar.CapturedMean > 0.05:

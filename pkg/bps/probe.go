@@ -22,7 +22,7 @@ const (
 	maxUnderlays    = 8   // per candidate or reparent
 	maxUnderlaySize = 256 // bytes per underlay (a multiaddr)
 	maxOpenProbes   = 16  // per cohort at one node: joins probing at once
-	recentNonces    = 32  // closed nonces remembered per cohort: a late answer is dropped, not punished
+	recentNonces    = 32  // closed nonces remembered per cohort: only to name a flood's violation
 	// maxProbesPerSecond bounds the probes a parent may send one child in
 	// a second: one past it is answered empty at once.
 	maxProbesPerSecond = 1000
@@ -187,19 +187,20 @@ func (c *cohort) candidates(from *member, cs *pb.Candidates) error {
 	defer c.mu.Unlock()
 	pw := c.probes[cs.Nonce]
 	if pw == nil {
-		if slices.Contains(c.doneProbes, cs.Nonce) {
-			// Late, not wrong — but a child answers each probe it was
-			// asked once: one answer more than the probes that closed
-			// without its answer is a flood.
-			if from.owed == 0 {
-				c.r.s.count(c, CounterWrongStream)
+		// Late, not wrong — but a child answers each probe it was asked
+		// once: one answer more than the probes that closed without its
+		// answer is a flood. What the child owes bounds it, not the
+		// nonces this node remembers: under a storm of probes more than
+		// recentNonces close while an honest child's answer is on its way.
+		if from.owed == 0 {
+			c.r.s.count(c, CounterWrongStream)
+			if slices.Contains(c.doneProbes, cs.Nonce) {
 				return violationf("a late answer to a probe it answered, or was not asked")
 			}
-			from.owed--
-			return nil
+			return violationf("candidates for no open probe")
 		}
-		c.r.s.count(c, CounterWrongStream)
-		return violationf("candidates for no open probe")
+		from.owed--
+		return nil
 	}
 	answered, asked := pw.asked[from]
 	if !asked || answered {

@@ -2,6 +2,8 @@
 // Use of this source code is governed by a BSD-style
 // license that can be found in the LICENSE file.
 
+// Attacks bps-sim -byzantine found (cmd/bps-sim/attack.go).
+
 package bps_test
 
 import (
@@ -159,4 +161,67 @@ func TestHostileCandidateNotAsOffered(t *testing.T) {
 	}); n != 0 {
 		t.Fatalf("the joiner attached at the relay named from outside the subtree probed (subscribe: %v)", err)
 	}
+}
+
+// TestHostileLateAnswerAfterManyProbes: a slow child answers a probe after
+// more probes closed at its parent than the parent remembers nonces of.
+// The answer is late, not hostile — the child owes it — and is tolerated;
+// what bounds late answers is what each child owes. (bps-sim under load:
+// honest children were blocklisted for "candidates for no open probe".)
+// Failed before: the honest child was reset and blocklisted.
+func TestHostileLateAnswerAfterManyProbes(t *testing.T) {
+	t.Parallel()
+	net := newNetwork(t)
+	sp := feedSpec(t, "probed often", newKey(t))
+	broker := newNode(t, net, bps.Options{MaxStreamsPerCohort: 1, ProbeWait: 100 * time.Millisecond})
+	kid, joiner := newNode(t, net, bps.Options{}), newNode(t, net, bps.Options{})
+	for _, n := range []*tnode{kid, joiner} {
+		if err := net.Connect(n.Node, broker.Node); err != nil {
+			t.Fatal(err)
+		}
+	}
+	child := openRaw(t, kid, broker)
+	if a := child.join(&pb.Join{Cohort: sp.PB(), Multihop: true}); a.Status != pb.Status_OK {
+		t.Fatal(a.Status)
+	}
+	// join asks the full broker for a place, which probes the child; the
+	// child answers at once if answer, else not at all.
+	join := func(answer bool) *pb.Probe {
+		j := openRaw(t, joiner, broker)
+		acked := make(chan error, 1)
+		go func() {
+			if _, err := j.s.Write(bps.EncodeFrame(&pb.Join{Cohort: sp.PB(), Multihop: true})); err != nil {
+				acked <- err
+				return
+			}
+			acked <- j.read(new(pb.Ack))
+		}()
+		f := new(pb.Frame)
+		if err := child.read(f); err != nil || f.GetProbe() == nil {
+			t.Fatalf("the child read %v, %v; want a probe", f, err)
+		}
+		if answer {
+			child.send(&pb.Frame{Kind: &pb.Frame_Candidates{Candidates: &pb.Candidates{Nonce: f.GetProbe().Nonce}}})
+		}
+		if err := <-acked; err != nil {
+			t.Fatalf("the joiner's ack: %v", err)
+		}
+		_ = j.s.Reset()
+		return f.GetProbe()
+	}
+	first := join(false) // closes unanswered: the child owes an answer
+	for range 40 {       // more than the parent remembers
+		join(true)
+	}
+	child.send(&pb.Frame{Kind: &pb.Frame_Candidates{Candidates: &pb.Candidates{Nonce: first.Nonce}}})
+	// Still served: a relayed publication that fails is read and counted.
+	bad := update(t, newKey(t), feedSpec(t, "probed often", newKey(t)), 0, "x")
+	child.send(&pb.Frame{Kind: &pb.Frame_Message{Message: bad}})
+	broker.rec.wait(t, "the stream still read", func(e bps.Event) bool { return e.Kind == bps.EventDrop })
+	if n := broker.rec.count(kind(bps.EventViolation)); n != 0 {
+		t.Fatalf("a slow child punished for a late answer: %d violations", n)
+	}
+	// What it owed is paid: one answer more is a flood.
+	child.send(&pb.Frame{Kind: &pb.Frame_Candidates{Candidates: &pb.Candidates{Nonce: first.Nonce}}})
+	expectReset(t, child)
 }
