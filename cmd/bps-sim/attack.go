@@ -105,6 +105,7 @@ type adversary struct {
 	repairs   []time.Duration
 	withheldH uint64 // honest nodes dropping honest parents for lag
 	withheldA uint64 // honest nodes dropping attacker parents for lag
+	starvedH  uint64 // of withheldH, parents that were captured themselves (every parent an attacker) or had none
 	faults    uint64 // honest nodes losing both parents
 	reparents uint64 // honest nodes moving on a Reparent
 	captured  []float64
@@ -270,6 +271,10 @@ func (a *adversary) trace(nd *bpsnet.Node, e bps.Event) {
 			a.withheldA++
 		} else {
 			a.withheldH++
+			if a.ctx.Err() == nil { // not once the attackers are being waited for
+				a.wg.Add(1)
+				go a.starved(e.Peer, e.Cohort)
+			}
 		}
 		if _, ok := a.lostAt[self]; !ok {
 			a.lostAt[self] = now
@@ -293,6 +298,24 @@ func (a *adversary) trace(nd *bpsnet.Node, e bps.Event) {
 			delete(a.lostAt, self)
 		}
 	}
+}
+
+// starved books an honest parent that an honest node dropped for lag as
+// starved if its own parents are all attackers (or it has none): it
+// lacked what it did not pass on, and was not framed.
+func (a *adversary) starved(peer swarm.Address, cohort string) {
+	defer a.wg.Done()
+	nd, ok := a.sim.net.Lookup(peer)
+	if !ok {
+		return
+	}
+	p, ok := positionOf(nd.Service(), cohort)
+	if ok && slices.ContainsFunc(p.Parents, func(x swarm.Address) bool { return !a.isBad(x) }) {
+		return
+	}
+	a.mu.Lock()
+	a.starvedH++
+	a.mu.Unlock()
 }
 
 // sample records the fraction of honest subscribers whose every parent is
@@ -376,6 +399,7 @@ type AttackResult struct {
 	TwoParents   float64 `json:"two_parents"` // mean fraction of honest subscribers with two parents
 
 	HonestDropped   uint64 `json:"honest_dropped"`   // honest parents an honest node dropped for lagging
+	HonestStarved   uint64 `json:"honest_starved"`   // of those, parents whose own parents were all attackers then (not framed: starved)
 	AttackerDropped uint64 `json:"attacker_dropped"` // attacker parents an honest node dropped for lagging
 	Faults          uint64 `json:"faults"`           // honest nodes that lost both parents
 	Reparents       uint64 `json:"reparents"`        // honest nodes that followed a Reparent
@@ -479,6 +503,7 @@ func (a *adversary) collect(res *Result, end time.Time) {
 		ar.CapturedMean, ar.TwoParents, ar.CapturedEnd = sum/float64(n), two/float64(n), a.captured[n-1]
 	}
 	ar.HonestDropped, ar.AttackerDropped, ar.Faults, ar.Reparents = a.withheldH, a.withheldA, a.faults, a.reparents
+	ar.HonestStarved = a.starvedH
 	rs := slices.Clone(a.repairs)
 	sort.Slice(rs, func(i, j int) bool { return rs[i] < rs[j] })
 	if n := len(rs); n > 0 {
@@ -1277,7 +1302,8 @@ func writeAttack(row func(k, format string, a ...any), ar *AttackResult) {
 	}
 	row("  captured", "every parent an attacker: mean %.2f%%, max %.2f%%, at the end %.2f%%; two parents: %.1f%% of honest nodes",
 		100*ar.CapturedMean, 100*ar.CapturedMax, 100*ar.CapturedEnd, 100*ar.TwoParents)
-	row("  dropped for lag", "%d honest parents, %d attacker parents; %d liveness faults; %d reparents followed", ar.HonestDropped, ar.AttackerDropped, ar.Faults, ar.Reparents)
+	row("  dropped for lag", "%d honest parents (%d of them starved: every parent of theirs an attacker), %d attacker parents; %d liveness faults; %d reparents followed",
+		ar.HonestDropped, ar.HonestStarved, ar.AttackerDropped, ar.Faults, ar.Reparents)
 	row("  repairs", "%d: p50 %s, p99 %s, max %s", ar.Repairs, ar.RepairP50, ar.RepairP99, ar.RepairMax)
 	row("  violations", "honest nodes reset and blocklisted %d attacker streams, %d honest ones", ar.ViolationsAttacker, ar.ViolationsHonest)
 	if len(ar.Framed) > 0 {
