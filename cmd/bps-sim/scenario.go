@@ -742,7 +742,11 @@ func (s *sim) waitPublishers(pubs []*publisher) {
 // quiet is how long after its acceptance an update may still be on its way:
 // a few latencies and a retransmission.
 func (sc Scenario) quiet() time.Duration {
-	return max(4*time.Duration(sc.Latency)+streamtest.DefaultRetransmitDelay, 250*time.Millisecond)
+	q := max(4*time.Duration(sc.Latency)+streamtest.DefaultRetransmitDelay, 250*time.Millisecond)
+	if sc.Byzantine > 0 && sc.Attack == "delay" {
+		q += 3 * time.Duration(sc.AttackDelay) // held by an attacker, or two on the way
+	}
+	return q
 }
 
 // drain waits, at most d, until no delivery has arrived for a while: long
