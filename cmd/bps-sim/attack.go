@@ -109,8 +109,8 @@ type adversary struct {
 	faults    uint64 // honest nodes losing both parents
 	reparents uint64 // honest nodes moving on a Reparent
 	captured  []float64
-	twoPar    []float64 // fraction of honest nodes with two parents, per sample
-	viol      [2]uint64 // violations honest nodes (roots included) found: [by an honest peer, by an attacker]
+	twoPar    []float64         // fraction of honest nodes with two parents, per sample
+	viol      [2]uint64         // violations honest nodes (roots included) found: [by an honest peer, by an attacker]
 	framed    map[string]uint64 // why honest peers were found violating, by reason
 	rootDrops map[string]uint64
 	injected  map[string]uint64 // frames attackers sent, by kind
