@@ -123,7 +123,7 @@ func (s *Service) Subscribe(ctx context.Context, broker swarm.Address, sp *Spec)
 	if sp.Binding == pb.TopicBinding_FEED_TOPIC && sp.Explicit() {
 		sub.order = newReorder()
 	}
-	if err := sub.acquire(ctx, broker, nil, false); err != nil {
+	if err := sub.acquire(ctx, broker, nil, false, nil); err != nil {
 		sub.mu.Lock()
 		if sub.fatal == nil {
 			sub.fatal = err
@@ -147,12 +147,13 @@ func (s *Service) Subscribe(ctx context.Context, broker swarm.Address, sp *Spec)
 // acquire joins at the node at and attaches there; a node at capacity
 // answers with candidates, and the subscription attaches to as many of
 // them as it lacks parents. A candidate lost to a race is replaced by
-// asking at again, a bounded number of times.
-func (sub *Subscription) acquire(ctx context.Context, at swarm.Address, underlays [][]byte, refer bool) error {
+// asking at again, a bounded number of times. offer, if set, is what at
+// was offered as: its Ack may not state a depth below offer's.
+func (sub *Subscription) acquire(ctx context.Context, at swarm.Address, underlays [][]byte, refer bool, offer *pb.Candidate) error {
 	s := sub.s
 	var last error
 	for round := 0; round < maxJoinRounds; round++ {
-		err := sub.attachAt(ctx, at, underlays, refer, nil)
+		err := sub.attachAt(ctx, at, underlays, refer, offer)
 		var full *FullError
 		if !errors.As(err, &full) || len(full.Candidates) == 0 {
 			return err
@@ -570,12 +571,12 @@ func (sub *Subscription) repair() {
 		sub.mu.Unlock()
 
 		ctx, cancel := context.WithTimeout(sub.ctx, s.opts.HandshakeTimeout+s.opts.ProbeWait)
-		err := sub.acquire(ctx, at, nil, n > 0)
+		err := sub.acquire(ctx, at, nil, n > 0, nil)
 		if err != nil && n > 0 && !sub.hasParent(sub.root) {
 			// Nothing usable below the surviving parent: the broker may
 			// have room (the lost relay's slot, say), or a shallower
 			// subtree.
-			err = sub.acquire(ctx, sub.root, nil, false)
+			err = sub.acquire(ctx, sub.root, nil, false, nil)
 		}
 		cancel()
 		if err == nil {
@@ -848,7 +849,23 @@ func (sub *Subscription) reparent(p *parent, rp *pb.Reparent) {
 			sub.mu.Lock()
 			sub.want++ // room for the new parent beside the old one, for the overlap
 			sub.mu.Unlock()
-			err := sub.acquire(ctx, to, underlays, false)
+			// A relay leaving sends its children to its own parent, whose
+			// key (stated depth, overlay) is below its own ("No cycles"):
+			// a target whose key is not below that of the parent that
+			// named it is refused, so every move a Reparent makes is
+			// rootward, and a parent cannot move its children around the
+			// tree (to colluders, back and forth) without end.
+			var err error
+			above := p.cs.stated
+			if to.Compare(p.cs.peer) >= 0 {
+				if above == 0 {
+					err = errNotAbove
+				}
+				above-- // at its rank only with a smaller overlay
+			}
+			if err == nil {
+				err = sub.acquire(ctx, to, underlays, false, &pb.Candidate{Overlay: rp.To, Depth: above})
+			}
 			sub.mu.Lock()
 			sub.want--
 			sub.mu.Unlock()
