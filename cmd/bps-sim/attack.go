@@ -46,6 +46,7 @@ type attackDef struct {
 
 // attacks are the attacks -attack accepts.
 var attacks = []attackDef{
+	{"none", "the control: follow the protocol, as honest nodes do (the share captured by chance)"},
 	{"candidates", "forged candidates: answer every probe with itself and a fellow attacker, both at the probe's depth (the shallowest a candidate may claim), room or not"},
 	{"depth-lie", "depth lies: state depth 0 in the Ack to every child and in every candidate"},
 	{"withhold", "selective withholding: drop every k-th message (-attack-k) to children"},

@@ -54,7 +54,7 @@ func TestAttacks(t *testing.T) {
 			switch {
 			case ar.Attackers != 4 || ar.Honest != 34:
 				t.Fatalf("%d attackers, %d honest subscribers", ar.Attackers, ar.Honest)
-			case injected == 0:
+			case injected == 0 && a.name != "none":
 				t.Fatalf("the attack did nothing\n%s", table.String())
 			case ar.Expected < 200 || ar.DeliveryRatio < 0.97 || ar.NeverJoined > 0 || ar.CutOff > 0:
 				t.Fatalf("honest delivery %.4f of %d, %d never joined, %d cut off\n%s", ar.DeliveryRatio, ar.Expected, ar.NeverJoined, ar.CutOff, table.String())
