@@ -384,6 +384,12 @@ type AttackResult struct {
 	DeliveryRatio float64 `json:"delivery_ratio"`
 	NodesLosing   int     `json:"nodes_losing"` // honest subscribers that missed any
 	NeverJoined   int     `json:"never_joined"` // honest subscribers that never had a subscription
+	// The same at the honest subscribers not captured at the end (some
+	// parent of theirs honest): what the protocol promises whatever the
+	// attackers withhold.
+	ExpectedFree      uint64  `json:"expected_free"`
+	DeliveredFree     uint64  `json:"delivered_free"`
+	DeliveryRatioFree float64 `json:"delivery_ratio_free"`
 	// The honest subscribers that missed any, by their parents at the end:
 	// "a/p" is a of p parents attackers.
 	LosingByParents map[string]uint64 `json:"losing_by_parents"`
@@ -434,6 +440,7 @@ func (a *adversary) collect(res *Result, end time.Time) {
 	ar := &AttackResult{Attack: a.kind, Byzantine: a.sim.sc.Byzantine, Attackers: len(a.bad), LosingByParents: map[string]uint64{}}
 	quiet := a.sim.sc.quiet()
 	parents := map[string]string{} // hex overlay -> "a/p" at the end
+	captured := map[string]bool{}  // hex overlay -> every parent an attacker at the end
 	for _, t := range res.Trees {
 		for _, n := range t.Nodes {
 			bad := 0
@@ -443,6 +450,7 @@ func (a *adversary) collect(res *Result, end time.Time) {
 				}
 			}
 			parents[n.Overlay] = fmt.Sprintf("%d/%d", bad, len(n.Parents))
+			captured[n.Overlay] = bad > 0 && bad == len(n.Parents)
 		}
 		ar.CutOff += a.cutOff(t)
 	}
@@ -463,6 +471,7 @@ func (a *adversary) collect(res *Result, end time.Time) {
 			if len(sl.intervals) == 0 {
 				ar.NeverJoined++
 			}
+			free := !captured[sl.node.Overlay().String()]
 			var lost uint64
 			for _, iv := range sl.intervals {
 				to := iv.to
@@ -475,10 +484,17 @@ func (a *adversary) collect(res *Result, end time.Time) {
 						continue
 					}
 					ar.Expected++
-					if sl.seen.test(idx) {
+					got := sl.seen.test(idx)
+					if got {
 						ar.Delivered++
 					} else {
 						lost++
+					}
+					if free {
+						ar.ExpectedFree++
+						if got {
+							ar.DeliveredFree++
+						}
 					}
 				}
 			}
@@ -491,6 +507,9 @@ func (a *adversary) collect(res *Result, end time.Time) {
 	}
 	if ar.Expected > 0 {
 		ar.DeliveryRatio = float64(ar.Delivered) / float64(ar.Expected)
+	}
+	if ar.ExpectedFree > 0 {
+		ar.DeliveryRatioFree = float64(ar.DeliveredFree) / float64(ar.ExpectedFree)
 	}
 	a.mu.Lock()
 	defer a.mu.Unlock()
@@ -1294,7 +1313,8 @@ func (s *meterStream) Read(p []byte) (int, error) {
 // writeAttack writes the attack's rows of the table.
 func writeAttack(row func(k, format string, a ...any), ar *AttackResult) {
 	row("attack", "%s by %d attackers (%.3g of the subscribers); %d honest subscribers", ar.Attack, ar.Attackers, ar.Byzantine, ar.Honest)
-	row("  honest delivery", "%.4f of %d while attached (%d nodes missed any); %d never joined", ar.DeliveryRatio, ar.Expected, ar.NodesLosing, ar.NeverJoined)
+	row("  honest delivery", "%.4f of %d while attached (%d nodes missed any); %.4f at the nodes not captured at the end; %d never joined",
+		ar.DeliveryRatio, ar.Expected, ar.NodesLosing, ar.DeliveryRatioFree, ar.NeverJoined)
 	if len(ar.LosingByParents) > 0 {
 		row("  losing nodes", "by attackers/parents at the end: %s", mapString(ar.LosingByParents))
 	}
