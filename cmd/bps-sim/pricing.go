@@ -54,8 +54,10 @@ func (sc Scenario) prices() bps.Prices {
 }
 
 // price makes nd charge on its accounting, connected to every peer it
-// connects to from now on and to the peers it has (a restarted node is
-// reconnected before the simulation sees it).
+// connects to from now on and to the peers it has. It runs before any peer
+// can reach nd: at its first start, and in a restart's setup
+// (bpsnet.RestartWith), since the service's accounting is not changed
+// while streams run.
 func (s *sim) price(nd *bpsnet.Node) error {
 	if s.sc.prices() == (bps.Prices{}) {
 		return nil

@@ -821,10 +821,7 @@ func (s *sim) churn(duration time.Duration) {
 			if !s.sleep(time.Duration(s.sc.Downtime)) {
 				return
 			}
-			fresh, err := s.net.Restart(nd)
-			if err == nil {
-				err = s.price(fresh)
-			}
+			fresh, err := s.net.RestartWith(nd, s.price) // priced before any peer reaches it
 			if err != nil {
 				s.counts.add("restart failed")
 				return
@@ -863,10 +860,7 @@ func (s *sim) killBrokers(d time.Duration) {
 	}
 	for _, i := range victims {
 		st := s.cohorts[i]
-		fresh, err := s.net.Restart(st.currentBroker())
-		if err == nil {
-			err = s.price(fresh)
-		}
+		fresh, err := s.net.RestartWith(st.currentBroker(), s.price) // priced before any peer reaches it
 		if err != nil {
 			s.counts.add("restart failed")
 			continue

@@ -302,7 +302,12 @@ func (n *Network) shutdown(nd *Node) error {
 // links to the peers nd had that are still up, each peer dialing, as peers
 // redial a node that came back. Followers and publishers that ran on nd are
 // not restarted.
-func (n *Network) Restart(nd *Node) (*Node, error) {
+func (n *Network) Restart(nd *Node) (*Node, error) { return n.RestartWith(nd, nil) }
+
+// RestartWith is Restart, with setup called on the new incarnation before
+// any peer can reach it — where a service is configured (its accounting,
+// say) before its first stream.
+func (n *Network) RestartWith(nd *Node, setup func(*Node) error) (*Node, error) {
 	if cur, ok := n.Lookup(nd.Overlay()); !ok || cur != nd {
 		return nil, fmt.Errorf("bpsnet: restart %s: not its current incarnation", nd.Overlay())
 	}
@@ -316,6 +321,11 @@ func (n *Network) Restart(nd *Node) (*Node, error) {
 	fresh, err := n.start(n.st.Restart(nd.Node), nd.opts, nd.key)
 	if err != nil {
 		return nil, err
+	}
+	if setup != nil {
+		if err := setup(fresh); err != nil {
+			return nil, err
+		}
 	}
 	for _, p := range peers {
 		peer, ok := n.Lookup(p)
