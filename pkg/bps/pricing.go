@@ -123,20 +123,34 @@ func (s *Service) Charges() []PeerCharges {
 	return s.pricing.charges()
 }
 
-// Settle applies on bee's accounting, now, what every priced stream's meter
-// holds: after it, Charges and bee's balances count every frame whose
-// charge was counted before the call. Meters otherwise settle on their own
-// (see Settlement).
+// Settle applies on bee's accounting, now, all that every priced stream's
+// meter holds, a child's kept margin too: after it, Charges and bee's
+// balances count every frame whose charge was counted before the call.
+// Meters otherwise settle on their own (see Settlement and meter), and a
+// child's ledger stays behind its parent's by its margin; Settle may put it
+// ahead of a parent that has not applied what it holds, so that a payment
+// bee makes just then is accepted short and bee cuts the parent. It is for
+// a node's tests and its measurements.
 func (s *Service) Settle() {
 	if s.pricing == nil {
 		return
 	}
-	s.pricing.qmu.Lock()
-	ms := s.pricing.queue
-	s.pricing.queue = nil
-	s.pricing.qmu.Unlock()
+	p := s.pricing
+	p.mu.Lock()
+	ms := make([]*meter, 0, len(p.meters))
+	for m := range p.meters {
+		ms = append(ms, m)
+	}
+	p.mu.Unlock()
+	p.qmu.Lock()
+	for _, l := range p.late {
+		ms = append(ms, l.m)
+	}
+	p.qmu.Unlock()
 	for _, m := range ms {
-		m.flushQueued()
+		m.mu.Lock()
+		_ = m.flushLocked(true)
+		m.mu.Unlock()
 	}
 }
 
@@ -163,12 +177,23 @@ type pricing struct {
 
 	metrics pricingMetrics
 
-	mu    sync.Mutex
-	peers map[string]*tally
+	mu     sync.Mutex
+	peers  map[string]*tally
+	meters map[*meter]struct{} // the live streams' meters, for Settle
 
 	qmu      sync.Mutex
-	queue    []*meter // meters holding charges, for the flusher's next round
-	flushing bool     // the flusher runs
+	queue    []*meter      // meters holding charges, for the flusher's next round
+	late     []lateMeter   // ended children's meters, applied when due
+	flushing bool          // the flusher runs
+	stopped  bool          // the flusher has stopped for good: the service closes
+	wake     chan struct{} // tells a sleeping flusher of a new late meter
+}
+
+// lateMeter is a child's ended meter whose kept charges the flusher applies
+// at due (see meter.done).
+type lateMeter struct {
+	m   *meter
+	due time.Time
 }
 
 type tally struct {
@@ -186,7 +211,7 @@ type pricingMetrics struct {
 }
 
 func newPricing(ctx context.Context, acc accounting.Interface, p Prices, st Settlement) *pricing {
-	return &pricing{ctx: ctx, acc: acc, prices: p, settle: st.withDefaults(), peers: make(map[string]*tally), metrics: pricingMetrics{
+	return &pricing{ctx: ctx, acc: acc, prices: p, settle: st.withDefaults(), peers: make(map[string]*tally), meters: make(map[*meter]struct{}), wake: make(chan struct{}, 1), metrics: pricingMetrics{
 		debited: prometheus.NewCounter(prometheus.CounterOpts{Namespace: beemetrics.Namespace, Subsystem: "bps",
 			Name: "accounting_debited", Help: "Accounting units BPS charged peers (deliveries down, publications up)."}),
 		credited: prometheus.NewCounter(prometheus.CounterOpts{Namespace: beemetrics.Namespace, Subsystem: "bps",
@@ -233,20 +258,34 @@ func (p *pricing) close(t *tally) {
 // in batches (docs/protocol.md, "Prices", batched settlement), with the same
 // totals as frame by frame: before a write that would pass
 // Settlement.Frames or Settlement.Credit, once a frame read does, at most
-// Settlement.Interval after its first charge, and when the stream ends. A
-// child never holds more than max(Credit, one write's price) of deliveries
-// its parent's accounting was not told of.
+// Settlement.Interval after its first charge, and when the stream ends.
+//
+// The two ends of a stream apply at different moments, and bee's
+// pseudosettle needs the debtor's ledger never to stand above its
+// creditor's: a child's early payment is accepted up to what the parent's
+// ledger says it owes, and bee at the child blocklists a parent that
+// accepts less than the child's ledger says ("accepted lower payment than
+// expected"). bee's own protocols keep that order by reserving the debit
+// before serving and applying the credit after; here a parent learns of a
+// publication only once it has read it, and applies what it counted in
+// batches. So a child applies only what it holds beyond a margin (keep):
+// more than its parent's meter can hold unapplied and one write in flight
+// each way. Its kept charges are applied when its stream ends, once the
+// parent has had time to apply its own (lateDelay). A child never holds
+// more than its margin plus max(Credit, one write's price) of charges its
+// own accounting was not told of.
 type meter struct {
 	p      *pricing
 	t      *tally
 	parent bool   // this node is the stream's parent
 	down   uint64 // the price of a Message written down (a delivery)
 	up     uint64 // the price of a Message written up: Publish × the child's depth
+	keep   uint64 // at a child, what it keeps back unapplied; 0 at a parent
 	kill   func(error)
 
 	mu     sync.Mutex // guards what follows, and serialises the meter's flushes
 	held   uint64     // counted, not yet applied on bee's accounting
-	frames int        // priced frames in held
+	frames int        // priced frames counted since the last flush
 	queued bool       // on the flusher's list
 	ended  bool       // the stream ended: a charge is applied at once
 	err    error      // bee's accounting refused a flush: every later charge fails with it
@@ -265,6 +304,15 @@ type Settlement struct {
 	// Interval: ... or at most this long after the first charge it holds.
 	// Default DefaultSettleInterval.
 	Interval time.Duration
+	// Margin: what a child keeps back of what it counted, applied only
+	// when its stream ends, so that its ledger never stands above its
+	// parent's (see meter). Default: twice what a parent settling with the
+	// same Credit may hold of the stream unapplied (Credit and one write of
+	// 32 frames at the stream's dearest price; 220,000 units at the
+	// default prices and depth 1). Negative: none, the child applies as a
+	// parent does — for a test of the batches, or an accounting that never
+	// settles by refresh.
+	Margin int64
 }
 
 // BeeRefreshRate is what bee v2.8.1's pseudosettle refreshes a full node
@@ -309,8 +357,38 @@ func (p Prices) upPrice(stated uint32) uint64 {
 }
 
 func (p *pricing) meter(peer swarm.Address, parent bool, stated uint32, kill func(error)) *meter {
-	return &meter{p: p, t: p.open(peer), parent: parent, down: p.prices.Delivery, up: p.prices.upPrice(stated), kill: kill}
+	m := &meter{p: p, t: p.open(peer), parent: parent, down: p.prices.Delivery, up: p.prices.upPrice(stated), kill: kill}
+	if !parent {
+		m.keep = p.settle.keep(m.up, m.down)
+	}
+	p.mu.Lock()
+	p.meters[m] = struct{}{}
+	p.mu.Unlock()
+	return m
 }
+
+// keep is a child's margin on a stream whose Messages cost up and down:
+// twice what its parent's meter, settling alike, may hold of it unapplied —
+// Credit, and one write of maxBatchFrames counted only once it has passed —
+// so that a write in flight either way does not put the child ahead.
+func (st Settlement) keep(up, down uint64) uint64 {
+	switch {
+	case st.Margin < 0:
+		return 0
+	case st.Margin > 0:
+		return uint64(st.Margin)
+	}
+	k := st.Credit + price(max(up, down), maxBatchFrames)
+	if k < st.Credit || k > math.MaxUint64/2 {
+		return math.MaxUint64
+	}
+	return 2 * k
+}
+
+// lateDelay is how long after its stream ended a child applies the margin
+// it kept (Settlement.Interval, at most a second): its parent applies what
+// it holds as it sees the stream end.
+func (st Settlement) lateDelay() time.Duration { return min(st.Interval, time.Second) }
 
 // accountingWait bounds how long a new stream waits for bee to connect its
 // peer's accounting.
@@ -350,17 +428,28 @@ func (p *pricing) await(peer swarm.Address) {
 	}
 }
 
-// done ends the meter's stream: what it holds is applied, and its tally
-// ends. Later calls do nothing; a charge after it is applied at once.
+// done ends the meter's stream: what it holds is applied — at a child, its
+// kept margin lateDelay later, by the flusher (at once if the service is
+// closing) — and its tally ends. Later calls do nothing; a charge after it
+// is applied at once.
 func (m *meter) done() {
 	if m == nil {
 		return
 	}
 	m.once.Do(func() {
+		m.p.mu.Lock()
+		delete(m.p.meters, m)
+		m.p.mu.Unlock()
 		m.mu.Lock()
+		_ = m.flushLocked(false)
 		m.ended = true
-		_ = m.flushLocked()
+		late := m.held > 0 && m.err == nil
 		m.mu.Unlock()
+		if late && !m.p.enqueueLate(m) {
+			m.mu.Lock()
+			_ = m.flushLocked(true)
+			m.mu.Unlock()
+		}
 		m.p.close(m.t)
 	})
 }
@@ -400,9 +489,12 @@ func (m *meter) prepareWrite(n int) (accounting.Action, uint64, error) {
 	if m.err != nil {
 		return nil, 0, m.err
 	}
-	if m.held > 0 && (m.frames+n > m.p.settle.Frames || m.held+pr > m.p.settle.Credit || m.held+pr < m.held) {
-		if err := m.flushLocked(); err != nil {
-			return nil, 0, err
+	if m.held > m.keep {
+		over := m.held - m.keep
+		if m.frames+n > m.p.settle.Frames || over+pr > m.p.settle.Credit || over+pr < over {
+			if err := m.flushLocked(false); err != nil {
+				return nil, 0, err
+			}
 		}
 	}
 	return heldCharge{m}, pr, nil
@@ -422,7 +514,8 @@ func (m *meter) apply(_ accounting.Action, price uint64) error {
 
 // holdLocked adds a charge of n frames to what the meter holds, applying
 // the lot at once if the stream has ended or, when over (a frame read),
-// if it has reached the settlement's bounds; otherwise the flusher is told.
+// what it holds past its margin if that reached the settlement's bounds;
+// otherwise the flusher is told.
 func (m *meter) holdLocked(price uint64, n int, over bool) error {
 	if m.err != nil {
 		return m.err
@@ -432,11 +525,14 @@ func (m *meter) holdLocked(price uint64, n int, over bool) error {
 		held = math.MaxUint64
 	}
 	m.held, m.frames = held, m.frames+n
-	st := &m.p.settle
-	if m.ended || over && (m.frames >= st.Frames || m.held >= st.Credit) {
-		return m.flushLocked()
+	if m.ended {
+		return m.flushLocked(true)
 	}
-	if !m.queued {
+	st := &m.p.settle
+	if over && m.held > m.keep && (m.frames >= st.Frames || m.held-m.keep >= st.Credit) {
+		return m.flushLocked(false)
+	}
+	if !m.queued && m.held > m.keep {
 		m.queued = true
 		m.p.enqueue(m)
 	}
@@ -450,13 +546,24 @@ const flushWait = 5 * time.Second
 
 // flushLocked applies what the meter holds on bee's accounting, in one
 // charge: at a parent a debit of the child, at a child a credit of the
-// parent. A refusal is kept, ends the stream, and fails every later charge.
-func (m *meter) flushLocked() error {
-	if m.err != nil || m.held == 0 {
+// parent of what it holds past its margin (all of it if all). A refusal is
+// kept, ends the stream, and fails every later charge.
+func (m *meter) flushLocked(all bool) error {
+	if m.err != nil {
 		return m.err
 	}
 	pr := m.held
-	m.held, m.frames = 0, 0
+	if !all {
+		if m.held <= m.keep {
+			return nil
+		}
+		pr = m.held - m.keep
+	}
+	if pr == 0 {
+		return nil
+	}
+	m.held -= pr
+	m.frames = 0
 	ctx, cancel := context.WithTimeout(context.WithoutCancel(m.p.ctx), flushWait)
 	defer cancel()
 	var (
@@ -495,7 +602,7 @@ func (m *meter) flushQueued() {
 	m.mu.Lock()
 	defer m.mu.Unlock()
 	m.queued = false
-	_ = m.flushLocked()
+	_ = m.flushLocked(m.ended)
 }
 
 // enqueue puts m on the flusher's list, starting the flusher if it is not
@@ -504,48 +611,124 @@ func (m *meter) flushQueued() {
 func (p *pricing) enqueue(m *meter) {
 	p.qmu.Lock()
 	p.queue = append(p.queue, m)
-	start := !p.flushing
+	p.qmu.Unlock()
+	p.startFlusher()
+}
+
+// enqueueLate hands the flusher an ended child's meter, to apply what it
+// kept lateDelay from now; false if no flusher runs or can start (the
+// service is closing): the caller applies it.
+func (p *pricing) enqueueLate(m *meter) bool {
+	p.qmu.Lock()
+	if p.stopped || p.ctx.Err() != nil {
+		p.qmu.Unlock()
+		return false
+	}
+	p.late = append(p.late, lateMeter{m: m, due: time.Now().Add(p.settle.lateDelay())})
+	p.qmu.Unlock()
+	if p.startFlusher() {
+		select {
+		case p.wake <- struct{}{}:
+		default:
+		}
+		return true
+	}
+	// No flusher: take m back, unless a flusher that was stopping has
+	// applied it already.
+	p.qmu.Lock()
+	defer p.qmu.Unlock()
+	for i, l := range p.late {
+		if l.m == m {
+			p.late = append(p.late[:i], p.late[i+1:]...)
+			return false
+		}
+	}
+	return true
+}
+
+// startFlusher starts the flusher if it is not running; false if it is not
+// running and cannot start (the service is closing).
+func (p *pricing) startFlusher() bool {
+	p.qmu.Lock()
+	start := !p.flushing && !p.stopped
+	running := p.flushing
 	p.flushing = true
 	p.qmu.Unlock()
-	if start && (p.goOwned == nil || !p.goOwned(p.flushLoop)) {
-		p.qmu.Lock()
-		p.flushing = false
-		p.qmu.Unlock()
+	if running {
+		return true
 	}
+	if start && p.goOwned != nil && p.goOwned(p.flushLoop) {
+		return true
+	}
+	p.qmu.Lock()
+	p.flushing = false
+	p.qmu.Unlock()
+	return false
 }
 
 // flushLoop is the flusher, a goroutine owned by the service and running
 // only while meters hold charges: every Settlement.Interval it applies what
-// each meter queued since the last round holds, and it returns after a
-// round that found none, or when the service closes.
+// each meter queued since the last round holds past its margin, and when
+// an ended child's kept margin falls due it applies that. It returns after
+// a round that found nothing to do; when the service closes it applies
+// every ended child's margin at once and stops for good.
 func (p *pricing) flushLoop() {
-	t := time.NewTimer(p.settle.Interval)
+	next := time.Now().Add(p.settle.Interval)
+	t := time.NewTimer(0) // the first pass finds when the first late meter is due
 	defer t.Stop()
 	for {
 		select {
 		case <-t.C:
+		case <-p.wake:
 		case <-p.ctx.Done():
 			p.qmu.Lock()
+			late := p.late
+			p.late = nil
 			p.flushing = false
+			p.stopped = true
 			p.qmu.Unlock()
-			return
+			for _, l := range late {
+				l.m.flushQueued()
+			}
+			return // the rest apply what they hold as their streams end
 		}
+		now := time.Now()
 		p.qmu.Lock()
-		ms := p.queue
-		p.queue = nil
-		if len(ms) == 0 {
+		var ms []*meter
+		round := !now.Before(next)
+		if round {
+			ms = p.queue
+			p.queue = nil
+			next = now.Add(p.settle.Interval)
+		}
+		var due []*meter
+		wake := next
+		kept := p.late[:0]
+		for _, l := range p.late {
+			if !now.Before(l.due) {
+				due = append(due, l.m)
+				continue
+			}
+			kept = append(kept, l)
+			if l.due.Before(wake) {
+				wake = l.due
+			}
+		}
+		clear(p.late[len(kept):])
+		p.late = kept
+		if round && len(ms) == 0 && len(due) == 0 && len(p.late) == 0 {
 			p.flushing = false
 			p.qmu.Unlock()
 			return
 		}
 		p.qmu.Unlock()
-		for _, m := range ms {
+		for _, m := range append(ms, due...) {
 			if p.ctx.Err() != nil {
-				break // the rest apply what they hold as their streams end
+				break // the rest apply what they hold as their streams end, or as the loop stops
 			}
 			m.flushQueued()
 		}
-		t.Reset(p.settle.Interval)
+		t.Reset(time.Until(wake))
 	}
 }
 

@@ -148,10 +148,11 @@ func (*ledger) PeerAccounting() (map[string]accounting.PeerInfo, error) {
 }
 
 // pricedNode is newNode whose service charges prices on acc, settling
-// every 50 ms, or every 64 frames.
+// every 50 ms, or every 64 frames; a child keeps no margin, so that both
+// ends' ledgers move alike (the margin: pricing_refresh_test.go).
 func pricedNode(t testing.TB, net *streamtest.Network, o bps.Options, acc accounting.Interface, p bps.Prices) *tnode {
 	t.Helper()
-	return settledNode(t, net, o, acc, p, bps.Settlement{Interval: 50 * time.Millisecond})
+	return settledNode(t, net, o, acc, p, bps.Settlement{Interval: 50 * time.Millisecond, Margin: -1})
 }
 
 // settledNode is pricedNode settling as st says.
@@ -475,7 +476,7 @@ func TestPricingChildCannotPay(t *testing.T) {
 	// fourth is not delivered (the child holds at most one frame past what
 	// its accounting took; at a flush after an hour, the third's alone
 	// would not fit either).
-	child := settledNode(t, net, bps.Options{}, l, testPrices, bps.Settlement{Frames: 2, Interval: time.Hour})
+	child := settledNode(t, net, bps.Options{}, l, testPrices, bps.Settlement{Frames: 2, Interval: time.Hour, Margin: -1})
 	pubNode := newNode(t, net, bps.Options{})
 	for _, c := range []*tnode{child, pubNode} {
 		if err := net.Connect(c.Node, broker.Node); err != nil {
@@ -540,7 +541,7 @@ func TestPricingSettlement(t *testing.T) {
 		t.Parallel()
 		// A subscriber holds a delivery once it has read it, before it is
 		// handed on: after 7, it has applied two batches of 3 and holds one.
-		broker, sub, bl, sl, s := settledCohort(t, bps.Settlement{Frames: 3, Interval: time.Hour}, 7)
+		broker, sub, bl, sl, s := settledCohort(t, bps.Settlement{Frames: 3, Interval: time.Hour, Margin: -1}, 7)
 		if got := sl.balance(broker.Overlay()); got != -6*d {
 			t.Fatalf("the subscriber's balance after 7 deliveries is %d, want two batches of 3: %d", got, -6*d)
 		}
@@ -552,10 +553,39 @@ func TestPricingSettlement(t *testing.T) {
 	})
 	t.Run("interval", func(t *testing.T) {
 		t.Parallel()
-		broker, sub, bl, sl, _ := settledCohort(t, bps.Settlement{Frames: 1000, Interval: 20 * time.Millisecond}, 2)
+		broker, sub, bl, sl, _ := settledCohort(t, bps.Settlement{Frames: 1000, Interval: 20 * time.Millisecond, Margin: -1}, 2)
 		sl.waitBalance(t, "subscriber", broker.Overlay(), -2*d)
 		bl.waitBalance(t, "broker", sub.Overlay(), 2*d)
 		waitCharges(t, broker.svc, sub.Overlay(), bps.PeerCharges{Debited: 2 * uint64(d), Streams: 1})
+	})
+	t.Run("margin", func(t *testing.T) {
+		t.Parallel()
+		// With its default margin a subscriber applies nothing of 7
+		// deliveries while its stream lives; the broker applies its
+		// batches of 3. Once the stream ends the subscriber applies what
+		// it kept after the broker has applied the rest: at no time does
+		// the subscriber's ledger say it owes more than the broker's.
+		broker, sub, bl, sl, s := settledCohort(t, bps.Settlement{Frames: 3, Interval: time.Hour}, 7)
+		if got := sl.balance(broker.Overlay()); got != 0 {
+			t.Fatalf("the subscriber's balance after 7 deliveries is %d, want 0: within its margin", got)
+		}
+		if err := s.Close(); err != nil {
+			t.Fatal(err)
+		}
+		deadline := time.Now().Add(waitTimeout)
+		for {
+			owes, owed := -sl.balance(broker.Overlay()), bl.balance(sub.Overlay())
+			if owes > owed {
+				t.Fatalf("the subscriber's ledger says it owes %d, the broker's %d", owes, owed)
+			}
+			if owes == 7*d && owed == 7*d {
+				break
+			}
+			if time.Now().After(deadline) {
+				t.Fatalf("the subscriber owes %d, the broker is owed %d; want %d", owes, owed, 7*d)
+			}
+			time.Sleep(time.Millisecond)
+		}
 	})
 	t.Run("stream end", func(t *testing.T) {
 		t.Parallel()
