@@ -6,7 +6,13 @@ package bps_test
 
 import (
 	"context"
+	"fmt"
 	"math/big"
+	"os"
+	"strconv"
+	"strings"
+	"sync"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -17,6 +23,7 @@ import (
 	statestore "github.com/ethersphere/bee/v2/pkg/statestore/mock"
 	"github.com/ethersphere/bee/v2/pkg/swarm"
 	"github.com/ethersphere/bps/pkg/bps"
+	"github.com/ethersphere/bps/pkg/bps/pb"
 	"github.com/ethersphere/bps/pkg/bps/streamtest"
 )
 
@@ -181,4 +188,210 @@ func TestPricingRefreshAcceptedInFull(t *testing.T) {
 		}
 		time.Sleep(5 * time.Millisecond)
 	}
+}
+
+// lightHooks makes nd's pseudosettle take the peers light says for light
+// nodes: bee's accounting gives a light peer a tenth of the threshold and
+// refreshes it at a tenth (the in-memory network connects full nodes).
+func lightHooks(spec p2p.ProtocolSpec, light func(swarm.Address) bool) p2p.ProtocolSpec {
+	in, out := spec.ConnectIn, spec.ConnectOut
+	spec.ConnectIn = func(ctx context.Context, p p2p.Peer) error { p.FullNode = !light(p.Address); return in(ctx, p) }
+	spec.ConnectOut = func(ctx context.Context, p p2p.Peer) error { p.FullNode = !light(p.Address); return out(ctx, p) }
+	return spec
+}
+
+// rateNode is newBeeNode as bee v2.8.1's node builds it at its defaults:
+// payment threshold 13.5 M and refresh 4.5 M/s, a light node's own
+// accounting at a tenth of that rate; it takes the peers light says for
+// light nodes.
+func rateNode(t *testing.T, nd *streamtest.Node, light bool, lightPeer func(swarm.Address) bool, st bps.Settlement) *beeNode {
+	t.Helper()
+	refresh := int64(bps.BeeRefreshRate)
+	if light {
+		refresh /= 10
+	}
+	store := statestore.NewStateStore()
+	svc := blocklister{nd: nd}
+	acc, err := accounting.NewAccounting(big.NewInt(13_500_000), 25, 50, log.Noop, store, noAnnounce{}, big.NewInt(refresh), 10, svc)
+	if err != nil {
+		t.Fatal(err)
+	}
+	ps := pseudosettle.New(nd, log.Noop, store, acc, big.NewInt(refresh), big.NewInt(bps.BeeRefreshRate/10), svc)
+	acc.SetRefreshFunc(ps.Pay)
+	if err := nd.AddProtocol(lightHooks(ps.Protocol(), lightPeer)); err != nil {
+		t.Fatal(err)
+	}
+	b, err := bps.New(nd, nd.Overlay(), bps.Options{QueueLen: 4096})
+	if err != nil {
+		t.Fatal(err)
+	}
+	b.SetSettledAccounting(acc, bps.DefaultPrices(), st)
+	if err := nd.AddProtocol(b.Protocol()); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() {
+		_ = b.Close()
+		_ = acc.Close()
+	})
+	return &beeNode{tnode: &tnode{Node: nd, svc: b}, acc: acc, ps: ps}
+}
+
+// TestPricingSustainedPublishing measures what a publishing node sustains
+// at the default prices on bee's accounting and pseudosettle (no swap):
+// one node publishes at a rate, and subscribes to its own publications (as
+// a GSOC session's node does: 1,250 units a publication), through a full
+// broker to which 5 more nodes subscribe (625 a delivery each), for a
+// while; a rate is sustained if every delivery arrives and nobody is
+// blocklisted. Each row says how many early payments the publishing node
+// made and how much it owed the broker at most. Margin -1 is the
+// settlement before the fix (a child applies as its parent does). A
+// measurement, not a test:
+//
+//	BPS_MEASURE_RATE=1 go test -run TestPricingSustainedPublishing -v -timeout 30m ./pkg/bps/
+func TestPricingSustainedPublishing(t *testing.T) {
+	if os.Getenv("BPS_MEASURE_RATE") == "" {
+		t.Skip("a measurement: set BPS_MEASURE_RATE=1")
+	}
+	type row struct {
+		light  bool
+		rate   int // publications a second
+		run    time.Duration
+		margin int64
+	}
+	rows := []row{
+		{false, 200, 70 * time.Second, -1},
+		{false, 200, 70 * time.Second, 0},
+		{false, 1_000, 30 * time.Second, 0},
+		{false, 3_000, 20 * time.Second, 0},
+		{false, 4_500, 20 * time.Second, 0},
+		{true, 200, 20 * time.Second, -1},
+		{true, 200, 20 * time.Second, 0},
+		{true, 300, 20 * time.Second, 0},
+		{true, 450, 20 * time.Second, 0},
+	}
+	if v := os.Getenv("BPS_MEASURE_ROWS"); v != "" {
+		var picked []row
+		for _, f := range strings.Split(v, ",") {
+			i, err := strconv.Atoi(f)
+			if err != nil || i < 0 || i >= len(rows) {
+				t.Fatalf("BPS_MEASURE_ROWS: %q", f)
+			}
+			picked = append(picked, rows[i])
+		}
+		rows = picked
+	}
+	for _, tc := range rows {
+		t.Run(fmt.Sprintf("light %v, %d a second, margin %d", tc.light, tc.rate, tc.margin), func(t *testing.T) {
+			measurePublishing(t, tc.light, tc.rate, tc.run, tc.margin)
+		})
+	}
+}
+
+func measurePublishing(t *testing.T, light bool, rate int, run time.Duration, margin int64) {
+	net := newNetwork(t)
+	st := bps.Settlement{Margin: margin}
+	brokerNd, pubNd := net.NewNode(), net.NewNode()
+	isPub := func(a swarm.Address) bool { return light && a.Equal(pubNd.Overlay()) }
+	broker := rateNode(t, brokerNd, false, isPub, st)
+	pubNode := rateNode(t, pubNd, light, func(swarm.Address) bool { return false }, st)
+	subs := make([]*beeNode, 5)
+	for i := range subs {
+		subs[i] = rateNode(t, net.NewNode(), false, func(swarm.Address) bool { return false }, st)
+	}
+	for _, c := range append([]*beeNode{pubNode}, subs...) {
+		if err := net.Connect(c.Node, broker.Node); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if light {
+		// bee's pricing protocol tells a light node the threshold its
+		// full peer gives it: a tenth.
+		if err := pubNode.acc.NotifyPaymentThreshold(broker.Overlay(), big.NewInt(1_350_000)); err != nil {
+			t.Fatal(err)
+		}
+	}
+	admin := newKey(t)
+	sp := feedSpec(t, "sustained", admin)
+	ctx, cancel := context.WithTimeout(context.Background(), run+time.Minute)
+	defer cancel()
+	var ss []*bps.Subscription
+	for _, c := range append([]*beeNode{pubNode}, subs...) {
+		s, err := c.svc.Subscribe(ctx, broker.Overlay(), sp)
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer func() { _ = s.Close() }()
+		ss = append(ss, s)
+	}
+	p, err := pubNode.svc.Publish(ctx, broker.Overlay(), sp, bps.PublishOptions{Addr: admin.addr, Sign: bps.KeyClaimSigner(admin.signer)})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer func() { _ = p.Close() }()
+	// Sign ahead: the publishing loop only sends.
+	n := rate * int(run/time.Second)
+	msgs := make([]*pb.Message, n)
+	for i := range msgs {
+		msgs[i] = update(t, admin, sp, uint64(i), "sixty-four bytes of payload, as bench-node sends them, about so")
+	}
+	// Drain every subscription, counting; the publishing node's own last.
+	got := make([]atomic.Int64, len(ss))
+	var wg sync.WaitGroup
+	for i, s := range ss {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			for range s.C() {
+				got[i].Add(1)
+			}
+		}()
+	}
+	var maxDebt int64
+	start := time.Now()
+	tick := time.NewTicker(time.Second / time.Duration(min(rate, 1000)))
+	defer tick.Stop()
+	per := max(1, rate/1000)
+	sent, cut := 0, ""
+	for sent < n && cut == "" {
+		<-tick.C
+		for range per {
+			if sent == n {
+				break
+			}
+			if err := p.Send(ctx, msgs[sent]); err != nil {
+				cut = fmt.Sprintf("publication %d at %.1f s: %v", sent, time.Since(start).Seconds(), err)
+				break
+			}
+			sent++
+		}
+		if b, err := broker.acc.Balance(pubNode.Overlay()); err == nil && b.Int64() > maxDebt {
+			maxDebt = b.Int64()
+		}
+		if bl := append(pubNode.Blocklists(), broker.Blocklists()...); len(bl) != 0 && cut == "" {
+			cut = fmt.Sprintf("after %d publications at %.1f s: blocklisted %v", sent, time.Since(start).Seconds(), bl)
+		}
+	}
+	elapsed := time.Since(start)
+	// Let the last deliveries arrive.
+	deadline := time.Now().Add(10 * time.Second)
+	for cut == "" && time.Now().Before(deadline) && got[0].Load() < int64(sent) {
+		time.Sleep(10 * time.Millisecond)
+	}
+	paid, _ := pubNode.ps.TotalSent(broker.Overlay())
+	lost := int64(0)
+	for i := range got {
+		lost += int64(sent) - got[i].Load()
+	}
+	bl := append(pubNode.Blocklists(), broker.Blocklists()...)
+	outcome := "sustained"
+	if cut != "" || len(bl) != 0 || lost != 0 {
+		outcome = fmt.Sprintf("CUT: %s; blocklisted %v; %d deliveries missing", cut, bl, lost)
+	}
+	t.Logf("%d publications in %.1f s (%.0f/s); paid %.2f M by refresh; largest debt at the broker %.2f M; %s",
+		sent, elapsed.Seconds(), float64(sent)/elapsed.Seconds(), float64(paid.Int64())/1e6, float64(maxDebt)/1e6, outcome)
+	_ = p.Close()
+	for _, s := range ss {
+		_ = s.Close()
+	}
+	wg.Wait()
 }

@@ -195,11 +195,12 @@ func TestPricingOnBeeAccounting(t *testing.T) {
 
 // TestPricingBatchedOnBeeAccounting: on real bee nodes at BPS's default
 // prices, charges settle in batches of 64 frames (and when a stream ends;
-// the interval is an hour here, so that nothing else moves a balance): a
-// full-node subscriber's GET /balances does not move for its first 63
-// deliveries, moves by exactly 64 × the price at the 64th, and by exactly
-// n × the price, at both ends, once its subscription ended; the light
-// publisher's likewise by n × Publish.
+// the interval is an hour here, so that nothing else moves a balance): the
+// broker's GET /balances for a full-node subscriber does not move for its
+// first 64 deliveries and moves by exactly 64 × the price before the 65th;
+// the subscriber's own does not move while its stream lives (it keeps its
+// margin), and both move by exactly n × the price once its subscription
+// ended; the light publisher's likewise by n × Publish.
 func TestPricingBatchedOnBeeAccounting(t *testing.T) {
 	if testing.Short() {
 		t.Skip("starts three bee nodes")
@@ -263,15 +264,19 @@ func TestPricingBatchedOnBeeAccounting(t *testing.T) {
 		if err := pub.PublishUpdate(ctx, admin.signer, uint64(i), []byte(want)); err != nil {
 			t.Fatalf("publish %d: %v", i, err)
 		}
-		// The payer counts a delivery as it reads it, before handing it
-		// on: its balance is read after each, exactly.
+		// The broker applies what its meter holds before a write that
+		// would take it past a batch: once the payer has read delivery
+		// i+1, the broker has applied every whole batch before it. The
+		// payer, a child, keeps its margin (220,000 units: more than 100
+		// deliveries) until its stream ends: its ledger never says it owes
+		// more than the broker's.
 		receive(ctx, t, "payer", psub.C(), want)
-		wantMoved := int64(0)
-		if i+1 >= batch {
-			wantMoved = -batch * int64(prices.Delivery)
+		wantMoved := int64(i/batch) * batch * int64(prices.Delivery)
+		if got := moved("broker/payer", broker, payer.Overlay()); got != wantMoved {
+			t.Fatalf("after %d deliveries the broker's balance with the payer moved by %d, want %d (batches of %d)", i+1, got, wantMoved, batch)
 		}
-		if got := moved("payer/broker", payer, broker.Overlay()); got != wantMoved {
-			t.Fatalf("after %d deliveries the payer's balance moved by %d, want %d (batches of %d)", i+1, got, wantMoved, batch)
+		if got := moved("payer/broker", payer, broker.Overlay()); got != 0 {
+			t.Fatalf("after %d deliveries the payer's balance moved by %d, want 0: within its margin", i+1, got)
 		}
 	}
 	if err := pub.Close(); err != nil {

@@ -89,7 +89,8 @@ func TestPricingSustainedRate(t *testing.T) {
 
 // sell charges a batch of bps.DefaultSettleFrames deliveries at price
 // every DefaultSettleFrames/rate seconds for run, as the parent's and the
-// child's meters would: it returns how many were charged, the largest debt
+// child's meters would — the parent's first: a child's ledger stays behind
+// its parent's (pkg/bps, pricing.go) — it returns how many were charged, the largest debt
 // the parent saw, and the refusal that ended it (nil: none).
 func sell(t *testing.T, parentAcc, childAcc accounting.Interface, parent, child *node.Node, price uint64, rate int, run time.Duration) (int, int64, error) {
 	t.Helper()
@@ -102,15 +103,6 @@ func sell(t *testing.T, parentAcc, childAcc accounting.Interface, parent, child 
 	charge := price * batch
 	for time.Now().Before(end) {
 		<-tick.C
-		credit, err := childAcc.PrepareCredit(ctx, parent.Overlay(), charge, true)
-		if err != nil {
-			return delivered, maxDebt, fmt.Errorf("child: %w", err)
-		}
-		err = credit.Apply()
-		credit.Cleanup()
-		if err != nil {
-			return delivered, maxDebt, fmt.Errorf("child: %w", err)
-		}
 		debit, err := parentAcc.PrepareDebit(ctx, child.Overlay(), charge)
 		if err != nil {
 			return delivered, maxDebt, fmt.Errorf("parent: %w", err)
@@ -126,6 +118,15 @@ func sell(t *testing.T, parentAcc, childAcc accounting.Interface, parent, child 
 				t.Fatalf("parent: %v", err)
 			}
 			return delivered, maxDebt, fmt.Errorf("parent: %w", err)
+		}
+		credit, err := childAcc.PrepareCredit(ctx, parent.Overlay(), charge, true)
+		if err != nil {
+			return delivered, maxDebt, fmt.Errorf("child: %w", err)
+		}
+		err = credit.Apply()
+		credit.Cleanup()
+		if err != nil {
+			return delivered, maxDebt, fmt.Errorf("child: %w", err)
 		}
 	}
 	return delivered, maxDebt, nil
