@@ -269,8 +269,7 @@ func (p *pricing) close(t *tally) {
 // before serving and applying the credit after; here a parent learns of a
 // publication only once it has read it, and applies what it counted in
 // batches. So a child applies only what it holds beyond a margin (keep):
-// more than its parent's meter can hold unapplied and one write in flight
-// each way. Its kept charges are applied when its stream ends, once the
+// what its parent's meter can hold unapplied and one write in flight. Its kept charges are applied when its stream ends, once the
 // parent has had time to apply its own (lateDelay). A child never holds
 // more than its margin plus max(Credit, one write's price) of charges its
 // own accounting was not told of.
@@ -306,10 +305,11 @@ type Settlement struct {
 	Interval time.Duration
 	// Margin: what a child keeps back of what it counted, applied only
 	// when its stream ends, so that its ledger never stands above its
-	// parent's (see meter). Default: twice what a parent settling with the
-	// same Credit may hold of the stream unapplied (Credit and one write of
-	// 32 frames at the stream's dearest price; 220,000 units at the
-	// default prices and depth 1). Negative: none, the child applies as a
+	// parent's (see meter). Default: what a parent settling alike may hold
+	// of the stream unapplied (Credit or Frames frames, whichever is less,
+	// and a write of 32 frames counted once it has passed) and one more
+	// write in flight, at the stream's dearest price: 80,000 units at the
+	// default prices and depth 1. Negative: none, the child applies as a
 	// parent does — for a test of the batches, or an accounting that never
 	// settles by refresh.
 	Margin int64
@@ -368,9 +368,10 @@ func (p *pricing) meter(peer swarm.Address, parent bool, stated uint32, kill fun
 }
 
 // keep is a child's margin on a stream whose Messages cost up and down:
-// twice what its parent's meter, settling alike, may hold of it unapplied —
-// Credit, and one write of maxBatchFrames counted only once it has passed —
-// so that a write in flight either way does not put the child ahead.
+// what its parent's meter, settling alike, may hold of the stream unapplied
+// — Credit or Frames frames, whichever is less, and one write of
+// maxBatchFrames that the parent counts only once it has passed — and one
+// more such write in flight either way.
 func (st Settlement) keep(up, down uint64) uint64 {
 	switch {
 	case st.Margin < 0:
@@ -378,11 +379,14 @@ func (st Settlement) keep(up, down uint64) uint64 {
 	case st.Margin > 0:
 		return uint64(st.Margin)
 	}
-	k := st.Credit + price(max(up, down), maxBatchFrames)
-	if k < st.Credit || k > math.MaxUint64/2 {
+	unit := max(up, down)
+	hold := min(st.Credit, price(unit, st.Frames))
+	w := price(unit, maxBatchFrames)
+	k := hold + 2*w
+	if w > math.MaxUint64/4 || k < hold {
 		return math.MaxUint64
 	}
-	return 2 * k
+	return k
 }
 
 // lateDelay is how long after its stream ended a child applies the margin

@@ -267,7 +267,7 @@ func TestPricingBatchedOnBeeAccounting(t *testing.T) {
 		// The broker applies what its meter holds before a write that
 		// would take it past a batch: once the payer has read delivery
 		// i+1, the broker has applied every whole batch before it. The
-		// payer, a child, keeps its margin (220,000 units: more than 100
+		// payer, a child, keeps its margin (80,000 units: more than 100
 		// deliveries) until its stream ends: its ledger never says it owes
 		// more than the broker's.
 		receive(ctx, t, "payer", psub.C(), want)
