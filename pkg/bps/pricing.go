@@ -308,8 +308,8 @@ type Settlement struct {
 	// parent's (see meter). Default: what a parent settling alike may hold
 	// of the stream unapplied (Credit or Frames frames, whichever is less,
 	// and a write of 32 frames counted once it has passed) and one more
-	// write in flight, at the stream's dearest price: 80,000 units at the
-	// default prices and depth 1. Negative: none, the child applies as a
+	// write in flight, at the stream's dearest price, at most twice Credit:
+	// 80,000 units at the default prices and depth 1. Negative: none, the child applies as a
 	// parent does — for a test of the batches, or an accounting that never
 	// settles by refresh.
 	Margin int64
@@ -371,7 +371,9 @@ func (p *pricing) meter(peer swarm.Address, parent bool, stated uint32, kill fun
 // what its parent's meter, settling alike, may hold of the stream unapplied
 // — Credit or Frames frames, whichever is less, and one write of
 // maxBatchFrames that the parent counts only once it has passed — and one
-// more such write in flight either way.
+// more such write in flight either way; at most twice Credit, so that a
+// dear stream's margin does not delay the child's early payment past what
+// bee tolerates (a light node's 25 %: 337,500 units).
 func (st Settlement) keep(up, down uint64) uint64 {
 	switch {
 	case st.Margin < 0:
@@ -382,17 +384,18 @@ func (st Settlement) keep(up, down uint64) uint64 {
 	unit := max(up, down)
 	hold := min(st.Credit, price(unit, st.Frames))
 	w := price(unit, maxBatchFrames)
-	k := hold + 2*w
-	if w > math.MaxUint64/4 || k < hold {
-		return math.MaxUint64
+	if w > st.Credit {
+		return 2 * min(st.Credit, math.MaxUint64/2)
 	}
-	return k
+	return min(hold+2*w, 2*st.Credit)
 }
 
 // lateDelay is how long after its stream ended a child applies the margin
-// it kept (Settlement.Interval, at most a second): its parent applies what
-// it holds as it sees the stream end.
-func (st Settlement) lateDelay() time.Duration { return min(st.Interval, time.Second) }
+// it kept (Settlement.Interval, at most 250 ms): its parent applies what it
+// holds as it sees the stream end, and the end travels ahead of the
+// payment on the same connection. Longer would lose the margin to a
+// connection bee prunes once its last stream has ended.
+func (st Settlement) lateDelay() time.Duration { return min(st.Interval, 250*time.Millisecond) }
 
 // accountingWait bounds how long a new stream waits for bee to connect its
 // peer's accounting.
