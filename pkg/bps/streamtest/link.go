@@ -40,6 +40,10 @@ type LinkConfig struct {
 	// RetransmitDelay is the extra delay of a lost write; zero is
 	// DefaultRetransmitDelay.
 	RetransmitDelay time.Duration
+	// Jitter adds to each write's latency a delay drawn uniformly from
+	// [0, Jitter), from the link's seeded source. A stream's bytes still
+	// arrive in order: a write never overtakes the one before it.
+	Jitter time.Duration
 }
 
 // normalised clamps c into range.
@@ -47,6 +51,7 @@ func (c LinkConfig) normalised() LinkConfig {
 	c.Latency = max(c.Latency, 0)
 	c.Bandwidth = max(c.Bandwidth, 0)
 	c.Loss = min(max(c.Loss, 0), 1)
+	c.Jitter = max(c.Jitter, 0)
 	if c.RetransmitDelay <= 0 {
 		c.RetransmitDelay = DefaultRetransmitDelay
 	}
@@ -55,7 +60,7 @@ func (c LinkConfig) normalised() LinkConfig {
 
 // ideal reports whether c delays nothing.
 func (c LinkConfig) ideal() bool {
-	return c.Latency == 0 && c.Bandwidth == 0 && c.Loss == 0
+	return c.Latency == 0 && c.Bandwidth == 0 && c.Loss == 0 && c.Jitter == 0
 }
 
 // transmission is how long size bytes take at bw bytes per second.
@@ -315,6 +320,9 @@ func (l *link) schedule(dir, size int, extra time.Duration) (at time.Time, lost 
 		l.busy[dir] = start
 	}
 	at = start.Add(l.cfg.Latency)
+	if l.cfg.Jitter > 0 {
+		at = at.Add(time.Duration(l.rng.Int64N(int64(l.cfg.Jitter))))
+	}
 	if l.cfg.Loss > 0 && l.rng.Float64() < l.cfg.Loss {
 		at = at.Add(l.cfg.RetransmitDelay)
 		lost = true

@@ -57,6 +57,8 @@ type Node struct {
 	uplink   int64       // bytes per second, 0 unlimited
 	upBusyAt time.Time   // real time the uplink finishes its last write
 
+	cpu *processor // nil: writes and reads cost nothing; set at creation
+
 	mu          sync.Mutex // leaf lock
 	protocols   []p2p.ProtocolSpec
 	blocked     map[string]time.Time // peer overlay -> expiry, zero for forever

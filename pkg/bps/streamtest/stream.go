@@ -50,10 +50,13 @@ type direction struct {
 const minCompact = 32
 
 // mark says that the bytes from start (counted from the first byte ever
-// written in the direction) become readable at link time at.
+// written in the direction) become readable at link time at. charge: they
+// arrive at at, and the reader's processor (CPU) has yet to take them in;
+// at moves to when it has.
 type mark struct {
-	start uint64
-	at    time.Time
+	start  uint64
+	at     time.Time
+	charge bool
 }
 
 func (d *direction) pending() int { return len(d.buf) - d.off }
@@ -64,9 +67,25 @@ func (d *direction) discard() {
 }
 
 // readable returns how many pending bytes may be read at link time now, and
-// if none, the link time at which the next ones become readable.
-func (d *direction) readable(now time.Time) (int, time.Time) {
+// if none, the link time at which the next ones become readable. A write
+// that arrived and is still to be charged to the reader's processor is
+// charged now (take returns the link time it is taken in by); the writes
+// behind it wait for it.
+func (d *direction) readable(now time.Time, take func(p []byte) time.Time) (int, time.Time) {
 	for d.head < len(d.marks) && !d.marks[d.head].at.After(now) {
+		if m := &d.marks[d.head]; m.charge {
+			m.charge = false
+			end := d.bytes
+			if d.head+1 < len(d.marks) {
+				end = d.marks[d.head+1].start
+			}
+			lo := d.off + int(m.start-d.consumed)
+			hi := d.off + int(end-d.consumed)
+			if at := take(d.buf[lo:hi]); at.After(now) {
+				m.at = at
+				break
+			}
+		}
 		d.head++
 	}
 	switch {
@@ -242,8 +261,8 @@ func (c *conn) write(s int, p []byte) (int, error) {
 			d.buf = d.buf[:copy(d.buf, d.buf[d.off:])]
 			d.off = 0
 		}
-		if c.link.timed.Load() || c.nodes[s].shaped.Load() || d.head < len(d.marks) {
-			c.stampLocked(s, k)
+		if c.link.timed.Load() || c.nodes[s].shaped.Load() || d.head < len(d.marks) || c.nodes[s].cpu != nil || c.nodes[1-s].cpu != nil {
+			c.stampLocked(s, p[n:n+k], n == 0)
 		}
 		d.buf = append(d.buf, p[n:n+k]...)
 		n += k
@@ -253,14 +272,20 @@ func (c *conn) write(s int, p []byte) (int, error) {
 	}
 }
 
-// stampLocked marks the k bytes side s is about to append with the link time
-// they become readable at. The caller holds c.mu.
-func (c *conn) stampLocked(s, k int) {
+// stampLocked marks the bytes b side s is about to append with the link time
+// they become readable at: after the writer's processor has served the
+// write (first: b begins it), its uplink has sent them and the link has
+// carried them. The caller holds c.mu.
+func (c *conn) stampLocked(s int, b []byte, first bool) {
 	d := &c.dirs[s]
-	at, lost := c.link.schedule(c.flow[s], k, c.nodes[s].uplinkDelay(k))
+	var extra time.Duration
+	if first {
+		extra = c.nodes[s].writeDelay(b)
+	}
+	at, lost := c.link.schedule(c.flow[s], len(b), extra+c.nodes[s].uplinkDelay(len(b)))
 	at = maxTime(at, d.lastAt)
 	d.lastAt = at
-	d.marks = append(d.marks, mark{start: d.bytes, at: at})
+	d.marks = append(d.marks, mark{start: d.bytes, at: at, charge: c.nodes[1-s].cpu != nil})
 	if lost {
 		d.lost++
 		c.net.lost.Add(1)
@@ -289,7 +314,9 @@ func (c *conn) availableLocked(s int) (n int, eof bool) {
 		return d.pending(), d.writeClosed && d.pending() == 0
 	}
 	now, offset, running := c.link.clock()
-	n, next := d.readable(now)
+	n, next := d.readable(now, func(p []byte) time.Time {
+		return c.take(s, p, offset)
+	})
 	if n > 0 {
 		return n, false
 	}
@@ -303,6 +330,18 @@ func (c *conn) availableLocked(s int) (n int, eof bool) {
 		c.wakeAtLocked(next, offset)
 	}
 	return 0, false
+}
+
+// take charges the write p that reached side s to its node's processor and
+// returns the link time (offset turns it into real time) it is taken in by.
+func (c *conn) take(s int, p []byte, offset time.Duration) time.Time {
+	nd := c.nodes[s]
+	now := time.Now()
+	cost := nd.cpu.cost.ReadCost(p)
+	if cost <= 0 {
+		return now.Add(-offset)
+	}
+	return nd.cpu.occupy(now, cost).Add(-offset)
 }
 
 func (c *conn) read(s int, p []byte) (int, error) {

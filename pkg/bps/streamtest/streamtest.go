@@ -117,6 +117,7 @@ type options struct {
 	bufferSize       int
 	fullCloseTimeout time.Duration
 	link             LinkConfig
+	cpu              func(swarm.Address) CPU
 }
 
 // WithLinkConfig sets the transport of every link Connect makes (default:
@@ -229,6 +230,11 @@ func (n *Network) addNodeLocked(a swarm.Address) *Node {
 		links:     make(map[string]*link),
 		blocked:   make(map[string]time.Time),
 		blockedCh: make(chan struct{}),
+	}
+	if n.opts.cpu != nil {
+		if c := n.opts.cpu(a); c != nil {
+			nd.cpu = &processor{cost: c}
+		}
 	}
 	n.nodes[a.ByteString()] = nd
 	return nd
