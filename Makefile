@@ -73,6 +73,13 @@ test-short:
 bench:
 	$(GO) test -run '^$$' -bench . -benchmem ./pkg/...
 
+# bps-sim in virtual time (cmd/bps-sim/virtual.go): the run in a synctest
+# bubble, from the package's test binary; ARGS are bps-sim's flags:
+# make sim-virtual ARGS='-nodes 10000 -cohorts 1 -tree tree.svg'
+.PHONY: sim-virtual
+sim-virtual:
+	$(GO) test ./cmd/bps-sim -run '^TestVirtual$$' -count=1 -timeout 0 -v -args -sim.args="$(ARGS)"
+
 # BPS and gossipsub side by side (bench/, a Go module of its own); flags:
 # make bench-compare BENCH_COMPARE_FLAGS='-n 100 -messages 50'
 .PHONY: bench-compare

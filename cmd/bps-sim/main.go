@@ -90,6 +90,7 @@ func parseFlags(args []string, stderr io.Writer) (cli, error) {
 	durFlag(fs, &sc.BackoffMin, "backoff-min", "the clients' shortest backoff")
 	durFlag(fs, &sc.BackoffMax, "backoff-max", "the clients' longest backoff")
 	fs.IntVar(&sc.QueueLen, "queue", sc.QueueLen, "outbound queue per subscriber stream, in frames")
+	virtualFlags(fs, &sc.VirtualTime)
 	fs.Int64Var(&sc.Seed, "seed", sc.Seed, "seed of overlays, keys, losses, churn and phases")
 	durFlag(fs, &sc.Drain, "drain", "how long to wait, at most, for deliveries in flight once publishing ends")
 	fs.Float64Var(&sc.Byzantine, "byzantine", sc.Byzantine, "fraction of the subscribers that attack (-attack); never a broker or a publisher")
@@ -141,6 +142,11 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 	if err != nil {
 		return err
 	}
+	return c.output(res, stdout, stderr)
+}
+
+// output writes what the command line asks for of res.
+func (c cli) output(res *Result, stdout, stderr io.Writer) error {
 	if c.pngPath != "" {
 		f, err := os.Create(c.pngPath)
 		if err != nil {

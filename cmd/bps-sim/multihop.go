@@ -247,7 +247,7 @@ func (s *sim) collectTree(res *Result, wireBytes uint64, end time.Time) {
 		}
 	}
 
-	link := time.Duration(s.sc.Latency)
+	link := s.sc.hop() // the link, and in virtual time one check
 	var ratios []float64
 	var joinTimes []time.Duration
 	byDepth, floors := map[int][]time.Duration{}, map[int]time.Duration{}
@@ -317,7 +317,7 @@ func (s *sim) collectTree(res *Result, wireBytes uint64, end time.Time) {
 	}
 	var burst time.Duration
 	for d := 1; d <= tr.MaxDepth; d++ {
-		if res.Cores > 0 {
+		if res.Cores > 0 && !s.sc.Virtual {
 			burst += time.Duration(tr.NodesByDepth[d]) * time.Duration(res.CPUPerDelivery) / time.Duration(res.Cores)
 		}
 		ls := byDepth[d]

@@ -94,8 +94,9 @@ type Result struct {
 	PeakRSSMiB             float64           `json:"peak_rss_mib"`   // the process's peak resident set (-1: unknown)
 	Hung                   string            `json:"hung,omitempty"` // the shutdown hung: where the goroutines' stacks were written
 
-	Tree    TreeResult   `json:"tree"`
-	Pricing *PriceResult `json:"pricing,omitempty"`
+	Tree    TreeResult     `json:"tree"`
+	Virtual *VirtualResult `json:"virtual,omitempty"` // a virtual-time run (virtual.go)
+	Pricing *PriceResult   `json:"pricing,omitempty"`
 	// Persistence is what -persist stored and recovered (SWIP-65).
 	Persistence *PersistResult `json:"persistence,omitempty"`
 	// Attack is what -byzantine's attackers did to the honest subscribers.
@@ -352,6 +353,7 @@ func writeTable(w io.Writer, res *Result) error {
 	if ar := res.Attack; ar != nil {
 		writeAttack(row, ar)
 	}
+	writeVirtual(row, res)
 	row("joins", "%s", mapString(res.Joins))
 	row("clients", "%s", mapString(res.Clients))
 	row("counters", "%s", mapString(res.Counters))

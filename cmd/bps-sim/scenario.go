@@ -73,6 +73,8 @@ type Scenario struct {
 	AttackK     int     `json:"attack_k,omitempty"`     // withhold: every k-th message
 	AttackDelay Dur     `json:"attack_delay,omitempty"` // delay: how long
 	AttackFlood int     `json:"attack_flood,omitempty"` // floods: frames or streams per burst
+
+	VirtualTime // virtual.go
 }
 
 // DefaultScenario: cohorts filled to SWIP-74's fan-out bound, an update every
@@ -117,6 +119,7 @@ func DefaultScenario() Scenario {
 		AttackK:        2,
 		AttackDelay:    Dur(2 * time.Second),
 		AttackFlood:    16,
+		VirtualTime:    defaultVirtualTime(),
 	}
 }
 
@@ -317,7 +320,7 @@ func Run(ctx context.Context, sc Scenario) (*Result, error) {
 	s.net = bpsnet.New(bpsnet.Options{
 		Seed:      sc.Seed,
 		Service:   svcOpts,
-		Transport: []streamtest.Option{streamtest.WithLinkConfig(streamtest.LinkConfig{Latency: time.Duration(sc.Latency), Bandwidth: sc.Bandwidth, Loss: sc.Loss})},
+		Transport: sc.transport(),
 		Tracer:    s.trace,
 	})
 	closed := false
@@ -499,6 +502,7 @@ func Run(ctx context.Context, sc Scenario) (*Result, error) {
 	if s.adv != nil {
 		s.adv.collect(res, end)
 	}
+	s.collectVirtual(res)
 	res.PeakRSSMiB = peakRSS()
 	if res.PeakRSSMiB > 0 {
 		res.PeakRSSMiB /= 1 << 20

@@ -23,7 +23,8 @@ import (
 //     it.
 //   - ReadCost is charged to the reader when the bytes of a write p have
 //     crossed the link and the reader looks for them; they become readable
-//     when the processor has served it. Writes are taken in the order the
+//     when the processor has served it (one that costs nothing still waits
+//     for the processor to be free). Writes are taken in the order the
 //     reader's streams find them, each stream's in order.
 //
 // Both are called with no lock held but the stream's; p must not be kept.

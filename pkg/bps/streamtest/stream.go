@@ -334,14 +334,11 @@ func (c *conn) availableLocked(s int) (n int, eof bool) {
 
 // take charges the write p that reached side s to its node's processor and
 // returns the link time (offset turns it into real time) it is taken in by.
+// A write that costs nothing still waits for the processor to be free: a
+// copy of an update the node is checking is dropped once it has.
 func (c *conn) take(s int, p []byte, offset time.Duration) time.Time {
 	nd := c.nodes[s]
-	now := time.Now()
-	cost := nd.cpu.cost.ReadCost(p)
-	if cost <= 0 {
-		return now.Add(-offset)
-	}
-	return nd.cpu.occupy(now, cost).Add(-offset)
+	return nd.cpu.occupy(time.Now(), max(nd.cpu.cost.ReadCost(p), 0)).Add(-offset)
 }
 
 func (c *conn) read(s int, p []byte) (int, error) {
