@@ -360,10 +360,10 @@ func writeTable(w io.Writer, res *Result) error {
 	if res.Churned > 0 {
 		row("churn", "%d subscriber restarts", res.Churned)
 	}
-	if res.CPUUse > 0.75 {
+	if res.CPUUse > 0.75 && !sc.Virtual { // in virtual time the host's CPU takes no time
 		row("warning", "the CPU was saturated: latencies include queueing for it (lower -rate)")
 	}
-	if res.Load > float64(res.Cores) {
+	if res.Load > float64(res.Cores) && !sc.Virtual {
 		row("warning", "the machine was busy with other work (load %.1f on %d cores): latencies include waiting for it", res.Load, res.Cores)
 	}
 	if res.Hung != "" {

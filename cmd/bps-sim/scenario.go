@@ -466,6 +466,9 @@ func Run(ctx context.Context, sc Scenario) (*Result, error) {
 	res.Load = loadAverage()
 	wire := s.net.Transport().Stats()
 	m3 := memNow()
+	if err := sc.writeMemProfile(); err != nil {
+		return nil, err
+	}
 	res.Build.SysMiB = float64(m3.Sys) / (1 << 20)
 	end := time.Now()
 	s.snapshot(res) // the tree as the run left it, before anything stops

@@ -7,6 +7,8 @@ package main
 import (
 	"encoding/binary"
 	"flag"
+	"os"
+	"runtime/pprof"
 	"slices"
 	"time"
 
@@ -44,6 +46,10 @@ type VirtualTime struct {
 	// a batch of them), CPURead for every frame it reads.
 	CPUWrite Dur `json:"cpu_write"`
 	CPURead  Dur `json:"cpu_read"`
+
+	// MemProfile, if set, is where the heap profile is written at the end
+	// of the run, before anything stops (both modes).
+	MemProfile string `json:"-"`
 }
 
 // The default costs, from docs/benchmarks.md:
@@ -69,6 +75,23 @@ func virtualFlags(fs *flag.FlagSet, v *VirtualTime) {
 	durFlag(fs, &v.CPUValidate, "cpu-validate", "virtual time: a node's CPU per delivery it checks (signature and hash)")
 	durFlag(fs, &v.CPUWrite, "cpu-write", "virtual time: a node's CPU per write")
 	durFlag(fs, &v.CPURead, "cpu-read", "virtual time: a node's CPU per frame read")
+	fs.StringVar(&v.MemProfile, "memprofile", "", "write the heap profile at the end of the run, before anything stops, to this file")
+}
+
+// writeMemProfile writes the heap profile -memprofile asks for.
+func (sc Scenario) writeMemProfile() error {
+	if sc.MemProfile == "" {
+		return nil
+	}
+	f, err := os.Create(sc.MemProfile)
+	if err != nil {
+		return err
+	}
+	if err := pprof.Lookup("heap").WriteTo(f, 0); err != nil {
+		_ = f.Close()
+		return err
+	}
+	return f.Close()
 }
 
 // transport is the streamtest configuration of the run: the links, and in

@@ -27,7 +27,8 @@ import (
 //     for the processor to be free). Writes are taken in the order the
 //     reader's streams find them, each stream's in order.
 //
-// Both are called with no lock held but the stream's; p must not be kept.
+// Both are called one at a time per node, under the stream's lock and the
+// node's processor's (a leaf): they must not block; p must not be kept.
 // A Network on a real clock may have a CPU too, and its costs come on top
 // of the real ones.
 type CPU interface {
@@ -49,11 +50,12 @@ type processor struct {
 	busy time.Time  // real time the processor finishes its last charge
 }
 
-// occupy charges cost at real time now and returns when it is served.
-func (p *processor) occupy(now time.Time, cost time.Duration) time.Time {
+// occupy charges what cost says b costs at real time now and returns when
+// it is served.
+func (p *processor) occupy(now time.Time, b []byte, cost func([]byte) time.Duration) time.Time {
 	p.mu.Lock()
 	defer p.mu.Unlock()
-	p.busy = maxTime(now, p.busy).Add(cost)
+	p.busy = maxTime(now, p.busy).Add(max(cost(b), 0))
 	return p.busy
 }
 
@@ -63,12 +65,8 @@ func (nd *Node) writeDelay(b []byte) time.Duration {
 	if nd.cpu == nil {
 		return 0
 	}
-	cost := nd.cpu.cost.WriteCost(b)
-	if cost <= 0 {
-		return 0
-	}
 	now := time.Now()
-	return nd.cpu.occupy(now, cost).Sub(now)
+	return max(nd.cpu.occupy(now, b, nd.cpu.cost.WriteCost).Sub(now), 0)
 }
 
 // Busy is the real time at which the node's processor has served every

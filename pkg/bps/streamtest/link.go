@@ -6,6 +6,7 @@ package streamtest
 
 import (
 	"context"
+	"encoding/binary"
 	"hash/fnv"
 	"math/rand/v2"
 	"sync"
@@ -40,9 +41,12 @@ type LinkConfig struct {
 	// RetransmitDelay is the extra delay of a lost write; zero is
 	// DefaultRetransmitDelay.
 	RetransmitDelay time.Duration
-	// Jitter adds to each write's latency a delay drawn uniformly from
-	// [0, Jitter), from the link's seeded source. A stream's bytes still
-	// arrive in order: a write never overtakes the one before it.
+	// Jitter adds to each write's latency a delay in [0, Jitter), spread
+	// uniformly: a hash of the Network's seed, the link, the direction and
+	// the bytes written, so that the same write over the same link is
+	// delayed the same in every run of a seed, whatever else the run did
+	// and in whatever order. A stream's bytes still arrive in order: a
+	// write never overtakes the one before it.
 	Jitter time.Duration
 }
 
@@ -118,6 +122,7 @@ type link struct {
 	smu      sync.Mutex // leaf: guards the schedule below
 	cfg      LinkConfig
 	rng      *rand.Rand
+	salt     [2][16]byte  // per direction: the seed and the link, for Jitter
 	busy     [2]time.Time // per direction, in link time: when its last write finishes transmitting
 	paused   bool
 	pausedAt time.Time     // real time the partition began
@@ -140,6 +145,10 @@ func newLink(parent context.Context, a, b *Node, cfg LinkConfig, seed int64) *li
 	_, _ = h.Write([]byte(l.key.lo))
 	_, _ = h.Write([]byte(l.key.hi))
 	l.rng = rand.New(rand.NewPCG(uint64(seed), h.Sum64()))
+	for dir := range l.salt {
+		binary.BigEndian.PutUint64(l.salt[dir][:8], uint64(seed))
+		binary.BigEndian.PutUint64(l.salt[dir][8:], h.Sum64()+uint64(dir))
+	}
 	l.timed.Store(!l.cfg.ideal())
 	return l
 }
@@ -309,7 +318,8 @@ func (l *link) clock() (now time.Time, offset time.Duration, ok bool) {
 // schedule stamps a write of size bytes in direction dir that the writing
 // node's uplink lets go after extra: it returns the link time at which the
 // bytes become readable and whether the write was lost (and retransmitted).
-func (l *link) schedule(dir, size int, extra time.Duration) (at time.Time, lost bool) {
+func (l *link) schedule(dir int, b []byte, extra time.Duration) (at time.Time, lost bool) {
+	size := len(b)
 	t := time.Now()
 	l.smu.Lock()
 	defer l.smu.Unlock()
@@ -321,7 +331,10 @@ func (l *link) schedule(dir, size int, extra time.Duration) (at time.Time, lost 
 	}
 	at = start.Add(l.cfg.Latency)
 	if l.cfg.Jitter > 0 {
-		at = at.Add(time.Duration(l.rng.Int64N(int64(l.cfg.Jitter))))
+		h := fnv.New64a()
+		_, _ = h.Write(l.salt[dir][:])
+		_, _ = h.Write(b)
+		at = at.Add(time.Duration(h.Sum64() % uint64(l.cfg.Jitter)))
 	}
 	if l.cfg.Loss > 0 && l.rng.Float64() < l.cfg.Loss {
 		at = at.Add(l.cfg.RetransmitDelay)

@@ -282,7 +282,7 @@ func (c *conn) stampLocked(s int, b []byte, first bool) {
 	if first {
 		extra = c.nodes[s].writeDelay(b)
 	}
-	at, lost := c.link.schedule(c.flow[s], len(b), extra+c.nodes[s].uplinkDelay(len(b)))
+	at, lost := c.link.schedule(c.flow[s], b, extra+c.nodes[s].uplinkDelay(len(b)))
 	at = maxTime(at, d.lastAt)
 	d.lastAt = at
 	d.marks = append(d.marks, mark{start: d.bytes, at: at, charge: c.nodes[1-s].cpu != nil})
@@ -338,7 +338,7 @@ func (c *conn) availableLocked(s int) (n int, eof bool) {
 // copy of an update the node is checking is dropped once it has.
 func (c *conn) take(s int, p []byte, offset time.Duration) time.Time {
 	nd := c.nodes[s]
-	return nd.cpu.occupy(time.Now(), max(nd.cpu.cost.ReadCost(p), 0)).Add(-offset)
+	return nd.cpu.occupy(time.Now(), p, nd.cpu.cost.ReadCost).Add(-offset)
 }
 
 func (c *conn) read(s int, p []byte) (int, error) {
