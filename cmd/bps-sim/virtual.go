@@ -75,23 +75,29 @@ func virtualFlags(fs *flag.FlagSet, v *VirtualTime) {
 	durFlag(fs, &v.CPUValidate, "cpu-validate", "virtual time: a node's CPU per delivery it checks (signature and hash)")
 	durFlag(fs, &v.CPUWrite, "cpu-write", "virtual time: a node's CPU per write")
 	durFlag(fs, &v.CPURead, "cpu-read", "virtual time: a node's CPU per frame read")
-	fs.StringVar(&v.MemProfile, "memprofile", "", "write the heap profile at the end of the run, before anything stops, to this file")
+	fs.StringVar(&v.MemProfile, "memprofile", "", "write the heap profile at the end of the run, before anything stops, to this file (and the goroutines' to this file.goroutine)")
 }
 
-// writeMemProfile writes the heap profile -memprofile asks for.
+// writeMemProfile writes the heap profile -memprofile asks for, and the
+// goroutines' beside it (.goroutine): where the memory of a node goes.
 func (sc Scenario) writeMemProfile() error {
 	if sc.MemProfile == "" {
 		return nil
 	}
-	f, err := os.Create(sc.MemProfile)
-	if err != nil {
-		return err
+	for _, p := range []struct{ name, path string }{{"heap", sc.MemProfile}, {"goroutine", sc.MemProfile + ".goroutine"}} {
+		f, err := os.Create(p.path)
+		if err != nil {
+			return err
+		}
+		if err := pprof.Lookup(p.name).WriteTo(f, 0); err != nil {
+			_ = f.Close()
+			return err
+		}
+		if err := f.Close(); err != nil {
+			return err
+		}
 	}
-	if err := pprof.Lookup("heap").WriteTo(f, 0); err != nil {
-		_ = f.Close()
-		return err
-	}
-	return f.Close()
+	return nil
 }
 
 // transport is the streamtest configuration of the run: the links, and in

@@ -68,6 +68,7 @@ type cohort struct {
 	up         *Subscription
 	probes     map[uint64]*probeWait // open probes by nonce
 	doneProbes []uint64              // recently closed probe nonces
+	pool       probePool             // candidates probes found and no joiner took yet (probe.go)
 	gone       chan struct{}         // closed when the last child left, if a graceful leave waits for it
 }
 

@@ -21,7 +21,7 @@ const (
 	maxCandidates   = 2   // SWIP-61: the two shallowest
 	maxUnderlays    = 8   // per candidate or reparent
 	maxUnderlaySize = 256 // bytes per underlay (a multiaddr)
-	maxOpenProbes   = 16  // per cohort at one node: joins probing at once
+	maxOpenProbes   = 64  // per cohort at one node: joins probing at once
 	recentNonces    = 32  // closed nonces remembered per cohort: only to name a flood's violation
 	// maxProbesPerSecond bounds the probes a parent may send one child in
 	// a second: one past it is answered empty at once.
@@ -35,6 +35,113 @@ const (
 	// Go's map order picks them.
 	maxProbeFanout = 4
 )
+
+// Flash crowds: thousands of joiners at one broker in a second. Three
+// rules keep each of them to about two answers (FULL with candidates, then
+// OK) instead of a bare FULL and a backoff:
+//
+//   - a probe asks up to maxProbeFanout children and finds up to two
+//     candidates in each subtree, while a joiner is told two: the others
+//     are pooled at the probing node, each handed out once and for
+//     poolTTL at most, and a join the pool can answer takes no probe;
+//   - a join the node cannot answer at once — maxOpenProbes open, or a
+//     round that found nothing because every free slot below is offered to
+//     other joiners — is held for the probe wait, looking again whenever a
+//     round closes (the joiners' attaches make new slots), and is told a
+//     bare FULL only when the wait is over; a relay answering its parent's
+//     probe never holds (probeSubtree);
+//   - a node answers a probe with its own free slot once per slot: an
+//     offer holds the slot for offerTTL or until a child takes it, so that
+//     concurrent probes do not all send their joiners to the same one.
+const (
+	maxPooled = maxOpenProbes * maxProbeFanout * maxCandidates
+)
+
+// poolTTL is how long a pooled candidate is handed out: a quarter of a
+// probe's wait, after which a probe finds fresher ones.
+func (s *Service) poolTTL() time.Duration { return s.opts.ProbeWait / 4 }
+
+// offerTTL is how long an offered slot is held for the joiner a probe was
+// for: half the probe's wait (a relay's probe of its subtree), the
+// pool's, and as much again for the joiner's attach.
+func (s *Service) offerTTL() time.Duration { return s.opts.ProbeWait/2 + 2*s.poolTTL() }
+
+// probePool is a cohort's pooled candidates, under the cohort's mu.
+type probePool struct {
+	found  []pooled
+	filled chan struct{} // closed and replaced whenever a probe closes
+}
+
+// pooled is a candidate found and not handed out, until it goes stale.
+type pooled struct {
+	found
+	until time.Time
+}
+
+// signal returns the channel closed when the next probe closes.
+func (p *probePool) signal() <-chan struct{} {
+	if p.filled == nil {
+		p.filled = make(chan struct{})
+	}
+	return p.filled
+}
+
+// add pools what a probe found and did not hand out, and wakes the joins
+// waiting for it.
+func (p *probePool) add(rest []found, until time.Time) {
+	for _, f := range rest {
+		if len(p.found) == maxPooled {
+			break
+		}
+		if !slices.ContainsFunc(p.found, func(q pooled) bool { return slices.Equal(q.c.Overlay, f.c.Overlay) }) {
+			p.found = append(p.found, pooled{found: f, until: until})
+		}
+	}
+	if p.filled != nil {
+		close(p.filled)
+		p.filled = nil
+	}
+}
+
+// take hands out the best candidates the pool holds for a joiner at depth
+// or below, if it holds at least need of them; they leave the pool.
+func (p *probePool) take(now time.Time, depth uint32, exclude swarm.Address, need int) []*pb.Candidate {
+	p.found = slices.DeleteFunc(p.found, func(q pooled) bool { return !q.until.After(now) })
+	var fit []found
+	for _, q := range p.found {
+		if q.c.Depth >= depth {
+			fit = append(fit, q.found)
+		}
+	}
+	best := bestCandidates(fit, exclude)
+	if len(best) < need || len(best) == 0 {
+		return nil
+	}
+	p.found = slices.DeleteFunc(p.found, func(q pooled) bool { return slices.Contains(best, q.c) })
+	return best
+}
+
+// offers are the slots a node offered in answers to probes and that no
+// child has taken yet, oldest first; under the subscription's mu.
+type offers struct {
+	until  []time.Time
+	fanout int // the fan-out when last counted: each child since took the oldest offer
+}
+
+// pending drops the offers that expired or that children took, and
+// returns how many still hold a slot.
+func (o *offers) pending(now time.Time, fanout int) int {
+	if d := fanout - o.fanout; d > 0 {
+		o.until = o.until[min(d, len(o.until)):]
+	}
+	o.fanout = fanout
+	i := 0
+	for i < len(o.until) && !o.until[i].After(now) {
+		i++
+	}
+	o.until = o.until[i:]
+	return len(o.until)
+}
 
 // probeWait is one open probe at a node: the children asked, the depth
 // they were told, and the candidates they answered with.
@@ -95,12 +202,80 @@ func bestCandidates(all []found, exclude swarm.Address) []*pb.Candidate {
 }
 
 // probe searches c's subtree for free slots over the streams it has
-// (SWIP-61): Probe{childDepth, nonce, joiner} to every child that speaks
-// the envelope and may relay (a subscriber stream; never exclude's — the
-// joiner's — whose subtree the probe does not enter), and the
-// two shallowest candidates among their answers, collected until every
-// child answered or wait passed.
+// (SWIP-61) and returns the two shallowest candidates found, within wait.
+// Two candidates in the pool answer at once. Else a probe round goes out
+// (probeOnce); while maxOpenProbes are open, or when a round found nothing
+// (every free slot below is offered to other joiners, whose attaches make
+// new ones), the join waits for another round to close, or as long as the
+// last round took, and looks again — a crowd's joins are held here rather
+// than told a bare FULL and backed off.
 func (s *Service) probe(c *cohort, childDepth uint32, exclude swarm.Address, wait time.Duration) []*pb.Candidate {
+	deadline := time.Now().Add(wait)
+	pause := time.Duration(0) // how long the last fruitless round took
+	need := maxCandidates     // from the pool: two at first, one once held (the second parent comes later)
+	for ; ; need = 1 {
+		c.mu.Lock()
+		if best := c.pool.take(time.Now(), childDepth, exclude, need); best != nil {
+			c.mu.Unlock()
+			return best
+		}
+		if c.dead || c.svc.Ended() {
+			c.mu.Unlock()
+			return nil
+		}
+		open := len(c.probes) < maxOpenProbes
+		filled := c.pool.signal()
+		c.mu.Unlock()
+		if open {
+			began := time.Now()
+			best, asked := s.probeOnce(c, childDepth, exclude, time.Until(deadline))
+			if len(best) > 0 || asked == 0 {
+				return best // found, or nobody to ask
+			}
+			pause = time.Since(began)
+		}
+		left := time.Until(deadline)
+		if left <= 0 || s.ctx.Err() != nil {
+			c.mu.Lock()
+			best := c.pool.take(time.Now(), childDepth, exclude, 1)
+			c.mu.Unlock()
+			return best
+		}
+		t := time.NewTimer(left)
+		if !open || pause > 0 {
+			if pause > 0 {
+				t.Reset(min(pause, left))
+			}
+			select {
+			case <-filled:
+			case <-t.C:
+			case <-s.ctx.Done():
+			}
+		}
+		t.Stop()
+	}
+}
+
+// probeSubtree answers a parent's probe from this relay's subtree: two
+// pooled candidates, or what one round finds; it never holds the answer
+// (the join is held at the node it asked, probe).
+func (s *Service) probeSubtree(c *cohort, childDepth uint32, exclude swarm.Address, wait time.Duration) []*pb.Candidate {
+	c.mu.Lock()
+	best := c.pool.take(time.Now(), childDepth, exclude, maxCandidates)
+	c.mu.Unlock()
+	if best == nil {
+		best, _ = s.probeOnce(c, childDepth, exclude, wait)
+	}
+	return best
+}
+
+// probeOnce sends one probe round: Probe{childDepth, nonce, joiner} to
+// every child that speaks the envelope and may relay (a subscriber stream;
+// never exclude's — the joiner's — whose subtree the probe does not
+// enter), up to maxProbeFanout, and returns the two shallowest candidates
+// among their answers, collected until every child answered or wait
+// passed, and how many children it asked; it pools the other candidates.
+func (s *Service) probeOnce(c *cohort, childDepth uint32, exclude swarm.Address, wait time.Duration) ([]*pb.Candidate, int) {
 	var nb [8]byte
 	_, _ = rand.Read(nb[:])
 	nonce := binary.BigEndian.Uint64(nb[:])
@@ -113,7 +288,7 @@ func (s *Service) probe(c *cohort, childDepth uint32, exclude swarm.Address, wai
 	c.mu.Lock()
 	if c.dead || c.svc.Ended() || len(c.probes) >= maxOpenProbes {
 		c.mu.Unlock()
-		return nil
+		return nil, 1 // raced: look again
 	}
 	pw := &probeWait{asked: make(map[*member]bool), depth: childDepth, ready: make(chan struct{})}
 	var peers []swarm.Address // one stream per peer is asked: more identities buy no more say
@@ -133,7 +308,7 @@ func (s *Service) probe(c *cohort, childDepth uint32, exclude swarm.Address, wai
 	pw.left = len(pw.asked)
 	if pw.left == 0 {
 		c.mu.Unlock()
-		return nil
+		return nil, 0
 	}
 	if c.probes == nil {
 		c.probes = make(map[uint64]*probeWait)
@@ -161,11 +336,11 @@ func (s *Service) probe(c *cohort, childDepth uint32, exclude swarm.Address, wai
 	if len(c.doneProbes) > recentNonces {
 		c.doneProbes = c.doneProbes[1:]
 	}
-	found := pw.found
+	best := bestCandidates(pw.found, exclude)
+	c.pool.add(slices.DeleteFunc(pw.found, func(f found) bool { return slices.Contains(best, f.c) }), time.Now().Add(s.poolTTL()))
 	c.mu.Unlock()
-	best := bestCandidates(found, exclude)
 	s.trace(Event{Kind: EventProbe, Cohort: c.spec.String(), Peer: exclude, Index: uint64(len(best))})
-	return best
+	return best, len(pw.asked)
 }
 
 // candidates takes a child's answer to an open probe. An answer to a probe
@@ -256,12 +431,20 @@ func (sub *Subscription) answerProbe(p *parent, pr *pb.Probe) {
 	sub.mu.Lock()
 	c := sub.relay
 	sub.mu.Unlock()
-	free := s.opts.RelayCapacity
+	fanout := 0
 	if c != nil {
 		c.mu.Lock()
-		free -= c.fanout
+		fanout = c.fanout
 		c.mu.Unlock()
 	}
+	// A free slot not offered to another probe's joiner yet.
+	now := time.Now()
+	sub.mu.Lock()
+	free := s.opts.RelayCapacity - fanout - sub.offers.pending(now, fanout)
+	if free > 0 {
+		sub.offers.until = append(sub.offers.until, now.Add(s.offerTTL()))
+	}
+	sub.mu.Unlock()
 	if free > 0 {
 		var under [][]byte
 		if s.opts.Underlays != nil {
@@ -281,7 +464,7 @@ func (sub *Subscription) answerProbe(p *parent, pr *pb.Probe) {
 	}
 	if !s.goOwned(func() {
 		defer p.probing.Add(-1)
-		answer(s.probe(c, depth+1, joiner, s.opts.ProbeWait/2))
+		answer(s.probeSubtree(c, depth+1, joiner, s.opts.ProbeWait/2))
 	}) {
 		p.probing.Add(-1)
 	}

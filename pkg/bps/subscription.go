@@ -46,6 +46,7 @@ type Subscription struct {
 	parents   []*parent
 	relay     *cohort           // this node's children in the cohort, nil while it has none
 	attested  map[string][]byte // the claims this relay forwards rootward, encoded, by address (attest.go)
+	offers    offers            // slots this node offered to probes, not taken yet (probe.go)
 	closing   bool              // Close began
 	fatal     error             // the subscription is over for this reason (nil with closing: closed by us)
 	repairing bool              // a repair goroutine runs
