@@ -34,37 +34,50 @@ const (
 	// reached every full relay would cost O(audience) frames per join.
 	// Go's map order picks them.
 	maxProbeFanout = 4
+	// maxOriginFanout bounds the children the node a join reached probes
+	// for it: its rounds feed the pool every later joiner is answered
+	// from, and at a broker facing a crowd they are the bound on how fast
+	// the crowd joins (two candidates per child asked, a round a few link
+	// round trips). The nodes below ask maxProbeFanout.
+	maxOriginFanout = 16
 )
 
 // Flash crowds: thousands of joiners at one broker in a second. Three
 // rules keep each of them to about two answers (FULL with candidates, then
 // OK) instead of a bare FULL and a backoff:
 //
-//   - a probe asks up to maxProbeFanout children and finds up to two
-//     candidates in each subtree, while a joiner is told two: the others
+//   - a probe asks up to maxOriginFanout children at the node the join
+//     reached (maxProbeFanout below) and finds up to two candidates in
+//     each subtree, while a joiner is told two: the others
 //     are pooled at the probing node, each handed out once and for
 //     poolTTL at most, and a join the pool can answer takes no probe;
-//   - a join the node cannot answer at once — maxOpenProbes open, or a
+//   - a join the broker cannot answer at once — maxOpenProbes open, or a
 //     round that found nothing because every free slot below is offered to
 //     other joiners — is held for the probe wait, looking again whenever a
 //     round closes (the joiners' attaches make new slots), and is told a
-//     bare FULL only when the wait is over; a relay answering its parent's
-//     probe never holds (probeSubtree);
+//     bare FULL only when the wait is over; a relay, answering its parent's
+//     probe or its child's refer-Join, never holds (probeSubtree): a child
+//     repairing is better served by a quick answer than a held one;
 //   - a node answers a probe with its own free slot once per slot: an
 //     offer holds the slot for offerTTL or until a child takes it, so that
 //     concurrent probes do not all send their joiners to the same one.
 const (
-	maxPooled = maxOpenProbes * maxProbeFanout * maxCandidates
+	maxPooled = maxOpenProbes * maxOriginFanout * maxCandidates
 )
 
-// poolTTL is how long a pooled candidate is handed out: a quarter of a
-// probe's wait, after which a probe finds fresher ones.
+// poolTTL bounds how long a pooled candidate is handed out: a quarter of
+// a probe's wait, and no longer than the round that found it took — in a
+// crowd the next joins come within it, and in a quiet tree the next join
+// a second later is better served by a fresh round than by a slot taken
+// since or a node that has become the joiner's descendant.
 func (s *Service) poolTTL() time.Duration { return s.opts.ProbeWait / 4 }
 
 // offerTTL is how long an offered slot is held for the joiner a probe was
-// for: half the probe's wait (a relay's probe of its subtree), the
-// pool's, and as much again for the joiner's attach.
-func (s *Service) offerTTL() time.Duration { return s.opts.ProbeWait/2 + 2*s.poolTTL() }
+// for, unless a child takes it first: an eighth of the probe's wait (250 ms
+// by default, a crowd joiner's attach at 25 ms links takes ~200 ms). A
+// joiner that needed one parent and was told two leaves the other offer
+// to expire.
+func (s *Service) offerTTL() time.Duration { return s.opts.ProbeWait / 8 }
 
 // probePool is a cohort's pooled candidates, under the cohort's mu.
 type probePool struct {
@@ -122,25 +135,41 @@ func (p *probePool) take(now time.Time, depth uint32, exclude swarm.Address, nee
 }
 
 // offers are the slots a node offered in answers to probes and that no
-// child has taken yet, oldest first; under the subscription's mu.
+// child has taken yet, oldest first, one per joiner (a probe reaches a
+// node once through each of its parents); under the subscription's mu.
 type offers struct {
-	until  []time.Time
+	held   []offer
 	fanout int // the fan-out when last counted: each child since took the oldest offer
 }
 
-// pending drops the offers that expired or that children took, and
-// returns how many still hold a slot.
-func (o *offers) pending(now time.Time, fanout int) int {
+type offer struct {
+	joiner swarm.Address // zero: a probe that named none
+	until  time.Time
+}
+
+// take reports whether the node may offer joiner one of its free slots
+// now, and if so holds it until until. A joiner offered a slot already is
+// offered it again.
+func (o *offers) take(now, until time.Time, joiner swarm.Address, free, fanout int) bool {
 	if d := fanout - o.fanout; d > 0 {
-		o.until = o.until[min(d, len(o.until)):]
+		o.held = o.held[min(d, len(o.held)):]
 	}
 	o.fanout = fanout
-	i := 0
-	for i < len(o.until) && !o.until[i].After(now) {
-		i++
+	o.held = slices.DeleteFunc(o.held, func(h offer) bool { return !h.until.After(now) })
+	if free <= 0 {
+		return false
 	}
-	o.until = o.until[i:]
-	return len(o.until)
+	if !joiner.IsZero() {
+		if i := slices.IndexFunc(o.held, func(h offer) bool { return h.joiner.Equal(joiner) }); i >= 0 {
+			o.held[i].until = until
+			return true
+		}
+	}
+	if len(o.held) >= free {
+		return false
+	}
+	o.held = append(o.held, offer{joiner: joiner, until: until})
+	return true
 }
 
 // probeWait is one open probe at a node: the children asked, the depth
@@ -208,8 +237,17 @@ func bestCandidates(all []found, exclude swarm.Address) []*pb.Candidate {
 // (every free slot below is offered to other joiners, whose attaches make
 // new ones), the join waits for another round to close, or as long as the
 // last round took, and looks again — a crowd's joins are held here rather
-// than told a bare FULL and backed off.
+// than told a bare FULL and backed off. Only the root (the broker) holds
+// joins; a relay answers at once.
 func (s *Service) probe(c *cohort, childDepth uint32, exclude swarm.Address, wait time.Duration) []*pb.Candidate {
+	c.mu.Lock()
+	root := c.up == nil
+	c.mu.Unlock()
+	if !root {
+		// A relay asked to refer — its child repairing — answers as it
+		// answers a probe: a crowd joins at the root.
+		return s.probeSubtree(c, childDepth, exclude, wait)
+	}
 	deadline := time.Now().Add(wait)
 	pause := time.Duration(0) // how long the last fruitless round took
 	need := maxCandidates     // from the pool: two at first, one once held (the second parent comes later)
@@ -228,7 +266,7 @@ func (s *Service) probe(c *cohort, childDepth uint32, exclude swarm.Address, wai
 		c.mu.Unlock()
 		if open {
 			began := time.Now()
-			best, asked := s.probeOnce(c, childDepth, exclude, time.Until(deadline))
+			best, asked := s.probeOnce(c, childDepth, exclude, time.Until(deadline), maxOriginFanout)
 			if len(best) > 0 || asked == 0 {
 				return best // found, or nobody to ask
 			}
@@ -264,7 +302,7 @@ func (s *Service) probeSubtree(c *cohort, childDepth uint32, exclude swarm.Addre
 	best := c.pool.take(time.Now(), childDepth, exclude, maxCandidates)
 	c.mu.Unlock()
 	if best == nil {
-		best, _ = s.probeOnce(c, childDepth, exclude, wait)
+		best, _ = s.probeOnce(c, childDepth, exclude, wait, maxProbeFanout)
 	}
 	return best
 }
@@ -272,10 +310,11 @@ func (s *Service) probeSubtree(c *cohort, childDepth uint32, exclude swarm.Addre
 // probeOnce sends one probe round: Probe{childDepth, nonce, joiner} to
 // every child that speaks the envelope and may relay (a subscriber stream;
 // never exclude's — the joiner's — whose subtree the probe does not
-// enter), up to maxProbeFanout, and returns the two shallowest candidates
+// enter), up to fanout, and returns the two shallowest candidates
 // among their answers, collected until every child answered or wait
 // passed, and how many children it asked; it pools the other candidates.
-func (s *Service) probeOnce(c *cohort, childDepth uint32, exclude swarm.Address, wait time.Duration) ([]*pb.Candidate, int) {
+func (s *Service) probeOnce(c *cohort, childDepth uint32, exclude swarm.Address, wait time.Duration, fanout int) ([]*pb.Candidate, int) {
+	began := time.Now()
 	var nb [8]byte
 	_, _ = rand.Read(nb[:])
 	nonce := binary.BigEndian.Uint64(nb[:])
@@ -297,7 +336,7 @@ func (s *Service) probeOnce(c *cohort, childDepth uint32, exclude swarm.Address,
 			slices.ContainsFunc(peers, m.peer.Equal) {
 			continue
 		}
-		if len(pw.asked) == maxProbeFanout {
+		if len(pw.asked) == fanout {
 			break
 		}
 		if m.offer(outFrame{b: frame, kind: kindProbe}) {
@@ -337,7 +376,9 @@ func (s *Service) probeOnce(c *cohort, childDepth uint32, exclude swarm.Address,
 		c.doneProbes = c.doneProbes[1:]
 	}
 	best := bestCandidates(pw.found, exclude)
-	c.pool.add(slices.DeleteFunc(pw.found, func(f found) bool { return slices.Contains(best, f.c) }), time.Now().Add(s.poolTTL()))
+	c.pool.add(slices.DeleteFunc(pw.found, func(f found) bool {
+		return slices.ContainsFunc(best, func(b *pb.Candidate) bool { return slices.Equal(b.Overlay, f.c.Overlay) })
+	}), time.Now().Add(min(time.Since(began), s.poolTTL())))
 	c.mu.Unlock()
 	s.trace(Event{Kind: EventProbe, Cohort: c.spec.String(), Peer: exclude, Index: uint64(len(best))})
 	return best, len(pw.asked)
@@ -440,12 +481,9 @@ func (sub *Subscription) answerProbe(p *parent, pr *pb.Probe) {
 	// A free slot not offered to another probe's joiner yet.
 	now := time.Now()
 	sub.mu.Lock()
-	free := s.opts.RelayCapacity - fanout - sub.offers.pending(now, fanout)
-	if free > 0 {
-		sub.offers.until = append(sub.offers.until, now.Add(s.offerTTL()))
-	}
+	offered := sub.offers.take(now, now.Add(s.offerTTL()), joiner, s.opts.RelayCapacity-fanout, fanout)
 	sub.mu.Unlock()
-	if free > 0 {
+	if offered {
 		var under [][]byte
 		if s.opts.Underlays != nil {
 			under = s.opts.Underlays()
