@@ -234,9 +234,9 @@ func bestCandidates(all []found, exclude swarm.Address) []*pb.Candidate {
 // (SWIP-61) and returns the two shallowest candidates found, within wait.
 // Two candidates in the pool answer at once. Else a probe round goes out
 // (probeOnce); while maxOpenProbes are open, or when a round found nothing
-// (every free slot below is offered to other joiners, whose attaches make
-// new ones), the join waits for another round to close, or as long as the
-// last round took, and looks again — a crowd's joins are held here rather
+// while other joins are being probed (every free slot below is offered to
+// other joiners, whose attaches make new ones), the join waits for another
+// round to close, or as long as the last round took, and looks again — a crowd's joins are held here rather
 // than told a bare FULL and backed off. Only the root (the broker) holds
 // joins; a relay answers at once.
 func (s *Service) probe(c *cohort, childDepth uint32, exclude swarm.Address, wait time.Duration) []*pb.Candidate {
@@ -269,6 +269,12 @@ func (s *Service) probe(c *cohort, childDepth uint32, exclude swarm.Address, wai
 			best, asked := s.probeOnce(c, childDepth, exclude, time.Until(deadline), maxOriginFanout)
 			if len(best) > 0 || asked == 0 {
 				return best // found, or nobody to ask
+			}
+			c.mu.Lock()
+			crowd := len(c.probes) > 0
+			c.mu.Unlock()
+			if !crowd {
+				return nil // nothing below, and no other join whose attach could make room
 			}
 			pause = time.Since(began)
 		}
