@@ -31,13 +31,16 @@ import (
 // dropped before any signature is checked, and counted against the stream
 // as an invalid frame.
 
-// maxCarried bounds the owners whose publications one child stream may
-// carry; each was named by a roster (or is the admin) when its claim came
-// up, so an honest relay stays far below it.
-const maxCarried = 64
+// maxRoster is the most addresses a roster can name: a service SOC's
+// payload is at most one chunk, and each address takes 22 bytes in it.
+const maxRoster = swarm.ChunkSize / (AddressSize + 2)
 
-// maxAttested bounds the claims a relay holds to forward to a new parent.
-const maxAttested = 256
+// maxCarried bounds the owners whose publications one child stream
+// carries, and the claims a relay holds to forward to a new parent: each
+// owner was the admin or on a roster when its claim came up, so one roster
+// and the admin fit. Past it — rosters that changed while the stream
+// lived — the owner carried longest is forgotten, never the stream cut.
+const maxCarried = maxRoster + 1
 
 // forwarded is claim as it travels up from the node that verified it: with
 // the challenge it was signed over and that node's overlay.
@@ -81,10 +84,7 @@ func (c *cohort) attestation(claim *pb.Claim, from *member) error {
 		}
 		return nil
 	}
-	if !from.carry(claim.Addr) {
-		s.count(c, CounterInvalidClaim)
-		return violationf("forwarded claims for more than %d owners", maxCarried)
-	}
+	from.carry(claim.Addr)
 	s.trace(Event{Kind: EventClaim, Cohort: c.spec.String(), Peer: from.peer, Index: claim.Index})
 	if c.up != nil {
 		c.up.attest(claim)
@@ -98,17 +98,16 @@ func (m *member) carrying(addr []byte) bool {
 	return slices.ContainsFunc(m.carries, func(o []byte) bool { return bytes.Equal(o, addr) })
 }
 
-// carry lets m carry addr's publications; false past maxCarried. m's reader
-// goroutine only.
-func (m *member) carry(addr []byte) bool {
+// carry lets m carry addr's publications, forgetting the owner it carried
+// longest past maxCarried. m's reader goroutine only.
+func (m *member) carry(addr []byte) {
 	if m.carrying(addr) {
-		return true
+		return
 	}
 	if len(m.carries) >= maxCarried {
-		return false
+		m.carries = slices.Delete(m.carries, 0, 1)
 	}
 	m.carries = append(m.carries, bytes.Clone(addr))
-	return true
 }
 
 // carried returns the owner of msg, a publication child stream from
@@ -155,17 +154,17 @@ func ownerAmong(sp *Spec, msg *pb.Message, owners [][]byte) []byte {
 }
 
 // attest forwards a claim verified at this relay, or forwarded to it, up
-// every parent that takes forwarded claims, and keeps it for the parents
-// this node attaches to later (attestTo).
+// every parent that takes forwarded claims, and keeps it — the latest per
+// address, at most maxCarried, newest last — for the parents this node
+// attaches to later (attestTo).
 func (sub *Subscription) attest(claim *pb.Claim) {
 	frame := encodeFrame(claim)
 	sub.mu.Lock()
-	if _, ok := sub.attested[string(claim.Addr)]; ok || len(sub.attested) < maxAttested {
-		if sub.attested == nil {
-			sub.attested = make(map[string][]byte)
-		}
-		sub.attested[string(claim.Addr)] = frame
+	sub.attested = slices.DeleteFunc(sub.attested, func(a attestedClaim) bool { return bytes.Equal(a.addr, claim.Addr) })
+	if len(sub.attested) >= maxCarried {
+		sub.attested = slices.Delete(sub.attested, 0, 1) // what its parents carry longest
 	}
+	sub.attested = append(sub.attested, attestedClaim{addr: bytes.Clone(claim.Addr), frame: frame})
 	parents := make([]*parent, len(sub.parents))
 	copy(parents, sub.parents)
 	sub.mu.Unlock()
@@ -182,7 +181,13 @@ func (sub *Subscription) attestTo(p *parent) {
 	if !p.cs.attests {
 		return
 	}
-	for _, frame := range sub.attested {
-		p.cs.push(sub.s, outFrame{b: frame, kind: kindClaim})
+	for _, a := range sub.attested {
+		p.cs.push(sub.s, outFrame{b: a.frame, kind: kindClaim})
 	}
+}
+
+// attestedClaim is a claim a relay forwards rootward, encoded.
+type attestedClaim struct {
+	addr  []byte
+	frame []byte
 }

@@ -44,13 +44,13 @@ type Subscription struct {
 	mu        sync.Mutex
 	rank      uint32 // the depth this node states while it has parents (depth); changes under rmu too
 	parents   []*parent
-	relay     *cohort           // this node's children in the cohort, nil while it has none
-	attested  map[string][]byte // the claims this relay forwards rootward, encoded, by address (attest.go)
-	offers    offers            // slots this node offered to probes, not taken yet (probe.go)
-	closing   bool              // Close began
-	fatal     error             // the subscription is over for this reason (nil with closing: closed by us)
-	repairing bool              // a repair goroutine runs
-	gen       uint32            // numbers parents, for the withholding check
+	relay     *cohort         // this node's children in the cohort, nil while it has none
+	attested  []attestedClaim // the claims this relay forwards rootward, oldest first (attest.go)
+	offers    offers          // slots this node offered to probes, not taken yet (probe.go)
+	closing   bool            // Close began
+	fatal     error           // the subscription is over for this reason (nil with closing: closed by us)
+	repairing bool            // a repair goroutine runs
+	gen       uint32          // numbers parents, for the withholding check
 	finished  bool
 	retry     *time.Timer     // the next request for a missing second parent, if armed
 	nextRetry time.Duration   // the wait after the next failed request
