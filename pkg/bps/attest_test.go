@@ -123,11 +123,7 @@ func TestHostileClaimlessPublishing(t *testing.T) {
 // and the peer blocklisted.
 func TestHostileForgedAttestation(t *testing.T) {
 	t.Parallel()
-	_, broker, cl := cluster(t, bps.Options{}, 1)
-	admin := newKey(t)
-	sp := feedSpec(t, "forged attestation", admin)
-	r := openRaw(t, cl[0], broker)
-	relayJoin(t, r, sp)
+	broker, r, admin, _ := rawRelay(t, "forged attestation")
 	f := attestation(t, admin)
 	f.GetClaim().Index = 7 // signed over index 0
 	r.send(f)
@@ -169,11 +165,7 @@ func TestHostileAttestationForStranger(t *testing.T) {
 // claim over and over makes its parent check the signature once.
 func TestHostileAttestationRepeated(t *testing.T) {
 	t.Parallel()
-	_, broker, cl := cluster(t, bps.Options{}, 1)
-	admin := newKey(t)
-	sp := feedSpec(t, "repeated attestation", admin)
-	r := openRaw(t, cl[0], broker)
-	relayJoin(t, r, sp)
+	broker, r, admin, sp := rawRelay(t, "repeated attestation")
 	f := attestation(t, admin)
 	for range 50 {
 		r.send(f)
@@ -184,4 +176,16 @@ func TestHostileAttestationRepeated(t *testing.T) {
 	if n := broker.rec.count(kind(bps.EventClaim)); n != 1 {
 		t.Fatalf("the claim taken %d times, want once", n)
 	}
+}
+
+// rawRelay is a raw child of a broker, joined as a relay that forwards
+// claims, in a cohort of explicit authorship named name.
+func rawRelay(t *testing.T, name string) (broker *tnode, r *raw, admin key, sp *bps.Spec) {
+	t.Helper()
+	_, broker, cl := cluster(t, bps.Options{}, 1)
+	admin = newKey(t)
+	sp = feedSpec(t, name, admin)
+	r = openRaw(t, cl[0], broker)
+	relayJoin(t, r, sp)
+	return broker, r, admin, sp
 }
