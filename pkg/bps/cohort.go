@@ -223,10 +223,11 @@ func (r *registry) fanOut(c *cohort, pub publication, frame []byte, svc uint64) 
 			if f.b != nil && f.kind != kindAnnounce {
 				delivered++
 			}
-		} else {
+		} else if m.kill(errQueueFull) {
+			// A stream already reset stays among the children until its
+			// handler returns; it is counted once.
 			r.s.count(c, CounterQueueReset)
 			r.s.trace(Event{Kind: EventQueueReset, Cohort: c.spec.String(), Peer: m.peer})
-			m.kill(errQueueFull)
 		}
 	}
 	r.s.metrics.Delivered.Add(float64(delivered))

@@ -206,9 +206,10 @@ func (c *cohort) ask(m *member, a *pb.Ask) error {
 			continue
 		}
 		if !m.offer(outFrame{b: frame, kind: kindMessage}) {
-			s.count(c, CounterQueueReset)
-			s.trace(Event{Kind: EventQueueReset, Cohort: c.spec.String(), Peer: m.peer})
-			m.kill(errQueueFull)
+			if m.kill(errQueueFull) {
+				s.count(c, CounterQueueReset)
+				s.trace(Event{Kind: EventQueueReset, Cohort: c.spec.String(), Peer: m.peer})
+			}
 			return nil
 		}
 		s.metrics.LazyServed.Inc()

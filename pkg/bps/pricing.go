@@ -280,7 +280,7 @@ type meter struct {
 	down   uint64 // the price of a Message written down (a delivery)
 	up     uint64 // the price of a Message written up: Publish × the child's depth
 	keep   uint64 // at a child, what it keeps back unapplied; 0 at a parent
-	kill   func(error)
+	kill   func(error) bool
 
 	mu     sync.Mutex // guards what follows, and serialises the meter's flushes
 	held   uint64     // counted, not yet applied on bee's accounting
@@ -356,7 +356,7 @@ func (p Prices) upPrice(stated uint32) uint64 {
 	return lo
 }
 
-func (p *pricing) meter(peer swarm.Address, parent bool, stated uint32, kill func(error)) *meter {
+func (p *pricing) meter(peer swarm.Address, parent bool, stated uint32, kill func(error) bool) *meter {
 	m := &meter{p: p, t: p.open(peer), parent: parent, down: p.prices.Delivery, up: p.prices.upPrice(stated), kill: kill}
 	if !parent {
 		m.keep = p.settle.keep(m.up, m.down)

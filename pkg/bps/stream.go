@@ -86,13 +86,18 @@ func (f outFrame) written() (done bool, err error) {
 }
 
 // kill ends the stream from outside its handler or reader: the reset
-// unblocks its reader and writer, and its owner learns reason.
-func (ps *peerStream) kill(reason error) {
+// unblocks its reader and writer, and its owner learns reason. It reports
+// whether this call ended the stream (false: it was already over), so that
+// what ends a stream is counted once however often it is found.
+func (ps *peerStream) kill(reason error) bool {
+	ended := false
 	ps.once.Do(func() {
+		ended = true
 		ps.reason = reason
 		close(ps.quit)
 		_ = ps.stream.Reset()
 	})
+	return ended
 }
 
 // closeOnce closes our side of the stream cleanly, unless it was already
