@@ -123,11 +123,11 @@ func (s *Service) Charges() []PeerCharges {
 	return s.pricing.charges()
 }
 
-// Settle applies on bee's accounting, now, all that every priced stream's
-// meter holds, a child's kept margin too: after it, Charges and bee's
-// balances count every frame whose charge was counted before the call.
-// Meters otherwise settle on their own (see Settlement and meter), and a
-// child's ledger stays behind its parent's by its margin; Settle may put it
+// Settle applies on bee's accounting, now, all that every peer's ledger
+// holds, a child's kept margin too: after it, Charges and bee's balances
+// count every frame whose charge was counted before the call. Ledgers
+// otherwise settle on their own (see Settlement and ledger), and a child's
+// ledger stays behind its parent's by its margin; Settle may put it
 // ahead of a parent that has not applied what it holds, so that a payment
 // bee makes just then is accepted short and bee cuts the parent. It is for
 // a node's tests and its measurements.
@@ -136,21 +136,25 @@ func (s *Service) Settle() {
 		return
 	}
 	p := s.pricing
+	var ls []*ledger
 	p.mu.Lock()
-	ms := make([]*meter, 0, len(p.meters))
-	for m := range p.meters {
-		ms = append(ms, m)
+	for _, t := range p.peers {
+		for _, l := range t.ledgers {
+			if l != nil {
+				ls = append(ls, l)
+			}
+		}
 	}
 	p.mu.Unlock()
 	p.qmu.Lock()
 	for _, l := range p.late {
-		ms = append(ms, l.m)
+		ls = append(ls, l.l)
 	}
 	p.qmu.Unlock()
-	for _, m := range ms {
-		m.mu.Lock()
-		_ = m.flushLocked(true)
-		m.mu.Unlock()
+	for _, l := range ls {
+		l.mu.Lock()
+		_ = l.flushLocked(true)
+		l.mu.Unlock()
 	}
 }
 
@@ -166,8 +170,8 @@ func (s *Service) PricingMetrics() []prometheus.Collector {
 
 // pricing is the accounting of one Service. Its peers map is guarded by mu,
 // a small mutex around a small map (one entry per peer with a priced
-// stream); the tallies in it are atomic. The flusher's list is guarded by
-// qmu; a meter is on it at most once.
+// stream); the tallies in it are atomic. The flusher's lists are guarded
+// by qmu; a ledger is on each at most once.
 type pricing struct {
 	ctx     context.Context // the service's: bounds a wait for bee's per-peer lock
 	acc     accounting.Interface
@@ -177,28 +181,30 @@ type pricing struct {
 
 	metrics pricingMetrics
 
-	mu     sync.Mutex
-	peers  map[string]*tally
-	meters map[*meter]struct{} // the live streams' meters, for Settle
+	mu    sync.Mutex
+	peers map[string]*tally
 
 	qmu      sync.Mutex
-	queue    []*meter      // meters holding charges, for the flusher's next round
-	late     []lateMeter   // ended children's meters, applied when due
+	queue    []*ledger     // ledgers holding charges, for the flusher's next round
+	late     []lateLedger  // children's ledgers whose streams all ended, applied when due
 	flushing bool          // the flusher runs
 	stopped  bool          // the flusher has stopped for good: the service closes
 	wake     chan struct{} // tells a sleeping flusher of a new late meter
 }
 
-// lateMeter is a child's ended meter whose kept charges the flusher applies
-// at due (see meter.done).
-type lateMeter struct {
-	m   *meter
+// lateLedger is a child's ledger whose streams all ended: the flusher
+// applies its kept charges at due (see meter.done).
+type lateLedger struct {
+	l   *ledger
 	due time.Time
 }
 
+// tally is what BPS moved with one peer over the streams held with it, and
+// the two ledgers of those streams.
 type tally struct {
 	peer     swarm.Address
-	streams  int // guarded by pricing.mu
+	streams  int        // guarded by pricing.mu
+	ledgers  [2]*ledger // guarded by pricing.mu: this node the child (0), the parent (1)
 	debited  atomic.Uint64
 	credited atomic.Uint64
 }
@@ -211,7 +217,7 @@ type pricingMetrics struct {
 }
 
 func newPricing(ctx context.Context, acc accounting.Interface, p Prices, st Settlement) *pricing {
-	return &pricing{ctx: ctx, acc: acc, prices: p, settle: st.withDefaults(), peers: make(map[string]*tally), meters: make(map[*meter]struct{}), wake: make(chan struct{}, 1), metrics: pricingMetrics{
+	return &pricing{ctx: ctx, acc: acc, prices: p, settle: st.withDefaults(), peers: make(map[string]*tally), wake: make(chan struct{}, 1), metrics: pricingMetrics{
 		debited: prometheus.NewCounter(prometheus.CounterOpts{Namespace: beemetrics.Namespace, Subsystem: "bps",
 			Name: "accounting_debited", Help: "Accounting units BPS charged peers (deliveries down, publications up)."}),
 		credited: prometheus.NewCounter(prometheus.CounterOpts{Namespace: beemetrics.Namespace, Subsystem: "bps",
@@ -220,7 +226,7 @@ func newPricing(ctx context.Context, acc accounting.Interface, p Prices, st Sett
 			Name: "accounting_unpaid", Help: "Streams ended because bee's accounting refused a charge, by this node's side: parent (the child's debt), child (this node's)."},
 			[]string{"side"}),
 		flushes: prometheus.NewCounter(prometheus.CounterOpts{Namespace: beemetrics.Namespace, Subsystem: "bps",
-			Name: "accounting_flushes", Help: "Charges BPS made on bee's accounting, each applying what one stream's meter held (batched settlement)."}),
+			Name: "accounting_flushes", Help: "Charges BPS made on bee's accounting, each applying what one peer's ledger held (batched settlement)."}),
 	}}
 }
 
@@ -234,9 +240,9 @@ func (p *pricing) charges() []PeerCharges {
 	return out
 }
 
-func (p *pricing) open(peer swarm.Address) *tally {
-	p.mu.Lock()
-	defer p.mu.Unlock()
+// openLocked counts a new stream with peer on its tally; the caller holds
+// p.mu.
+func (p *pricing) openLocked(peer swarm.Address) *tally {
 	t := p.peers[peer.ByteString()]
 	if t == nil {
 		t = &tally{peer: peer}
@@ -254,11 +260,17 @@ func (p *pricing) close(t *tally) {
 	}
 }
 
-// A meter counts what its stream owes and applies it on bee's accounting
-// in batches (docs/protocol.md, "Prices", batched settlement), with the same
-// totals as frame by frame: before a write that would pass
-// Settlement.Frames or Settlement.Credit, once a frame read does, at most
-// Settlement.Interval after its first charge, and when the stream ends.
+// Charges are counted per stream and applied per peer: a meter prices its
+// stream's frames, and what it counts goes to the ledger of the peer on the
+// stream's side (this node the parent, or the child), which applies it on
+// bee's accounting in batches (docs/protocol.md, "Prices", batched
+// settlement), with the same totals as frame by frame: before a write that
+// would take it past Settlement.Frames or Settlement.Credit, once a frame
+// read does, at most Settlement.Interval after its first charge, and when
+// the peer's last stream on that side ends. One ledger per peer, not per
+// stream, so that what a node holds unapplied with a peer — a parent's
+// credit bound, a child's margin — is bounded however many streams it holds
+// with it.
 //
 // The two ends of a stream apply at different moments, and bee's
 // pseudosettle needs the debtor's ledger never to stand above its
@@ -269,32 +281,44 @@ func (p *pricing) close(t *tally) {
 // before serving and applying the credit after; here a parent learns of a
 // publication only once it has read it, and applies what it counted in
 // batches. So a child applies only what it holds beyond a margin (keep):
-// what its parent's meter can hold unapplied and one write in flight. Its kept charges are applied when its stream ends, once the
-// parent has had time to apply its own (lateDelay). A child never holds
-// more than its margin plus max(Credit, one write's price) of charges its
-// own accounting was not told of.
+// what its parent's ledger can hold unapplied and a write in flight each
+// way on each stream, at most twice Credit. Its kept charges are applied
+// when its last stream with the peer ends, once the parent has had time to
+// apply its own (lateDelay). A child never holds more than its margin plus
+// max(Credit, one write's price) of charges its own accounting was not
+// told of.
 type meter struct {
-	p      *pricing
-	t      *tally
-	parent bool   // this node is the stream's parent
-	down   uint64 // the price of a Message written down (a delivery)
-	up     uint64 // the price of a Message written up: Publish × the child's depth
-	keep   uint64 // at a child, what it keeps back unapplied; 0 at a parent
-	kill   func(error) bool
-
-	mu     sync.Mutex // guards what follows, and serialises the meter's flushes
-	held   uint64     // counted, not yet applied on bee's accounting
-	frames int        // priced frames counted since the last flush
-	queued bool       // on the flusher's list
-	ended  bool       // the stream ended: a charge is applied at once
-	err    error      // bee's accounting refused a flush: every later charge fails with it
-	once   sync.Once
+	l    *ledger
+	down uint64 // the price of a Message written down (a delivery)
+	up   uint64 // the price of a Message written up: Publish × the child's depth
+	kill func(error) bool
+	once sync.Once
 }
 
-// Settlement is when a stream's meter applies what it counted on bee's
-// accounting (see meter). The zero value of a field takes its default.
+// ledger is what a node's priced streams with one peer, on one side, hold
+// unapplied on bee's accounting.
+type ledger struct {
+	p      *pricing
+	t      *tally
+	parent bool        // this node is the streams' parent
+	failed atomic.Bool // bee's accounting refused a flush: a new stream opens a new ledger
+
+	mu     sync.Mutex // guards what follows, and serialises the ledger's flushes
+	meters map[*meter]struct{}
+	unit   uint64 // the dearest Message of its streams so far: the margin's unit
+	held   uint64 // counted, not yet applied on bee's accounting
+	frames int    // priced frames counted since the last flush
+	queued bool   // on the flusher's list
+	// lateDue: a child's ledger whose streams all ended applies what it
+	// kept then (on the flusher's late list); zero if it waits for nothing.
+	lateDue time.Time
+	err     error // bee's accounting refused a flush: every later charge fails with it
+}
+
+// Settlement is when a peer's ledger applies what its streams counted (see
+// meter). The zero value of a field takes its default.
 type Settlement struct {
-	// Frames: a meter applies once it holds this many priced frames.
+	// Frames: a ledger applies once it holds this many priced frames.
 	// Default DefaultSettleFrames; 1 applies every frame on its own.
 	Frames int
 	// Credit: ... or once what it holds would pass this many units.
@@ -303,13 +327,14 @@ type Settlement struct {
 	// Interval: ... or at most this long after the first charge it holds.
 	// Default DefaultSettleInterval.
 	Interval time.Duration
-	// Margin: what a child keeps back of what it counted, applied only
-	// when its stream ends, so that its ledger never stands above its
-	// parent's (see meter). Default: what a parent settling alike may hold
-	// of the stream unapplied (Credit or Frames frames, whichever is less,
-	// and a write of 32 frames counted once it has passed) and one more
-	// write in flight, at the stream's dearest price, at most twice Credit:
-	// 80,000 units at the default prices and depth 1. Negative: none, the child applies as a
+	// Margin: what a child keeps back of what it counted with a peer,
+	// applied only when its last stream with that peer ends, so that its
+	// ledger never stands above its parent's (see meter). Default: what a
+	// parent settling alike may hold unapplied (Credit or Frames frames,
+	// whichever is less) and one write of 32 frames in flight each way on
+	// each stream, at the dearest price of the streams, at most twice
+	// Credit: 80,000 units at the default prices, depth 1 and one stream;
+	// 180,000 from four streams on. Negative: none, the child applies as a
 	// parent does — for a test of the batches, or an accounting that never
 	// settles by refresh.
 	Margin int64
@@ -356,45 +381,71 @@ func (p Prices) upPrice(stated uint32) uint64 {
 	return lo
 }
 
+// meter opens the meter of a stream with peer, on the peer's ledger for
+// this node's side; kill ends the stream when bee's accounting refuses
+// what the ledger holds.
 func (p *pricing) meter(peer swarm.Address, parent bool, stated uint32, kill func(error) bool) *meter {
-	m := &meter{p: p, t: p.open(peer), parent: parent, down: p.prices.Delivery, up: p.prices.upPrice(stated), kill: kill}
-	if !parent {
-		m.keep = p.settle.keep(m.up, m.down)
+	m := &meter{down: p.prices.Delivery, up: p.prices.upPrice(stated), kill: kill}
+	side := 0
+	if parent {
+		side = 1
 	}
 	p.mu.Lock()
-	p.meters[m] = struct{}{}
+	t := p.openLocked(peer)
+	l := t.ledgers[side]
+	if l == nil || l.failed.Load() {
+		l = &ledger{p: p, t: t, parent: parent, meters: make(map[*meter]struct{})}
+		t.ledgers[side] = l
+	}
 	p.mu.Unlock()
+	m.l = l
+	l.mu.Lock()
+	l.meters[m] = struct{}{}
+	l.unit = max(l.unit, m.up, m.down)
+	l.mu.Unlock()
 	return m
 }
 
-// keep is a child's margin on a stream whose Messages cost up and down:
-// what its parent's meter, settling alike, may hold of the stream unapplied
-// — Credit or Frames frames, whichever is less, and one write of
-// maxBatchFrames that the parent counts only once it has passed — and one
-// more such write in flight either way; at most twice Credit, so that a
-// dear stream's margin does not delay the child's early payment past what
-// bee tolerates (a light node's 25 %: 337,500 units).
-func (st Settlement) keep(up, down uint64) uint64 {
+// keepLocked is what the ledger keeps back unapplied: a child's margin, 0 at
+// a parent. The caller holds l.mu.
+func (l *ledger) keepLocked() uint64 {
+	if l.parent {
+		return 0
+	}
+	return l.p.settle.keep(l.unit, max(len(l.meters), 1))
+}
+
+// keep is a child's margin with a peer over streams streams whose dearest
+// Message costs unit: what its parent's ledger, settling alike, may hold
+// unapplied — Credit or Frames frames, whichever is less — and, on each
+// stream, a write of maxBatchFrames the parent counts only once it has
+// passed and one the child counts only once it has passed; at most twice
+// Credit, so that the margin does not delay the child's early payment past
+// what bee tolerates (a light node's 25 %: 337,500 units, less what the
+// child may hold past its margin). The cap takes over from four streams on
+// at the defaults: a refresh sent while more than that many writes are in
+// flight at once could be accepted short.
+func (st Settlement) keep(unit uint64, streams int) uint64 {
 	switch {
 	case st.Margin < 0:
 		return 0
 	case st.Margin > 0:
 		return uint64(st.Margin)
 	}
-	unit := max(up, down)
 	hold := min(st.Credit, price(unit, st.Frames))
-	w := price(unit, maxBatchFrames)
-	if w > st.Credit {
-		return 2 * min(st.Credit, math.MaxUint64/2)
+	inFlight := price(unit, maxBatchFrames)
+	k := hold + price(inFlight, 2*streams)
+	if k < hold {
+		k = math.MaxUint64
 	}
-	return min(hold+2*w, 2*st.Credit)
+	return min(k, 2*min(st.Credit, math.MaxUint64/2))
 }
 
-// lateDelay is how long after its stream ended a child applies the margin
-// it kept (Settlement.Interval, at most 250 ms): its parent applies what it
-// holds as it sees the stream end, and the end travels ahead of the
-// payment on the same connection. Longer would lose the margin to a
-// connection bee prunes once its last stream has ended.
+// lateDelay is how long after a child's last stream with a peer ended it
+// applies the margin it kept (Settlement.Interval, at most 250 ms): its
+// parent applies what it holds as it sees the stream end, and the end
+// travels ahead of the payment on the same connection. Longer would lose
+// the margin to a connection bee prunes once its last stream has ended.
 func (st Settlement) lateDelay() time.Duration { return min(st.Interval, 250*time.Millisecond) }
 
 // accountingWait bounds how long a new stream waits for bee to connect its
@@ -435,29 +486,34 @@ func (p *pricing) await(peer swarm.Address) {
 	}
 }
 
-// done ends the meter's stream: what it holds is applied — at a child, its
-// kept margin lateDelay later, by the flusher (at once if the service is
-// closing) — and its tally ends. Later calls do nothing; a charge after it
-// is applied at once.
+// done ends the meter's stream. What the ledger holds past the margin of
+// the streams left is applied; when it was the peer's last stream on this
+// side, all of it — at a child, its kept margin lateDelay later, by the
+// flusher (at once if the service is closing). Later calls do nothing; a
+// charge after it goes to the ledger as before.
 func (m *meter) done() {
 	if m == nil {
 		return
 	}
 	m.once.Do(func() {
-		m.p.mu.Lock()
-		delete(m.p.meters, m)
-		m.p.mu.Unlock()
-		m.mu.Lock()
-		_ = m.flushLocked(false)
-		m.ended = true
-		late := m.held > 0 && m.err == nil
-		m.mu.Unlock()
-		if late && !m.p.enqueueLate(m) {
-			m.mu.Lock()
-			_ = m.flushLocked(true)
-			m.mu.Unlock()
+		l := m.l
+		l.mu.Lock()
+		delete(l.meters, m)
+		last := len(l.meters) == 0
+		_ = l.flushLocked(last && l.parent)
+		late := last && !l.parent && l.held > 0 && l.err == nil
+		var due time.Time
+		if late {
+			// A later end pushes back an application already due: the
+			// parent applies this stream's end too before the margin goes.
+			due = time.Now().Add(l.p.settle.lateDelay())
+			l.lateDue = due
 		}
-		m.p.close(m.t)
+		l.mu.Unlock()
+		if late && !l.p.enqueueLate(l, due) {
+			l.flushLate(true)
+		}
+		l.p.close(l.t)
 	})
 }
 
@@ -471,35 +527,41 @@ func price(unit uint64, n int) uint64 {
 }
 
 // heldCharge is the accounting.Action prepareWrite hands the writer: its
-// Apply is apply's, which adds the write's price to what the meter holds.
+// Apply is apply's, which adds the write's price to what the ledger holds.
 type heldCharge struct{ m *meter }
 
 func (heldCharge) Apply() error { return nil }
 func (heldCharge) Cleanup()     {}
 
+// unit is the price of a Message this node writes on the meter's stream:
+// down at a parent, up at a child.
+func (m *meter) unit() uint64 {
+	if m.l.parent {
+		return m.down
+	}
+	return m.up
+}
+
 // prepareWrite readies the charge of n Messages the stream's writer is
 // about to write — down at a parent, up at a child — applying first what
-// the meter holds if the write would take it past the settlement's bounds.
-// An error (bee's accounting refused what the meter held) ends the stream
-// before the write.
+// the ledger holds if the write would take it past the settlement's
+// bounds. An error (bee's accounting refused what the ledger held) ends
+// the stream before the write.
 func (m *meter) prepareWrite(n int) (accounting.Action, uint64, error) {
-	unit := m.up
-	if m.parent {
-		unit = m.down
-	}
-	pr := price(unit, n)
+	pr := price(m.unit(), n)
 	if pr == 0 {
 		return nil, 0, nil
 	}
-	m.mu.Lock()
-	defer m.mu.Unlock()
-	if m.err != nil {
-		return nil, 0, m.err
+	l := m.l
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	if l.err != nil {
+		return nil, 0, l.err
 	}
-	if m.held > m.keep {
-		over := m.held - m.keep
-		if m.frames+n > m.p.settle.Frames || over+pr > m.p.settle.Credit || over+pr < over {
-			if err := m.flushLocked(false); err != nil {
+	if keep := l.keepLocked(); l.held > keep {
+		over := l.held - keep
+		if l.frames+n > l.p.settle.Frames || over+pr > l.p.settle.Credit || over+pr < over {
+			if err := l.flushLocked(false); err != nil {
 				return nil, 0, err
 			}
 		}
@@ -508,40 +570,38 @@ func (m *meter) prepareWrite(n int) (accounting.Action, uint64, error) {
 }
 
 // apply counts the charge of price prepareWrite readied once its frames have
-// passed; a stream that has ended applies it at once.
+// passed.
 func (m *meter) apply(_ accounting.Action, price uint64) error {
-	unit := m.up
-	if m.parent {
-		unit = m.down
-	}
-	m.mu.Lock()
-	defer m.mu.Unlock()
-	return m.holdLocked(price, int(price/unit), false)
+	l := m.l
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	return l.holdLocked(price, int(price/m.unit()), false)
 }
 
-// holdLocked adds a charge of n frames to what the meter holds, applying
-// the lot at once if the stream has ended or, when over (a frame read),
-// what it holds past its margin if that reached the settlement's bounds;
-// otherwise the flusher is told.
-func (m *meter) holdLocked(price uint64, n int, over bool) error {
-	if m.err != nil {
-		return m.err
+// holdLocked adds a charge of n frames to what the ledger holds, applying
+// the lot at once if no stream is left to wait for or, when over (a frame
+// read), what it holds past its margin if that reached the settlement's
+// bounds; otherwise the flusher is told.
+func (l *ledger) holdLocked(price uint64, n int, over bool) error {
+	if l.err != nil {
+		return l.err
 	}
-	held := m.held + price
-	if held < m.held {
+	held := l.held + price
+	if held < l.held {
 		held = math.MaxUint64
 	}
-	m.held, m.frames = held, m.frames+n
-	if m.ended {
-		return m.flushLocked(true)
+	l.held, l.frames = held, l.frames+n
+	if len(l.meters) == 0 && l.lateDue.IsZero() {
+		return l.flushLocked(true)
 	}
-	st := &m.p.settle
-	if over && m.held > m.keep && (m.frames >= st.Frames || m.held-m.keep >= st.Credit) {
-		return m.flushLocked(false)
+	st := &l.p.settle
+	keep := l.keepLocked()
+	if over && l.held > keep && (l.frames >= st.Frames || l.held-keep >= st.Credit) {
+		return l.flushLocked(false)
 	}
-	if !m.queued && m.held > m.keep {
-		m.queued = true
-		m.p.enqueue(m)
+	if !l.queued && l.held > keep {
+		l.queued = true
+		l.p.enqueue(l)
 	}
 	return nil
 }
@@ -551,87 +611,106 @@ func (m *meter) holdLocked(price uint64, n int, over bool) error {
 // applied as they end.
 const flushWait = 5 * time.Second
 
-// flushLocked applies what the meter holds on bee's accounting, in one
+// flushLocked applies what the ledger holds on bee's accounting, in one
 // charge: at a parent a debit of the child, at a child a credit of the
 // parent of what it holds past its margin (all of it if all). A refusal is
-// kept, ends the stream, and fails every later charge.
-func (m *meter) flushLocked(all bool) error {
-	if m.err != nil {
-		return m.err
+// kept, ends every stream of the ledger, and fails every later charge.
+func (l *ledger) flushLocked(all bool) error {
+	if l.err != nil {
+		return l.err
 	}
-	pr := m.held
+	pr := l.held
 	if !all {
-		if m.held <= m.keep {
+		keep := l.keepLocked()
+		if l.held <= keep {
 			return nil
 		}
-		pr = m.held - m.keep
+		pr = l.held - keep
 	}
 	if pr == 0 {
 		return nil
 	}
-	m.held -= pr
-	m.frames = 0
-	ctx, cancel := context.WithTimeout(context.WithoutCancel(m.p.ctx), flushWait)
+	l.held -= pr
+	l.frames = 0
+	ctx, cancel := context.WithTimeout(context.WithoutCancel(l.p.ctx), flushWait)
 	defer cancel()
 	var (
 		act accounting.Action
 		err error
 	)
-	if m.parent {
-		act, err = m.p.acc.PrepareDebit(ctx, m.t.peer, pr)
+	if l.parent {
+		act, err = l.p.acc.PrepareDebit(ctx, l.t.peer, pr)
 	} else {
-		act, err = m.p.acc.PrepareCredit(ctx, m.t.peer, pr, true)
+		act, err = l.p.acc.PrepareCredit(ctx, l.t.peer, pr, true)
 	}
 	if err == nil {
 		err = act.Apply()
 		act.Cleanup()
 	}
-	m.p.metrics.flushes.Inc()
+	l.p.metrics.flushes.Inc()
 	if err != nil {
-		m.err = m.unpaid(pr, err)
-		if m.kill != nil {
-			m.kill(m.err)
+		l.err = l.unpaid(pr, err)
+		l.failed.Store(true)
+		for m := range l.meters {
+			if m.kill != nil {
+				m.kill(l.err)
+			}
 		}
-		return m.err
+		return l.err
 	}
-	if m.parent {
-		m.t.debited.Add(pr)
-		m.p.metrics.debited.Add(float64(pr))
+	if l.parent {
+		l.t.debited.Add(pr)
+		l.p.metrics.debited.Add(float64(pr))
 	} else {
-		m.t.credited.Add(pr)
-		m.p.metrics.credited.Add(float64(pr))
+		l.t.credited.Add(pr)
+		l.p.metrics.credited.Add(float64(pr))
 	}
 	return nil
 }
 
-// flushQueued is the flusher's flush of a meter it had queued.
-func (m *meter) flushQueued() {
-	m.mu.Lock()
-	defer m.mu.Unlock()
-	m.queued = false
-	_ = m.flushLocked(m.ended)
+// flushQueued is the flusher's flush of a ledger it had queued: what it
+// holds past its margin, all of it if its streams all ended and it waits
+// for no late application.
+func (l *ledger) flushQueued() {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	l.queued = false
+	_ = l.flushLocked(len(l.meters) == 0 && l.lateDue.IsZero())
 }
 
-// enqueue puts m on the flusher's list, starting the flusher if it is not
-// running. If the service is closing, nothing is started: m's stream
-// applies what it holds as it ends.
-func (p *pricing) enqueue(m *meter) {
+// flushLate applies a child's kept margin when it falls due (now, if now):
+// all the ledger holds, unless a stream with the peer opened on it
+// meanwhile. An entry a later end pushed back does nothing.
+func (l *ledger) flushLate(now bool) {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	if l.lateDue.IsZero() || !now && time.Now().Before(l.lateDue) {
+		return
+	}
+	l.lateDue = time.Time{}
+	_ = l.flushLocked(len(l.meters) == 0)
+}
+
+// enqueue puts l on the flusher's list, starting the flusher if it is not
+// running. If the service is closing, nothing is started: l's streams
+// apply what it holds as they end.
+func (p *pricing) enqueue(l *ledger) {
 	p.qmu.Lock()
-	p.queue = append(p.queue, m)
+	p.queue = append(p.queue, l)
 	p.qmu.Unlock()
 	p.startFlusher()
 }
 
-// enqueueLate hands the flusher an ended child's meter, to apply what it
-// kept lateDelay from now; false if no flusher runs or can start (the
+// enqueueLate hands the flusher a child's ledger whose streams all ended,
+// to apply what it kept at due; false if no flusher runs or can start (the
 // service is closing): the caller applies it.
-func (p *pricing) enqueueLate(m *meter) bool {
+func (p *pricing) enqueueLate(l *ledger, due time.Time) bool {
 	p.qmu.Lock()
 	if p.stopped || p.ctx.Err() != nil {
 		p.qmu.Unlock()
 		return false
 	}
-	p.late = append(p.late, lateMeter{m: m, due: time.Now().Add(p.settle.lateDelay())})
+	p.late = append(p.late, lateLedger{l: l, due: due})
 	p.qmu.Unlock()
 	if p.startFlusher() {
 		select {
@@ -640,12 +719,12 @@ func (p *pricing) enqueueLate(m *meter) bool {
 		}
 		return true
 	}
-	// No flusher: take m back, unless a flusher that was stopping has
+	// No flusher: take l back, unless a flusher that was stopping has
 	// applied it already.
 	p.qmu.Lock()
 	defer p.qmu.Unlock()
-	for i, l := range p.late {
-		if l.m == m {
+	for i, ll := range p.late {
+		if ll.l == l {
 			p.late = append(p.late[:i], p.late[i+1:]...)
 			return false
 		}
@@ -674,14 +753,14 @@ func (p *pricing) startFlusher() bool {
 }
 
 // flushLoop is the flusher, a goroutine owned by the service and running
-// only while meters hold charges: every Settlement.Interval it applies what
-// each meter queued since the last round holds past its margin, and when
-// an ended child's kept margin falls due it applies that. It returns after
-// a round that found nothing to do; when the service closes it applies
-// every ended child's margin at once and stops for good.
+// only while ledgers hold charges: every Settlement.Interval it applies what
+// each ledger queued since the last round holds past its margin, and when
+// a child's kept margin falls due it applies that. It returns after a round
+// that found nothing to do; when the service closes it applies every kept
+// margin due at once and stops for good.
 func (p *pricing) flushLoop() {
 	next := time.Now().Add(p.settle.Interval)
-	t := time.NewTimer(0) // the first pass finds when the first late meter is due
+	t := time.NewTimer(0) // the first pass finds when the first late ledger is due
 	defer t.Stop()
 	for {
 		select {
@@ -694,82 +773,89 @@ func (p *pricing) flushLoop() {
 			p.flushing = false
 			p.stopped = true
 			p.qmu.Unlock()
-			for _, l := range late {
-				l.m.flushQueued()
+			for _, ll := range late {
+				ll.l.flushLate(true)
 			}
 			return // the rest apply what they hold as their streams end
 		}
 		now := time.Now()
 		p.qmu.Lock()
-		var ms []*meter
+		var ls []*ledger
 		round := !now.Before(next)
 		if round {
-			ms = p.queue
+			ls = p.queue
 			p.queue = nil
 			next = now.Add(p.settle.Interval)
 		}
-		var due []*meter
+		var due []*ledger
 		wake := next
 		kept := p.late[:0]
-		for _, l := range p.late {
-			if !now.Before(l.due) {
-				due = append(due, l.m)
+		for _, ll := range p.late {
+			if !now.Before(ll.due) {
+				due = append(due, ll.l)
 				continue
 			}
-			kept = append(kept, l)
-			if l.due.Before(wake) {
-				wake = l.due
+			kept = append(kept, ll)
+			if ll.due.Before(wake) {
+				wake = ll.due
 			}
 		}
 		clear(p.late[len(kept):])
 		p.late = kept
-		if round && len(ms) == 0 && len(due) == 0 && len(p.late) == 0 {
+		if round && len(ls) == 0 && len(due) == 0 && len(p.late) == 0 {
 			p.flushing = false
 			p.qmu.Unlock()
 			return
 		}
 		p.qmu.Unlock()
-		for _, m := range append(ms, due...) {
+		for _, l := range ls {
 			if p.ctx.Err() != nil {
 				break // the rest apply what they hold as their streams end, or as the loop stops
 			}
-			m.flushQueued()
+			l.flushQueued()
+		}
+		for _, l := range due {
+			if p.ctx.Err() != nil {
+				break
+			}
+			l.flushLate(false)
 		}
 		t.Reset(time.Until(wake))
 	}
 }
 
-// unpaid is the error that ends a stream whose charge bee's accounting
-// refused, counted. It wraps err as it is: a p2p.BlockPeerError from bee's
-// accounting stays one, for the handler to return to bee. The reason comes
-// first, so that it survives a cut to a WebSocket close reason (123 bytes).
-func (m *meter) unpaid(price uint64, err error) error {
-	if m.parent {
-		m.p.metrics.unpaid.WithLabelValues("parent").Inc()
-		return fmt.Errorf("%w: %w (child %s, a charge of %d)", ErrUnpaid, err, m.t.peer, price)
+// unpaid is the error that ends the streams of a ledger whose charge bee's
+// accounting refused, counted. It wraps err as it is: a p2p.BlockPeerError
+// from bee's accounting stays one, for the handler to return to bee. The
+// reason comes first, so that it survives a cut to a WebSocket close
+// reason (123 bytes).
+func (l *ledger) unpaid(price uint64, err error) error {
+	if l.parent {
+		l.p.metrics.unpaid.WithLabelValues("parent").Inc()
+		return fmt.Errorf("%w: %w (child %s, a charge of %d)", ErrUnpaid, err, l.t.peer, price)
 	}
-	m.p.metrics.unpaid.WithLabelValues("child").Inc()
-	return fmt.Errorf("%w: %w (parent %s, a charge of %d)", ErrUnpaid, err, m.t.peer, price)
+	l.p.metrics.unpaid.WithLabelValues("child").Inc()
+	return fmt.Errorf("%w: %w (parent %s, a charge of %d)", ErrUnpaid, err, l.t.peer, price)
 }
 
 // read charges one frame read whole from the stream, priced by cd: at a
 // parent a frame from the child (up), at a child one from the parent
-// (down). The frame has passed: it is held, and what the meter holds is
+// (down). The frame has passed: it is held, and what the ledger holds is
 // applied if it reached the settlement's bounds.
 func (m *meter) read(cd codec, b []byte) error {
 	var unit uint64
 	switch {
-	case m.parent && pricedUp(cd, b):
+	case m.l.parent && pricedUp(cd, b):
 		unit = m.up
-	case !m.parent && pricedDown(cd, b):
+	case !m.l.parent && pricedDown(cd, b):
 		unit = m.down
 	}
 	if unit == 0 {
 		return nil
 	}
-	m.mu.Lock()
-	defer m.mu.Unlock()
-	return m.holdLocked(unit, 1, true)
+	m.l.mu.Lock()
+	defer m.l.mu.Unlock()
+	return m.l.holdLocked(unit, 1, true)
 }
 
 // pricedOut reports whether the writer charges for f: a Message (a bare

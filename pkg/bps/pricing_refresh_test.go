@@ -413,3 +413,102 @@ func blocklists(broker, pubNode *beeNode, subs []*beeNode) []string {
 	}
 	return out
 }
+
+// TestPricingManyStreamsToOneParent: a child's margin is one per peer, not
+// one per stream. A node holding 12 streams to one broker (12 cohorts
+// there) runs 825,000 units into debt with it at the default prices, past
+// its early payment (337,500 at this threshold); its accounting pays early
+// once, and the broker accepts what it owes. With a margin per stream
+// (80,000 units each) the child's ledger stood up to 960,000 behind the
+// broker's: here it had applied nothing and paid nothing, and a longer run
+// was cut by the broker's disconnect threshold before it paid. The debt
+// stays within what one refresh can pay, so that the test does not depend
+// on the clock.
+func TestPricingManyStreamsToOneParent(t *testing.T) {
+	t.Parallel()
+	const threshold, refresh = 675_000, 225_000
+	// Three publishing nodes, four cohorts each, so that none of them
+	// reaches its own early payment.
+	const cohorts, perCohort, updates, publishers = 12, 1, 110, 3
+	net := newNetwork(t)
+	broker := newBeeNode(t, net, threshold, refresh, bps.DefaultPrices(), bps.Options{})
+	child := newBeeNode(t, net, threshold, refresh, bps.DefaultPrices(), bps.Options{})
+	if err := net.Connect(child.Node, broker.Node); err != nil {
+		t.Fatal(err)
+	}
+	pubNodes := make([]*beeNode, publishers)
+	for i := range pubNodes {
+		pubNodes[i] = newBeeNode(t, net, threshold, refresh, bps.DefaultPrices(), bps.Options{})
+		if err := net.Connect(pubNodes[i].Node, broker.Node); err != nil {
+			t.Fatal(err)
+		}
+	}
+	admin := newKey(t)
+	specs := make([]*bps.Spec, cohorts)
+	pubs := make([]*bps.Publisher, cohorts)
+	subs := make([][]*bps.Subscription, cohorts)
+	for c := range specs {
+		specs[c] = feedSpec(t, fmt.Sprintf("many-%d", c), admin)
+		for range perCohort {
+			subs[c] = append(subs[c], subscribe(t, child.tnode, broker.tnode, specs[c]))
+		}
+		pubs[c] = publish(t, pubNodes[c%publishers].tnode, broker.tnode, specs[c], admin, 0)
+	}
+	for n := range uint64(updates) {
+		for c, p := range pubs {
+			if err := p.PublishUpdate(ctxT(t), admin.signer, n, []byte("x")); err != nil {
+				t.Fatalf("cohort %d, publication %d: %v", c, n, err)
+			}
+			for i, s := range subs[c] {
+				select {
+				case d, ok := <-s.C():
+					if !ok {
+						t.Fatalf("cohort %d stream %d ended at update %d: %v; blocklisted: the child %v, the broker %v",
+							c, i, n, s.Err(), child.Blocklists(), broker.Blocklists())
+					}
+					if d.Index != n {
+						t.Fatalf("cohort %d stream %d: delivery %d, want %d", c, i, d.Index, n)
+					}
+				case <-time.After(waitTimeout):
+					t.Fatalf("cohort %d stream %d: no delivery of update %d", c, i, n)
+				}
+			}
+		}
+	}
+	const deliveries = cohorts * perCohort * updates
+	sent, err := child.ps.TotalSent(broker.Overlay())
+	if err != nil || sent.Sign() == 0 {
+		t.Fatalf("the child paid nothing for %d deliveries (%v)", deliveries, err)
+	}
+	received, _ := broker.ps.TotalReceived(child.Overlay())
+	if sent.Cmp(received) != 0 {
+		t.Fatalf("the child paid %v, the broker received %v", sent, received)
+	}
+	if bl := append(child.Blocklists(), broker.Blocklists()...); len(bl) != 0 {
+		t.Fatalf("blocklisted %v", bl)
+	}
+
+	// Once the streams end, each ledger has moved by exactly the prices,
+	// less what was paid.
+	for _, ss := range subs {
+		for _, s := range ss {
+			_ = s.Close()
+		}
+	}
+	// The kept margin, applied at the end, may bring a second early payment.
+	deadline := time.Now().Add(waitTimeout)
+	for {
+		sent, _ = child.ps.TotalSent(broker.Overlay())
+		owed := new(big.Int).Sub(big.NewInt(deliveries*int64(bps.DefaultPrice)), sent)
+		cb, cerr := child.acc.Balance(broker.Overlay())
+		bb, berr := broker.acc.Balance(child.Overlay())
+		if cerr == nil && berr == nil && bb.Cmp(owed) == 0 && new(big.Int).Neg(cb).Cmp(owed) == 0 {
+			break
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("after %v paid: the broker's balance %v (%v), the child's %v (%v); want %v and its negation",
+				sent, bb, berr, cb, cerr, owed)
+		}
+		time.Sleep(5 * time.Millisecond)
+	}
+}
