@@ -626,6 +626,43 @@ func referrer(t *testing.T, net *streamtest.Network, a, b swarm.Address) *stream
 	return nd
 }
 
+// TestMultihopLostSlotFollowsBelow: a candidate whose free slot was taken
+// between the probe that found it and the joiner's Join (a lost race; under
+// a crowd, or on links slower than an offer is held) answers FULL with the
+// free slots of its own subtree, and the joiner attaches there instead of
+// asking the origin again — which, in a crowd, would name full nodes as
+// often, and after maxJoinRounds answer the joiner FULL. The origin here
+// names the full relay on every round.
+func TestMultihopLostSlotFollowsBelow(t *testing.T) {
+	t.Parallel()
+	mt := newMTree(t, 2, 1, 1, func(a key) *bps.Spec { return feedSpec(t, "multihop-lost-slot", a) })
+	mt.subscribeAll()
+	full, below := mt.nodes[0], mt.nodes[1]
+	if ps := mt.subs[1].Parents(); len(ps) != 1 || !ps[0].Equal(full.Overlay()) {
+		t.Fatalf("the second node's parents %v, want the first node", ps)
+	}
+	origin := referrer(t, mt.net, full.Overlay(), full.Overlay())
+	o := relayOptions(1)
+	o.SingleParent = true
+	joiner := newNode(t, mt.net, o)
+	for _, nd := range []*streamtest.Node{full.Node, below.Node, origin, mt.broker.Node} {
+		if err := mt.net.Connect(joiner.Node, nd); err != nil {
+			t.Fatal(err)
+		}
+	}
+	sub, err := joiner.svc.Subscribe(ctxT(t), origin.Overlay(), mt.sp)
+	if err != nil {
+		t.Fatalf("a joiner whose candidate had no slot left: %v", err)
+	}
+	t.Cleanup(func() { _ = sub.Close() })
+	if ps := sub.Parents(); len(ps) != 1 || !ps[0].Equal(below.Overlay()) {
+		t.Fatalf("parents %v, want the free slot below the full candidate, %s", ps, below.Overlay())
+	}
+	p := mt.adminPublisher()
+	mt.publishN(p, 0, 3)
+	expectUpdates(t, sub, 0, 3)
+}
+
 // TestMultihopSingleParent covers SWIP-65 item 7's tree half: on a
 // self-indexed (FEED_TOPIC) cohort a subscriber may keep one parent; a node
 // with SingleParent attaches at one candidate and breaks no tree

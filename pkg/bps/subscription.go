@@ -151,7 +151,6 @@ func (s *Service) Subscribe(ctx context.Context, broker swarm.Address, sp *Spec)
 // asking at again, a bounded number of times. offer, if set, is what at
 // was offered as: its Ack may not state a depth below offer's.
 func (sub *Subscription) acquire(ctx context.Context, at swarm.Address, underlays [][]byte, refer bool, offer *pb.Candidate) error {
-	s := sub.s
 	var last error
 	for round := 0; round < maxJoinRounds; round++ {
 		err := sub.attachAt(ctx, at, underlays, refer, offer)
@@ -160,26 +159,12 @@ func (sub *Subscription) acquire(ctx context.Context, at swarm.Address, underlay
 			return err
 		}
 		last = err
-		added := 0
-		for _, c := range full.Candidates {
-			if sub.need() == 0 {
-				break
-			}
-			peer := swarm.NewAddress(c.Overlay)
-			sub.rmu.Lock()
-			fit := sub.mayAttachUnder(c.Depth, peer)
-			sub.rmu.Unlock()
-			if peer.Equal(s.overlay) || sub.hasParent(peer) || sub.shuns(peer) || sub.isChild(peer) || !fit {
-				continue
-			}
-			if err := sub.attachAt(ctx, peer, c.Underlays, false, c); err != nil {
-				last = err
-				continue
-			}
-			added++
-		}
+		added, err := sub.attachCandidates(ctx, full.Candidates, true)
 		if added > 0 {
 			return nil
+		}
+		if err != nil {
+			last = err
 		}
 		if ctx.Err() != nil {
 			break
@@ -189,6 +174,45 @@ func (sub *Subscription) acquire(ctx context.Context, at swarm.Address, underlay
 		last = errNoParents
 	}
 	return last
+}
+
+// attachCandidates attaches to the candidates a FULL answer named, as many
+// as the subscription lacks parents, and returns how many it took and the
+// last refusal. A candidate whose slot was taken since it was offered (a
+// lost race: it answers FULL with candidates of its own subtree, which is
+// where the probe that found it looked) is followed into its own
+// candidates once, when below is set, before the joiner asks the origin
+// again: under a crowd, or links slower than an offer is held, the slot
+// an offer named is often gone and the next free one is just below it.
+func (sub *Subscription) attachCandidates(ctx context.Context, cands []*pb.Candidate, below bool) (added int, last error) {
+	s := sub.s
+	for _, c := range cands {
+		if sub.need() == 0 {
+			break
+		}
+		peer := swarm.NewAddress(c.Overlay)
+		sub.rmu.Lock()
+		fit := sub.mayAttachUnder(c.Depth, peer)
+		sub.rmu.Unlock()
+		if peer.Equal(s.overlay) || sub.hasParent(peer) || sub.shuns(peer) || sub.isChild(peer) || !fit {
+			continue
+		}
+		err := sub.attachAt(ctx, peer, c.Underlays, false, c)
+		if err == nil {
+			added++
+			continue
+		}
+		last = err
+		var full *FullError
+		if below && errors.As(err, &full) && len(full.Candidates) > 0 {
+			n, err := sub.attachCandidates(ctx, full.Candidates, false)
+			added += n
+			if err != nil {
+				last = err
+			}
+		}
+	}
+	return added, last
 }
 
 // dial connects this node to peer at underlays — a probe's candidate, a
