@@ -85,6 +85,7 @@ type metrics struct {
 	Forwarded  prometheus.Counter
 	Unchecked  prometheus.Counter
 	ParentLost prometheus.Counter
+	Escapes    prometheus.Counter
 
 	LazyAsked    prometheus.Counter
 	LazyServed   prometheus.Counter
@@ -133,6 +134,7 @@ func newMetrics() metrics {
 		Forwarded:  counter("forwarded", "Publications a relay forwarded rootward (SWIP-61)."),
 		Unchecked:  counter("relayed_unchecked", "Publications a child relayed that were dropped unchecked: its stream made this node check too many that failed this second."),
 		ParentLost: counter("parents_lost", "Parent streams of subscriptions that ended other than by close."),
+		Escapes:    counter("gap_escapes", "Parents left because both parents passed over an update of an explicit feed: the node took a parent the root's probe found instead."),
 
 		LazyAsked:    counter("lazy_asked", "Announcements of a lazy parent this node's subscriptions asked for (lazy push)."),
 		LazyServed:   counter("lazy_served", "Deliveries this node sent a lazy child that asked for them (lazy push)."),

@@ -71,6 +71,9 @@ type receiver struct {
 	// fans it out to its children, the withholding check notes which
 	// parent gave it. dup reports one already taken from another parent.
 	onTake func(from *clientStream, pub publication, msg *pb.Message, key [32]byte, dup bool)
+	// onGaps, if set, is told the gaps a reorder flush passed over
+	// (escape.go); it takes no lock the reorder's timer may not hold.
+	onGaps func(gaps []gapRef)
 
 	// order, on a subscription under FEED_TOPIC with explicit
 	// authorship, delivers each publisher's updates in index order across
@@ -236,6 +239,9 @@ func (rc *receiver) take(cs *clientStream, msg *pb.Message) error {
 				return err
 			}
 		}
+		if g := rc.order.takePassed(); len(g) > 0 && rc.onGaps != nil {
+			rc.onGaps(g) // a reader: sub.mu may be taken under dmu
+		}
 		return nil
 	}
 	return rc.deliver(cs.peer, d)
@@ -268,14 +274,20 @@ func (rc *receiver) deliver(from swarm.Address, d Delivery) error {
 // then is a gap, which the application sees in the indexes.
 func (rc *receiver) flushHeld() {
 	rc.dmu.Lock()
-	defer rc.dmu.Unlock()
 	if rc.cClosed {
+		rc.dmu.Unlock()
 		return
 	}
 	for _, d := range rc.order.flush() {
 		if rc.deliver(swarm.ZeroAddress, d) != nil {
-			return
+			break
 		}
+	}
+	g := rc.order.takePassed()
+	rc.dmu.Unlock()
+	// Off dmu: the subscription ending holds sub.mu and then takes dmu.
+	if len(g) > 0 && rc.onGaps != nil {
+		rc.onGaps(g)
 	}
 }
 

@@ -30,6 +30,17 @@ type reorder struct {
 	nskip   int
 	wait    time.Duration
 	timer   *time.Timer
+	// passed lists, per owner, the lowest index each flush passed over,
+	// until the subscription takes them (takePassed): the gaps a
+	// withholding check may judge (escape.go). At most one per owner a
+	// flush, and at most maxHeld owners are held.
+	passed []gapRef
+}
+
+// gapRef names one index of one owner's feed.
+type gapRef struct {
+	owner string
+	index uint64
 }
 
 // Bounds of the reorder buffer.
@@ -119,6 +130,9 @@ func (o *reorder) flush() []Delivery {
 		}
 		slices.Sort(idx)
 		prev := o.next[k]
+		if prev < idx[0] && len(o.passed) < maxHeld {
+			o.passed = append(o.passed, gapRef{owner: k, index: prev})
+		}
 		for _, i := range idx {
 			out = append(out, h[i])
 			for n := 0; prev < i && n < maxSkipped; prev, n = prev+1, n+1 {
@@ -155,6 +169,21 @@ func (o *reorder) skip(k string, index uint64) {
 		s[index] = struct{}{}
 		o.nskip++
 	}
+}
+
+// takePassed returns the gaps flushes passed over since it was last
+// called, and forgets them.
+func (o *reorder) takePassed() []gapRef {
+	g := o.passed
+	o.passed = nil
+	return g
+}
+
+// passedOver reports whether index of owner is a gap a flush passed over
+// that no late update has filled since (and that is still remembered).
+func (o *reorder) passedOver(owner string, index uint64) bool {
+	_, ok := o.skipped[owner][index]
+	return ok
 }
 
 // stop disarms the flush for good.

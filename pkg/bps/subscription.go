@@ -64,24 +64,26 @@ type Subscription struct {
 	done   chan struct{} // closed when every parent stream has ended and no repair runs
 	err    error         // why it ended; read after done
 
-	lag lagWindow // under dmu
-	lz  lazyIn    // lazy push: announcements waiting, asks (lazy.go)
+	lag lagWindow   // under dmu
+	lz  lazyIn      // lazy push: announcements waiting, asks (lazy.go)
+	esc escapeState // a captured node's way out (escape.go)
 
-	probes, reparents, withheld atomic.Uint64
+	probes, reparents, withheld, escapes atomic.Uint64
 }
 
 // parent is one parent stream of a subscription.
 type parent struct {
 	cs        *clientStream
 	gen       uint32
-	missed    int          // deliveries its sister gave and it did not (lag.go), or announced and did not serve (lazy.go), this lag epoch; under sub.mu
-	probing   atomic.Int32 // probes from this parent being answered
-	window    time.Time    // the second probes are counted in; the reader only
-	probes    int          // probes from this parent in window; the reader only
-	underlays [][]byte     // how this node reached it, if a probe's candidate named them: passed on in a Reparent
-	moving    atomic.Bool  // a Reparent from this parent is being followed
-	moved     atomic.Bool  // the node moved away from this parent on its Reparent
-	lz        *lazyParent  // lazy push, if the stream negotiated it (lazy.go)
+	missed    int               // deliveries its sister gave and it did not (lag.go), or announced and did not serve (lazy.go), this lag epoch; under sub.mu
+	probing   atomic.Int32      // probes from this parent being answered
+	window    time.Time         // the second probes are counted in; the reader only
+	probes    int               // probes from this parent in window; the reader only
+	underlays [][]byte          // how this node reached it, if a probe's candidate named them: passed on in a Reparent
+	moving    atomic.Bool       // a Reparent from this parent is being followed
+	moved     atomic.Bool       // the node moved away from this parent on its Reparent
+	lz        *lazyParent       // lazy push, if the stream negotiated it (lazy.go)
+	gave      map[string]uint64 // per publisher: one past the highest explicit feed index it gave (escape.go); under sub.mu
 }
 
 // Errors of a subscription's parents.
@@ -123,6 +125,7 @@ func (s *Service) Subscribe(ctx context.Context, broker swarm.Address, sp *Spec)
 	sub.initLazy()
 	if sp.Binding == pb.TopicBinding_FEED_TOPIC && sp.Explicit() {
 		sub.order = newReorder()
+		sub.onGaps = sub.gapsPassed
 	}
 	if err := sub.acquire(ctx, broker, nil, false, nil); err != nil {
 		sub.mu.Lock()
@@ -481,6 +484,10 @@ func (sub *Subscription) stopLocked() {
 		sub.retry.Stop()
 		sub.retry = nil
 	}
+	if sub.esc.timer != nil {
+		sub.esc.timer.Stop()
+		sub.esc.timer = nil
+	}
 	for _, q := range sub.parents {
 		q.cs.closeOnce()
 	}
@@ -497,6 +504,10 @@ func (sub *Subscription) finishLocked() {
 	if sub.retry != nil {
 		sub.retry.Stop()
 		sub.retry = nil
+	}
+	if sub.esc.timer != nil {
+		sub.esc.timer.Stop()
+		sub.esc.timer = nil
 	}
 	if !errors.Is(sub.fatal, ErrClosed) && sub.fatal != errRootClosed {
 		sub.err = sub.fatal // nil if closed by us, by the Service, or cleanly by the broker
@@ -712,6 +723,7 @@ func (sub *Subscription) took(from *clientStream, pub publication, msg *pb.Messa
 		}
 	}
 	sub.noteLag(from, key, dup, sub.sequenced(pub))
+	sub.noteGave(from, pub, key, dup)
 	sub.lazyTook(from, pub, key, dup)
 }
 

@@ -34,10 +34,11 @@ const (
 	EventAsk                         // a subscription asked a lazy parent for deliveries it announced (Peer; Index: how many)
 	EventPromote                     // a subscription set a lazy parent eager (Peer)
 	EventAnnounced                   // a subscription waits for the frame a lazy parent announced (Peer)
+	EventEscape                      // a subscription left one of two parents that both passed over an update, for a parent the root's probe found (Peer: the one left; Err set if no new parent was found)
 )
 
 var eventNames = [...]string{"join", "claim", "accept", "drop", "violation", "queue_reset", "leave", "reclaim", "deliver", "client_drop", "end",
-	"parent", "parent_lost", "probe", "reparent", "withheld", "fault", "forward", "ask", "promote", "announced"}
+	"parent", "parent_lost", "probe", "reparent", "withheld", "fault", "forward", "ask", "promote", "announced", "escape"}
 
 func (k EventKind) String() string {
 	if k < 0 || int(k) >= len(eventNames) {

@@ -1,0 +1,226 @@
+// Copyright 2026 The BPS Authors. All rights reserved.
+// Use of this source code is governed by a BSD-style
+// license that can be found in the LICENSE file.
+
+package bps
+
+import (
+	"context"
+	mrand "math/rand/v2"
+	"time"
+)
+
+// A captured node escapes (DESIGN §7, issue 16). The withholding check
+// (lag.go) compares a node's two parents with each other, so two parents
+// that withhold alike — colluders, or two relays that are both starved by
+// colluders above them — are never told apart: the node loses what both
+// withhold for as long as it keeps them. What it can see is a gap in the
+// cohort's own sequence: an explicit feed's update that the reorder flush
+// passed over (reorder.go), that no parent gave, while both parents gave
+// updates of that publisher past it. Both failed it. The node then
+// replaces one of them through the ordinary join at the root — whose probe
+// searches the whole tree and skips the node's current parents and the
+// ones it shunned — so that it gains a parent from another subtree, and
+// the withholding check judges the one it kept against the new one.
+//
+// A gap alone proves nothing against either parent — the publisher may
+// skip indexes on purpose (SWIP-60 allows it), and an honest relay whose
+// own parents withhold passes on the gap it was given — so the escape
+// blames nobody: no miss, no shunning, no blocklisting, and the parent it
+// leaves may be taken again later. What bounds it is time: an update of
+// the gap that comes late (a slow parent, after the flush) cancels it; one
+// escape per subscription per interval, the interval doubling (up to
+// escapeMaxWait) while the escapes do not stop the gaps — a publisher
+// that skips indexes makes each node move a handful of times an hour, not
+// with every skip — and back to escapeMinWait once an interval passed
+// without one.
+//
+// Which parent goes: one at random. The two are alike as far as the node
+// can tell — both failed the same update — so any rule that looks at them
+// (the older, the deeper, the smaller overlay) is one colluders can arrange
+// to win (join early, state a depth, mine an overlay) and keep their place,
+// while a coin lets the node keep an honest parent, if it had one, half of
+// the time; and the one kept is judged by the lag check against the new
+// parent within one window either way.
+
+// Bounds of the gap escape.
+const (
+	escapeGrace   = reorderWait      // how long a gap may still be filled late before it counts
+	escapeMinWait = 10 * time.Second // between two escapes of one subscription, at first
+	escapeMaxWait = 10 * time.Minute // the interval's bound while gaps persist
+	gaveOwners    = 64               // publishers a parent's high-water marks are kept for
+)
+
+// escapeState is a subscription's gap escape; under sub.mu, but refs,
+// which is under dmu.
+type escapeState struct {
+	refs   [lagWindowSize]gaveRef // the last feed updates taken, by FrameKey: what a byte-identical second copy was (under dmu)
+	next   int                    // where the next ref goes (under dmu)
+	timer  *time.Timer            // a gap waiting out escapeGrace
+	wait   time.Duration          // the interval after the last escape
+	last   time.Time              // when the last escape began (zero: none yet)
+	moving bool                   // an escape runs
+}
+
+// gaveRef is one feed update taken: its frame and its place in the feed.
+type gaveRef struct {
+	key [32]byte
+	gapRef
+}
+
+// noteGave records, under dmu (a reader), that parent stream from gave the
+// update pub of an explicit feed — or, dup, a second copy of the frame key
+// — so that a gap can be told from a parent that is merely behind.
+func (sub *Subscription) noteGave(from *clientStream, pub publication, key [32]byte, dup bool) {
+	if sub.order == nil {
+		return
+	}
+	ref := gapRef{owner: string(pub.owner), index: pub.index}
+	switch {
+	case dup && pub.owner == nil:
+		// A byte-identical copy, taken before any check: what it was,
+		// the first copy said.
+		found := false
+		for _, r := range sub.esc.refs {
+			if r.key == key && r.owner != "" {
+				ref, found = r.gapRef, true
+				break
+			}
+		}
+		if !found {
+			return
+		}
+	case !pub.feed:
+		return
+	case !dup:
+		sub.esc.refs[sub.esc.next] = gaveRef{key: key, gapRef: ref}
+		sub.esc.next = (sub.esc.next + 1) % len(sub.esc.refs)
+	}
+	sub.mu.Lock()
+	defer sub.mu.Unlock()
+	for _, p := range sub.parents {
+		if p.cs != from {
+			continue
+		}
+		if p.gave == nil || len(p.gave) >= gaveOwners {
+			p.gave = make(map[string]uint64) // a roster past the bound: start again
+		}
+		if i, ok := p.gave[ref.owner]; !ok || ref.index+1 > i {
+			p.gave[ref.owner] = ref.index + 1
+		}
+	}
+}
+
+// gapsPassed judges the gaps a reorder flush passed over; it takes sub.mu
+// and never dmu. A gap that both of the node's two parents passed — each
+// gave a later update of that publisher — and that neither is the root
+// waits escapeGrace for a late copy, then (escapeAfterGrace) may move the
+// node.
+func (sub *Subscription) gapsPassed(gaps []gapRef) {
+	sub.mu.Lock()
+	defer sub.mu.Unlock()
+	if sub.esc.timer != nil || sub.esc.moving || sub.closing || sub.fatal != nil || len(sub.parents) != 2 {
+		return
+	}
+	for _, p := range sub.parents {
+		if p.cs.peer.Equal(sub.root) {
+			return // the root gave what the publisher published: a gap is the publisher's
+		}
+	}
+	for _, g := range gaps {
+		both := true
+		for _, p := range sub.parents {
+			if p.gave[g.owner] <= g.index+1 {
+				both = false // this parent gave nothing past it: behind, not failing
+			}
+		}
+		if !both {
+			continue
+		}
+		gens := [2]uint32{sub.parents[0].gen, sub.parents[1].gen}
+		sub.esc.timer = time.AfterFunc(escapeGrace, func() { sub.escapeAfterGrace(g, gens) })
+		return
+	}
+}
+
+// escapeAfterGrace runs escapeGrace after a gap both parents failed: if no
+// late copy filled it and both are still the node's parents, the node
+// escapes — unless it escaped less than the interval ago.
+func (sub *Subscription) escapeAfterGrace(g gapRef, gens [2]uint32) {
+	sub.dmu.Lock()
+	filled := sub.cClosed || !sub.order.passedOver(g.owner, g.index)
+	sub.dmu.Unlock()
+	sub.mu.Lock()
+	defer sub.mu.Unlock()
+	sub.esc.timer = nil
+	if filled || sub.closing || sub.fatal != nil || len(sub.parents) != 2 {
+		return
+	}
+	for i, p := range sub.parents {
+		if p.gen != gens[i] {
+			return // a parent changed meanwhile: judged again on the next gap
+		}
+	}
+	now := time.Now()
+	if !sub.esc.last.IsZero() {
+		since := now.Sub(sub.esc.last)
+		if since < sub.esc.wait {
+			return
+		}
+		if since < 2*sub.esc.wait {
+			// The last escape did not stop the gaps (the publisher's
+			// own, maybe): wait longer before the next.
+			sub.esc.wait = min(2*sub.esc.wait, escapeMaxWait)
+		} else {
+			sub.esc.wait = escapeMinWait
+		}
+	} else {
+		sub.esc.wait = escapeMinWait
+	}
+	leave := sub.parents[mrand.IntN(2)]
+	sub.esc.last, sub.esc.moving = now, true
+	if !sub.s.goOwned(func() { sub.escape(leave) }) {
+		sub.esc.moving = false
+	}
+}
+
+// escape attaches the node to a third parent found by the root's probe
+// (make-before-break, as a Reparent is followed) and then leaves parent
+// leave. If no new parent is found, both stay.
+func (sub *Subscription) escape(leave *parent) {
+	s := sub.s
+	sub.mu.Lock()
+	if sub.closing || sub.fatal != nil || !sub.hasParentLocked(leave.cs.peer) {
+		sub.esc.moving = false
+		sub.mu.Unlock()
+		return
+	}
+	sub.want++ // room for the new parent beside the old ones, for the overlap
+	sub.mu.Unlock()
+	ctx, cancel := context.WithTimeout(sub.ctx, s.opts.HandshakeTimeout+s.opts.ProbeWait)
+	err := sub.acquire(ctx, sub.root, nil, false, nil)
+	cancel()
+	sub.mu.Lock()
+	sub.want--
+	sub.esc.moving = false
+	gained := err == nil && len(sub.parents) > 2 && sub.hasParentLocked(leave.cs.peer)
+	sub.mu.Unlock()
+	if !gained {
+		if err == nil {
+			err = errNoParents
+		}
+		s.trace(Event{Kind: EventEscape, Cohort: sub.spec.String(), Peer: leave.cs.peer, Err: err})
+		return
+	}
+	s.metrics.Escapes.Inc()
+	sub.escapes.Add(1)
+	s.trace(Event{Kind: EventEscape, Cohort: sub.spec.String(), Peer: leave.cs.peer})
+	// Left as a parent that moved: no repair (the new one is in), no
+	// blame, no shunning — the gap proves nothing against it alone.
+	leave.moved.Store(true)
+	leave.cs.closeOnce()
+}
+
+// Escapes counts the times this subscription left one of two parents that
+// both passed over an update (escape.go).
+func (sub *Subscription) Escapes() uint64 { return sub.escapes.Load() }
