@@ -1,0 +1,185 @@
+// Copyright 2026 The BPS Authors. All rights reserved.
+// Use of this source code is governed by a BSD-style
+// license that can be found in the LICENSE file.
+
+package bps_test
+
+import (
+	"context"
+	"fmt"
+	"slices"
+	"sync/atomic"
+	"testing"
+
+	"github.com/ethersphere/bee/v2/pkg/p2p"
+	"github.com/ethersphere/bee/v2/pkg/swarm"
+	"github.com/ethersphere/bps/pkg/bps"
+	"github.com/ethersphere/bps/pkg/bps/pb"
+	"github.com/ethersphere/bps/pkg/bps/streamtest"
+	"google.golang.org/protobuf/encoding/protodelim"
+)
+
+// escapeRoot stands for a cohort's root as a joiner sees it: it answers
+// the first Join FULL with first's candidates (the probe that captured the
+// joiner), and every later one FULL with later's (a probe that found
+// another subtree).
+func escapeRoot(t *testing.T, net *streamtest.Network, first, later []swarm.Address) *streamtest.Node {
+	t.Helper()
+	var joins atomic.Int32
+	cands := func(as []swarm.Address) []*pb.Candidate {
+		out := make([]*pb.Candidate, 0, len(as))
+		for _, a := range as {
+			out = append(out, &pb.Candidate{Overlay: a.Bytes(), Depth: 1})
+		}
+		return out
+	}
+	nd := net.NewNode()
+	if err := nd.AddProtocol(p2p.ProtocolSpec{Name: bps.ProtocolName, Version: bps.ProtocolVersion,
+		StreamSpecs: []p2p.StreamSpec{{Name: bps.StreamName, Handler: func(_ context.Context, _ p2p.Peer, s p2p.Stream) error {
+			if err := protodelim.UnmarshalFrom(newByteReader(s), new(pb.Join)); err != nil {
+				return err
+			}
+			as := later
+			if joins.Add(1) == 1 {
+				as = first
+			}
+			if _, err := s.Write(bps.EncodeFrame(&pb.Ack{Status: pb.Status_FULL, Multihop: true, Candidates: cands(as)})); err != nil {
+				return err
+			}
+			return s.FullClose()
+		}}}}); err != nil {
+		t.Fatal(err)
+	}
+	return nd
+}
+
+// TestHostileCapturedNodeEscapes: a node whose two parents both withhold
+// every second update of an explicit feed — colluders, which the lag
+// check, comparing the two, cannot tell apart — sees updates passed over
+// that neither gave while both gave later ones. It replaces one of them by
+// a parent the root's probe finds elsewhere, receives every update from
+// then on, and the lag check, now comparing the withholder it kept with
+// the new parent, drops that one too.
+func TestHostileCapturedNodeEscapes(t *testing.T) {
+	t.Parallel()
+	mt := newMTree(t, 1, 2, 2, func(a key) *bps.Spec { return feedSpec(t, "captured node escapes", a) })
+	mt.subscribeAll()
+	honest := mt.nodes[0]
+	downA, downB := make(chan *pb.Frame, 256), make(chan *pb.Frame, 256)
+	evilA, evilB := hostileParent(t, mt.net, 1, downA), hostileParent(t, mt.net, 1, downB)
+	root := escapeRoot(t, mt.net, []swarm.Address{evilA.Overlay(), evilB.Overlay()}, []swarm.Address{honest.Overlay()})
+	o := relayOptions(2)
+	o.MaxLag = 3
+	joiner := newNode(t, mt.net, o)
+	for _, nd := range []*streamtest.Node{honest.Node, evilA, evilB, root, mt.broker.Node} {
+		if err := mt.net.Connect(joiner.Node, nd); err != nil {
+			t.Fatal(err)
+		}
+	}
+	sub, err := joiner.svc.Subscribe(ctxT(t), root.Overlay(), mt.sp)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { _ = sub.Close() })
+	if ps := sub.Parents(); len(ps) != 2 || slices.ContainsFunc(ps, honest.Overlay().Equal) {
+		t.Fatalf("parents %v, want the two withholders", ps)
+	}
+	evil := func(a swarm.Address) bool { return a.Equal(evilA.Overlay()) || a.Equal(evilB.Overlay()) }
+
+	p := mt.adminPublisher()
+	publish := func(i uint64) {
+		m := update(t, mt.admin, mt.sp, i, fmt.Sprintf("m%d", i))
+		if err := p.Send(ctxT(t), m); err != nil {
+			t.Fatal(err)
+		}
+		expectUpdates(t, mt.subs[0], i, i+1) // the honest relay has it
+		if i%2 == 1 {                        // the withholders pass every second one on
+			downA <- &pb.Frame{Kind: &pb.Frame_Message{Message: m}}
+			downB <- &pb.Frame{Kind: &pb.Frame_Message{Message: m}}
+		}
+	}
+	// Captured: 1, 3, 5, 7 come (the reorder flush passes over the even
+	// ones), and the node leaves one withholder.
+	const before = 8
+	for i := range uint64(before) {
+		publish(i)
+	}
+	ev := joiner.rec.wait(t, "the escape", func(e bps.Event) bool { return e.Kind == bps.EventEscape && e.Err == nil })
+	if !evil(ev.Peer) {
+		t.Fatalf("left %s, not a withholder", ev.Peer)
+	}
+	if ps := sub.Parents(); !slices.ContainsFunc(ps, honest.Overlay().Equal) {
+		t.Fatalf("parents %v after the escape, want the honest relay among them", ps)
+	}
+	for d := recv(t, sub); d.Index != before-1; d = recv(t, sub) {
+	}
+
+	// Free: every update, in order; the withholder kept is dropped for
+	// lag against the new parent within a window.
+	const after = 64 + 8
+	for i := uint64(before); i < before+after; i++ {
+		publish(i)
+		expectUpdates(t, sub, i, i+1)
+	}
+	w := joiner.rec.wait(t, "the withholder kept dropped for lag", kind(bps.EventWithheld))
+	if !evil(w.Peer) || w.Peer.Equal(ev.Peer) {
+		t.Fatalf("dropped %s for lag, want the withholder kept (left %s)", w.Peer, ev.Peer)
+	}
+	if n := joiner.rec.count(kind(bps.EventEscape)); n != 1 {
+		t.Fatalf("%d escapes, want 1", n)
+	}
+	if sub.Escapes() != 1 {
+		t.Fatalf("Escapes() = %d, want 1", sub.Escapes())
+	}
+}
+
+// TestEscapeBoundedWhenPublisherSkips: a publisher may skip indexes
+// (SWIP-60); every node then sees updates passed over that no parent gave,
+// which is the gap escape's evidence too. Each node with two parents below
+// the root escapes at most once in the interval however many gaps it sees,
+// blames nobody (no parent dropped, none shunned), and receives every
+// update that was published.
+func TestEscapeBoundedWhenPublisherSkips(t *testing.T) {
+	t.Parallel()
+	mt := newMTree(t, 4, 2, 2, func(a key) *bps.Spec { return feedSpec(t, "publisher skips", a) })
+	mt.subscribeAll()
+	for _, nd := range mt.nodes[2:] {
+		if pos := mt.position(nd); len(pos.Parents) != 2 || slices.ContainsFunc(pos.Parents, mt.broker.Overlay().Equal) {
+			t.Fatalf("node %s: parents %v, want two relays", nd.Overlay(), pos.Parents)
+		}
+	}
+	p := mt.adminPublisher()
+	const gaps = 6
+	for i := range uint64(3 * gaps) {
+		if i%3 == 1 {
+			continue // skipped on purpose
+		}
+		if err := p.Send(ctxT(t), update(t, mt.admin, mt.sp, i, fmt.Sprintf("m%d", i))); err != nil {
+			t.Fatal(err)
+		}
+		// Each gap is passed over (a flush, 1 s) before the next update.
+		for j, sub := range mt.subs {
+			d := recv(t, sub)
+			for d.Service != nil {
+				d = recv(t, sub)
+			}
+			if d.Index != i {
+				t.Fatalf("node %d: delivery %d, want %d", j, d.Index, i)
+			}
+		}
+	}
+	escaped := 0
+	for j, nd := range mt.nodes {
+		n := nd.rec.count(kind(bps.EventEscape))
+		if n > 1 {
+			t.Fatalf("node %d escaped %d times in one interval for %d gaps the publisher made", j, n, gaps)
+		}
+		escaped += n
+		if w := nd.rec.count(kind(bps.EventWithheld)); w != 0 {
+			t.Fatalf("node %d dropped %d parents for lag", j, w)
+		}
+	}
+	if escaped == 0 {
+		t.Fatal("no node with two relays as parents escaped: the bound was not exercised")
+	}
+}
