@@ -104,11 +104,12 @@ type adversary struct {
 	mu        sync.Mutex // guards the fields below
 	lostAt    map[string]time.Time
 	repairs   []time.Duration
-	withheldH uint64 // honest nodes dropping honest parents for lag
-	withheldA uint64 // honest nodes dropping attacker parents for lag
-	starvedH  uint64 // of withheldH, parents that were captured themselves (every parent an attacker) or had none
-	faults    uint64 // honest nodes losing both parents
-	reparents uint64 // honest nodes moving on a Reparent
+	withheldH uint64    // honest nodes dropping honest parents for lag
+	withheldA uint64    // honest nodes dropping attacker parents for lag
+	starvedH  uint64    // of withheldH, parents that were captured themselves (every parent an attacker) or had none
+	faults    uint64    // honest nodes losing both parents
+	reparents uint64    // honest nodes moving on a Reparent
+	escapes   [3]uint64 // honest nodes leaving a parent for a gap both passed over: [an attacker left, an honest one left, no new parent found]
 	captured  []float64
 	twoPar    []float64         // fraction of honest nodes with two parents, per sample
 	viol      [2]uint64         // violations honest nodes (roots included) found: [by an honest peer, by an attacker]
@@ -290,6 +291,15 @@ func (a *adversary) trace(nd *bpsnet.Node, e bps.Event) {
 		if e.Err == nil {
 			a.reparents++
 		}
+	case bps.EventEscape:
+		switch {
+		case e.Err != nil:
+			a.escapes[2]++
+		case a.isBad(e.Peer):
+			a.escapes[0]++
+		default:
+			a.escapes[1]++
+		}
 	case bps.EventParent:
 		if e.Status != pb.Status_OK.String() {
 			return
@@ -410,6 +420,10 @@ type AttackResult struct {
 	AttackerDropped uint64 `json:"attacker_dropped"` // attacker parents an honest node dropped for lagging
 	Faults          uint64 `json:"faults"`           // honest nodes that lost both parents
 	Reparents       uint64 `json:"reparents"`        // honest nodes that followed a Reparent
+	// Escapes: honest nodes that left one of two parents that both passed
+	// over an update — [an attacker left, an honest parent left, no new
+	// parent found].
+	Escapes [3]uint64 `json:"escapes"`
 
 	// Repairs: from an honest node losing or dropping a parent to its next
 	// attachment.
@@ -523,7 +537,7 @@ func (a *adversary) collect(res *Result, end time.Time) {
 		ar.CapturedMean, ar.TwoParents, ar.CapturedEnd = sum/float64(n), two/float64(n), a.captured[n-1]
 	}
 	ar.HonestDropped, ar.AttackerDropped, ar.Faults, ar.Reparents = a.withheldH, a.withheldA, a.faults, a.reparents
-	ar.HonestStarved = a.starvedH
+	ar.HonestStarved, ar.Escapes = a.starvedH, a.escapes
 	rs := slices.Clone(a.repairs)
 	sort.Slice(rs, func(i, j int) bool { return rs[i] < rs[j] })
 	if n := len(rs); n > 0 {
@@ -1326,6 +1340,7 @@ func writeAttack(row func(k, format string, a ...any), ar *AttackResult) {
 	row("  dropped for lag", "%d honest parents (%d of them starved: every parent of theirs an attacker), %d attacker parents; %d liveness faults; %d reparents followed",
 		ar.HonestDropped, ar.HonestStarved, ar.AttackerDropped, ar.Faults, ar.Reparents)
 	row("  repairs", "%d: p50 %s, p99 %s, max %s", ar.Repairs, ar.RepairP50, ar.RepairP99, ar.RepairMax)
+	row("  gap escapes", "%d attacker parents left, %d honest ones, %d found no new parent", ar.Escapes[0], ar.Escapes[1], ar.Escapes[2])
 	row("  violations", "honest nodes reset and blocklisted %d attacker streams, %d honest ones", ar.ViolationsAttacker, ar.ViolationsHonest)
 	if len(ar.Framed) > 0 {
 		row("  honest found violating", "%s", mapString(ar.Framed))
