@@ -31,9 +31,9 @@ import (
 // the gap that comes late (a slow parent, after the flush) cancels it; one
 // escape per subscription per interval, the interval doubling (up to
 // escapeMaxWait) while the escapes do not stop the gaps — a publisher
-// that skips indexes makes each node move a handful of times an hour, not
-// with every skip — and back to escapeMinWait once an interval passed
-// without one.
+// that skips indexes all the time makes a node move 9 times in the first
+// hour and twice an hour after, not with every skip — and back to
+// escapeMinWait once an interval passed without one.
 //
 // Which parent goes: one at random. The two are alike as far as the node
 // can tell — both failed the same update — so any rule that looks at them
@@ -47,7 +47,7 @@ import (
 const (
 	escapeGrace   = reorderWait      // how long a gap may still be filled late before it counts
 	escapeMinWait = 10 * time.Second // between two escapes of one subscription, at first
-	escapeMaxWait = 10 * time.Minute // the interval's bound while gaps persist
+	escapeMaxWait = 30 * time.Minute // the interval's bound while gaps persist
 	gaveOwners    = 64               // publishers a parent's high-water marks are kept for
 )
 
@@ -162,26 +162,36 @@ func (sub *Subscription) escapeAfterGrace(g gapRef, gens [2]uint32) {
 		}
 	}
 	now := time.Now()
-	if !sub.esc.last.IsZero() {
-		since := now.Sub(sub.esc.last)
-		if since < sub.esc.wait {
-			return
-		}
-		if since < 2*sub.esc.wait {
-			// The last escape did not stop the gaps (the publisher's
-			// own, maybe): wait longer before the next.
-			sub.esc.wait = min(2*sub.esc.wait, escapeMaxWait)
-		} else {
-			sub.esc.wait = escapeMinWait
-		}
-	} else {
-		sub.esc.wait = escapeMinWait
+	wait, ok := escapeWait(sub.esc.last, sub.esc.wait, now)
+	if !ok {
+		return
 	}
+	sub.esc.wait = wait
 	leave := sub.parents[mrand.IntN(2)]
 	sub.esc.last, sub.esc.moving = now, true
 	if !sub.s.goOwned(func() { sub.escape(leave) }) {
 		sub.esc.moving = false
 	}
+}
+
+// escapeWait decides whether a subscription whose last escape began at
+// last (zero: none), with the interval wait after it, may escape at now,
+// and the interval after this one: escapeMinWait at first and after an
+// interval passed without one; doubled, up to escapeMaxWait, when it comes
+// within two intervals of the last — that one did not stop the gaps (the
+// publisher's own, maybe).
+func escapeWait(last time.Time, wait time.Duration, now time.Time) (time.Duration, bool) {
+	if last.IsZero() {
+		return escapeMinWait, true
+	}
+	since := now.Sub(last)
+	switch {
+	case since < wait:
+		return wait, false
+	case since < 2*wait:
+		return min(2*wait, escapeMaxWait), true
+	}
+	return escapeMinWait, true
 }
 
 // escape attaches the node to a third parent found by the root's probe

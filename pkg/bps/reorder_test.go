@@ -6,6 +6,7 @@ package bps
 
 import (
 	"slices"
+	"strings"
 	"testing"
 )
 
@@ -67,5 +68,38 @@ func TestReorderSkipBounded(t *testing.T) {
 	}
 	if !o.admit(owner, 1) || o.admit(owner, 1<<59) {
 		t.Fatal("the first skipped indexes are remembered, not the far ones")
+	}
+}
+
+// TestReorderPassedGaps: a flush tells the gap escape (escape.go) the
+// lowest index it passed over per owner, once; a late update of it fills
+// it, and then it is no longer passed over.
+func TestReorderPassedGaps(t *testing.T) {
+	o := newReorder()
+	defer o.stop()
+	a, b := []byte("a"), []byte("b")
+	for _, d := range []Delivery{{Owner: a, Index: 0}, {Owner: a, Index: 3}, {Owner: a, Index: 5}, {Owner: b, Index: 7}, {Owner: b, Index: 9}} {
+		o.push(d, func() {})
+	}
+	if g := o.takePassed(); len(g) != 0 {
+		t.Fatalf("gaps %v before a flush", g)
+	}
+	o.flush()
+	g := o.takePassed()
+	slices.SortFunc(g, func(x, y gapRef) int { return strings.Compare(x.owner, y.owner) })
+	if want := []gapRef{{"a", 1}, {"b", 8}}; !slices.Equal(g, want) {
+		t.Fatalf("passed %v, want %v", g, want)
+	}
+	if g := o.takePassed(); len(g) != 0 {
+		t.Fatalf("gaps %v told twice", g)
+	}
+	for _, i := range []uint64{1, 2, 4} {
+		if !o.passedOver("a", i) {
+			t.Fatalf("index %d of a not passed over", i)
+		}
+	}
+	o.push(Delivery{Owner: a, Index: 1}, func() {}) // late
+	if o.passedOver("a", 1) {
+		t.Fatal("a late update still passed over")
 	}
 }
