@@ -104,12 +104,14 @@ type adversary struct {
 	mu        sync.Mutex // guards the fields below
 	lostAt    map[string]time.Time
 	repairs   []time.Duration
-	withheldH uint64    // honest nodes dropping honest parents for lag
-	withheldA uint64    // honest nodes dropping attacker parents for lag
-	starvedH  uint64    // of withheldH, parents that were captured themselves (every parent an attacker) or had none
-	faults    uint64    // honest nodes losing both parents
-	reparents uint64    // honest nodes moving on a Reparent
-	escapes   [3]uint64 // honest nodes leaving a parent for a gap both passed over: [an attacker left, an honest one left, no new parent found]
+	withheldH uint64               // honest nodes dropping honest parents for lag
+	withheldA uint64               // honest nodes dropping attacker parents for lag
+	starvedH  uint64               // of withheldH, parents that were captured themselves (every parent an attacker) or had none
+	faults    uint64               // honest nodes losing both parents
+	reparents uint64               // honest nodes moving on a Reparent
+	escapes   [3]uint64            // honest nodes leaving a parent for a gap both passed over: [an attacker left, an honest one left, no new parent found]
+	escapedAt map[string]time.Time // honest node -> when it last escaped (gained a parent from the root's probe)
+	escapedH  uint64               // of starvedH, parents that were not captured at the drop but had escaped a capture shortly before
 	captured  []float64
 	twoPar    []float64         // fraction of honest nodes with two parents, per sample
 	viol      [2]uint64         // violations honest nodes (roots included) found: [by an honest peer, by an attacker]
@@ -300,6 +302,12 @@ func (a *adversary) trace(nd *bpsnet.Node, e bps.Event) {
 		default:
 			a.escapes[1]++
 		}
+		if e.Err == nil {
+			if a.escapedAt == nil {
+				a.escapedAt = map[string]time.Time{}
+			}
+			a.escapedAt[self] = now
+		}
 	case bps.EventParent:
 		if e.Status != pb.Status_OK.String() {
 			return
@@ -322,6 +330,17 @@ func (a *adversary) starved(peer swarm.Address, cohort string) {
 	}
 	p, ok := positionOf(nd.Service(), cohort)
 	if ok && slices.ContainsFunc(p.Parents, func(x swarm.Address) bool { return !a.isBad(x) }) {
+		// Not captured now; but one that escaped a capture (a gap
+		// escape) within the last two lag windows — the misses that
+		// dropped it are counted when they leave a window of 64
+		// deliveries — lacked them while it was captured.
+		a.mu.Lock()
+		defer a.mu.Unlock()
+		window := time.Duration(2 * 64 / a.sim.sc.Rate * float64(time.Second))
+		if t, ok := a.escapedAt[peer.ByteString()]; ok && time.Since(t) < window {
+			a.starvedH++
+			a.escapedH++
+		}
 		return
 	}
 	a.mu.Lock()
@@ -417,6 +436,7 @@ type AttackResult struct {
 
 	HonestDropped   uint64 `json:"honest_dropped"`   // honest parents an honest node dropped for lagging
 	HonestStarved   uint64 `json:"honest_starved"`   // of those, parents whose own parents were all attackers then (not framed: starved)
+	HonestEscaped   uint64 `json:"honest_escaped"`   // of the starved, parents not captured at the drop that had escaped a capture within two lag windows
 	AttackerDropped uint64 `json:"attacker_dropped"` // attacker parents an honest node dropped for lagging
 	Faults          uint64 `json:"faults"`           // honest nodes that lost both parents
 	Reparents       uint64 `json:"reparents"`        // honest nodes that followed a Reparent
@@ -537,7 +557,7 @@ func (a *adversary) collect(res *Result, end time.Time) {
 		ar.CapturedMean, ar.TwoParents, ar.CapturedEnd = sum/float64(n), two/float64(n), a.captured[n-1]
 	}
 	ar.HonestDropped, ar.AttackerDropped, ar.Faults, ar.Reparents = a.withheldH, a.withheldA, a.faults, a.reparents
-	ar.HonestStarved, ar.Escapes = a.starvedH, a.escapes
+	ar.HonestStarved, ar.HonestEscaped, ar.Escapes = a.starvedH, a.escapedH, a.escapes
 	rs := slices.Clone(a.repairs)
 	sort.Slice(rs, func(i, j int) bool { return rs[i] < rs[j] })
 	if n := len(rs); n > 0 {
@@ -1337,8 +1357,8 @@ func writeAttack(row func(k, format string, a ...any), ar *AttackResult) {
 	}
 	row("  captured", "every parent an attacker: mean %.2f%%, max %.2f%%, at the end %.2f%%; two parents: %.1f%% of honest nodes",
 		100*ar.CapturedMean, 100*ar.CapturedMax, 100*ar.CapturedEnd, 100*ar.TwoParents)
-	row("  dropped for lag", "%d honest parents (%d of them starved: every parent of theirs an attacker), %d attacker parents; %d liveness faults; %d reparents followed",
-		ar.HonestDropped, ar.HonestStarved, ar.AttackerDropped, ar.Faults, ar.Reparents)
+	row("  dropped for lag", "%d honest parents (%d of them starved: every parent of theirs an attacker, or escaped from that shortly before: %d), %d attacker parents; %d liveness faults; %d reparents followed",
+		ar.HonestDropped, ar.HonestStarved, ar.HonestEscaped, ar.AttackerDropped, ar.Faults, ar.Reparents)
 	row("  repairs", "%d: p50 %s, p99 %s, max %s", ar.Repairs, ar.RepairP50, ar.RepairP99, ar.RepairMax)
 	row("  gap escapes", "%d attacker parents left, %d honest ones, %d found no new parent", ar.Escapes[0], ar.Escapes[1], ar.Escapes[2])
 	row("  violations", "honest nodes reset and blocklisted %d attacker streams, %d honest ones", ar.ViolationsAttacker, ar.ViolationsHonest)

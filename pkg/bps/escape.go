@@ -205,6 +205,12 @@ func (sub *Subscription) escape(leave *parent) {
 		sub.mu.Unlock()
 		return
 	}
+	var kept *parent
+	for _, p := range sub.parents {
+		if p != leave {
+			kept = p
+		}
+	}
 	sub.want++ // room for the new parent beside the old ones, for the overlap
 	sub.mu.Unlock()
 	ctx, cancel := context.WithTimeout(sub.ctx, s.opts.HandshakeTimeout+s.opts.ProbeWait)
@@ -229,6 +235,32 @@ func (sub *Subscription) escape(leave *parent) {
 	// blame, no shunning — the gap proves nothing against it alone.
 	leave.moved.Store(true)
 	leave.cs.closeOnce()
+	if kept != nil {
+		sub.forgive(kept)
+	}
+}
+
+// forgive forgets what parent p missed so far — while both parents failed
+// alike, the misses blame both or neither — so that the lag check judges
+// it against the new parent from the escape on: an honest relay that was
+// captured itself, and escaped too, is not dropped for what it lacked
+// then; one that still withholds is dropped within an epoch. It takes dmu,
+// then sub.mu, never both at once (the subscription's end holds sub.mu and
+// takes dmu).
+func (sub *Subscription) forgive(p *parent) {
+	sub.dmu.Lock()
+	for i := range sub.lag.ring {
+		e := &sub.lag.ring[i]
+		for j := range e.at {
+			if e.at[j] == p.gen && p.gen != 0 {
+				e.gave[j] = true
+			}
+		}
+	}
+	sub.dmu.Unlock()
+	sub.mu.Lock()
+	p.missed = 0
+	sub.mu.Unlock()
 }
 
 // Escapes counts the times this subscription left one of two parents that
