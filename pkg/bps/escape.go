@@ -69,33 +69,40 @@ type gaveRef struct {
 }
 
 // noteGave records, under dmu (a reader), that parent stream from gave the
-// update pub of an explicit feed — or, dup, a second copy of the frame key
-// — so that a gap can be told from a parent that is merely behind.
+// update pub of an explicit feed, so that a gap can be told from a parent
+// that is merely behind. A byte-identical second copy (pub unset) is
+// credited by gaveCopy, through the lag check, which is told every copy
+// and every lazy parent's announcement of a frame taken.
 func (sub *Subscription) noteGave(from *clientStream, pub publication, key [32]byte, dup bool) {
-	if sub.order == nil {
+	if sub.order == nil || !pub.feed {
 		return
 	}
 	ref := gapRef{owner: string(pub.owner), index: pub.index}
-	switch {
-	case dup && pub.owner == nil:
-		// A byte-identical copy, taken before any check: what it was,
-		// the first copy said.
-		found := false
-		for _, r := range sub.esc.refs {
-			if r.key == key && r.owner != "" {
-				ref, found = r.gapRef, true
-				break
-			}
-		}
-		if !found {
-			return
-		}
-	case !pub.feed:
-		return
-	case !dup:
+	if !dup {
 		sub.esc.refs[sub.esc.next] = gaveRef{key: key, gapRef: ref}
 		sub.esc.next = (sub.esc.next + 1) % len(sub.esc.refs)
 	}
+	sub.credit(from, ref)
+}
+
+// gaveCopy credits parent stream from, under dmu, with the feed update
+// whose frame is key, if it is one of the last taken: it sent a copy, or
+// announced it.
+func (sub *Subscription) gaveCopy(from *clientStream, key [32]byte) {
+	if sub.order == nil {
+		return
+	}
+	for _, r := range sub.esc.refs {
+		if r.key == key && r.owner != "" {
+			sub.credit(from, r.gapRef)
+			return
+		}
+	}
+}
+
+// credit raises from's high-water mark for ref's publisher; it takes
+// sub.mu.
+func (sub *Subscription) credit(from *clientStream, ref gapRef) {
 	sub.mu.Lock()
 	defer sub.mu.Unlock()
 	for _, p := range sub.parents {

@@ -33,6 +33,9 @@ type lagWindow struct {
 // every message of an ANCHOR cohort shares); dup: it was taken before
 // (from the other parent).
 func (sub *Subscription) noteLag(from *clientStream, addr [32]byte, dup, sequenced bool) {
+	if dup {
+		sub.gaveCopy(from, addr) // a copy, or an announcement (lazy.go): the gap escape's too
+	}
 	if !dup && !sequenced {
 		return // proves nothing of the parent that did not give it
 	}
