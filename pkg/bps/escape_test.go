@@ -10,6 +10,7 @@ import (
 	"slices"
 	"sync/atomic"
 	"testing"
+	"time"
 
 	"github.com/ethersphere/bee/v2/pkg/p2p"
 	"github.com/ethersphere/bee/v2/pkg/swarm"
@@ -150,6 +151,7 @@ func TestEscapeBoundedWhenPublisherSkips(t *testing.T) {
 	}
 	p := mt.adminPublisher()
 	const gaps = 6
+	start := time.Now()
 	for i := range uint64(3 * gaps) {
 		if i%3 == 1 {
 			continue // skipped on purpose
@@ -168,11 +170,14 @@ func TestEscapeBoundedWhenPublisherSkips(t *testing.T) {
 			}
 		}
 	}
+	// One escape per interval: a loaded machine may stretch the run past
+	// one.
+	bound := 1 + int(time.Since(start)/bps.EscapeMinWait)
 	escaped := 0
 	for j, nd := range mt.nodes {
 		n := nd.rec.count(kind(bps.EventEscape))
-		if n > 1 {
-			t.Fatalf("node %d escaped %d times in one interval for %d gaps the publisher made", j, n, gaps)
+		if n > bound {
+			t.Fatalf("node %d escaped %d times in %s for %d gaps the publisher made, want at most %d", j, n, time.Since(start), gaps, bound)
 		}
 		escaped += n
 		if w := nd.rec.count(kind(bps.EventWithheld)); w != 0 {
