@@ -102,7 +102,19 @@ func (sub *receiver) isPublisher(owner []byte) bool {
 }
 
 func (sub *receiver) feedCursor(owner []byte) uint64 {
-	return sub.s.cursors.get(sub.spec.feedKey(owner))
+	c := sub.s.cursors.get(sub.spec.feedKey(owner))
+	if sub.order != nil {
+		// An update a reorder flush passed over is still taken when it
+		// comes late (reorder.go), though the cursor moved past it: the
+		// check before the signature lets it through. Taken without dmu
+		// (take checks before it takes dmu).
+		sub.dmu.Lock()
+		if lo, ok := sub.order.lowestSkipped(string(owner)); ok && lo < c {
+			c = lo
+		}
+		sub.dmu.Unlock()
+	}
+	return c
 }
 
 func (sub *receiver) serviceNext() uint64 {
