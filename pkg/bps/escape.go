@@ -176,7 +176,7 @@ func (sub *Subscription) escapeAfterGrace(g gapRef, gens [2]uint32) {
 	sub.esc.wait = wait
 	leave := sub.parents[mrand.IntN(2)]
 	sub.esc.last, sub.esc.moving = now, true
-	if !sub.s.goOwned(func() { sub.escape(leave) }) {
+	if !sub.s.goOwned(func() { sub.escape(leave, g.index) }) {
 		sub.esc.moving = false
 	}
 }
@@ -203,8 +203,9 @@ func escapeWait(last time.Time, wait time.Duration, now time.Time) (time.Duratio
 
 // escape attaches the node to a third parent found by the root's probe
 // (make-before-break, as a Reparent is followed) and then leaves parent
-// leave. If no new parent is found, both stay.
-func (sub *Subscription) escape(leave *parent) {
+// leave; gap is the index that set it off. If no new parent is found,
+// both stay.
+func (sub *Subscription) escape(leave *parent, gap uint64) {
 	s := sub.s
 	sub.mu.Lock()
 	if sub.closing || sub.fatal != nil || !sub.hasParentLocked(leave.cs.peer) {
@@ -232,12 +233,12 @@ func (sub *Subscription) escape(leave *parent) {
 		if err == nil {
 			err = errNoParents
 		}
-		s.trace(Event{Kind: EventEscape, Cohort: sub.spec.String(), Peer: leave.cs.peer, Err: err})
+		s.trace(Event{Kind: EventEscape, Cohort: sub.spec.String(), Peer: leave.cs.peer, Index: gap, Err: err})
 		return
 	}
 	s.metrics.Escapes.Inc()
 	sub.escapes.Add(1)
-	s.trace(Event{Kind: EventEscape, Cohort: sub.spec.String(), Peer: leave.cs.peer})
+	s.trace(Event{Kind: EventEscape, Cohort: sub.spec.String(), Peer: leave.cs.peer, Index: gap})
 	// Left as a parent that moved: no repair (the new one is in), no
 	// blame, no shunning — the gap proves nothing against it alone.
 	leave.moved.Store(true)

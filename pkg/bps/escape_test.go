@@ -61,44 +61,74 @@ func escapeRoot(t *testing.T, net *streamtest.Network, first, later []swarm.Addr
 // a parent the root's probe finds elsewhere, receives every update from
 // then on, and the lag check, now comparing the withholder it kept with
 // the new parent, drops that one too.
-func TestHostileCapturedNodeEscapes(t *testing.T) {
-	t.Parallel()
-	mt := newMTree(t, 1, 2, 2, func(a key) *bps.Spec { return feedSpec(t, "captured node escapes", a) })
-	mt.subscribeAll()
-	honest := mt.nodes[0]
-	downA, downB := make(chan *pb.Frame, 256), make(chan *pb.Frame, 256)
-	evilA, evilB := hostileParent(t, mt.net, 1, downA), hostileParent(t, mt.net, 1, downB)
-	root := escapeRoot(t, mt.net, []swarm.Address{evilA.Overlay(), evilB.Overlay()}, []swarm.Address{honest.Overlay()})
+// captured is a node whose two parents are withholders the test drives,
+// with an honest relay of a real tree elsewhere, which the root (as the
+// joiner sees it) offers on any Join after the first.
+type captured struct {
+	mt           *mtree
+	honest       *tnode
+	joiner       *tnode
+	sub          *bps.Subscription
+	evilA, evilB *streamtest.Node
+	downA, downB chan *pb.Frame
+	p            *bps.Publisher
+}
+
+func newCaptured(t *testing.T, topic string) *captured {
+	t.Helper()
+	c := &captured{mt: newMTree(t, 1, 2, 2, func(a key) *bps.Spec { return feedSpec(t, topic, a) })}
+	c.mt.subscribeAll()
+	c.honest = c.mt.nodes[0]
+	c.downA, c.downB = make(chan *pb.Frame, 256), make(chan *pb.Frame, 256)
+	c.evilA, c.evilB = hostileParent(t, c.mt.net, 1, c.downA), hostileParent(t, c.mt.net, 1, c.downB)
+	root := escapeRoot(t, c.mt.net, []swarm.Address{c.evilA.Overlay(), c.evilB.Overlay()}, []swarm.Address{c.honest.Overlay()})
 	o := relayOptions(2)
 	o.MaxLag = 3
-	joiner := newNode(t, mt.net, o)
-	for _, nd := range []*streamtest.Node{honest.Node, evilA, evilB, root, mt.broker.Node} {
-		if err := mt.net.Connect(joiner.Node, nd); err != nil {
+	c.joiner = newNode(t, c.mt.net, o)
+	for _, nd := range []*streamtest.Node{c.honest.Node, c.evilA, c.evilB, root, c.mt.broker.Node} {
+		if err := c.mt.net.Connect(c.joiner.Node, nd); err != nil {
 			t.Fatal(err)
 		}
 	}
-	sub, err := joiner.svc.Subscribe(ctxT(t), root.Overlay(), mt.sp)
+	sub, err := c.joiner.svc.Subscribe(ctxT(t), root.Overlay(), c.mt.sp)
 	if err != nil {
 		t.Fatal(err)
 	}
 	t.Cleanup(func() { _ = sub.Close() })
-	if ps := sub.Parents(); len(ps) != 2 || slices.ContainsFunc(ps, honest.Overlay().Equal) {
+	c.sub = sub
+	if ps := sub.Parents(); len(ps) != 2 || slices.ContainsFunc(ps, c.honest.Overlay().Equal) {
 		t.Fatalf("parents %v, want the two withholders", ps)
 	}
-	evil := func(a swarm.Address) bool { return a.Equal(evilA.Overlay()) || a.Equal(evilB.Overlay()) }
+	c.p = c.mt.adminPublisher()
+	return c
+}
 
-	p := mt.adminPublisher()
-	publish := func(i uint64) {
-		m := update(t, mt.admin, mt.sp, i, fmt.Sprintf("m%d", i))
-		if err := p.Send(ctxT(t), m); err != nil {
-			t.Fatal(err)
-		}
-		expectUpdates(t, mt.subs[0], i, i+1) // the honest relay has it
-		if i%2 == 1 {                        // the withholders pass every second one on
-			downA <- &pb.Frame{Kind: &pb.Frame_Message{Message: m}}
-			downB <- &pb.Frame{Kind: &pb.Frame_Message{Message: m}}
-		}
+func (c *captured) evil(a swarm.Address) bool {
+	return a.Equal(c.evilA.Overlay()) || a.Equal(c.evilB.Overlay())
+}
+
+// publish publishes update i, waits for the honest relay to have it, and
+// has the withholders pass it on if pass says so; it returns the update.
+func (c *captured) publish(t *testing.T, i uint64, pass bool) *pb.Message {
+	t.Helper()
+	m := update(t, c.mt.admin, c.mt.sp, i, fmt.Sprintf("m%d", i))
+	if err := c.p.Send(ctxT(t), m); err != nil {
+		t.Fatal(err)
 	}
+	expectUpdates(t, c.mt.subs[0], i, i+1)
+	if pass {
+		c.downA <- &pb.Frame{Kind: &pb.Frame_Message{Message: m}}
+		c.downB <- &pb.Frame{Kind: &pb.Frame_Message{Message: m}}
+	}
+	return m
+}
+
+func TestHostileCapturedNodeEscapes(t *testing.T) {
+	t.Parallel()
+	c := newCaptured(t, "captured node escapes")
+	joiner, sub, honest := c.joiner, c.sub, c.honest
+	evil := c.evil
+	publish := func(i uint64) { c.publish(t, i, i%2 == 1) } // the withholders pass every second one on
 	// Captured: 1, 3, 5, 7 come (the reorder flush passes over the even
 	// ones), and the node leaves one withholder.
 	const before = 8
@@ -186,5 +216,31 @@ func TestEscapeBoundedWhenPublisherSkips(t *testing.T) {
 	}
 	if escaped == 0 {
 		t.Fatal("no node with two relays as parents escaped: the bound was not exercised")
+	}
+}
+
+// TestHostileLateCopyIsNotWithheld: an update both parents passed over
+// that one of them gives late after all — slower than the reorder wait,
+// not withholding — sets off no escape; the next gap that no late copy
+// fills does.
+func TestHostileLateCopyIsNotWithheld(t *testing.T) {
+	t.Parallel()
+	c := newCaptured(t, "a late copy is not withheld")
+	c.publish(t, 0, true)
+	c.publish(t, 1, true)
+	late := c.publish(t, 2, false)
+	c.publish(t, 3, true)
+	expectUpdates(t, c.sub, 0, 2)
+	expectUpdates(t, c.sub, 3, 4) // the flush passed over 2
+	c.downA <- &pb.Frame{Kind: &pb.Frame_Message{Message: late}}
+	expectUpdates(t, c.sub, 2, 3) // late, not lost
+	c.publish(t, 4, false)
+	c.publish(t, 5, true)
+	ev := c.joiner.rec.wait(t, "an escape", kind(bps.EventEscape))
+	if ev.Index != 4 {
+		t.Fatalf("escaped for update %d, want 4: the late one set it off", ev.Index)
+	}
+	if n := c.joiner.rec.count(kind(bps.EventEscape)); n != 1 {
+		t.Fatalf("%d escapes, want 1", n)
 	}
 }

@@ -34,7 +34,7 @@ const (
 	EventAsk                         // a subscription asked a lazy parent for deliveries it announced (Peer; Index: how many)
 	EventPromote                     // a subscription set a lazy parent eager (Peer)
 	EventAnnounced                   // a subscription waits for the frame a lazy parent announced (Peer)
-	EventEscape                      // a subscription left one of two parents that both passed over an update, for a parent the root's probe found (Peer: the one left; Err set if no new parent was found)
+	EventEscape                      // a subscription left one of two parents that both passed over an update, for a parent the root's probe found (Peer: the one left; Index: the update passed over; Err set if no new parent was found)
 )
 
 var eventNames = [...]string{"join", "claim", "accept", "drop", "violation", "queue_reset", "leave", "reclaim", "deliver", "client_drop", "end",
@@ -54,7 +54,7 @@ type Event struct {
 	Peer    swarm.Address // the remote peer, where there is one
 	Status  string        // EventJoin: OK, FULL, REJECTED
 	Counter Counter       // EventDrop
-	Index   uint64        // EventAccept, EventDeliver
+	Index   uint64        // EventAccept, EventDeliver, EventEscape
 	Service bool          // EventAccept, EventDeliver: a service SOC
 	Err     error
 }
