@@ -102,19 +102,19 @@ func (sub *receiver) isPublisher(owner []byte) bool {
 }
 
 func (sub *receiver) feedCursor(owner []byte) uint64 {
-	c := sub.s.cursors.get(sub.spec.feedKey(owner))
-	if sub.order != nil {
-		// An update a reorder flush passed over is still taken when it
-		// comes late (reorder.go), though the cursor moved past it: the
-		// check before the signature lets it through. Taken without dmu
-		// (take checks before it takes dmu).
-		sub.dmu.Lock()
-		if lo, ok := sub.order.lowestSkipped(string(owner)); ok && lo < c {
-			c = lo
-		}
-		sub.dmu.Unlock()
+	return sub.s.cursors.get(sub.spec.feedKey(owner))
+}
+
+// passedOver reports whether index of owner is one a reorder flush passed
+// over and still remembers: below the cursor, and still taken when it comes
+// late (reorder.go). Called by check, before take takes dmu.
+func (sub *receiver) passedOver(owner []byte, index uint64) bool {
+	if sub.order == nil {
+		return false
 	}
-	return c
+	sub.dmu.Lock()
+	defer sub.dmu.Unlock()
+	return sub.order.passedOver(string(owner), index)
 }
 
 func (sub *receiver) serviceNext() uint64 {

@@ -5,7 +5,6 @@
 package bps
 
 import (
-	"math"
 	"slices"
 	"time"
 )
@@ -185,20 +184,6 @@ func (o *reorder) takePassed() []gapRef {
 func (o *reorder) passedOver(owner string, index uint64) bool {
 	_, ok := o.skipped[owner][index]
 	return ok
-}
-
-// lowestSkipped is the lowest index of owner a flush passed over that is
-// still remembered, if any.
-func (o *reorder) lowestSkipped(owner string) (uint64, bool) {
-	s := o.skipped[owner]
-	if len(s) == 0 {
-		return 0, false
-	}
-	lo := uint64(math.MaxUint64)
-	for i := range s {
-		lo = min(lo, i)
-	}
-	return lo, true
 }
 
 // stop disarms the flush for good.

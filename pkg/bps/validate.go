@@ -107,6 +107,20 @@ type authority interface {
 	serviceNext() uint64
 }
 
+// lateAfterFlush reports whether a subscription's reorder flush passed
+// over index of owner and still waits for it (receiver.passedOver): the
+// cursor moved past it, and it is taken all the same when it comes late.
+func lateAfterFlush(auth authority, owner []byte, index uint64) bool {
+	l, ok := auth.(latecomer)
+	return ok && l.passedOver(owner, index)
+}
+
+// latecomer is an authority that takes updates below its cursor that a
+// reorder flush passed over (a subscription's receiver).
+type latecomer interface {
+	passedOver(owner []byte, index uint64) bool
+}
+
 // check validates m in cohort sp. At the broker stream is the address the
 // stream declared or claimed (every message must be that owner's); at a
 // subscriber it is nil. auth answers who may publish and where the cursors
@@ -166,7 +180,7 @@ func check(sp *Spec, m *pb.Message, stream []byte, auth authority) (publication,
 	}
 	switch {
 	case pub.feed && sp.Explicit():
-		if pub.index < auth.feedCursor(pub.owner) {
+		if pub.index < auth.feedCursor(pub.owner) && !lateAfterFlush(auth, pub.owner, pub.index) {
 			return pub, retransmit
 		}
 	case sp.Binding == pb.TopicBinding_ANCHOR:
