@@ -222,14 +222,24 @@ func (s *Service) refuse(ctx context.Context, peer p2p.Peer, stream p2p.Stream, 
 	return nil
 }
 
-// serve runs an attached member until its stream ends: the writer drains the
-// member's queue (first the Ack), the reader handles what the peer sends in
-// its role. Both are owned here; serve returns after both have stopped.
+// serve runs an attached member until its stream ends: it writes the Ack,
+// then lets what is queued to the member start on-demand writers, and reads
+// what the peer sends in its role. It returns after the reader and the last
+// writer have stopped.
 func (s *Service) serve(ctx context.Context, m *member, fr *frameReader, ack []byte) error {
 	s.priceChild(&m.peerStream, fr, ack) // charging for depth: pricing.go
-	writerDone := make(chan error, 1)
-	if !s.goOwned(func() { writerDone <- m.writeLoop(ack) }) {
+	defer func() { m.meter.Load().done() }()
+	t := m.writeTimer()
+	err := m.write(t, ack)
+	t.Stop()
+	if err != nil {
+		m.kill(err)
+		_ = m.stopWriter()
+		return err
+	}
+	if !m.releaseWriter() {
 		m.kill(errServiceClosed)
+		_ = m.stopWriter()
 		return errServiceClosed
 	}
 
@@ -246,7 +256,7 @@ func (s *Service) serve(ctx context.Context, m *member, fr *frameReader, ack []b
 	if m.ending.Load() {
 		// The cohort ended: the writer delivered END_OF_STREAM and closed
 		// our side; the peer closed its own (or EndGrace reset it).
-		werr := <-writerDone
+		werr := m.stopWriter()
 		return s.ended(m, rerr, werr)
 	}
 	if rerr != nil {
@@ -254,7 +264,7 @@ func (s *Service) serve(ctx context.Context, m *member, fr *frameReader, ack []b
 	} else {
 		m.kill(nil) // the peer closed: stop the writer
 	}
-	werr := <-writerDone
+	werr := m.stopWriter()
 
 	if reason := m.reason; reason != nil && !errors.Is(rerr, reason) {
 		if errors.Is(reason, errClaimTimeout) {

@@ -152,7 +152,20 @@ func (mt *metrics) byCounter(c Counter) prometheus.Counter {
 	}[c]
 }
 
-// Metrics returns the Service's Prometheus collectors.
+// Metrics is a set of the Service's Prometheus collectors that Services
+// may share (Options.Metrics).
+type Metrics struct{ m metrics }
+
+// NewMetrics makes a set of collectors for Options.Metrics.
+func NewMetrics() *Metrics { return &Metrics{m: newMetrics()} }
+
+// Collectors returns the set's collectors, to register once.
+func (ms *Metrics) Collectors() []prometheus.Collector {
+	return m.PrometheusCollectorsFromFields(ms.m)
+}
+
+// Metrics returns the Service's Prometheus collectors (shared ones, if
+// Options.Metrics gave them).
 func (s *Service) Metrics() []prometheus.Collector {
 	return m.PrometheusCollectorsFromFields(s.metrics)
 }

@@ -285,18 +285,19 @@ func (s *Service) probe(c *cohort, childDepth uint32, exclude swarm.Address, wai
 			c.mu.Unlock()
 			return best
 		}
-		t := time.NewTimer(left)
 		if !open || pause > 0 {
+			wait := left
 			if pause > 0 {
-				t.Reset(min(pause, left))
+				wait = min(pause, left)
 			}
+			t := time.NewTimer(wait) // made for its time: a timer moved while pending costs the runtime a pass over its heap
 			select {
 			case <-filled:
 			case <-t.C:
 			case <-s.ctx.Done():
 			}
+			t.Stop()
 		}
-		t.Stop()
 	}
 }
 

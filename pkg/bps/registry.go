@@ -170,6 +170,7 @@ func (r *registry) capacityLocked(pl *place, c *cohort) (up *Subscription, limit
 func (r *registry) newMember(peer swarm.Address, stream p2p.Stream, cd codec, sp *Spec, addr []byte, ro role) *member {
 	m := &member{peerStream: newPeerStream(stream, peer, cd, &r.s.opts), declared: addr, addr: addr, role: ro, counted: true,
 		silent: sp.Closed}
+	m.heldWriter(r.s.goOwned) // serve writes the Ack before any queued frame
 	if addr != nil {
 		m.challenge = newChallenge()
 	}

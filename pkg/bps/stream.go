@@ -24,13 +24,14 @@ import (
 // speaks, one bounded queue of frames and the one writer that drains it;
 // kill and closeOnce end it from outside, once.
 //
-// The writer of a child's stream is resident: the stream's handler starts
-// writeLoop, which writes the Ack and then drains the queue until the stream
-// ends. The writer of a parent stream runs on demand: push starts it on a
-// goroutine owned by the Service when a frame is queued and none is running,
-// and it returns once the queue is empty — a stream to a parent writes
-// rarely (a publication, a claim), and an idle subscription costs its
-// reader alone.
+// The writer runs on demand, in both directions: queueing a frame (push on
+// a parent stream, offer on a child's) starts it on a goroutine owned by the
+// Service when none is running, and it returns once the queue is empty — a
+// stream writes in bursts (an update and its fan-out, a claim), and an idle
+// stream costs its reader alone. A child's stream is made with its writer
+// held by its handler, which writes the Ack first and then lets the queue
+// start writers (serve); the handler waits for the last writer before it
+// returns (stopWriter).
 type peerStream struct {
 	stream       p2p.Stream
 	peer         swarm.Address // the other end
@@ -47,8 +48,17 @@ type peerStream struct {
 	ending   atomic.Bool   // the writer took the cohort's end: it closes our side
 	endTimer *time.Timer   // set by the writer before it returns: resets a peer that stays
 
-	wmu     sync.Mutex // an on-demand writer: guards writing and pushes
-	writing bool
+	wmu     sync.Mutex // guards the on-demand writer's state below, and pushes
+	writing bool       // a writer runs (or a child's handler holds the role)
+	// A child's stream: start runs a writer on a goroutine owned by the
+	// Service (nil on a parent stream, whose push is given one); over: the
+	// writer took the stream's last frame (its end, or a failed write), or
+	// the handler stopped the writers, and none starts again; werr: the
+	// failed write's error; wdone: closed when the running writer returns.
+	start func(func()) bool
+	over  bool
+	werr  error
+	wdone chan struct{}
 
 	// meter, if set, charges for depth on bee's accounting (pricing.go):
 	// the writer prepares the charge of the Messages of a batch before
@@ -116,10 +126,16 @@ func (ps *peerStream) closeOnce() {
 // write that has run writeTimeout, it kills the stream; finding a younger
 // one, it re-arms for when that one is due; finding none, it disarms, so an
 // idle stream holds no timer.
+//
+// The timer is made by the first write and only ever re-armed after it
+// fired: a timer moved while it is pending costs a Go runtime a pass over
+// every timer of its heap when the old time comes (in a synctest bubble,
+// every timer of the bubble), so a watchdog never moves one.
 type watchdog struct {
 	ps       *peerStream
-	t        *time.Timer
-	epoch    time.Time // makes now monotonic and never 0
+	tmu      sync.Mutex  // guards t: fire may run before AfterFunc has returned
+	t        *time.Timer // nil until the first write arms it
+	epoch    time.Time   // makes now monotonic and never 0
 	armed    atomic.Bool
 	start    atomic.Int64 // when the write in progress began (now); 0: none
 	timedOut atomic.Bool  // the watchdog killed the stream
@@ -127,10 +143,7 @@ type watchdog struct {
 
 // writeTimer is the watchdog of one writer; Stop it when the writer returns.
 func (ps *peerStream) writeTimer() *watchdog {
-	w := &watchdog{ps: ps, epoch: time.Now()}
-	w.t = time.AfterFunc(time.Hour, w.fire)
-	w.t.Stop()
-	return w
+	return &watchdog{ps: ps, epoch: time.Now()}
 }
 
 func (w *watchdog) now() int64 { return int64(time.Since(w.epoch)) + 1 }
@@ -150,7 +163,9 @@ func (w *watchdog) fire() {
 			continue
 		}
 		if left := start + timeout - w.now(); left > 0 {
-			w.t.Reset(time.Duration(left))
+			w.tmu.Lock()
+			w.t.Reset(time.Duration(left)) // it fired: not pending
+			w.tmu.Unlock()
 			return
 		}
 		w.timedOut.Store(true)
@@ -160,13 +175,26 @@ func (w *watchdog) fire() {
 }
 
 // Stop disarms the watchdog for good: its writer has returned.
-func (w *watchdog) Stop() { w.t.Stop() }
+func (w *watchdog) Stop() {
+	w.tmu.Lock()
+	defer w.tmu.Unlock()
+	if w.t != nil {
+		w.t.Stop()
+	}
+}
 
 // write writes b, the write bounded by w.
 func (ps *peerStream) write(w *watchdog, b []byte) error {
 	w.start.Store(w.now())
 	if !w.armed.Load() && w.armed.CompareAndSwap(false, true) {
-		w.t.Reset(ps.writeTimeout)
+		// Disarmed: the timer is new, or it fired and is not pending.
+		w.tmu.Lock()
+		if w.t != nil {
+			w.t.Reset(ps.writeTimeout)
+		} else {
+			w.t = time.AfterFunc(ps.writeTimeout, w.fire)
+		}
+		w.tmu.Unlock()
 	}
 	_, err := ps.stream.Write(b)
 	w.start.Store(0)
@@ -314,35 +342,8 @@ func (ps *peerStream) failBatch(frames []outFrame, err error) (bool, error) {
 	return true, err
 }
 
-// writeLoop is the resident writer of a child's stream: it writes first
-// (the Ack, always bare) and then every queued frame, in batches, until the
-// stream ends. The cohort's end is the last frame: the writer writes
-// END_OF_STREAM, if the stream receives it, closes our side and returns.
-func (ps *peerStream) writeLoop(first []byte) error {
-	defer func() { ps.meter.Load().done() }()
-	t := ps.writeTimer()
-	defer t.Stop()
-	if err := ps.write(t, first); err != nil {
-		ps.kill(err)
-		return fmt.Errorf("write ack: %w", err)
-	}
-	bt := new(batch)
-	for {
-		select {
-		case <-ps.quit:
-			return nil
-		case f := <-ps.queue:
-			ps.gather(bt, f)
-			if last, err := ps.putBatch(t, bt); last {
-				return err
-			}
-		}
-	}
-}
-
-// offer queues f without blocking, for a fan-out that must never wait on
-// one stream; false if the queue is full (the caller resets the stream).
-func (ps *peerStream) offer(f outFrame) bool {
+// enqueue queues f without blocking; false if the queue is full.
+func (ps *peerStream) enqueue(f outFrame) bool {
 	select {
 	case ps.queue <- f:
 		return true
@@ -351,27 +352,64 @@ func (ps *peerStream) offer(f outFrame) bool {
 	}
 }
 
+// offer queues f without blocking, for a fan-out that must never wait on
+// one stream, and on a child's stream starts its writer if none is running;
+// false if the queue is full (the caller resets the stream).
+func (ps *peerStream) offer(f outFrame) bool {
+	if ps.start == nil {
+		return ps.enqueue(f)
+	}
+	ps.wmu.Lock()
+	defer ps.wmu.Unlock()
+	if !ps.enqueue(f) {
+		return false
+	}
+	ps.wakeLocked(ps.start)
+	return true
+}
+
 // push queues f on a parent stream and starts its on-demand writer if none
 // is running; false if the queue is full or the service is closed.
 func (ps *peerStream) push(s *Service, f outFrame) bool {
 	ps.wmu.Lock()
 	defer ps.wmu.Unlock()
-	if !ps.offer(f) {
+	if !ps.enqueue(f) {
 		return false
 	}
-	if ps.writing {
+	return ps.wakeLocked(s.goOwned)
+}
+
+// wakeLocked starts a writer with start unless one runs or the stream is
+// over; false if start could not (the service is closing). The caller holds
+// wmu.
+func (ps *peerStream) wakeLocked(start func(func()) bool) bool {
+	if ps.writing || ps.over {
 		return true
 	}
 	ps.writing = true
-	if !s.goOwned(ps.drain) {
-		ps.writing = false
+	if ps.start != nil {
+		ps.wdone = make(chan struct{})
+	}
+	if !start(ps.drain) {
+		ps.idleLocked()
 		return false
 	}
 	return true
 }
 
-// drain is the on-demand writer of a parent stream: it writes what is
-// queued, in batches, and returns when the queue is empty or the stream is over.
+// idleLocked records that no writer runs. The caller holds wmu.
+func (ps *peerStream) idleLocked() {
+	ps.writing = false
+	if ps.wdone != nil {
+		close(ps.wdone)
+		ps.wdone = nil
+	}
+}
+
+// drain is the on-demand writer: it writes what is queued, in batches, and
+// returns when the queue is empty or the stream is over. The cohort's end
+// is a child's stream's last frame: the writer writes END_OF_STREAM, if the
+// stream receives it, and closes our side.
 func (ps *peerStream) drain() {
 	t := ps.writeTimer()
 	defer t.Stop()
@@ -379,21 +417,67 @@ func (ps *peerStream) drain() {
 	for {
 		ps.wmu.Lock()
 		select {
+		case <-ps.quit:
+			if ps.start != nil { // a child's stream ended: its queue is dropped
+				ps.over = true
+				ps.idleLocked()
+				ps.wmu.Unlock()
+				return
+			}
+		default:
+		}
+		select {
 		case f := <-ps.queue:
 			ps.gather(bt, f)
 		default:
-			ps.writing = false
+			ps.idleLocked()
 			ps.wmu.Unlock()
 			return
 		}
 		ps.wmu.Unlock()
-		if last, _ := ps.putBatch(t, bt); last {
+		if last, err := ps.putBatch(t, bt); last {
 			ps.wmu.Lock()
-			ps.writing = false // the stream is over: nothing is written again
+			ps.over, ps.werr = true, err // the stream is over: nothing is written again
+			ps.idleLocked()
 			ps.wmu.Unlock()
 			return
 		}
 	}
+}
+
+// heldWriter makes ps a child's stream whose writers start takes, the
+// writer role held by its handler until it lets go (releaseWriter).
+func (ps *peerStream) heldWriter(start func(func()) bool) {
+	ps.start, ps.writing = start, true
+}
+
+// releaseWriter is the handler letting go of the writer role once it has
+// written the Ack: what was queued meanwhile starts a writer. False if
+// none could start (the service is closing).
+func (ps *peerStream) releaseWriter() bool {
+	ps.wmu.Lock()
+	defer ps.wmu.Unlock()
+	ps.writing = false
+	if len(ps.queue) == 0 {
+		return true
+	}
+	return ps.wakeLocked(ps.start)
+}
+
+// stopWriter stops writers from starting on a child's stream and waits for
+// the one running, if any; it returns that writer's error, if its write
+// failed.
+func (ps *peerStream) stopWriter() error {
+	ps.wmu.Lock()
+	ps.over = true
+	done := ps.wdone
+	ps.wmu.Unlock()
+	if done != nil {
+		<-done
+	}
+	ps.wmu.Lock()
+	defer ps.wmu.Unlock()
+	return ps.werr
 }
 
 // send writes f on a parent stream and waits until it is written: it

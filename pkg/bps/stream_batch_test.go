@@ -239,7 +239,7 @@ func TestStreamWriteTimeout(t *testing.T) {
 			if lead > 0 { // an earlier write armed the timer
 				w.start.Store(w.now())
 				w.armed.Store(true)
-				w.t.Reset(timeout)
+				w.t = time.AfterFunc(timeout, w.fire)
 				w.start.Store(0)
 				time.Sleep(lead)
 			}
