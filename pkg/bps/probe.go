@@ -79,10 +79,22 @@ func (s *Service) poolTTL() time.Duration { return s.opts.ProbeWait / 4 }
 // to expire.
 func (s *Service) offerTTL() time.Duration { return s.opts.ProbeWait / 8 }
 
-// probePool is a cohort's pooled candidates, under the cohort's mu.
+// probePool is a cohort's pooled candidates, under the cohort's mu, and
+// the joins held for them.
 type probePool struct {
-	found  []pooled
-	filled chan struct{} // closed and replaced whenever a probe closes
+	found []pooled
+	// waiting are the held joins, oldest first; gone counts the entries of
+	// those that stopped waiting since. A round that closes wakes as many
+	// as it can serve, not all: in a crowd of thousands held, waking every
+	// one at every close costs each close the whole crowd.
+	waiting []*poolWaiter
+	gone    int
+}
+
+// poolWaiter is a held join's place in the queue.
+type poolWaiter struct {
+	woken  chan struct{} // closed when a round's close wakes it
+	queued bool          // in waiting and not yet woken or gone
 }
 
 // pooled is a candidate found and not handed out, until it goes stale.
@@ -91,16 +103,48 @@ type pooled struct {
 	until time.Time
 }
 
-// signal returns the channel closed when the next probe closes.
-func (p *probePool) signal() <-chan struct{} {
-	if p.filled == nil {
-		p.filled = make(chan struct{})
-	}
-	return p.filled
+// wait queues a held join, to be woken when a round closes; it calls
+// leave when it stops waiting.
+func (p *probePool) wait() *poolWaiter {
+	w := &poolWaiter{woken: make(chan struct{}), queued: true}
+	p.waiting = append(p.waiting, w)
+	return w
 }
 
-// add pools what a probe found and did not hand out, and wakes the joins
-// waiting for it.
+// leave takes w out of the queue, woken or not.
+func (p *probePool) leave(w *poolWaiter) {
+	if w == nil || !w.queued {
+		return
+	}
+	w.queued = false
+	if p.gone++; p.gone > len(p.waiting)/2 {
+		p.waiting = slices.DeleteFunc(p.waiting, func(w *poolWaiter) bool { return !w.queued })
+		p.gone = 0
+	}
+}
+
+// wake wakes the k oldest joins held.
+func (p *probePool) wake(k int) {
+	for k > 0 && len(p.waiting) > 0 {
+		w := p.waiting[0]
+		p.waiting[0] = nil
+		p.waiting = p.waiting[1:]
+		if !w.queued {
+			p.gone--
+			continue
+		}
+		w.queued = false
+		close(w.woken)
+		k--
+	}
+	if len(p.waiting) == 0 {
+		p.waiting, p.gone = nil, 0 // the array the queue was sliced from goes
+	}
+}
+
+// add pools what a probe found and did not hand out, and wakes as many of
+// the joins held as it can serve: one a pooled candidate, and one for the
+// probe slot that closed.
 func (p *probePool) add(rest []found, until time.Time) {
 	for _, f := range rest {
 		if len(p.found) == maxPooled {
@@ -110,10 +154,7 @@ func (p *probePool) add(rest []found, until time.Time) {
 			p.found = append(p.found, pooled{found: f, until: until})
 		}
 	}
-	if p.filled != nil {
-		close(p.filled)
-		p.filled = nil
-	}
+	p.wake(len(p.found) + 1)
 }
 
 // take hands out the best candidates the pool holds for a joiner at depth
@@ -233,12 +274,14 @@ func bestCandidates(all []found, exclude swarm.Address) []*pb.Candidate {
 // probe searches c's subtree for free slots over the streams it has
 // (SWIP-61) and returns the two shallowest candidates found, within wait.
 // Two candidates in the pool answer at once. Else a probe round goes out
-// (probeOnce); while maxOpenProbes are open, or when a round found nothing
-// while other joins are being probed (every free slot below is offered to
-// other joiners, whose attaches make new ones), the join waits for another
-// round to close, or as long as the last round took, and looks again — a crowd's joins are held here rather
-// than told a bare FULL and backed off. Only the root (the broker) holds
-// joins; a relay answers at once.
+// (probeOnce); when a round found nothing while other joins are being
+// probed (every free slot below is offered to other joiners, whose attaches
+// make new ones), the join looks again, and while maxOpenProbes are open it
+// is held in a queue until a round closes (as long as its last round took,
+// if it ran one) — a crowd's joins are held here rather than told a bare
+// FULL and backed off. A round's close wakes the oldest held joins, as many
+// as it can serve. Only the root (the broker) holds joins; a relay answers
+// at once.
 func (s *Service) probe(c *cohort, childDepth uint32, exclude swarm.Address, wait time.Duration) []*pb.Candidate {
 	c.mu.Lock()
 	root := c.up == nil
@@ -251,18 +294,25 @@ func (s *Service) probe(c *cohort, childDepth uint32, exclude swarm.Address, wai
 	deadline := time.Now().Add(wait)
 	pause := time.Duration(0) // how long the last fruitless round took
 	need := maxCandidates     // from the pool: two at first, one once held (the second parent comes later)
+	woken := false
 	for ; ; need = 1 {
 		c.mu.Lock()
 		if best := c.pool.take(time.Now(), childDepth, exclude, need); best != nil {
 			c.mu.Unlock()
 			return best
 		}
+		if woken && len(c.pool.found) > 0 {
+			c.pool.wake(1) // what is pooled is not for this join: the next may take it
+		}
 		if c.dead || c.svc.Ended() {
 			c.mu.Unlock()
 			return nil
 		}
 		open := len(c.probes) < maxOpenProbes
-		filled := c.pool.signal()
+		var held *poolWaiter
+		if !open {
+			held = c.pool.wait()
+		}
 		c.mu.Unlock()
 		if open {
 			began := time.Now()
@@ -281,23 +331,31 @@ func (s *Service) probe(c *cohort, childDepth uint32, exclude swarm.Address, wai
 		left := time.Until(deadline)
 		if left <= 0 || s.ctx.Err() != nil {
 			c.mu.Lock()
+			c.pool.leave(held)
 			best := c.pool.take(time.Now(), childDepth, exclude, 1)
 			c.mu.Unlock()
 			return best
 		}
-		if !open || pause > 0 {
-			wait := left
-			if pause > 0 {
-				wait = min(pause, left)
-			}
-			t := time.NewTimer(wait) // made for its time: a timer moved while pending costs the runtime a pass over its heap
-			select {
-			case <-filled:
-			case <-t.C:
-			case <-s.ctx.Done():
-			}
-			t.Stop()
+		if held == nil {
+			woken = false
+			continue // a round closed (this join's own): look again at once
 		}
+		wait := left
+		if pause > 0 {
+			wait = min(pause, left)
+		}
+		t := time.NewTimer(wait) // made for its time: a timer moved while pending costs the runtime a pass over its heap
+		select {
+		case <-held.woken:
+			woken = true
+		case <-t.C:
+			woken = false
+		case <-s.ctx.Done():
+		}
+		t.Stop()
+		c.mu.Lock()
+		c.pool.leave(held)
+		c.mu.Unlock()
 	}
 }
 

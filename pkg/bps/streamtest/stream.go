@@ -119,8 +119,14 @@ type conn struct {
 	isReset  bool
 	released bool // reset, or closed by both ends: off the link
 
-	timer   *time.Timer // wakes readers waiting for a mark; made on first use
-	timerAt time.Time   // when timer fires; zero when it is not armed
+	// timer[s] wakes side s's reader waiting for a mark, made on first use;
+	// timerAt[s] is when it fires, zero when it is not armed. One per side:
+	// each side's marks come in order, so its timer is only ever armed
+	// again after it fired, never moved while pending (which would cost
+	// the runtime a pass over its whole timer heap: in a synctest bubble,
+	// every timer of the bubble).
+	timer   [2]*time.Timer
+	timerAt [2]time.Time
 }
 
 func newConn(n *Network, l *link, dialer *Node) *conn {
@@ -138,36 +144,38 @@ func (c *conn) wake() {
 	c.mu.Unlock()
 }
 
-// wakeAtLocked arranges for the waiters to be woken at link time at, which
-// the link's offset turns into real time. One timer serves the stream: it is
-// moved earlier when needed, and whoever it wakes re-arms it for what is
-// still ahead. The caller holds c.mu.
-func (c *conn) wakeAtLocked(at time.Time, offset time.Duration) {
+// wakeAtLocked arranges for side s's reader to be woken at link time at,
+// which the link's offset turns into real time. One timer serves each side:
+// it is moved earlier when needed, and whoever it wakes re-arms it for what
+// is still ahead. The caller holds c.mu.
+func (c *conn) wakeAtLocked(s int, at time.Time, offset time.Duration) {
 	real := at.Add(offset)
-	if !c.timerAt.IsZero() && !real.Before(c.timerAt) {
+	if !c.timerAt[s].IsZero() && !real.Before(c.timerAt[s]) {
 		return
 	}
-	c.timerAt = real
+	c.timerAt[s] = real
 	d := time.Until(real)
-	if c.timer == nil {
-		c.timer = time.AfterFunc(d, c.fire)
+	if c.timer[s] == nil {
+		c.timer[s] = time.AfterFunc(d, func() { c.fire(s) })
 		return
 	}
-	c.timer.Reset(d)
+	c.timer[s].Reset(d)
 }
 
-func (c *conn) fire() {
+func (c *conn) fire(s int) {
 	c.mu.Lock()
-	c.timerAt = time.Time{}
+	c.timerAt[s] = time.Time{}
 	c.cond.Broadcast()
 	c.mu.Unlock()
 }
 
-// stopTimerLocked stops the timer of a stream that was released.
+// stopTimerLocked stops the timers of a stream that was released.
 func (c *conn) stopTimerLocked() {
-	if c.timer != nil {
-		c.timer.Stop()
-		c.timerAt = time.Time{}
+	for s, t := range c.timer {
+		if t != nil {
+			t.Stop()
+			c.timerAt[s] = time.Time{}
+		}
 	}
 }
 
@@ -327,7 +335,7 @@ func (c *conn) availableLocked(s int) (n int, eof bool) {
 		next = d.eofAt
 	}
 	if running && !next.IsZero() {
-		c.wakeAtLocked(next, offset)
+		c.wakeAtLocked(s, next, offset)
 	}
 	return 0, false
 }
