@@ -313,7 +313,7 @@ func Run(ctx context.Context, sc Scenario) (*Result, error) {
 	}
 	svcOpts := sc.serviceOptions()
 	// One set of Prometheus collectors for every node: nothing here reads
-	// them, and a set of its own would cost each node about 14 KB.
+	// them, and a set of its own would cost each node about 9 KB.
 	svcOpts.Metrics = bps.NewMetrics()
 	res := &Result{Scenario: sc, Cohorts: layout.Cohorts}
 

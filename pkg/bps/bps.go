@@ -190,7 +190,7 @@ type Options struct {
 	// on, shared with every Service given the same; nil: its own, as a
 	// node has. A process that runs many nodes (a simulator) shares one
 	// set, each node's counts then add up in it, to save a node the
-	// collectors' memory (about 14 KB).
+	// collectors' memory (about 9 KB).
 	Metrics *Metrics
 }
 
