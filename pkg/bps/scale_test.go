@@ -140,8 +140,9 @@ func raceEnabled() bool {
 // fan-out bound (64 subscriber streams) and a publisher. The publisher
 // arrives at a full cohort and takes the extra admin seat, then claims; the
 // 65th subscriber is refused FULL; every subscriber receives every update;
-// nothing else is refused, dropped or reset, and the goroutines are three per
-// stream (the broker's handler and writer, the client's reader), whatever was
+// nothing else is refused, dropped or reset, and the goroutines are at most
+// three per stream (the broker's handler, the client's reader, and the
+// broker's writer while it writes: it runs on demand), whatever was
 // published.
 //
 // It is not parallel so that the goroutine count is its own. Under -race or
