@@ -213,6 +213,17 @@ func (o *offers) take(now, until time.Time, joiner swarm.Address, free, fanout i
 	return true
 }
 
+// holding reports whether a slot offered is still held at now: while it
+// is, the node keeps the rank its candidate stated (mayAttachUnder).
+func (o *offers) holding(now time.Time) bool {
+	for _, h := range o.held {
+		if h.until.After(now) {
+			return true
+		}
+	}
+	return false
+}
+
 // probeWait is one open probe at a node: the children asked, the depth
 // they were told, and the candidates they answered with.
 type probeWait struct {

@@ -7,6 +7,7 @@ package bps
 import (
 	"bytes"
 	"testing"
+	"time"
 
 	"github.com/ethersphere/bee/v2/pkg/swarm"
 	"github.com/ethersphere/bps/pkg/bps/pb"
@@ -57,5 +58,35 @@ func TestHostileCandidateOverlayBuysNothing(t *testing.T) {
 	// subtree) in 1/3.
 	if smallest > trials/2 {
 		t.Fatalf("the smallest overlay was taken in %d of %d trials", smallest, trials)
+	}
+}
+
+// A leaf that offered a slot keeps the rank its candidate stated while the
+// offer is held: a deeper second parent taken meanwhile would make its Ack
+// to the joiner deeper than the candidate, which the joiner refuses
+// (errNotAsOffered; TestMultihopFlashCrowd saw it once in 43 runs). Failed
+// before: a leaf took any parent whatever it had offered.
+func TestOfferedRankIsKept(t *testing.T) {
+	t.Parallel()
+	self := swarm.NewAddress(bytes.Repeat([]byte{0x80}, 32))
+	sub := &Subscription{rank: 2}
+	sub.s = &Service{overlay: self}
+	deeper := swarm.NewAddress(bytes.Repeat([]byte{0x10}, 32))
+	if !sub.mayAttachUnder(2, deeper) {
+		t.Fatal("a leaf that offered nothing refused a parent at its own depth")
+	}
+	now := time.Now()
+	if !sub.offers.take(now, now.Add(time.Hour), swarm.NewAddress(bytes.Repeat([]byte{0x42}, 32)), 1, 0) {
+		t.Fatal("no slot offered")
+	}
+	if sub.mayAttachUnder(2, swarm.NewAddress(bytes.Repeat([]byte{0x90}, 32))) {
+		t.Fatal("while its offer is held a leaf took a parent that would move its rank below its candidate")
+	}
+	if !sub.mayAttachUnder(1, deeper) {
+		t.Fatal("while its offer is held a leaf refused a parent above its rank")
+	}
+	sub.offers.held[0].until = now.Add(-time.Second)
+	if !sub.mayAttachUnder(2, swarm.NewAddress(bytes.Repeat([]byte{0x90}, 32))) {
+		t.Fatal("after its offer expired a leaf still kept its rank")
 	}
 }

@@ -260,12 +260,16 @@ func (sub *Subscription) shuns(peer swarm.Address) bool {
 // descendant's key is then above this node's, however the tree reshaped —
 // a descendant reached through its other parent, by a probe of a sister
 // subtree after a repair moved that parent up, is refused — and a sibling
-// at the same rank is taken in one direction only. The caller holds rmu.
+// at the same rank is taken in one direction only. A leaf that offered a
+// slot to a probe keeps its rank while the offer is held, as if it had a
+// child: its candidate stated that rank, and a deeper second parent taken
+// meanwhile would make its Ack to the joiner deeper than offered, which the
+// joiner refuses (errNotAsOffered). The caller holds rmu.
 func (sub *Subscription) mayAttachUnder(depth uint32, peer swarm.Address) bool {
 	sub.mu.Lock()
-	c, rank := sub.relay, sub.rank
+	c, rank, offering := sub.relay, sub.rank, sub.offers.holding(time.Now())
 	sub.mu.Unlock()
-	if c == nil || !c.hasAcked() {
+	if !offering && (c == nil || !c.hasAcked()) {
 		return true
 	}
 	return depth < rank || depth == rank && peer.Compare(sub.s.overlay) < 0
@@ -362,9 +366,9 @@ func (sub *Subscription) attachAt(ctx context.Context, peer swarm.Address, under
 	// taken, with no child's Ack between (rmu).
 	sub.rmu.Lock()
 	sub.mu.Lock()
-	rc := sub.relay
+	rc, offering := sub.relay, sub.offers.holding(time.Now())
 	sub.mu.Unlock()
-	leaf := rc == nil || !rc.hasAcked()
+	leaf := !offering && (rc == nil || !rc.hasAcked())
 	if !sub.mayAttachUnder(ack.GetDepth(), peer) {
 		sub.rmu.Unlock()
 		_ = stream.Reset()
