@@ -54,12 +54,17 @@ const (
 // escapeState is a subscription's gap escape; under sub.mu, but refs,
 // which is under dmu.
 type escapeState struct {
-	refs   [lagWindowSize]gaveRef // the last feed updates taken, by FrameKey: what a byte-identical second copy was (under dmu)
-	next   int                    // where the next ref goes (under dmu)
-	timer  *time.Timer            // a gap waiting out escapeGrace
-	wait   time.Duration          // the interval after the last escape
-	last   time.Time              // when the last escape began (zero: none yet)
-	moving bool                   // an escape runs
+	refs  [lagWindowSize]gaveRef // the last feed updates taken, by FrameKey: what a byte-identical second copy was (under dmu)
+	next  int                    // where the next ref goes (under dmu)
+	timer *time.Timer            // a gap waiting out escapeGrace
+	// queued is the newest gap both parents failed while another waited
+	// out its grace: judged next, if that one is filled late.
+	queued     gapRef
+	queuedGens [2]uint32
+	hasQueued  bool
+	wait       time.Duration // the interval after the last escape
+	last       time.Time     // when the last escape began (zero: none yet)
+	moving     bool          // an escape runs
 }
 
 // gaveRef is one feed update taken: its frame and its place in the feed.
@@ -126,7 +131,7 @@ func (sub *Subscription) credit(from *clientStream, ref gapRef) {
 func (sub *Subscription) gapsPassed(gaps []gapRef) {
 	sub.mu.Lock()
 	defer sub.mu.Unlock()
-	if sub.esc.timer != nil || sub.esc.moving || sub.closing || sub.fatal != nil || len(sub.parents) != 2 {
+	if sub.esc.moving || sub.closing || sub.fatal != nil || len(sub.parents) != 2 {
 		return
 	}
 	for _, p := range sub.parents {
@@ -145,9 +150,21 @@ func (sub *Subscription) gapsPassed(gaps []gapRef) {
 			continue
 		}
 		gens := [2]uint32{sub.parents[0].gen, sub.parents[1].gen}
-		sub.esc.timer = time.AfterFunc(escapeGrace, func() { sub.escapeAfterGrace(g, gens) })
+		if sub.esc.timer != nil {
+			// Another gap waits out its grace: this one is judged if
+			// that one is filled late (one kept, the newest).
+			sub.esc.queued, sub.esc.queuedGens, sub.esc.hasQueued = g, gens, true
+			return
+		}
+		sub.armEscapeLocked(g, gens)
 		return
 	}
+}
+
+// armEscapeLocked has gap g, which both parents of generations gens
+// failed, wait out escapeGrace. The caller holds sub.mu.
+func (sub *Subscription) armEscapeLocked(g gapRef, gens [2]uint32) {
+	sub.esc.timer = time.AfterFunc(escapeGrace, func() { sub.escapeAfterGrace(g, gens) })
 }
 
 // escapeAfterGrace runs escapeGrace after a gap both parents failed: if no
@@ -160,9 +177,19 @@ func (sub *Subscription) escapeAfterGrace(g gapRef, gens [2]uint32) {
 	sub.mu.Lock()
 	defer sub.mu.Unlock()
 	sub.esc.timer = nil
-	if filled || sub.closing || sub.fatal != nil || len(sub.parents) != 2 {
+	if sub.closing || sub.fatal != nil || len(sub.parents) != 2 {
 		return
 	}
+	if filled {
+		if sub.esc.hasQueued {
+			// A later gap came while this one waited: judge it now.
+			q, qg := sub.esc.queued, sub.esc.queuedGens
+			sub.esc.hasQueued = false
+			sub.armEscapeLocked(q, qg)
+		}
+		return
+	}
+	sub.esc.hasQueued = false
 	for i, p := range sub.parents {
 		if p.gen != gens[i] {
 			return // a parent changed meanwhile: judged again on the next gap
