@@ -6,6 +6,8 @@ package bps
 
 import (
 	"fmt"
+	"math"
+	"sync"
 	"sync/atomic"
 	"time"
 
@@ -79,8 +81,9 @@ type lazyOut struct {
 }
 
 type lazySlot struct {
-	frame []byte // the delivery announced, whole; nil once served
-	asked bool
+	frame    []byte // the delivery announced, whole; nil once served
+	asked    bool
+	promised bool // served unasked when the stream was set eager (serveFrom)
 }
 
 // announcement is the Announce frame of one delivery, built once per
@@ -200,6 +203,11 @@ func (c *cohort) ask(m *member, a *pb.Ask) error {
 			s.count(c, CounterWrongStream)
 			return violationf("a second ask for announcement %d", q)
 		}
+		if sl.promised {
+			// served unasked at a SetPush the ask crossed: not again
+			*sl = lazySlot{asked: true}
+			continue
+		}
 		frame := sl.frame
 		*sl = lazySlot{asked: true}
 		if c.dead {
@@ -217,7 +225,14 @@ func (c *cohort) ask(m *member, a *pb.Ask) error {
 	return nil
 }
 
-// setPush switches the stream of m between eager and lazy.
+// setPush switches the stream of m between eager and lazy. Set eager, it
+// first serves, in order, what it announced numbered sp.From on and was
+// not asked for: the announcements the child had not read when it set the
+// stream eager, and will not ask for. They go before any later delivery,
+// so that the child, whose eager parent was lost, gets them one round trip
+// after the loss and in their order; asked for one at a time, they came a
+// second round trip later, behind the deliveries sent whole after them,
+// and on a loaded host later than the reorder wait (lost).
 func (c *cohort) setPush(m *member, sp *pb.SetPush) error {
 	s := c.r.s
 	c.mu.Lock()
@@ -226,8 +241,42 @@ func (c *cohort) setPush(m *member, sp *pb.SetPush) error {
 		s.count(c, CounterWrongStream)
 		return violationf("set push %s on a stream that negotiated %v", sp.Mode, m.lz != nil)
 	}
-	m.lz.lazy = sp.Mode == pb.PushMode_LAZY
+	lz := m.lz
+	if sp.Mode == pb.PushMode_EAGER && sp.From > lz.next {
+		s.count(c, CounterWrongStream)
+		return violationf("set push eager from announcement %d, %d made", sp.From, lz.next)
+	}
+	if sp.Mode == pb.PushMode_EAGER && lz.lazy && lz.ring != nil {
+		c.serveFrom(m, max(sp.From, lz.next-min(lz.next, lazyRing)))
+	}
+	lz.lazy = sp.Mode == pb.PushMode_LAZY
 	return nil
+}
+
+// serveFrom serves the announcements of m's stream numbered from on that
+// were not asked for, each once, as asks are; under c.mu.
+func (c *cohort) serveFrom(m *member, from uint64) {
+	s := c.r.s
+	lz := m.lz
+	for q := from; q < lz.next; q++ {
+		sl := &lz.ring[q%lazyRing]
+		if sl.asked || sl.promised {
+			continue
+		}
+		frame := sl.frame
+		*sl = lazySlot{promised: true} // served once: an ask for it later is answered with nothing
+		if c.dead || frame == nil {
+			continue
+		}
+		if !m.offer(outFrame{b: frame, kind: kindMessage}) {
+			if m.kill(errQueueFull) {
+				s.count(c, CounterQueueReset)
+				s.trace(Event{Kind: EventQueueReset, Cohort: c.spec.String(), Peer: m.peer})
+			}
+			return
+		}
+		s.metrics.LazyServed.Inc()
+	}
 }
 
 // The child's half.
@@ -235,7 +284,30 @@ func (c *cohort) setPush(m *member, sp *pb.SetPush) error {
 // lazyParent is lazy push on one parent stream of a subscription.
 type lazyParent struct {
 	lazy atomic.Bool // the mode this node asked for: announcements, not frames
-	seq  uint64      // announcements read; under the receiver's dmu
+	// mu orders the reader's count of announcements with a change of
+	// mode: an announcement numbered from on, read while the stream is
+	// set eager, is one the parent serves unasked (SetPush.from).
+	mu       sync.Mutex
+	seq      uint64 // announcements read
+	from     uint64 // set eager last: how many had been read then
+	settling bool   // set eager, and announcements it made before it knew may still come: not to be set lazy yet
+}
+
+func (lp *lazyParent) settlingNow() bool {
+	lp.mu.Lock()
+	defer lp.mu.Unlock()
+	return lp.settling
+}
+
+// read numbers an announcement read from the stream, and reports whether
+// the parent serves it unasked: the stream was set eager when it was in
+// flight.
+func (lp *lazyParent) read() (seq uint64, promised bool) {
+	lp.mu.Lock()
+	defer lp.mu.Unlock()
+	seq = lp.seq
+	lp.seq++
+	return seq, !lp.lazy.Load() && seq >= lp.from
 }
 
 // lazyIn is a subscription's announcements waiting for their frames, and
@@ -297,7 +369,10 @@ type lazyEntry struct {
 	seq   uint64  // its number on p's stream
 	due   time.Time
 	asked bool
-	done  bool
+	// promised: p serves it unasked, for it was in flight when p was set
+	// eager (SetPush.from)
+	promised bool
+	done     bool
 }
 
 func (sub *Subscription) initLazy() {
@@ -361,20 +436,40 @@ func (sub *Subscription) hasEagerLocked(but *parent) bool {
 }
 
 // setModeLocked asks p to feed this node lazily or eagerly from now on;
-// the caller holds sub.mu.
+// the caller holds sub.mu. Set eager, p serves unasked what it announced
+// and this node had not read (SetPush.from); until the first delivery it
+// sends after that has come (settled), p is not set lazy again, for an
+// announcement read then would not tell whether it was served.
 func (sub *Subscription) setModeLocked(p *parent, lazy bool) {
-	if p.lz == nil || p.lz.lazy.Swap(lazy) == lazy {
-		return
+	sub.setModeFromLocked(p, lazy, math.MaxUint64)
+}
+
+// setModeFromLocked is setModeLocked, and set eager, p serves unasked what
+// it announced numbered from below on too, if that is less than what this
+// node read; it reports whether the mode changed.
+func (sub *Subscription) setModeFromLocked(p *parent, lazy bool, below uint64) bool {
+	if p.lz == nil {
+		return false
 	}
-	mode := pb.PushMode_EAGER
-	if lazy {
-		mode = pb.PushMode_LAZY
+	p.lz.mu.Lock()
+	if p.lz.lazy.Load() == lazy || (lazy && p.lz.settling) {
+		p.lz.mu.Unlock()
+		return false
 	}
-	p.cs.push(sub.s, outFrame{b: encodeFrame(&pb.SetPush{Mode: mode}), kind: kindSetPush})
+	sp := &pb.SetPush{Mode: pb.PushMode_LAZY}
+	if !lazy {
+		from := min(p.lz.seq, below)
+		sp = &pb.SetPush{Mode: pb.PushMode_EAGER, From: from}
+		p.lz.from, p.lz.settling = from, true
+	}
+	p.lz.lazy.Store(lazy)
+	p.lz.mu.Unlock()
+	p.cs.push(sub.s, outFrame{b: encodeFrame(sp), kind: kindSetPush})
 	if !lazy {
 		sub.s.metrics.LazyPromoted.Inc()
 		sub.s.trace(Event{Kind: EventPromote, Cohort: sub.spec.String(), Peer: p.cs.peer})
 	}
+	return true
 }
 
 // ensureEagerLocked makes the first parent that speaks lazy push eager
@@ -416,8 +511,7 @@ func (sub *Subscription) announced(p *parent, a *pb.Announce) error {
 	key := [32]byte(a.Key)
 	sub.dmu.Lock()
 	defer sub.dmu.Unlock()
-	seq := p.lz.seq
-	p.lz.seq++
+	seq, promised := p.lz.read()
 	lz := &sub.lz
 	if lz.stopped || sub.cClosed {
 		return nil
@@ -431,7 +525,15 @@ func (sub *Subscription) announced(p *parent, a *pb.Announce) error {
 		return nil
 	}
 	if e := lz.entries[key]; e != nil {
-		if e.p != p {
+		switch {
+		case promised && !e.asked:
+			// p serves it unasked: wait for p, not for whom it waited on
+			if e.p != p {
+				e.also = e.p
+			}
+			e.p, e.seq, e.asked, e.promised, e.due = p, seq, true, true, time.Now().Add(lazyServeWait)
+			sub.armLazy(e.due)
+		case e.p != p:
 			e.also = p
 		}
 		return nil
@@ -450,18 +552,28 @@ func (sub *Subscription) announced(p *parent, a *pb.Announce) error {
 	at := time.Now()
 	wait := lz.late.wait(lz.wait)
 	e := &lazyEntry{at: at, key: key, p: p, seq: seq, due: at.Add(wait)}
+	if promised {
+		// p was set eager while this was in flight: it serves it unasked
+		e.asked, e.promised, e.due, now = true, true, at.Add(lazyServeWait), false
+	}
 	lz.entries[key] = e
 	lz.order = append(lz.order, e)
 	sub.s.trace(Event{Kind: EventAnnounced, Cohort: sub.spec.String(), Peer: p.cs.peer, Index: seq})
-	switch {
-	case now:
+	if now {
 		sub.kickLazy()
-	case lz.kicked.Load():
-	case lz.armed.IsZero() || e.due.Before(lz.armed):
-		lz.armed = e.due
-		lz.timer.Reset(wait)
+	} else {
+		sub.armLazy(e.due)
 	}
 	return nil
+}
+
+// armLazy makes lazyFire run by due; under dmu.
+func (sub *Subscription) armLazy(due time.Time) {
+	lz := &sub.lz
+	if !lz.kicked.Load() && (lz.armed.IsZero() || due.Before(lz.armed)) {
+		lz.armed = due
+		lz.timer.Reset(max(time.Until(due), 0))
+	}
 }
 
 // compactLazy drops finished entries from the order; under dmu.
@@ -483,7 +595,10 @@ func (sub *Subscription) compactLazy() {
 // the eager parent was late lazySwapAfter times in a row — its frame came
 // more than LazyWait after the announcement, or the lazy parent, asked,
 // served first — the lazy parent becomes the eager one.
-func (sub *Subscription) lazyTook(from *clientStream, pub publication, key [32]byte, dup bool) {
+func (sub *Subscription) lazyTook(from *clientStream, pub publication, msg *pb.Message, key [32]byte, dup bool) {
+	if !sub.s.opts.LazyPush {
+		return
+	}
 	lz := &sub.lz
 	if !dup && sub.order != nil && pub.feed && pub.service == nil && sub.order.ahead(pub.owner, pub.index) {
 		// An update past the next expected: the ones before it will be
@@ -492,6 +607,9 @@ func (sub *Subscription) lazyTook(from *clientStream, pub publication, key [32]b
 		sub.askAllNow()
 	}
 	e := lz.entries[key]
+	if !mayBeService(sub.spec, msg) {
+		sub.settle(from, e)
+	}
 	if e == nil {
 		return
 	}
@@ -511,7 +629,7 @@ func (sub *Subscription) lazyTook(from *clientStream, pub publication, key [32]b
 			sub.passedOver(e)
 		}
 	case from == e.p.cs:
-		late = !dup
+		late = !dup && !e.promised
 	default:
 		return // asked: p must still serve it
 	}
@@ -523,6 +641,30 @@ func (sub *Subscription) lazyTook(from *clientStream, pub publication, key [32]b
 	}
 	e.done = true
 	delete(lz.entries, key)
+}
+
+// settle is told, under dmu, every content frame a parent stream from
+// gave, and e, the announcement waiting for it if any: once a parent set
+// eager gives one it sent after it knew — not one it served for an ask
+// made before — every announcement it made before has been read, and it
+// may be set lazy again (setModeLocked).
+func (sub *Subscription) settle(from *clientStream, e *lazyEntry) {
+	var p *parent
+	sub.mu.Lock()
+	for _, q := range sub.parents {
+		if q.cs == from {
+			p = q
+		}
+	}
+	sub.mu.Unlock()
+	if p == nil || p.lz == nil {
+		return
+	}
+	p.lz.mu.Lock()
+	defer p.lz.mu.Unlock()
+	if p.lz.settling && (e == nil || e.p != p || e.promised || e.seq >= p.lz.from) {
+		p.lz.settling = false
+	}
 }
 
 // passedOver asks at once for what the lazy parent of e announced before
@@ -566,14 +708,36 @@ func (o *reorder) ahead(owner []byte, index uint64) bool {
 }
 
 // swapTo makes p, a lazy parent that keeps bringing what the eager one is
-// late with, the eager parent, and the others lazy; under dmu.
+// late with, the eager parent, and the others lazy; under dmu. What p
+// announced and this node still waits for without having asked, p serves
+// with the SetPush, in order before what it sends whole after it.
 func (sub *Subscription) swapTo(p *parent) {
 	sub.mu.Lock()
 	defer sub.mu.Unlock()
 	if p.lz == nil || p.eager() || !sub.hasParentLocked(p.cs.peer) {
 		return
 	}
-	sub.setModeLocked(p, false)
+	for _, q := range sub.parents {
+		if q != p && q.lz != nil && q.lz.settlingNow() {
+			return // q's announcements from before it was set eager may still come
+		}
+	}
+	below := uint64(math.MaxUint64)
+	for _, e := range sub.lz.order {
+		if e.p == p && !e.done && !e.asked {
+			below = min(below, e.seq)
+		}
+	}
+	if !sub.setModeFromLocked(p, false, below) {
+		return
+	}
+	now := time.Now()
+	for _, e := range sub.lz.order {
+		if e.p == p && !e.done && !e.asked && e.seq >= below {
+			e.asked, e.promised, e.due = true, true, now.Add(lazyServeWait)
+			sub.armLazy(e.due)
+		}
+	}
 	for _, q := range sub.parents {
 		if q != p {
 			sub.setModeLocked(q, true)

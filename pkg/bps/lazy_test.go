@@ -344,6 +344,61 @@ func TestLazyFailoverAnnouncedBefore(t *testing.T) {
 	}
 }
 
+// TestLazyFailoverInFlight: the eager parent dies while the lazy
+// parent's announcements of the next updates are on their way (its link
+// is slow). The node sets the lazy parent eager at once, telling it how
+// many announcements it has read (SetPush.from); the parent sends the
+// frames of the announcements after those whole as it turns eager, ahead
+// of what it sends after, and the node asks for none of them. Before,
+// each announcement read after the loss was asked for — a second round
+// trip, behind the frames sent whole after it, which on a loaded host
+// came later than the reorder wait: updates lost at a node that kept a
+// parent (TestMultihopHundredsLazy).
+func TestLazyFailoverInFlight(t *testing.T) {
+	t.Parallel()
+	const slow = 500 * time.Millisecond
+	mt := newLazyTree(t, 3, 2, func(a key) *bps.Spec { return feedSpec(t, "lazy-failover-in-flight", a) }, func(i int, o *bps.Options) {
+		o.LazyWait = time.Hour // only the failover's own path can deliver
+	})
+	mt.subscribeAll()
+	child, sub := mt.nodes[2], mt.subs[2]
+	var eager, lazy swarm.Address
+	for peer, lz := range lazyOf(sub) {
+		if lz {
+			lazy = swarm.NewAddress([]byte(peer))
+		} else {
+			eager = swarm.NewAddress([]byte(peer))
+		}
+	}
+	if len(sub.Parents()) != 2 || eager.IsZero() || lazy.IsZero() {
+		t.Fatalf("parents %v, lazy %v: want two, one eager", sub.Parents(), sub.LazyParents())
+	}
+	p := mt.adminPublisher()
+	mt.publishN(p, 0, 1)
+	expectUpdates(t, sub, 0, 1)
+	if err := mt.net.SetLink(findNode(mt.nodes, lazy).Node, child.Node, streamtest.LinkConfig{Latency: slow}); err != nil {
+		t.Fatal(err)
+	}
+	announced := child.rec.count(kind(bps.EventAnnounced))
+	mt.net.Remove(findNode(mt.nodes, eager).Node)
+	child.rec.wait(t, "the lazy parent set eager", kind(bps.EventPromote))
+	start := time.Now()
+	mt.publishN(p, 1, 3) // announced before the lazy parent learns it is eager
+	if took := time.Since(start); took >= slow {
+		t.Skipf("publishing took %s, the link's latency %s: the announcements were not in flight", took, slow)
+	}
+	expectUpdates(t, sub, 1, 3)
+	if n := child.rec.count(kind(bps.EventAnnounced)) - announced; n != 2 {
+		t.Fatalf("%d announcements read after the loss, want the 2 in flight", n)
+	}
+	if n := child.rec.count(kind(bps.EventAsk)); n != 0 {
+		t.Fatalf("%d asks: what was in flight when the parent was set eager is served unasked", n)
+	}
+	if n := sub.LazyPending(); n != 0 {
+		t.Fatalf("%d announcements still waiting", n)
+	}
+}
+
 // TestLazyPassedOver: the eager parent's stream is ordered, so when it
 // delivers an update the lazy parent announced after another the node
 // still lacks, that one was skipped (and, a feed update, past the next

@@ -728,7 +728,7 @@ func (sub *Subscription) took(from *clientStream, pub publication, msg *pb.Messa
 	}
 	sub.noteLag(from, key, dup, sub.sequenced(pub))
 	sub.noteGave(from, pub, key, dup)
-	sub.lazyTook(from, pub, key, dup)
+	sub.lazyTook(from, pub, msg, key, dup)
 }
 
 // Close ends the subscription and waits for it. A relay leaves gracefully

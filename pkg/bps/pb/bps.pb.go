@@ -981,10 +981,15 @@ func (x *Ask) GetSeqs() []uint64 {
 	return nil
 }
 
-// Child -> parent: feed this stream in mode from now on.
+// Child -> parent: feed this stream in mode from now on. Set EAGER, the
+// parent first sends whole, at once and in order, every delivery it
+// announced numbered from on and not yet asked for: the announcements
+// that were in flight when the child set it eager, which the child will
+// not ask for.
 type SetPush struct {
 	state         protoimpl.MessageState `protogen:"open.v1"`
 	Mode          PushMode               `protobuf:"varint,1,opt,name=mode,proto3,enum=bps.PushMode" json:"mode,omitempty"` // EAGER or LAZY
+	From          uint64                 `protobuf:"varint,2,opt,name=from,proto3" json:"from,omitempty"`                   // EAGER: how many of the stream's announcements the child had read
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache
 }
@@ -1024,6 +1029,13 @@ func (x *SetPush) GetMode() PushMode {
 		return x.Mode
 	}
 	return PushMode_PUSH_MODE_UNSPECIFIED
+}
+
+func (x *SetPush) GetFrom() uint64 {
+	if x != nil {
+		return x.From
+	}
+	return 0
 }
 
 // SWIP-61 control frames, used only inside Frame on a negotiated stream.
@@ -1430,9 +1442,10 @@ const file_bps_proto_rawDesc = "" +
 	"\bAnnounce\x12\x10\n" +
 	"\x03key\x18\x01 \x01(\fR\x03key\"\x19\n" +
 	"\x03Ask\x12\x12\n" +
-	"\x04seqs\x18\x01 \x03(\x04R\x04seqs\",\n" +
+	"\x04seqs\x18\x01 \x03(\x04R\x04seqs\"@\n" +
 	"\aSetPush\x12!\n" +
-	"\x04mode\x18\x01 \x01(\x0e2\r.bps.PushModeR\x04mode\"K\n" +
+	"\x04mode\x18\x01 \x01(\x0e2\r.bps.PushModeR\x04mode\x12\x12\n" +
+	"\x04from\x18\x02 \x01(\x04R\x04from\"K\n" +
 	"\x05Probe\x12\x14\n" +
 	"\x05depth\x18\x01 \x01(\rR\x05depth\x12\x14\n" +
 	"\x05nonce\x18\x02 \x01(\x04R\x05nonce\x12\x16\n" +
