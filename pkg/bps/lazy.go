@@ -63,9 +63,12 @@ const (
 	// maxLazyPending bounds the announcements a subscription waits on (or
 	// has asked for) at once; past it the oldest is forgotten.
 	maxLazyPending = 2 * lazyRing
-	// lazyServeWait is how long an asked announcement may wait for its
-	// frame before the parent that made it is blamed for a miss.
+	// lazyServeWait is how long, at least, an asked announcement may wait
+	// for its frame before the parent that made it is blamed for a miss;
+	// the wait follows how long that parent took to serve (serveWait), up
+	// to maxServeWait.
 	lazyServeWait = 2 * time.Second
+	maxServeWait  = 30 * time.Second
 	// lazySwapAfter: when this many deliveries in a row came first from
 	// the lazy parent, asked, the eager parent is late — the two swap.
 	lazySwapAfter = 4
@@ -291,6 +294,20 @@ type lazyParent struct {
 	seq      uint64 // announcements read
 	from     uint64 // set eager last: how many had been read then
 	settling bool   // set eager, and announcements it made before it knew may still come: not to be set lazy yet
+	// served: how long after an ask its frame came, as TCP estimates a
+	// round trip; blamed: when it last missed an ask. Under the
+	// receiver's dmu.
+	served lateness
+	blamed time.Time
+}
+
+// serveWait is how long an ask of lp may wait for its frame before lp is
+// blamed: its served round trip's mean plus four deviations, at least
+// lazyServeWait, at most maxServeWait. A parent that is slow — its host
+// loaded, its link long — is given the time it takes; one that never
+// serves is given lazyServeWait. Under dmu.
+func (lp *lazyParent) serveWait() time.Duration {
+	return min(max(lp.served.srtt+4*lp.served.rttvar, lazyServeWait), maxServeWait)
 }
 
 func (lp *lazyParent) settlingNow() bool {
@@ -369,6 +386,7 @@ type lazyEntry struct {
 	seq   uint64  // its number on p's stream
 	due   time.Time
 	asked bool
+	askAt time.Time // when it was asked for (zero: promised)
 	// promised: p serves it unasked, for it was in flight when p was set
 	// eager (SetPush.from)
 	promised bool
@@ -531,7 +549,7 @@ func (sub *Subscription) announced(p *parent, a *pb.Announce) error {
 			if e.p != p {
 				e.also = e.p
 			}
-			e.p, e.seq, e.asked, e.promised, e.due = p, seq, true, true, time.Now().Add(lazyServeWait)
+			e.p, e.seq, e.asked, e.promised, e.due = p, seq, true, true, time.Now().Add(p.lz.serveWait())
 			sub.armLazy(e.due)
 		case e.p != p:
 			e.also = p
@@ -554,7 +572,7 @@ func (sub *Subscription) announced(p *parent, a *pb.Announce) error {
 	e := &lazyEntry{at: at, key: key, p: p, seq: seq, due: at.Add(wait)}
 	if promised {
 		// p was set eager while this was in flight: it serves it unasked
-		e.asked, e.promised, e.due, now = true, true, at.Add(lazyServeWait), false
+		e.asked, e.promised, e.due, now = true, true, at.Add(p.lz.serveWait()), false
 	}
 	lz.entries[key] = e
 	lz.order = append(lz.order, e)
@@ -630,6 +648,9 @@ func (sub *Subscription) lazyTook(from *clientStream, pub publication, msg *pb.M
 		}
 	case from == e.p.cs:
 		late = !dup && !e.promised
+		if !e.askAt.IsZero() {
+			e.p.lz.served.sample(time.Since(e.askAt))
+		}
 	default:
 		return // asked: p must still serve it
 	}
@@ -734,7 +755,7 @@ func (sub *Subscription) swapTo(p *parent) {
 	now := time.Now()
 	for _, e := range sub.lz.order {
 		if e.p == p && !e.done && !e.asked && e.seq >= below {
-			e.asked, e.promised, e.due = true, true, now.Add(lazyServeWait)
+			e.asked, e.promised, e.due = true, true, now.Add(p.lz.serveWait())
 			sub.armLazy(e.due)
 		}
 	}
@@ -800,9 +821,15 @@ func (sub *Subscription) lazyDue(live map[*parent]bool, anyEager bool) []*parent
 			delete(lz.entries, e.key)
 			continue
 		case !e.asked && (e.p.eager() || !anyEager || !e.due.After(now)):
-			e.asked, e.due = true, now.Add(lazyServeWait)
+			e.asked, e.askAt, e.due = true, now, now.Add(e.p.lz.serveWait())
 			asks[e.p] = append(asks[e.p], e.seq)
+		case e.asked && !e.due.After(now) && now.Sub(e.p.lz.blamed) < e.p.lz.serveWait():
+			// One miss a parent per wait: an honest parent that is
+			// slower than it was, with many asks out, is not blamed
+			// for each; one that never serves misses one a wait.
+			e.due = e.p.lz.blamed.Add(e.p.lz.serveWait())
 		case e.asked && !e.due.After(now):
+			e.p.lz.blamed = now
 			blame = append(blame, e.p)
 			delete(lz.entries, e.key)
 			continue

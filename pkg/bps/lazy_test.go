@@ -201,6 +201,43 @@ func TestLazyAskWhenEagerLate(t *testing.T) {
 	}
 }
 
+// TestLazySlowParentNotDropped: the eager parent sends nothing, so every
+// update is asked of the lazy parent, an honest relay behind a slow link:
+// its frames come 2.4 s after the asks, past lazyServeWait. It is slow,
+// not withholding, and is not dropped: a parent misses at most one ask a
+// wait, and the wait follows how long it took to serve. Before, each of
+// the asks out at once was a miss, and MaxLag of them dropped it (honest
+// parents dropped for lag in bps-sim -lazy-parents on a loaded machine).
+func TestLazySlowParentNotDropped(t *testing.T) {
+	t.Parallel()
+	const slow = 1200 * time.Millisecond // one way
+	mt := newMTreeWith(t, 1, bps.Options{MaxStreamsPerCohort: 2, LazyPush: true}, 2, func(a key) *bps.Spec { return feedSpec(t, "lazy-slow", a) })
+	mt.subscribeAll()
+	honest := mt.nodes[0]
+	mute := statingParent(t, mt.net, 1) // OK, then nothing
+	o := relayOptions(2)
+	o.LazyPush = true
+	o.LazyWait = 20 * time.Millisecond
+	o.MaxLag = 4
+	joiner, sub := mt.joinFirstAt(mute, honest.Node, o)
+	if lz := sub.LazyParents(); !slices.Equal(lz, []bool{false, true}) {
+		t.Fatalf("lazy parents %v, want the mute one eager and the relay lazy", lz)
+	}
+	if err := mt.net.SetLink(honest.Node, joiner.Node, streamtest.LinkConfig{Latency: slow}); err != nil {
+		t.Fatal(err)
+	}
+	p := mt.adminPublisher()
+	const n = 8 // asked at once, twice MaxLag
+	mt.publishN(p, 0, n)
+	expectUpdates(t, sub, 0, n)
+	if n := joiner.rec.count(kind(bps.EventWithheld)); n != 0 {
+		t.Fatalf("%d parents dropped for lag: the slow relay served every ask", n)
+	}
+	if !slices.ContainsFunc(sub.Parents(), honest.Overlay().Equal) {
+		t.Fatalf("parents %v: the slow relay is gone", sub.Parents())
+	}
+}
+
 // TestLazyFailover: a node's eager parent dies mid-stream; its lazy parent
 // is set eager at once and what it announced meanwhile is asked for at
 // once — with LazyWait an hour, only that can deliver — so no update is
