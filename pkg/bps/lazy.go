@@ -339,6 +339,10 @@ type lazyIn struct {
 	stopped bool          // the subscription finished
 	kicked  atomic.Bool   // a kick is pending
 	wait    time.Duration // Options.LazyWait
+	// the reorder's wait this node holds updates past (lazyHold), and
+	// until when at most
+	holdTimer *time.Timer
+	holdUntil time.Time
 }
 
 // lateness estimates how late the eager parent's frames are behind the
@@ -394,6 +398,9 @@ type lazyEntry struct {
 }
 
 func (sub *Subscription) initLazy() {
+	if sub.s.opts.LazyPush {
+		sub.holdFlush = sub.lazyHold
+	}
 	sub.lz.wait = sub.s.opts.LazyWait
 	sub.lz.entries = make(map[[32]byte]*lazyEntry)
 	sub.lz.timer = time.AfterFunc(time.Hour, sub.lazyFire)
@@ -592,6 +599,35 @@ func (sub *Subscription) armLazy(due time.Time) {
 		lz.armed = due
 		lz.timer.Reset(max(time.Until(due), 0))
 	}
+}
+
+// maxLazyHold bounds how much longer than the reorder wait the updates
+// held wait for a frame announced (lazyHold).
+const maxLazyHold = 4 * time.Second
+
+// lazyHold is how much longer the updates the reorder holds may wait, its
+// wait over, for the gap before them: as long as a frame that may fill it
+// was announced and has not come, and neither its wait nor its ask has
+// expired — at most maxLazyHold longer. Without it, the update a parent
+// skipped, announced by the other and asked for when a later one came,
+// came one round trip after that one, which on a loaded host was later
+// than the reorder wait: passed over, lost at a node that kept a parent.
+// Under dmu.
+func (sub *Subscription) lazyHold() time.Duration {
+	lz := &sub.lz
+	if sub.order.timer != lz.holdTimer {
+		lz.holdTimer, lz.holdUntil = sub.order.timer, time.Now().Add(maxLazyHold)
+	}
+	var until time.Time
+	for _, e := range lz.order {
+		if !e.done && e.due.After(until) {
+			until = e.due
+		}
+	}
+	if until.After(lz.holdUntil) {
+		until = lz.holdUntil
+	}
+	return time.Until(until)
 }
 
 // compactLazy drops finished entries from the order; under dmu.

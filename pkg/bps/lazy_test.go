@@ -470,6 +470,46 @@ func TestLazyPassedOver(t *testing.T) {
 	expectUpdates(t, sub, 0, 3)
 }
 
+// TestLazyPassedOverSlow is TestLazyPassedOver with the lazy parent
+// behind a slow link: the update the eager parent skipped comes, asked
+// for, 1.2 s after the one after it — past the reorder wait (1 s). The
+// reorder holds that one while the ask that may fill the gap is out, so
+// the node gets all three in order. Before, the reorder passed over the
+// gap at its wait and the update came too late: lost at a node that kept
+// both its parents.
+func TestLazyPassedOverSlow(t *testing.T) {
+	t.Parallel()
+	const slow = 600 * time.Millisecond // one way
+	mt := newMTreeWith(t, 1, bps.Options{MaxStreamsPerCohort: 2, LazyPush: true}, 2, func(a key) *bps.Spec { return feedSpec(t, "lazy-passed-over-slow", a) })
+	mt.subscribeAll()
+	honest := mt.nodes[0]
+	down, up := make(chan *pb.Frame, 4), make(chan *pb.Frame, 64)
+	skipper := lazyFakeParent(t, mt.net, 1, down, up)
+	o := relayOptions(2)
+	o.LazyPush = true
+	o.LazyWait = time.Hour
+	joiner, sub := mt.joinFirstAt(skipper, honest.Node, o)
+	if lz := sub.LazyParents(); !slices.Equal(lz, []bool{false, true}) {
+		t.Fatalf("lazy parents %v, want the skipper eager, the relay lazy", lz)
+	}
+	if err := mt.net.SetLink(honest.Node, joiner.Node, streamtest.LinkConfig{Latency: slow}); err != nil {
+		t.Fatal(err)
+	}
+	p := mt.adminPublisher()
+	var msgs []*pb.Message
+	for i := range uint64(3) {
+		m := update(t, mt.admin, mt.sp, i, "passed over")
+		if err := p.Send(ctxT(t), m); err != nil {
+			t.Fatal(err)
+		}
+		msgs = append(msgs, m)
+	}
+	joiner.rec.waitN(t, 3, "three announcements", kind(bps.EventAnnounced))
+	down <- &pb.Frame{Kind: &pb.Frame_Message{Message: msgs[0]}}
+	down <- &pb.Frame{Kind: &pb.Frame_Message{Message: msgs[2]}}
+	expectUpdates(t, sub, 0, 3)
+}
+
 // TestLazyMixedTree: nodes that speak no lazy push (LazyPush off) beside
 // nodes that do: a stream is lazy only where both ends speak it, every
 // node keeps an eager parent, and every update reaches every node once and

@@ -8,6 +8,7 @@ import (
 	"errors"
 	"sync"
 	"sync/atomic"
+	"time"
 
 	"github.com/ethersphere/bee/v2/pkg/swarm"
 	"github.com/ethersphere/bps/pkg/bps/pb"
@@ -78,9 +79,14 @@ type receiver struct {
 	// order, on a subscription under FEED_TOPIC with explicit
 	// authorship, delivers each publisher's updates in index order across
 	// parents; under dmu.
-	order   *reorder
-	cClosed bool    // c is closed; under dmu
-	taken   *Window // a subscription's: frames taken (FrameKey), so that a second copy is dropped unverified; under dmu
+	order *reorder
+	// holdFlush, if set, is asked under dmu, once the reorder wait has
+	// passed, how much longer what is held may wait: a subscription with
+	// lazy push holds it while a frame that may fill the gap is announced
+	// and asked for (lazy.go).
+	holdFlush func() time.Duration
+	cClosed   bool    // c is closed; under dmu
+	taken     *Window // a subscription's: frames taken (FrameKey), so that a second copy is dropped unverified; under dmu
 
 	mu     sync.Mutex  // guards svc and latest
 	svc    ServiceFeed // the service feed as this node knows it
@@ -289,6 +295,13 @@ func (rc *receiver) flushHeld() {
 	if rc.cClosed {
 		rc.dmu.Unlock()
 		return
+	}
+	if rc.holdFlush != nil && rc.order.timer != nil {
+		if d := rc.holdFlush(); d > 0 {
+			rc.order.timer.Reset(d)
+			rc.dmu.Unlock()
+			return
+		}
 	}
 	for _, d := range rc.order.flush() {
 		if rc.deliver(swarm.ZeroAddress, d) != nil {
