@@ -704,7 +704,21 @@ func TestMultihopHundreds(t *testing.T) {
 		t.Skip("a tree of 200")
 	}
 	t.Parallel()
-	mt := newMTree(t, 200, 4, 4, func(a key) *bps.Spec { return feedSpec(t, "multihop-hundreds", a) })
+	testMultihopHundreds(t, false)
+}
+
+// TestMultihopHundredsLazy is TestMultihopHundreds with lazy push on every
+// node (lazy.go): a single failure is masked there too.
+func TestMultihopHundredsLazy(t *testing.T) {
+	if testing.Short() {
+		t.Skip("a tree of 200")
+	}
+	t.Parallel()
+	testMultihopHundreds(t, true)
+}
+
+func testMultihopHundreds(t *testing.T, lazy bool) {
+	mt := newMTreeWith(t, 200, bps.Options{MaxStreamsPerCohort: 4, LazyPush: lazy}, 4, func(a key) *bps.Spec { return feedSpec(t, "multihop-hundreds", a) })
 	mt.subscribeAll()
 	maxDepth := uint32(0)
 	positions := make(map[*tnode]bps.Position)
@@ -757,3 +771,4 @@ func TestMultihopHundreds(t *testing.T) {
 		}
 	}
 }
+
