@@ -772,3 +772,40 @@ func testMultihopHundreds(t *testing.T, lazy bool) {
 	}
 }
 
+// TestLateAfterFlushOverWire: a reorder flush passed over index 1 (the
+// parent that had it was later than the reorder wait); when index 1 comes
+// after all it is delivered, out of order, not dropped as a retransmit
+// below the feed cursor the flush moved (reorder.go keeps the indexes it
+// passed over; the cursor check before it must let them in too).
+func TestLateAfterFlushOverWire(t *testing.T) {
+	t.Parallel()
+	mt := newMTreeWith(t, 1, bps.Options{MaxStreamsPerCohort: 2}, 2, func(a key) *bps.Spec { return feedSpec(t, "late-after-flush", a) })
+	mt.subscribeAll()
+	down1, down2, up := make(chan *pb.Frame, 4), make(chan *pb.Frame, 4), make(chan *pb.Frame, 64)
+	first := lazyFakeParent(t, mt.net, 1, down1, up)
+	second := lazyFakeParent(t, mt.net, 1, down2, up)
+	joiner, sub := mt.joinFirstAt(first, second, relayOptions(2))
+	p := mt.adminPublisher()
+	var msgs []*pb.Message
+	for i := range uint64(3) {
+		m := update(t, mt.admin, mt.sp, i, "late")
+		if err := p.Send(ctxT(t), m); err != nil {
+			t.Fatal(err)
+		}
+		msgs = append(msgs, m)
+	}
+	down1 <- &pb.Frame{Kind: &pb.Frame_Message{Message: msgs[0]}}
+	down1 <- &pb.Frame{Kind: &pb.Frame_Message{Message: msgs[2]}}
+	for _, want := range []uint64{0, 2} { // 2 after the reorder wait
+		if d := recv(t, sub); d.Index != want {
+			t.Fatalf("delivery %d, want %d", d.Index, want)
+		}
+	}
+	down2 <- &pb.Frame{Kind: &pb.Frame_Message{Message: msgs[1]}}
+	if d := recv(t, sub); d.Index != 1 {
+		t.Fatalf("delivery %d, want the late 1", d.Index)
+	}
+	if n := joiner.rec.count(func(e bps.Event) bool { return e.Kind == bps.EventClientDrop && e.Index == 1 }); n != 0 {
+		t.Fatalf("the late update dropped %d times", n)
+	}
+}
