@@ -710,6 +710,8 @@ func TestOneHopLazyNegotiation(t *testing.T) {
 		{name: "an ask without lazy push", off: true, join: &pb.Join{Cohort: feed, Multihop: true, Push: pb.PushMode_LAZY}, more: ask, block: true},
 		{name: "set push without a mode", join: &pb.Join{Cohort: feed, Multihop: true, Push: pb.PushMode_EAGER},
 			more: frame(&pb.Frame{Kind: &pb.Frame_SetPush{SetPush: &pb.SetPush{}}}), push: pb.PushMode_EAGER, block: true},
+		{name: "set push eager from an announcement never made", join: &pb.Join{Cohort: feed, Multihop: true, Push: pb.PushMode_LAZY},
+			more: frame(&pb.Frame{Kind: &pb.Frame_SetPush{SetPush: &pb.SetPush{Mode: pb.PushMode_EAGER, From: 5}}}), push: pb.PushMode_LAZY, block: true},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			t.Parallel()
