@@ -55,6 +55,7 @@ type config struct {
 	fanout   int             // tree: the broker's children
 	relayCap int             // tree: children per relay
 	parents  int             // tree: parents per subscriber (the broker's children keep 1)
+	lazy     bool            // tree: lazy push (the second parent announces, sends when asked)
 	joinPar  int             // subscriptions joining at once
 }
 
@@ -136,6 +137,7 @@ func parseFlags(args []string) (config, error) {
 	fs.IntVar(&cfg.fanout, "bps-fanout", 16, "tree: children the broker takes (its MaxStreamsPerCohort)")
 	fs.IntVar(&cfg.relayCap, "bps-relay-capacity", 16, "tree: children each subscriber takes as a relay (RelayCapacity)")
 	fs.IntVar(&cfg.parents, "bps-parents", 2, "tree: parents per subscriber, 1 or 2 (the broker's own children keep one)")
+	fs.BoolVar(&cfg.lazy, "bps-lazy", false, "tree: lazy push (bps.Options.LazyPush): of two parents one sends each delivery whole, the other announces it and sends it when asked")
 	fs.IntVar(&cfg.joinPar, "join-parallel", 16, "BPS: subscriptions joining at once")
 	if err := fs.Parse(args); err != nil {
 		return cfg, err
