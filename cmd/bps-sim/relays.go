@@ -21,7 +21,7 @@ import (
 func applyRelays(o *bps.Options, sc Scenario) {
 	o.RelayCapacity = sc.RelayCapacity
 	o.SingleParent = sc.Parents < 2
-	o.LazyPush = sc.LazyParents
+	o.NoLazyPush = !sc.LazyParents
 	o.ProbeWait = time.Duration(sc.ProbeWait)
 }
 

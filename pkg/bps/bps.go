@@ -157,14 +157,14 @@ type Options struct {
 	// it on self-indexed feeds, SWIP-65); by default a subscription keeps
 	// two parents when the tree can offer them.
 	SingleParent bool
-	// LazyPush: this node speaks lazy push (lazy.go): a subscription's
-	// second parent only announces what it takes and sends it when asked,
-	// and this node does the same for a child that asks it to. Off by
-	// default — both parents send every delivery whole — until a lazy tree
-	// masks every single relay failure as an eager one does
-	// (docs/benchmarks.md: a few updates lost at nodes that kept a parent
-	// under relay churn, in the simulator and in TestMultihopHundreds).
-	LazyPush bool
+	// NoLazyPush: this node speaks no lazy push (lazy.go): its Joins and
+	// Acks never set push, so both parents of its subscriptions send every
+	// delivery whole, and so does it to every child. By default a
+	// subscription's second parent only announces what it takes and sends
+	// it when asked, and this node does the same for a child that asks it
+	// to (negotiated per stream: a peer that does not speak it gets every
+	// frame whole).
+	NoLazyPush bool
 	// LazyWait is how long, at least, a subscription waits for a delivery
 	// a lazy parent announced to come from its eager parent before it
 	// asks the lazy one; the wait follows how late the eager parent's

@@ -150,7 +150,7 @@ func (lz *lazyOut) out(f outFrame, ann *announcement) outFrame {
 // if this node speaks lazy push and the stream the envelope, else unset.
 func (s *Service) negotiatePush(m *member, join *pb.Join) pb.PushMode {
 	mode := join.GetPush()
-	if !s.opts.LazyPush || m.codec != codecEnvelope || (mode != pb.PushMode_EAGER && mode != pb.PushMode_LAZY) {
+	if s.opts.NoLazyPush || m.codec != codecEnvelope || (mode != pb.PushMode_EAGER && mode != pb.PushMode_LAZY) {
 		return pb.PushMode_PUSH_MODE_UNSPECIFIED
 	}
 	m.c.mu.Lock()
@@ -398,7 +398,7 @@ type lazyEntry struct {
 }
 
 func (sub *Subscription) initLazy() {
-	if sub.s.opts.LazyPush {
+	if !sub.s.opts.NoLazyPush {
 		sub.holdFlush = sub.lazyHold
 	}
 	sub.lz.wait = sub.s.opts.LazyWait
@@ -418,7 +418,7 @@ func (sub *Subscription) stopLazy() {
 // pushFor is the mode a new parent stream is asked to start in: lazy if
 // an eager parent feeds this node already, eager if none does.
 func (sub *Subscription) pushFor() pb.PushMode {
-	if !sub.s.opts.LazyPush {
+	if sub.s.opts.NoLazyPush {
 		return pb.PushMode_PUSH_MODE_UNSPECIFIED
 	}
 	sub.mu.Lock()
@@ -650,7 +650,7 @@ func (sub *Subscription) compactLazy() {
 // more than LazyWait after the announcement, or the lazy parent, asked,
 // served first — the lazy parent becomes the eager one.
 func (sub *Subscription) lazyTook(from *clientStream, pub publication, msg *pb.Message, key [32]byte, dup bool) {
-	if !sub.s.opts.LazyPush {
+	if sub.s.opts.NoLazyPush {
 		return
 	}
 	lz := &sub.lz

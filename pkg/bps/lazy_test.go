@@ -29,12 +29,10 @@ func newLazyTree(t *testing.T, n, brokerCap int, sp func(admin key) *bps.Spec, o
 	net := newNetwork(t, netOpts...)
 	mt := &mtree{t: t, net: net, admin: newKey(t)}
 	mt.sp = sp(mt.admin)
-	mt.broker = newNode(t, net, bps.Options{MaxStreamsPerCohort: brokerCap, ProbeWait: 5 * time.Second, LazyPush: true})
+	mt.broker = newNode(t, net, bps.Options{MaxStreamsPerCohort: brokerCap, ProbeWait: 5 * time.Second})
 	all := []*tnode{mt.broker}
 	for i := range n {
 		o := relayOptions(2)
-		o.LazyPush = true
-		o.LazyPush = true
 		if opts != nil {
 			opts(i, &o)
 		}
@@ -171,12 +169,11 @@ func (mt *mtree) joinFirstAt(first, second *streamtest.Node, o bps.Options) (*tn
 // parent is set eager.
 func TestLazyAskWhenEagerLate(t *testing.T) {
 	t.Parallel()
-	mt := newMTreeWith(t, 1, bps.Options{MaxStreamsPerCohort: 2, LazyPush: true}, 2, func(a key) *bps.Spec { return feedSpec(t, "lazy-ask", a) })
+	mt := newMTreeWith(t, 1, bps.Options{MaxStreamsPerCohort: 2}, 2, func(a key) *bps.Spec { return feedSpec(t, "lazy-ask", a) })
 	mt.subscribeAll()
 	honest := mt.nodes[0]
 	mute := statingParent(t, mt.net, 1) // OK, then nothing
 	o := relayOptions(2)
-	o.LazyPush = true
 	o.LazyWait = 20 * time.Millisecond
 	joiner, sub := mt.joinFirstAt(mute, honest.Node, o)
 	if lz := sub.LazyParents(); !slices.Equal(lz, []bool{false, true}) {
@@ -211,12 +208,11 @@ func TestLazyAskWhenEagerLate(t *testing.T) {
 func TestLazySlowParentNotDropped(t *testing.T) {
 	t.Parallel()
 	const slow = 1200 * time.Millisecond // one way
-	mt := newMTreeWith(t, 1, bps.Options{MaxStreamsPerCohort: 2, LazyPush: true}, 2, func(a key) *bps.Spec { return feedSpec(t, "lazy-slow", a) })
+	mt := newMTreeWith(t, 1, bps.Options{MaxStreamsPerCohort: 2}, 2, func(a key) *bps.Spec { return feedSpec(t, "lazy-slow", a) })
 	mt.subscribeAll()
 	honest := mt.nodes[0]
 	mute := statingParent(t, mt.net, 1) // OK, then nothing
 	o := relayOptions(2)
-	o.LazyPush = true
 	o.LazyWait = 20 * time.Millisecond
 	o.MaxLag = 4
 	joiner, sub := mt.joinFirstAt(mute, honest.Node, o)
@@ -443,13 +439,12 @@ func TestLazyFailoverInFlight(t *testing.T) {
 // only this delivers it — while the reorder wait holds the later one.
 func TestLazyPassedOver(t *testing.T) {
 	t.Parallel()
-	mt := newMTreeWith(t, 1, bps.Options{MaxStreamsPerCohort: 2, LazyPush: true}, 2, func(a key) *bps.Spec { return feedSpec(t, "lazy-passed-over", a) })
+	mt := newMTreeWith(t, 1, bps.Options{MaxStreamsPerCohort: 2}, 2, func(a key) *bps.Spec { return feedSpec(t, "lazy-passed-over", a) })
 	mt.subscribeAll()
 	honest := mt.nodes[0]
 	down, up := make(chan *pb.Frame, 4), make(chan *pb.Frame, 64)
 	skipper := lazyFakeParent(t, mt.net, 1, down, up)
 	o := relayOptions(2)
-	o.LazyPush = true
 	o.LazyWait = time.Hour
 	joiner, sub := mt.joinFirstAt(skipper, honest.Node, o)
 	if lz := sub.LazyParents(); !slices.Equal(lz, []bool{false, true}) {
@@ -480,13 +475,12 @@ func TestLazyPassedOver(t *testing.T) {
 func TestLazyPassedOverSlow(t *testing.T) {
 	t.Parallel()
 	const slow = 600 * time.Millisecond // one way
-	mt := newMTreeWith(t, 1, bps.Options{MaxStreamsPerCohort: 2, LazyPush: true}, 2, func(a key) *bps.Spec { return feedSpec(t, "lazy-passed-over-slow", a) })
+	mt := newMTreeWith(t, 1, bps.Options{MaxStreamsPerCohort: 2}, 2, func(a key) *bps.Spec { return feedSpec(t, "lazy-passed-over-slow", a) })
 	mt.subscribeAll()
 	honest := mt.nodes[0]
 	down, up := make(chan *pb.Frame, 4), make(chan *pb.Frame, 64)
 	skipper := lazyFakeParent(t, mt.net, 1, down, up)
 	o := relayOptions(2)
-	o.LazyPush = true
 	o.LazyWait = time.Hour
 	joiner, sub := mt.joinFirstAt(skipper, honest.Node, o)
 	if lz := sub.LazyParents(); !slices.Equal(lz, []bool{false, true}) {
@@ -510,7 +504,7 @@ func TestLazyPassedOverSlow(t *testing.T) {
 	expectUpdates(t, sub, 0, 3)
 }
 
-// TestLazyMixedTree: nodes that speak no lazy push (LazyPush off) beside
+// TestLazyMixedTree: nodes that speak no lazy push (NoLazyPush) beside
 // nodes that do: a stream is lazy only where both ends speak it, every
 // node keeps an eager parent, and every update reaches every node once and
 // in order.
@@ -518,7 +512,7 @@ func TestLazyMixedTree(t *testing.T) {
 	t.Parallel()
 	old := func(i int) bool { return i%2 == 1 }
 	mt := newLazyTree(t, 8, 2, func(a key) *bps.Spec { return feedSpec(t, "lazy-mixed", a) }, func(i int, o *bps.Options) {
-		o.LazyPush = !old(i)
+		o.NoLazyPush = old(i)
 	})
 	mt.subscribeAll()
 	p := mt.adminPublisher()
@@ -569,13 +563,12 @@ func TestLazyMixedTree(t *testing.T) {
 // eager parent delivers throughout.
 func TestHostileLazyParentNeverServes(t *testing.T) {
 	t.Parallel()
-	mt := newMTreeWith(t, 1, bps.Options{MaxStreamsPerCohort: 2, LazyPush: true}, 2, func(a key) *bps.Spec { return feedSpec(t, "lazy-never-serves", a) })
+	mt := newMTreeWith(t, 1, bps.Options{MaxStreamsPerCohort: 2}, 2, func(a key) *bps.Spec { return feedSpec(t, "lazy-never-serves", a) })
 	mt.subscribeAll()
 	honest := mt.nodes[0]
 	down, up := make(chan *pb.Frame, 1), make(chan *pb.Frame, 64)
 	evil := lazyFakeParent(t, mt.net, 1, down, up)
 	o := relayOptions(2)
-	o.LazyPush = true
 	o.MaxLag = 3
 	o.LazyWait = 10 * time.Millisecond
 	joiner, sub := mt.joinFirstAt(honest.Node, evil, o)
@@ -629,7 +622,7 @@ func readEnvelope(t *testing.T, r *raw) *pb.Frame {
 // made, is a violation: reset, blocklisted, counted.
 func TestHostileLazyAskFlood(t *testing.T) {
 	t.Parallel()
-	_, broker, cl := cluster(t, bps.Options{LazyPush: true}, 3)
+	_, broker, cl := cluster(t, bps.Options{}, 3)
 	admin := newKey(t)
 	sp := feedSpec(t, "lazy-ask-flood", admin)
 	child := openRaw(t, cl[0], broker)
@@ -715,7 +708,7 @@ func TestOneHopLazyNegotiation(t *testing.T) {
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			t.Parallel()
-			h := newOneHop(t, bps.Options{LazyPush: !tc.off})
+			h := newOneHop(t, bps.Options{NoLazyPush: tc.off})
 			s, ack := h.join(tc.join)
 			if ack.Status != pb.Status_OK || ack.Push != tc.push {
 				t.Fatalf("ack %v, want OK with push %s", ack, tc.push)
