@@ -87,7 +87,7 @@ func runBPS(ctx context.Context, cfg config, n int, tree bool) (res result, err 
 	brokerOpts := bps.Options{MaxStreamsPerCohort: n, Tracer: tracer}
 	if tree {
 		brokerOpts.MaxStreamsPerCohort = cfg.fanout
-		brokerOpts.LazyPush = cfg.lazy
+		brokerOpts.NoLazyPush = !cfg.lazy
 	}
 	broker, err := newBPSNode(hosts[0], dir, m, brokerOpts)
 	if err != nil {
@@ -98,7 +98,7 @@ func runBPS(ctx context.Context, cfg config, n int, tree bool) (res result, err 
 		o := bps.Options{Tracer: tracer}
 		if tree && i > 0 { // the subscribers; the publisher does not relay
 			o.RelayCapacity = cfg.relayCap
-			o.LazyPush = cfg.lazy
+			o.NoLazyPush = !cfg.lazy
 			o.SingleParent = cfg.parents == 1
 			o.Underlays = func() [][]byte {
 				if a := h.Addrs(); len(a) > 0 {

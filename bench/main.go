@@ -137,7 +137,7 @@ func parseFlags(args []string) (config, error) {
 	fs.IntVar(&cfg.fanout, "bps-fanout", 16, "tree: children the broker takes (its MaxStreamsPerCohort)")
 	fs.IntVar(&cfg.relayCap, "bps-relay-capacity", 16, "tree: children each subscriber takes as a relay (RelayCapacity)")
 	fs.IntVar(&cfg.parents, "bps-parents", 2, "tree: parents per subscriber, 1 or 2 (the broker's own children keep one)")
-	fs.BoolVar(&cfg.lazy, "bps-lazy", false, "tree: lazy push (bps.Options.LazyPush): of two parents one sends each delivery whole, the other announces it and sends it when asked")
+	fs.BoolVar(&cfg.lazy, "bps-lazy", true, "tree: lazy push, the node's default (off: bps.Options.NoLazyPush): of two parents one sends each delivery whole, the other announces it and sends it when asked")
 	fs.IntVar(&cfg.joinPar, "join-parallel", 16, "BPS: subscriptions joining at once")
 	if err := fs.Parse(args); err != nil {
 		return cfg, err
