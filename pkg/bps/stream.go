@@ -585,8 +585,11 @@ func (cs *clientStream) run(read func(fr *frameReader) error, fr *frameReader, o
 	ok := s.goOwned(func() {
 		defer close(cs.done)
 		defer func() { cs.meter.Load().done() }()
-		defer s.reg.removeParent(cs)
+		// The tree forgets the parent before its loss is handled: onEnd may
+		// end the subscription, whose Close has then returned, and the
+		// node's position must not outlive it.
 		defer onEnd()
+		defer s.reg.removeParent(cs)
 		var err error
 		for err == nil {
 			err = read(fr)
