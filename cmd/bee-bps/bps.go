@@ -35,6 +35,7 @@ const (
 	optionNameBPSInactivity          = "bps-inactivity"
 	optionNameBPSClaimDeadline       = "bps-claim-deadline"
 	optionNameBPSRelayCapacity       = "bps-relay-capacity"
+	optionNameBPSLazyPush            = "bps-lazy-push"
 
 	optionNameBPSDeliveryPrice = "bps-delivery-price"
 	optionNameBPSPublishPrice  = "bps-publish-price"
@@ -66,6 +67,7 @@ func setBPSFlags(f *pflag.FlagSet, withEnable bool) {
 	f.Duration(optionNameBPSInactivity, d.Inactivity, "BPS: a cohort without messages for this long is reclaimed")
 	f.Duration(optionNameBPSClaimDeadline, d.ClaimDeadline, "BPS: time an unclaimed publisher seat is held")
 	f.Int(optionNameBPSRelayCapacity, d.RelayCapacity, "BPS: children this node accepts per cohort it follows, as a relay in the cohort's tree (SWIP-61); 0: it does not relay (a light node never does)")
+	f.Bool(optionNameBPSLazyPush, !d.NoLazyPush, "BPS: lazy push: of a node's two parents one sends each delivery whole and the other announces it, sending it when asked (about half the bytes); negotiated per stream; false: every frame whole")
 	f.Uint64(optionNameBPSDeliveryPrice, p.Delivery, "BPS: accounting units a child owes its parent for each delivery, on bee's accounting, settled in batches (default: bee's base price over a relay's default fan-out; both prices 0: BPS charges nothing)")
 	f.Uint64(optionNameBPSPublishPrice, p.Publish, "BPS: accounting units per hop a publication costs its sender, times its depth, owed to its parent (default: as bps-delivery-price)")
 	f.Int(optionNameBPSAPIMaxSessions, api.DefaultMaxSessions, "BPS API: WebSocket sessions on this node (past it: 503)")
@@ -96,6 +98,7 @@ func bpsOptions(v *viper.Viper) (bps.Options, error) {
 		Inactivity:          v.GetDuration(optionNameBPSInactivity),
 		ClaimDeadline:       v.GetDuration(optionNameBPSClaimDeadline),
 		RelayCapacity:       v.GetInt(optionNameBPSRelayCapacity),
+		NoLazyPush:          !v.GetBool(optionNameBPSLazyPush),
 	}
 	if o.RelayCapacity < 0 || o.RelayCapacity > maxBPSCount {
 		return o, fmt.Errorf("--%s %d: must be between 0 and %d", optionNameBPSRelayCapacity, o.RelayCapacity, maxBPSCount)

@@ -14,6 +14,23 @@ import (
 // TestNodeDefaults: a full node started with no bps-* option runs
 // bps.NodeOptions and bps.DefaultPrices, the one source of the node's
 // defaults that bps-sim reads too (cmd/bps-sim: TestDefaultsAreTheNodes).
+// TestLazyPushFlag: lazy push is the node's default, and --bps-lazy-push
+// false turns it off (every frame whole, asked for and sent).
+func TestLazyPushFlag(t *testing.T) {
+	for _, tc := range []struct {
+		args []string
+		off  bool
+	}{{nil, false}, {[]string{"--bps-lazy-push=false"}, true}, {[]string{"--bps-lazy-push"}, false}} {
+		_, o, _, err := parseStart(t, append(tc.args, "--password", "x")...)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if o.NoLazyPush != tc.off {
+			t.Errorf("%v: NoLazyPush %t, want %t", tc.args, o.NoLazyPush, tc.off)
+		}
+	}
+}
+
 func TestNodeDefaults(t *testing.T) {
 	v, err := parseStartOptions(t)
 	if err != nil {
@@ -32,6 +49,7 @@ func TestNodeDefaults(t *testing.T) {
 		Inactivity:          d.Inactivity,
 		ClaimDeadline:       d.ClaimDeadline,
 		RelayCapacity:       d.RelayCapacity,
+		NoLazyPush:          d.NoLazyPush,
 	}
 	if !reflect.DeepEqual(o, want) {
 		t.Errorf("bee-bps's default options %+v, want bps.NodeOptions' %+v", o, want)
