@@ -439,30 +439,7 @@ func TestLazyFailoverInFlight(t *testing.T) {
 // only this delivers it — while the reorder wait holds the later one.
 func TestLazyPassedOver(t *testing.T) {
 	t.Parallel()
-	mt := newMTreeWith(t, 1, bps.Options{MaxStreamsPerCohort: 2}, 2, func(a key) *bps.Spec { return feedSpec(t, "lazy-passed-over", a) })
-	mt.subscribeAll()
-	honest := mt.nodes[0]
-	down, up := make(chan *pb.Frame, 4), make(chan *pb.Frame, 64)
-	skipper := lazyFakeParent(t, mt.net, 1, down, up)
-	o := relayOptions(2)
-	o.LazyWait = time.Hour
-	joiner, sub := mt.joinFirstAt(skipper, honest.Node, o)
-	if lz := sub.LazyParents(); !slices.Equal(lz, []bool{false, true}) {
-		t.Fatalf("lazy parents %v, want the skipper eager, the relay lazy", lz)
-	}
-	p := mt.adminPublisher()
-	var msgs []*pb.Message
-	for i := range uint64(3) {
-		m := update(t, mt.admin, mt.sp, i, "passed over")
-		if err := p.Send(ctxT(t), m); err != nil {
-			t.Fatal(err)
-		}
-		msgs = append(msgs, m)
-	}
-	joiner.rec.waitN(t, 3, "three announcements", kind(bps.EventAnnounced))
-	down <- &pb.Frame{Kind: &pb.Frame_Message{Message: msgs[0]}}
-	down <- &pb.Frame{Kind: &pb.Frame_Message{Message: msgs[2]}}
-	expectUpdates(t, sub, 0, 3)
+	lazyPassedOver(t, "lazy-passed-over", 0)
 }
 
 // TestLazyPassedOverSlow is TestLazyPassedOver with the lazy parent
@@ -474,8 +451,16 @@ func TestLazyPassedOver(t *testing.T) {
 // both its parents.
 func TestLazyPassedOverSlow(t *testing.T) {
 	t.Parallel()
-	const slow = 600 * time.Millisecond // one way
-	mt := newMTreeWith(t, 1, bps.Options{MaxStreamsPerCohort: 2}, 2, func(a key) *bps.Spec { return feedSpec(t, "lazy-passed-over-slow", a) })
+	lazyPassedOver(t, "lazy-passed-over-slow", 600*time.Millisecond)
+}
+
+// lazyPassedOver runs a node whose eager parent delivers updates 0 and 2
+// and passes over 1, which only its lazy parent — an honest relay, behind
+// a link of latency slow one way if set — announced: the node gets all
+// three, in order.
+func lazyPassedOver(t *testing.T, topic string, slow time.Duration) {
+	t.Helper()
+	mt := newMTreeWith(t, 1, bps.Options{MaxStreamsPerCohort: 2}, 2, func(a key) *bps.Spec { return feedSpec(t, topic, a) })
 	mt.subscribeAll()
 	honest := mt.nodes[0]
 	down, up := make(chan *pb.Frame, 4), make(chan *pb.Frame, 64)
@@ -486,18 +471,12 @@ func TestLazyPassedOverSlow(t *testing.T) {
 	if lz := sub.LazyParents(); !slices.Equal(lz, []bool{false, true}) {
 		t.Fatalf("lazy parents %v, want the skipper eager, the relay lazy", lz)
 	}
-	if err := mt.net.SetLink(honest.Node, joiner.Node, streamtest.LinkConfig{Latency: slow}); err != nil {
-		t.Fatal(err)
-	}
-	p := mt.adminPublisher()
-	var msgs []*pb.Message
-	for i := range uint64(3) {
-		m := update(t, mt.admin, mt.sp, i, "passed over")
-		if err := p.Send(ctxT(t), m); err != nil {
+	if slow > 0 {
+		if err := mt.net.SetLink(honest.Node, joiner.Node, streamtest.LinkConfig{Latency: slow}); err != nil {
 			t.Fatal(err)
 		}
-		msgs = append(msgs, m)
 	}
+	msgs := mt.sendN(mt.adminPublisher(), 3, "passed over")
 	joiner.rec.waitN(t, 3, "three announcements", kind(bps.EventAnnounced))
 	down <- &pb.Frame{Kind: &pb.Frame_Message{Message: msgs[0]}}
 	down <- &pb.Frame{Kind: &pb.Frame_Message{Message: msgs[2]}}

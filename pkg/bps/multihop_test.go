@@ -100,6 +100,20 @@ func (mt *mtree) adminPublisher() *bps.Publisher {
 	return publish(mt.t, nd, mt.broker, mt.sp, mt.admin, 0)
 }
 
+// sendN sends feed updates 0..n-1 with text through p and returns them.
+func (mt *mtree) sendN(p *bps.Publisher, n uint64, text string) []*pb.Message {
+	mt.t.Helper()
+	msgs := make([]*pb.Message, 0, n)
+	for i := range n {
+		m := update(mt.t, mt.admin, mt.sp, i, text)
+		if err := p.Send(ctxT(mt.t), m); err != nil {
+			mt.t.Fatal(err)
+		}
+		msgs = append(msgs, m)
+	}
+	return msgs
+}
+
 // publishN publishes feed updates from..to-1.
 func (mt *mtree) publishN(p *bps.Publisher, from, to uint64) {
 	mt.t.Helper()
@@ -785,15 +799,7 @@ func TestLateAfterFlushOverWire(t *testing.T) {
 	first := lazyFakeParent(t, mt.net, 1, down1, up)
 	second := lazyFakeParent(t, mt.net, 1, down2, up)
 	joiner, sub := mt.joinFirstAt(first, second, relayOptions(2))
-	p := mt.adminPublisher()
-	var msgs []*pb.Message
-	for i := range uint64(3) {
-		m := update(t, mt.admin, mt.sp, i, "late")
-		if err := p.Send(ctxT(t), m); err != nil {
-			t.Fatal(err)
-		}
-		msgs = append(msgs, m)
-	}
+	msgs := mt.sendN(mt.adminPublisher(), 3, "late")
 	down1 <- &pb.Frame{Kind: &pb.Frame_Message{Message: msgs[0]}}
 	down1 <- &pb.Frame{Kind: &pb.Frame_Message{Message: msgs[2]}}
 	for _, want := range []uint64{0, 2} { // 2 after the reorder wait
