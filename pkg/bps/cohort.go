@@ -219,18 +219,26 @@ func (r *registry) fanOut(c *cohort, pub publication, frame []byte, svc uint64) 
 		if m.lz != nil && f.b != nil && svc == 0 && !f.end {
 			f = m.lz.out(f, &ann)
 		}
-		if m.offer(f) {
-			if f.b != nil && f.kind != kindAnnounce {
-				delivered++
-			}
-		} else if m.kill(errQueueFull) {
-			// A stream already reset stays among the children until its
-			// handler returns; it is counted once.
-			r.s.count(c, CounterQueueReset)
-			r.s.trace(Event{Kind: EventQueueReset, Cohort: c.spec.String(), Peer: m.peer})
+		if r.s.offerOrReset(c, m, f) && f.b != nil && f.kind != kindAnnounce {
+			delivered++
 		}
 	}
 	r.s.metrics.Delivered.Add(float64(delivered))
+}
+
+// offerOrReset queues f on member m of c without blocking; a full queue
+// resets m's stream (queue_reset) and reports false. A stream already
+// reset stays among the children until its handler returns, and whatever
+// finds it full meanwhile does not count it again. The caller holds c.mu.
+func (s *Service) offerOrReset(c *cohort, m *member, f outFrame) bool {
+	if m.offer(f) {
+		return true
+	}
+	if m.kill(errQueueFull) {
+		s.count(c, CounterQueueReset)
+		s.trace(Event{Kind: EventQueueReset, Cohort: c.spec.String(), Peer: m.peer})
+	}
+	return false
 }
 
 // ingest is the one way a frame from a stream enters the cohort at this

@@ -216,11 +216,7 @@ func (c *cohort) ask(m *member, a *pb.Ask) error {
 		if c.dead {
 			continue
 		}
-		if !m.offer(outFrame{b: frame, kind: kindMessage}) {
-			if m.kill(errQueueFull) {
-				s.count(c, CounterQueueReset)
-				s.trace(Event{Kind: EventQueueReset, Cohort: c.spec.String(), Peer: m.peer})
-			}
+		if !s.offerOrReset(c, m, outFrame{b: frame, kind: kindMessage}) {
 			return nil
 		}
 		s.metrics.LazyServed.Inc()
@@ -271,11 +267,7 @@ func (c *cohort) serveFrom(m *member, from uint64) {
 		if c.dead || frame == nil {
 			continue
 		}
-		if !m.offer(outFrame{b: frame, kind: kindMessage}) {
-			if m.kill(errQueueFull) {
-				s.count(c, CounterQueueReset)
-				s.trace(Event{Kind: EventQueueReset, Cohort: c.spec.String(), Peer: m.peer})
-			}
+		if !s.offerOrReset(c, m, outFrame{b: frame, kind: kindMessage}) {
 			return
 		}
 		s.metrics.LazyServed.Inc()
