@@ -504,8 +504,10 @@ func (ss *wsSession) join() {
 		receive = false // from its ready frame on
 	}
 	rm.Add(ss, p.memberOptions(ss.echo), receive)
-	if ss.hub != nil && !ss.hub.Add(ss) {
-		ss.close(websocket.CloseGoingAway, "the broker ended the subscription", nil)
+	if ss.hub != nil {
+		if err := ss.hub.Add(ss); err != nil {
+			ss.End(err) // the hub ended between Subscribe and here
+		}
 	}
 }
 
@@ -564,8 +566,8 @@ func (ss *wsSession) release(held *session.PubStream) {
 
 // attachPub lets the session publish on e and tells the dApp it may.
 func (ss *wsSession) attachPub(e *session.PubStream) {
-	if !e.Add(ss) {
-		ss.fail(websocket.CloseGoingAway, "the broker ended the publisher stream")
+	if err := e.Add(ss); err != nil {
+		ss.End(err)
 		return
 	}
 	ss.pub.Store(e)
@@ -679,8 +681,8 @@ func (ss *wsSession) attachOpened(e *session.PubStream) *session.PubStream {
 		ss.fail(closeStatus(err), "publish: "+err.Error())
 		return nil
 	}
-	if !e.Add(ss) {
-		ss.fail(websocket.CloseGoingAway, "the broker ended the publisher stream")
+	if err := e.Add(ss); err != nil {
+		ss.End(err)
 	}
 	return e
 }
@@ -715,8 +717,8 @@ func (ss *wsSession) evaluate(e *session.PubStream) *session.PubStream {
 			ss.fail(closeStatus(err), "publish: "+err.Error())
 			return nil
 		}
-		if !e.Add(ss) {
-			ss.fail(websocket.CloseGoingAway, "the broker ended the publisher stream")
+		if err := e.Add(ss); err != nil {
+			ss.End(err)
 			return e
 		}
 	}

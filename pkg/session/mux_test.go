@@ -201,7 +201,7 @@ func TestMuxSharesStreams(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if h1 != h2 || !h1.Add(a) || !h2.Add(b) {
+	if h1 != h2 || h1.Add(a) != nil || h2.Add(b) != nil {
 		t.Fatal("two subscriber streams for one cohort")
 	}
 	if ci := cohortInfo(t, broker, sp); ci.Subscribers != 1 {

@@ -22,20 +22,22 @@ import (
 type sessionSet struct {
 	mu       sync.Mutex
 	sessions map[Session]struct{}
-	ended    bool
+	ended    error // why the stream ended; nil while it is open
 }
 
 func newSessionSet() sessionSet { return sessionSet{sessions: make(map[Session]struct{})} }
 
-// Add attaches a session; false if the stream has ended.
-func (ss *sessionSet) Add(s Session) bool {
+// Add attaches a session. If the stream has ended, it returns why — the
+// error the sessions attached before were ended with — so that a session
+// that comes late is ended exactly as they were.
+func (ss *sessionSet) Add(s Session) error {
 	ss.mu.Lock()
 	defer ss.mu.Unlock()
-	if ss.ended {
-		return false
+	if ss.ended != nil {
+		return ss.ended
 	}
 	ss.sessions[s] = struct{}{}
-	return true
+	return nil
 }
 
 // Remove detaches a session.
@@ -51,10 +53,10 @@ func (ss *sessionSet) count() int {
 	return len(ss.sessions)
 }
 
-// endAll ends the stream for its sessions, with err.
+// endAll ends the stream for its sessions, with err (never nil).
 func (ss *sessionSet) endAll(err error) {
 	ss.mu.Lock()
-	ss.ended = true
+	ss.ended = err
 	all := make([]Session, 0, len(ss.sessions))
 	for s := range ss.sessions {
 		all = append(all, s)
