@@ -79,8 +79,8 @@ func TestMuxOverMock(t *testing.T) {
 	defer h.Release()
 	s := &recorder{delivered: make(chan []byte, 1), ended: make(chan error, 1)}
 	r.Add(s, session.MemberOptions{}, true)
-	if !h.Add(s) {
-		t.Fatal("the hub ended")
+	if err := h.Add(s); err != nil {
+		t.Fatalf("the hub ended: %v", err)
 	}
 	streams := svc.Opened()
 	if len(streams) != 1 {
