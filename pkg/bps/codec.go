@@ -22,9 +22,13 @@ import (
 // framing fits well inside.
 const MaxFrameSize = 8 << 10
 
-// readBufferSize is the read buffer per stream: small, since most frames on a
-// subscriber stream are read by the other side.
-const readBufferSize = 512
+// readBufferSize is the read buffer per stream. A stream's reader waits in
+// a read for as long as the stream lives, with its buffer, and most of its
+// frames are read by the other side; so it is small — a length prefix and a
+// small frame (an announcement, an ask) or the start of a larger one, whose
+// rest bufio reads straight into the frame (readRaw, protodelim), however
+// large (up to MaxFrameSize).
+const readBufferSize = 64
 
 // errMalformed marks a frame that was read whole but is not what the stream
 // may carry — a protocol violation, unlike an I/O error or a clean EOF.

@@ -79,11 +79,11 @@ func newPeerStream(stream p2p.Stream, peer swarm.Address, c codec, o *Options) p
 // any, then closes the stream. done, if set, is told the write's outcome.
 type outFrame struct {
 	b    []byte
-	kind frameKind
 	svc  uint64
-	end  bool
 	done chan error
-}
+	kind frameKind
+	end  bool
+} // 48 bytes: a queue holds Options.QueueLen of them
 
 // written reports whether the writer has told f's outcome, and the outcome.
 func (f outFrame) written() (done bool, err error) {
