@@ -246,6 +246,20 @@ func TestFrameReaderSizes(t *testing.T) {
 			}
 		})
 	}
+	for _, tc := range []struct {
+		name string
+		wire []byte
+		want error
+	}{
+		{"nothing", nil, io.EOF},
+		{"a prefix cut short", []byte{0x80}, errMalformed},
+		{"a frame cut short", []byte{3, 1}, errMalformed},
+		{"a prefix past 64 bits", bytes.Repeat([]byte{0xff}, 11), errMalformed},
+	} {
+		if _, err := newFrameReader(bytes.NewReader(tc.wire)).readRaw(); !errors.Is(err, tc.want) {
+			t.Errorf("%s: %v, want %v", tc.name, err, tc.want)
+		}
+	}
 	big := &pb.Message{Data: bytes.Repeat([]byte{9}, MaxFrameSize)}
 	if _, err := newFrameReader(bytes.NewReader(encodeFrame(big))).readRaw(); !errors.Is(err, errMalformed) {
 		t.Fatalf("a frame of %d bytes: %v, want malformed", proto.Size(big), err)
