@@ -373,6 +373,14 @@ func (c *conn) take(s int, p []byte, offset time.Duration) time.Time {
 	return nd.cpu.occupy(time.Now(), p, nd.cpu.cost.ReadCost).Add(-offset)
 }
 
+// The errors of a read, made once: a reader waits in read for as long as
+// its stream lives, and the less of its stack read's frame takes, the
+// more of it the GC can give back.
+var (
+	errReadReset  = fmt.Errorf("read: %w", ErrStreamReset)
+	errReadClosed = fmt.Errorf("read: %w", ErrStreamClosed)
+)
+
 func (c *conn) read(s int, p []byte) (int, error) {
 	c.mu.Lock()
 	defer c.mu.Unlock()
@@ -381,9 +389,9 @@ func (c *conn) read(s int, p []byte) (int, error) {
 	for {
 		switch {
 		case c.isReset:
-			return 0, fmt.Errorf("read: %w", ErrStreamReset)
+			return 0, errReadReset
 		case c.closed[s]:
-			return 0, fmt.Errorf("read: %w", ErrStreamClosed)
+			return 0, errReadClosed
 		case len(p) == 0:
 			return 0, nil
 		}
