@@ -29,14 +29,77 @@ func violationf(format string, a ...any) error {
 // handler is the broker side of a BPS stream. It is resident: it returns when
 // the stream ends, after reading the Join, answering it, and serving the
 // stream in its role. It returns p2p.NewBlockPeerError only for a violation.
+//
+// A member's handler is its stream's reader, waiting in a read for as long
+// as the stream lives; so everything but the read loop is in functions
+// that are not on the stack while it waits (accept, served, release), and
+// what they share is in a handling. A goroutine's stack that grew to 8 KiB
+// is halved by the GC only if less than a quarter of it, Go's 800-byte
+// guard included, is in use where the goroutine waits.
 func (s *Service) handler(ctx context.Context, peer p2p.Peer, stream p2p.Stream) (err error) {
+	h, err := s.accept(ctx, peer, stream)
+	if h == nil {
+		return err
+	}
+	defer func() { err = s.release(h, err) }()
+	return s.served(h, s.readLoop(h.m, h.fr))
+}
+
+// handling is a member stream's handler's state while its reader runs.
+type handling struct {
+	peer    p2p.Peer
+	stream  p2p.Stream
+	sp      *Spec
+	m       *member      // set once the Join is admitted
+	fr      *frameReader // m's reader
+	stop    func() bool  // ends the context.AfterFunc that kills m when the handler's context ends
+	stopSvc func() bool  // the same for the service's
+}
+
+// accept reads a stream's Join and answers it. It returns the handling of
+// a member whose Ack it wrote, which the handler serves and then releases;
+// nil, and the handler's error, for a stream it ended (refused, referred,
+// told the cohort ended, or failed).
+//
+//go:noinline
+func (s *Service) accept(ctx context.Context, peer p2p.Peer, stream p2p.Stream) (*handling, error) {
 	if !s.track() {
 		_ = stream.Reset()
-		return ErrClosed
+		return nil, ErrClosed
 	}
-	defer s.done()
-	defer func() { err = s.unwind(peer, stream, err) }()
+	h := &handling{peer: peer, stream: stream}
+	err := s.handshake(ctx, h)
+	switch {
+	case h.m != nil && err == nil:
+		return h, nil
+	case h.m != nil: // admitted, and failed before its reader started
+		return nil, s.release(h, err)
+	}
+	err = s.unwind(peer, stream, err)
+	s.done()
+	return nil, err
+}
 
+// release ends the handling of a member whose handler returns err, and
+// returns the handler's error.
+func (s *Service) release(h *handling, err error) error {
+	if h.stopSvc != nil {
+		h.stopSvc()
+	}
+	if h.stop != nil {
+		h.stop()
+	}
+	h.m.meter.Load().done()
+	s.reg.detach(h.m)
+	s.trace(Event{Kind: EventLeave, Cohort: h.sp.String(), Peer: h.peer.Address, Err: err})
+	err = s.unwind(h.peer, h.stream, err)
+	s.done()
+	return err
+}
+
+// handshake reads the Join and answers it; a Join it admits sets h.m.
+func (s *Service) handshake(ctx context.Context, h *handling) error {
+	peer, stream := h.peer, h.stream
 	if s.opts.PeerCheck != nil {
 		if err := s.opts.PeerCheck(ctx, peer, stream); err != nil {
 			if de := (*p2p.DisconnectError)(nil); errors.As(err, &de) {
@@ -66,7 +129,7 @@ func (s *Service) handler(ctx context.Context, peer p2p.Peer, stream p2p.Stream)
 		// candidates only, never a second stream to this node.
 		return s.refer(ctx, peer, stream, sp, join)
 	}
-	return s.admit(ctx, peer, stream, fr, sp, join)
+	return s.admit(ctx, h, fr, sp, join)
 }
 
 // unwind ends a stream whose handler returns err: a clean close, or a
@@ -87,9 +150,11 @@ func (s *Service) unwind(peer p2p.Peer, stream p2p.Stream, err error) error {
 	return err
 }
 
-// admit attaches a Join's stream to its cohort and serves it; a node at
-// capacity answers a multihop joiner with candidates in its subtree.
-func (s *Service) admit(ctx context.Context, peer p2p.Peer, stream p2p.Stream, fr *frameReader, sp *Spec, join *pb.Join) (err error) {
+// admit attaches a Join's stream to its cohort, as h.m, and starts serving
+// it; a node at capacity answers a multihop joiner with candidates in its
+// subtree.
+func (s *Service) admit(ctx context.Context, h *handling, fr *frameReader, sp *Spec, join *pb.Join) error {
+	peer, stream := h.peer, h.stream
 	ro := joinRole(sp, join)
 	// This node speaks the multihop envelope (SWIP-61): a joiner that
 	// does too gets it on its stream; any other stays bare.
@@ -104,10 +169,7 @@ func (s *Service) admit(ctx context.Context, peer p2p.Peer, stream p2p.Stream, f
 	if status != pb.Status_OK {
 		return s.refuse(ctx, peer, stream, status, join)
 	}
-	defer func() {
-		s.reg.detach(m)
-		s.trace(Event{Kind: EventLeave, Cohort: sp.String(), Peer: peer.Address, Err: err})
-	}()
+	h.m, h.fr, h.sp = m, fr, sp // release detaches m
 
 	ack.Challenge = m.challenge
 	m.attests = ack.Attests // before serve starts m's reader
@@ -118,7 +180,7 @@ func (s *Service) admit(ctx context.Context, peer p2p.Peer, stream p2p.Stream, f
 	ack.Depth = m.c.ackDepth(m)
 	s.metrics.Joins.WithLabelValues("OK").Inc()
 	s.trace(Event{Kind: EventJoin, Cohort: sp.String(), Peer: peer.Address, Status: pb.Status_OK.String()})
-	return s.serve(ctx, m, fr, encodeFrame(ack))
+	return s.serve(ctx, h, encodeFrame(ack))
 }
 
 // joinRole is the role a Join asks for. Under implicit authorship there is
@@ -222,13 +284,13 @@ func (s *Service) refuse(ctx context.Context, peer p2p.Peer, stream p2p.Stream, 
 	return nil
 }
 
-// serve runs an attached member until its stream ends: it writes the Ack,
-// then lets what is queued to the member start on-demand writers, and reads
-// what the peer sends in its role. It returns after the reader and the last
-// writer have stopped.
-func (s *Service) serve(ctx context.Context, m *member, fr *frameReader, ack []byte) error {
-	s.priceChild(&m.peerStream, fr, ack) // charging for depth: pricing.go
-	defer func() { m.meter.Load().done() }()
+// serve starts serving an attached member: it writes the Ack, then lets
+// what is queued to the member start on-demand writers. The handler then
+// reads what the peer sends in its role (readLoop) until the stream ends,
+// and served waits for the last writer.
+func (s *Service) serve(ctx context.Context, h *handling, ack []byte) error {
+	m := h.m
+	s.priceChild(&m.peerStream, h.fr, ack) // charging for depth: pricing.go; release ends the meter
 	t := m.writeTimer()
 	err := m.write(t, ack)
 	t.Stop()
@@ -245,14 +307,19 @@ func (s *Service) serve(ctx context.Context, m *member, fr *frameReader, ack []b
 
 	// Unblock the reader when the handler context ends (the peer
 	// disconnected); the service's own Close kills every member.
-	stop := context.AfterFunc(ctx, func() { m.kill(context.Cause(ctx)) })
-	defer stop()
+	h.stop = context.AfterFunc(ctx, func() { m.kill(context.Cause(ctx)) })
 	// The service's Close kills every member of a live cohort; this also
 	// ends one whose cohort ended and was forgotten, waiting for its peer.
-	stopSvc := context.AfterFunc(s.ctx, func() { m.kill(errServiceClosed) })
-	defer stopSvc()
+	h.stopSvc = context.AfterFunc(s.ctx, func() { m.kill(errServiceClosed) })
+	return nil
+}
 
-	rerr := s.readLoop(m, fr)
+// served ends a member's serving once its reader returned rerr: it stops
+// the writers and returns why the stream ended.
+//
+//go:noinline
+func (s *Service) served(h *handling, rerr error) error {
+	m := h.m
 	if m.ending.Load() {
 		// The cohort ended: the writer delivered END_OF_STREAM and closed
 		// our side; the peer closed its own (or EndGrace reset it).

@@ -22,9 +22,13 @@ import (
 // framing fits well inside.
 const MaxFrameSize = 8 << 10
 
-// readBufferSize is the read buffer per stream: small, since most frames on a
-// subscriber stream are read by the other side.
-const readBufferSize = 512
+// readBufferSize is the read buffer per stream. A stream's reader waits in
+// a read for as long as the stream lives, with its buffer, and most of its
+// frames are read by the other side; so it is small — a length prefix and a
+// small frame (an announcement, an ask) or the start of a larger one, whose
+// rest bufio reads straight into the frame (readRaw, protodelim), however
+// large (up to MaxFrameSize).
+const readBufferSize = 64
 
 // errMalformed marks a frame that was read whole but is not what the stream
 // may carry — a protocol violation, unlike an I/O error or a clean EOF.
@@ -86,37 +90,82 @@ func (fr *frameReader) read(m proto.Message) error {
 // readRaw returns the next frame's bytes, its length prefix stripped, for a
 // reader that decides what the frame is only once it has it. Errors are
 // classified as read classifies them.
+//
+// A stream's reader waits here, in the prefix's first ReadByte, for as
+// long as the stream lives, so its frame is kept small: the prefix is read
+// inline, and the frame and every error are left to functions that are
+// not on the stack while it waits. A reader's goroutine whose stack grew
+// to 8 KiB (a delivery's check and fan-out) is shrunk back to 4 KiB by the
+// GC only if less than 2 KiB of it, Go's 800-byte guard included, is in
+// use where it waits.
 func (fr *frameReader) readRaw() ([]byte, error) {
-	size, err := binary.ReadUvarint(fr.r)
-	if err == nil && size > MaxFrameSize {
+	var size uint64
+	for i := 0; ; i++ {
+		c, err := fr.r.ReadByte()
+		if err != nil {
+			return nil, fr.prefixFailed(i, err)
+		}
+		if i == binary.MaxVarintLen64-1 && c > 1 {
+			return nil, fr.failed(errVarintOverflow)
+		}
+		size |= uint64(c&0x7f) << (7 * i)
+		if c < 0x80 {
+			return fr.frame(size)
+		}
+	}
+}
+
+// errVarintOverflow: a length prefix past 64 bits (binary.ReadUvarint's
+// error).
+var errVarintOverflow = errors.New("varint overflows a 64-bit integer")
+
+// prefixFailed classifies err, met reading byte i of a length prefix: EOF
+// before the first byte is a clean end, after it a truncated frame.
+//
+//go:noinline
+func (fr *frameReader) prefixFailed(i int, err error) error {
+	if i > 0 && errors.Is(err, io.EOF) {
+		err = io.ErrUnexpectedEOF
+	}
+	return fr.failed(err)
+}
+
+// frame reads the size bytes of a frame whose prefix was read.
+//
+//go:noinline
+func (fr *frameReader) frame(size uint64) ([]byte, error) {
+	if size > MaxFrameSize {
 		return nil, fmt.Errorf("%w: frame of %d bytes exceeds %d", errMalformed, size, MaxFrameSize)
 	}
-	var b []byte
-	if err == nil {
-		b = make([]byte, size)
-		_, err = io.ReadFull(fr.r, b)
+	b := make([]byte, size)
+	if _, err := io.ReadFull(fr.r, b); err != nil {
 		if errors.Is(err, io.EOF) {
 			err = io.ErrUnexpectedEOF // the prefix was read: EOF is mid-frame
 		}
+		return nil, fr.failed(err)
 	}
-	if err == nil && fr.onFrame != nil {
+	if fr.onFrame != nil {
 		if err := fr.onFrame(b); err != nil {
 			return nil, err
 		}
 	}
-	if err == nil {
-		return b, nil
-	}
+	return b, nil
+}
+
+// failed classifies err, which reading a frame met: io.EOF at a clean end
+// between frames, the stream's error if the transport failed, otherwise
+// malformed.
+func (fr *frameReader) failed(err error) error {
 	if fr.src.err != nil {
 		if errors.Is(fr.src.err, io.EOF) {
 			if errors.Is(err, io.EOF) {
-				return nil, io.EOF // clean end between frames
+				return io.EOF // clean end between frames
 			}
-			return nil, fmt.Errorf("%w: truncated: %w", errMalformed, err)
+			return fmt.Errorf("%w: truncated: %w", errMalformed, err)
 		}
-		return nil, fr.src.err
+		return fr.src.err
 	}
-	return nil, fmt.Errorf("%w: %w", errMalformed, err)
+	return fmt.Errorf("%w: %w", errMalformed, err)
 }
 
 // decodeFrame decodes frame bytes read by readRaw into m; bytes that are not

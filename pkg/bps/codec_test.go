@@ -7,7 +7,9 @@ package bps
 import (
 	"bytes"
 	"errors"
+	"io"
 	"testing"
+	"testing/iotest"
 
 	"github.com/ethersphere/bee/v2/pkg/swarm"
 	"github.com/ethersphere/bps/pkg/bps/pb"
@@ -182,5 +184,87 @@ func TestCodecDecodeDown(t *testing.T) {
 		if _, err := tc.cd.decodeDown(tc.b); !errors.Is(err, errMalformed) {
 			t.Errorf("%s: %v, want malformed", name, err)
 		}
+	}
+}
+
+// TestFrameReaderSizes: the small read buffer reads frames of every size up
+// to MaxFrameSize whole, back to back, however the stream splits them, and
+// a frame past MaxFrameSize is malformed.
+func TestFrameReaderSizes(t *testing.T) {
+	sizes := []int{0, 1, readBufferSize - 2, readBufferSize - 1, readBufferSize, readBufferSize + 1, 511, 1129, MaxFrameSize - 40, MaxFrameSize}
+	var wire []byte
+	var want []*pb.Message
+	for i, n := range sizes {
+		m := &pb.Message{Address: bytes.Repeat([]byte{byte(i)}, 32)}
+		m.Data = bytes.Repeat([]byte{byte(i + 1)}, max(0, n-proto.Size(m)-4))
+		for proto.Size(m) < n {
+			m.Data = append(m.Data, byte(i+1))
+		}
+		if n < proto.Size(m) {
+			m = &pb.Message{Data: bytes.Repeat([]byte{byte(i + 1)}, max(0, n-2))}
+		}
+		if proto.Size(m) > MaxFrameSize {
+			t.Fatalf("frame %d: %d bytes", i, proto.Size(m))
+		}
+		want = append(want, m)
+		wire = append(wire, encodeFrame(m)...)
+	}
+	for _, split := range []struct {
+		name string
+		r    func([]byte) io.Reader
+	}{
+		{"whole", func(b []byte) io.Reader { return bytes.NewReader(b) }},
+		{"one byte a read", func(b []byte) io.Reader { return iotest.OneByteReader(bytes.NewReader(b)) }},
+		{"half a read", func(b []byte) io.Reader { return iotest.HalfReader(bytes.NewReader(b)) }},
+	} {
+		t.Run(split.name+"/raw", func(t *testing.T) {
+			fr := newFrameReader(split.r(wire))
+			for i, m := range want {
+				b, err := fr.readRaw()
+				if err != nil {
+					t.Fatalf("frame %d (%d bytes): %v", i, proto.Size(m), err)
+				}
+				got := new(pb.Message)
+				if err := decodeFrame(b, got); err != nil || !proto.Equal(got, m) {
+					t.Fatalf("frame %d (%d bytes): got %d bytes, %v", i, proto.Size(m), len(b), err)
+				}
+			}
+			if _, err := fr.readRaw(); !errors.Is(err, io.EOF) {
+				t.Fatalf("after the last frame: %v, want EOF", err)
+			}
+		})
+		t.Run(split.name+"/decoded", func(t *testing.T) {
+			fr := newFrameReader(split.r(wire))
+			for i, m := range want {
+				got := new(pb.Message)
+				if err := fr.read(got); err != nil || !proto.Equal(got, m) {
+					t.Fatalf("frame %d (%d bytes): %v", i, proto.Size(m), err)
+				}
+			}
+			if err := fr.read(new(pb.Message)); !errors.Is(err, io.EOF) {
+				t.Fatalf("after the last frame: %v, want EOF", err)
+			}
+		})
+	}
+	for _, tc := range []struct {
+		name string
+		wire []byte
+		want error
+	}{
+		{"nothing", nil, io.EOF},
+		{"a prefix cut short", []byte{0x80}, errMalformed},
+		{"a frame cut short", []byte{3, 1}, errMalformed},
+		{"a prefix past 64 bits", bytes.Repeat([]byte{0xff}, 11), errMalformed},
+	} {
+		if _, err := newFrameReader(bytes.NewReader(tc.wire)).readRaw(); !errors.Is(err, tc.want) {
+			t.Errorf("%s: %v, want %v", tc.name, err, tc.want)
+		}
+	}
+	big := &pb.Message{Data: bytes.Repeat([]byte{9}, MaxFrameSize)}
+	if _, err := newFrameReader(bytes.NewReader(encodeFrame(big))).readRaw(); !errors.Is(err, errMalformed) {
+		t.Fatalf("a frame of %d bytes: %v, want malformed", proto.Size(big), err)
+	}
+	if err := newFrameReader(bytes.NewReader(encodeFrame(big))).read(new(pb.Message)); !errors.Is(err, errMalformed) {
+		t.Fatalf("a frame of %d bytes, decoded: %v, want malformed", proto.Size(big), err)
 	}
 }

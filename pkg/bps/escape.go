@@ -54,9 +54,12 @@ const (
 // escapeState is a subscription's gap escape; under sub.mu, but refs,
 // which is under dmu.
 type escapeState struct {
-	refs  [lagWindowSize]gaveRef // the last feed updates taken, by FrameKey: what a byte-identical second copy was (under dmu)
-	next  int                    // where the next ref goes (under dmu)
-	timer *time.Timer            // a gap waiting out escapeGrace
+	// refs: the last lagWindowSize feed updates taken, by FrameKey: what
+	// a byte-identical second copy was; grown as updates are taken, then
+	// a ring (under dmu). next: where the next ref goes (under dmu).
+	refs  []gaveRef
+	next  int
+	timer *time.Timer // a gap waiting out escapeGrace
 	// queued is the newest gap both parents failed while another waited
 	// out its grace: judged next, if that one is filled late.
 	queued     gapRef
@@ -84,8 +87,13 @@ func (sub *Subscription) noteGave(from *clientStream, pub publication, key [32]b
 	}
 	ref := gapRef{owner: string(pub.owner), index: pub.index}
 	if !dup {
-		sub.esc.refs[sub.esc.next] = gaveRef{key: key, gapRef: ref}
-		sub.esc.next = (sub.esc.next + 1) % len(sub.esc.refs)
+		r := gaveRef{key: key, gapRef: ref}
+		if len(sub.esc.refs) < lagWindowSize {
+			sub.esc.refs = append(sub.esc.refs, r)
+		} else {
+			sub.esc.refs[sub.esc.next] = r
+		}
+		sub.esc.next = (sub.esc.next + 1) % lagWindowSize
 	}
 	sub.credit(from, ref)
 }

@@ -20,12 +20,39 @@ type lagEntry struct {
 	gave [2]bool   // which of them gave it
 }
 
+// lagWindow is a ring of the last lagWindowSize entries. It grows as
+// deliveries are taken, so that a node that has taken few holds few
+// (44 bytes an entry); a copy looks its delivery up newest first, which
+// finds it in the first few entries: the copies of a delivery come within
+// a few link latencies of each other.
 type lagWindow struct {
-	ring  [lagWindowSize]lagEntry
-	n     int // entries in the ring
-	next  int // where the next entry goes
-	index map[[32]byte]int
-	epoch int // deliveries taken this epoch
+	ring  []lagEntry // oldest at next once full
+	next  int        // where the next entry goes
+	epoch int        // deliveries taken this epoch
+}
+
+// add puts e in the window; a full window first tells evict the oldest
+// entry, which e replaces.
+func (w *lagWindow) add(e lagEntry, evict func(*lagEntry)) {
+	if len(w.ring) < lagWindowSize {
+		w.ring = append(w.ring, e)
+	} else {
+		evict(&w.ring[w.next])
+		w.ring[w.next] = e
+	}
+	w.next = (w.next + 1) % lagWindowSize
+}
+
+// find returns the entry of the delivery whose frame is addr, nil if it is
+// not in the window.
+func (w *lagWindow) find(addr [32]byte) *lagEntry {
+	n := len(w.ring)
+	for k := 1; k <= n; k++ {
+		if e := &w.ring[(w.next-k+n)%n]; e.addr == addr {
+			return e
+		}
+	}
+	return nil
 }
 
 // noteLag records, under the receiver's dmu, that parent stream from gave
@@ -59,12 +86,8 @@ func (sub *Subscription) noteLag(from *clientStream, addr [32]byte, dup, sequenc
 	sub.mu.Unlock()
 
 	w := &sub.lag
-	if w.index == nil {
-		w.index = make(map[[32]byte]int, lagWindowSize)
-	}
 	if dup {
-		if i, ok := w.index[addr]; ok {
-			e := &w.ring[i]
+		if e := w.find(addr); e != nil {
 			for j := range e.at {
 				if e.at[j] == fromGen && fromGen != 0 {
 					e.gave[j] = true
@@ -73,19 +96,11 @@ func (sub *Subscription) noteLag(from *clientStream, addr [32]byte, dup, sequenc
 		}
 		return
 	}
-	if w.n == lagWindowSize {
-		sub.evictLag(&w.ring[w.next])
-		delete(w.index, w.ring[w.next].addr)
-		w.n--
-	}
 	e := lagEntry{addr: addr, at: gens}
 	for j := range e.at {
 		e.gave[j] = e.at[j] == fromGen && fromGen != 0
 	}
-	w.ring[w.next] = e
-	w.index[addr] = w.next
-	w.next = (w.next + 1) % lagWindowSize
-	w.n++
+	w.add(e, sub.evictLag)
 	if w.epoch++; w.epoch >= lagWindowSize {
 		w.epoch = 0
 		sub.mu.Lock()

@@ -77,10 +77,13 @@ const (
 // lazyOut is lazy push at a parent, for one child stream that negotiated
 // it; under the cohort's mu.
 type lazyOut struct {
-	lazy bool                // announce content deliveries instead of sending them
-	next uint64              // the number of the next announcement
-	asks uint64              // announcements asked for, in all
-	ring *[lazyRing]lazySlot // made when the stream first turns lazy
+	lazy bool   // announce content deliveries instead of sending them
+	next uint64 // the number of the next announcement
+	asks uint64 // announcements asked for, in all
+	// ring holds announcement q's frame at q % lazyRing: grown by each
+	// announcement to lazyRing slots, so that a stream that announced a
+	// few holds a few.
+	ring []lazySlot
 }
 
 type lazySlot struct {
@@ -138,10 +141,11 @@ func (lz *lazyOut) out(f outFrame, ann *announcement) outFrame {
 	if !lz.lazy {
 		return f
 	}
-	if lz.ring == nil {
-		lz.ring = new([lazyRing]lazySlot)
+	if sl := (lazySlot{frame: f.b}); len(lz.ring) < lazyRing {
+		lz.ring = append(lz.ring, sl) // lz.next % lazyRing == len(lz.ring)
+	} else {
+		lz.ring[lz.next%lazyRing] = sl
 	}
-	lz.ring[lz.next%lazyRing] = lazySlot{frame: f.b}
 	lz.next++
 	return outFrame{b: ann.of(f.b), kind: kindAnnounce}
 }

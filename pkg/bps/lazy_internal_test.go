@@ -52,3 +52,51 @@ func TestFrameKeyOf(t *testing.T) {
 		t.Fatalf("frameKeyOf %x, want %x", got, want)
 	}
 }
+
+// TestLazyRingGrows: a lazy stream's ring holds as many slots as it made
+// announcements, up to lazyRing, and then keeps the last lazyRing, each
+// announcement q's frame at q % lazyRing.
+func TestLazyRingGrows(t *testing.T) {
+	lz := &lazyOut{lazy: true}
+	frame := func(q int) []byte { return []byte{byte(q), byte(q >> 8)} }
+	for q := range 3*lazyRing + 5 {
+		var ann announcement
+		ann.b = []byte{0} // the announcement itself is not what is tested
+		lz.out(outFrame{b: frame(q)}, &ann)
+		if want := min(q+1, lazyRing); len(lz.ring) != want {
+			t.Fatalf("after %d announcements: %d slots, want %d", q+1, len(lz.ring), want)
+		}
+		for p := max(0, q+1-lazyRing); p <= q; p++ {
+			if got := lz.ring[p%lazyRing].frame; !bytes.Equal(got, frame(p)) {
+				t.Fatalf("after %d announcements: slot of %d holds %x", q+1, p, got)
+			}
+		}
+	}
+	if lz.next != 3*lazyRing+5 {
+		t.Fatalf("next %d", lz.next)
+	}
+}
+
+// TestLagWindowGrows: the lag window holds the deliveries taken, up to
+// lagWindowSize, then the last lagWindowSize, evicting the oldest; find
+// looks one up by its frame.
+func TestLagWindowGrows(t *testing.T) {
+	var w lagWindow
+	key := func(i int) [32]byte { return [32]byte{byte(i), byte(i >> 8), 1} }
+	for i := range 2*lagWindowSize + 3 {
+		evicted := -1
+		w.add(lagEntry{addr: key(i)}, func(e *lagEntry) { evicted = int(e.addr[0]) | int(e.addr[1])<<8 })
+		if want := i - lagWindowSize; evicted != want && (want >= 0 || evicted != -1) {
+			t.Fatalf("adding %d evicted %d, want %d", i, evicted, max(want, -1))
+		}
+		if want := min(i+1, lagWindowSize); len(w.ring) != want {
+			t.Fatalf("after %d: %d entries, want %d", i+1, len(w.ring), want)
+		}
+		for j := range i + 1 {
+			e := w.find(key(j))
+			if in := j > i-lagWindowSize; in != (e != nil) || (e != nil && e.addr != key(j)) {
+				t.Fatalf("after %d: find(%d) = %v, in the window %v", i+1, j, e, in)
+			}
+		}
+	}
+}

@@ -36,7 +36,7 @@ type peerStream struct {
 	stream       p2p.Stream
 	peer         swarm.Address // the other end
 	codec        codec
-	queue        chan outFrame
+	queue        frameQueue    // under wmu
 	writeTimeout time.Duration // bounds one write; a stalled write kills the stream
 	endGrace     time.Duration // how long the peer may keep its side open after the end
 
@@ -68,7 +68,7 @@ type peerStream struct {
 }
 
 func newPeerStream(stream p2p.Stream, peer swarm.Address, c codec, o *Options) peerStream {
-	return peerStream{stream: stream, peer: peer, codec: c, queue: make(chan outFrame, o.QueueLen),
+	return peerStream{stream: stream, peer: peer, codec: c, queue: frameQueue{max: o.QueueLen},
 		writeTimeout: o.WriteTimeout, endGrace: o.EndGrace, quit: make(chan struct{})}
 }
 
@@ -79,10 +79,58 @@ func newPeerStream(stream p2p.Stream, peer swarm.Address, c codec, o *Options) p
 // any, then closes the stream. done, if set, is told the write's outcome.
 type outFrame struct {
 	b    []byte
-	kind frameKind
 	svc  uint64
-	end  bool
 	done chan error
+	kind frameKind
+	end  bool
+} // 48 bytes: a queue holds Options.QueueLen of them
+
+// frameQueue is a stream's queue: at most max frames, oldest first, in a
+// ring that grows as frames are queued and is let go when it empties (one
+// of at most queueKeep slots is kept, for the next frames): a stream that
+// is idle, as most of a large tree's are, holds no queue. Its stream's wmu
+// guards it.
+type frameQueue struct {
+	ring    []outFrame
+	head, n int
+	max     int
+}
+
+// queueKeep is the largest ring an empty queue keeps: a relay's steady
+// fan-out queues a frame or two to a stream at a time.
+const queueKeep = 4
+
+// push queues f; false if the queue holds max frames.
+func (q *frameQueue) push(f outFrame) bool {
+	if q.n >= q.max {
+		return false
+	}
+	if q.n == len(q.ring) {
+		ring := make([]outFrame, min(q.max, max(2, 2*len(q.ring))))
+		k := copy(ring, q.ring[q.head:])
+		copy(ring[k:], q.ring[:q.head])
+		q.ring, q.head = ring, 0
+	}
+	q.ring[(q.head+q.n)%len(q.ring)] = f
+	q.n++
+	return true
+}
+
+// pop takes the oldest frame; false if there is none.
+func (q *frameQueue) pop() (outFrame, bool) {
+	if q.n == 0 {
+		return outFrame{}, false
+	}
+	f := q.ring[q.head]
+	q.ring[q.head] = outFrame{} // the queue holds no frame it gave
+	q.head = (q.head + 1) % len(q.ring)
+	if q.n--; q.n == 0 {
+		q.head = 0
+		if len(q.ring) > queueKeep {
+			q.ring = nil
+		}
+	}
+	return f, true
 }
 
 // written reports whether the writer has told f's outcome, and the outcome.
@@ -233,14 +281,13 @@ func (ps *peerStream) gather(bt *batch, first outFrame) {
 	bt.frames[0], bt.n = first, 1
 	size := len(first.b)
 	for !bt.frames[bt.n-1].end && bt.n < maxBatchFrames && size < maxBatchBytes {
-		select {
-		case f := <-ps.queue:
-			bt.frames[bt.n] = f
-			bt.n++
-			size += len(f.b)
-		default:
+		f, ok := ps.queue.pop()
+		if !ok {
 			return
 		}
+		bt.frames[bt.n] = f
+		bt.n++
+		size += len(f.b)
 	}
 }
 
@@ -342,29 +389,24 @@ func (ps *peerStream) failBatch(frames []outFrame, err error) (bool, error) {
 	return true, err
 }
 
-// enqueue queues f without blocking; false if the queue is full.
+// enqueue queues f without blocking; false if the queue is full. The
+// caller holds wmu.
 func (ps *peerStream) enqueue(f outFrame) bool {
-	select {
-	case ps.queue <- f:
-		return true
-	default:
-		return false
-	}
+	return ps.queue.push(f)
 }
 
 // offer queues f without blocking, for a fan-out that must never wait on
 // one stream, and on a child's stream starts its writer if none is running;
 // false if the queue is full (the caller resets the stream).
 func (ps *peerStream) offer(f outFrame) bool {
-	if ps.start == nil {
-		return ps.enqueue(f)
-	}
 	ps.wmu.Lock()
 	defer ps.wmu.Unlock()
 	if !ps.enqueue(f) {
 		return false
 	}
-	ps.wakeLocked(ps.start)
+	if ps.start != nil {
+		ps.wakeLocked(ps.start)
+	}
 	return true
 }
 
@@ -426,14 +468,13 @@ func (ps *peerStream) drain() {
 			}
 		default:
 		}
-		select {
-		case f := <-ps.queue:
-			ps.gather(bt, f)
-		default:
+		f, ok := ps.queue.pop()
+		if !ok {
 			ps.idleLocked()
 			ps.wmu.Unlock()
 			return
 		}
+		ps.gather(bt, f)
 		ps.wmu.Unlock()
 		if last, err := ps.putBatch(t, bt); last {
 			ps.wmu.Lock()
@@ -458,7 +499,7 @@ func (ps *peerStream) releaseWriter() bool {
 	ps.wmu.Lock()
 	defer ps.wmu.Unlock()
 	ps.writing = false
-	if len(ps.queue) == 0 {
+	if ps.queue.n == 0 {
 		return true
 	}
 	return ps.wakeLocked(ps.start)

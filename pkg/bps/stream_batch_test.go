@@ -59,7 +59,7 @@ func TestStreamBatch(t *testing.T) {
 		}
 		tm := ps.writeTimer()
 		bt := new(batch)
-		ps.gather(bt, <-ps.queue)
+		ps.gather(bt, ps.popQueued())
 		if bt.n != 5 {
 			t.Fatalf("codec %d: batch of %d frames, want 5", cd, bt.n)
 		}
@@ -120,15 +120,15 @@ func TestStreamBatchBounds(t *testing.T) {
 
 	bt := new(batch)
 	ps := fill(small...)
-	if ps.gather(bt, <-ps.queue); bt.n != maxBatchFrames {
+	if ps.gather(bt, ps.popQueued()); bt.n != maxBatchFrames {
 		t.Fatalf("small frames: batch of %d, want %d", bt.n, maxBatchFrames)
 	}
 	ps = fill(large...)
-	if ps.gather(bt, <-ps.queue); bt.n != 4 { // 3 × 10 KiB < 32 KiB ≤ 4 × 10 KiB
+	if ps.gather(bt, ps.popQueued()); bt.n != 4 { // 3 × 10 KiB < 32 KiB ≤ 4 × 10 KiB
 		t.Fatalf("10 KiB frames: batch of %d, want 4", bt.n)
 	}
 	ps = fill(end...)
-	if ps.gather(bt, <-ps.queue); bt.n != 2 {
+	if ps.gather(bt, ps.popQueued()); bt.n != 2 {
 		t.Fatalf("end: batch of %d, want 2", bt.n)
 	}
 	tm := ps.writeTimer()
@@ -159,7 +159,7 @@ func TestStreamBatchFails(t *testing.T) {
 	tm := ps.writeTimer()
 	defer tm.Stop()
 	bt := new(batch)
-	ps.gather(bt, <-ps.queue)
+	ps.gather(bt, ps.popQueued())
 	last, err := ps.putBatch(tm, bt)
 	if !last || err == nil {
 		t.Fatalf("putBatch: last %v, err %v", last, err)
@@ -257,4 +257,74 @@ func TestStreamWriteTimeout(t *testing.T) {
 			}
 		}
 	})
+}
+
+// popQueued takes the oldest frame queued to ps, as a writer does.
+func (ps *peerStream) popQueued() outFrame {
+	ps.wmu.Lock()
+	defer ps.wmu.Unlock()
+	f, _ := ps.queue.pop()
+	return f
+}
+
+// queued is how many frames wait in ps's queue.
+func (ps *peerStream) queued() int {
+	ps.wmu.Lock()
+	defer ps.wmu.Unlock()
+	return ps.queue.n
+}
+
+// TestFrameQueue: a stream's queue takes at most its bound, gives frames
+// back oldest first across its ring's growth and wrap, holds none it gave,
+// and lets a ring larger than queueKeep go once empty.
+func TestFrameQueue(t *testing.T) {
+	q := frameQueue{max: 16}
+	next, want := 0, 0
+	push := func(k int) {
+		for range k {
+			if !q.push(outFrame{b: []byte{1}, svc: uint64(next)}) {
+				t.Fatalf("push %d refused with %d queued", next, q.n)
+			}
+			next++
+		}
+	}
+	pop := func(k int) {
+		for range k {
+			f, ok := q.pop()
+			if !ok || f.svc != uint64(want) {
+				t.Fatalf("pop: %d, %v; want %d", f.svc, ok, want)
+			}
+			want++
+		}
+	}
+	push(1)
+	pop(1)
+	if q.ring == nil || len(q.ring) > queueKeep {
+		t.Fatalf("a small ring is kept empty: %d slots", len(q.ring))
+	}
+	push(3)
+	pop(2)
+	push(9) // grows while wrapped
+	pop(5)
+	for i := range q.ring {
+		if held := (i-q.head+len(q.ring))%len(q.ring) < q.n; !held && q.ring[i].b != nil {
+			t.Fatalf("slot %d holds a frame given", i)
+		}
+	}
+	push(11) // to the bound
+	if q.n != 16 || q.push(outFrame{}) {
+		t.Fatalf("%d queued; a push past the bound was taken", q.n)
+	}
+	if len(q.ring) != 16 {
+		t.Fatalf("ring of %d slots at the bound", len(q.ring))
+	}
+	pop(16)
+	if _, ok := q.pop(); ok || q.ring != nil {
+		t.Fatalf("empty: pop %v, ring of %d slots", ok, len(q.ring))
+	}
+	push(2)
+	pop(2)
+	if none := (frameQueue{max: 0}); none.push(outFrame{}) {
+		t.Fatal("a queue of 0 took a frame")
+	}
 }

@@ -94,8 +94,8 @@ func TestMemberWriterOnDemand(t *testing.T) {
 		}
 		gs.offer(outFrame{b: f2})
 		synctest.Wait()
-		if len(gs.queue) != 1 {
-			t.Fatalf("after stopWriter: %d frames queued, want the one offered, unwritten", len(gs.queue))
+		if gs.queued() != 1 {
+			t.Fatalf("after stopWriter: %d frames queued, want the one offered, unwritten", gs.queued())
 		}
 		wg.Wait()
 	})

@@ -311,10 +311,7 @@ func (nd *Node) NewStream(ctx context.Context, addr swarm.Address, h p2p.Headers
 	started := l.open(c, func() {
 		n.opened.Add(1)
 		n.wg.Add(1)
-		go func() {
-			defer n.wg.Done()
-			n.handle(l.ctx, remote, caller, name, ss.Handler, server)
-		}()
+		go n.handle(&handlerRun{ctx: l.ctx, nd: remote, caller: caller, name: name, h: ss.Handler, s: server})
 	})
 	if !started {
 		return nil, p2p.ErrPeerNotFound
@@ -322,12 +319,32 @@ func (nd *Node) NewStream(ctx context.Context, addr swarm.Address, h p2p.Headers
 	return nd.wrapped(client, addr, true), nil
 }
 
-// handle runs a handler and acts on its error as bee's libp2p service does.
-func (n *Network) handle(ctx context.Context, nd *Node, caller swarm.Address, name string, h p2p.HandlerFunc, s *Stream) {
-	err := h(ctx, p2p.Peer{Address: caller, FullNode: true}, nd.wrapped(s, caller, false))
-	if err == nil {
-		return
+// handle runs a handler on the goroutine n.wg counts, and acts on its error
+// as bee's libp2p service does. A handler may wait in a read for as long as
+// its stream lives, on this goroutine: the error's handling is kept off
+// the stack (a waiting goroutine's stack is only shrunk by the GC if little
+// of it is in use).
+func (n *Network) handle(r *handlerRun) {
+	defer n.wg.Done()
+	if err := r.h(r.ctx, p2p.Peer{Address: r.caller, FullNode: true}, r.nd.wrapped(r.s, r.caller, false)); err != nil {
+		n.handlerFailed(r.nd, r.caller, r.name, r.s, err)
 	}
+}
+
+// handlerRun is a handler to run on a stream the node nd accepted.
+type handlerRun struct {
+	ctx    context.Context
+	nd     *Node
+	caller swarm.Address
+	name   string
+	h      p2p.HandlerFunc
+	s      *Stream
+}
+
+// handlerFailed acts on a handler's error as bee's libp2p service does.
+//
+//go:noinline
+func (n *Network) handlerFailed(nd *Node, caller swarm.Address, name string, s *Stream, err error) {
 	nd.mu.Lock()
 	nd.handlerErrs = append(nd.handlerErrs, HandlerError{Peer: caller, Protocol: name, Err: err})
 	nd.mu.Unlock()

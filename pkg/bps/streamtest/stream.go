@@ -62,8 +62,29 @@ type mark struct {
 func (d *direction) pending() int { return len(d.buf) - d.off }
 
 func (d *direction) discard() {
-	d.buf, d.off = nil, 0
+	d.release()
 	d.marks, d.head = nil, 0
+}
+
+// bufs holds the buffers of drained directions (*[]byte, empty): a
+// direction holds one only while bytes are pending in it, so that the
+// streams of a large network that are idle hold none.
+var bufs sync.Pool
+
+// release gives d's buffer, drained or dropped, back to bufs.
+func (d *direction) release() {
+	if cap(d.buf) > 0 {
+		b := d.buf[:0]
+		bufs.Put(&b)
+	}
+	d.buf, d.off = nil, 0
+}
+
+// grow gives d, holding no buffer, one from bufs if there is one.
+func (d *direction) grow() {
+	if b, ok := bufs.Get().(*[]byte); ok {
+		d.buf = *b
+	}
 }
 
 // readable returns how many pending bytes may be read at link time now, and
@@ -265,6 +286,9 @@ func (c *conn) write(s int, p []byte) (int, error) {
 			continue
 		}
 		k := min(space, len(p)-n)
+		if d.buf == nil {
+			d.grow()
+		}
 		if d.off > 0 && len(d.buf)+k > cap(d.buf) {
 			d.buf = d.buf[:copy(d.buf, d.buf[d.off:])]
 			d.off = 0
@@ -349,6 +373,14 @@ func (c *conn) take(s int, p []byte, offset time.Duration) time.Time {
 	return nd.cpu.occupy(time.Now(), p, nd.cpu.cost.ReadCost).Add(-offset)
 }
 
+// The errors of a read, made once: a reader waits in read for as long as
+// its stream lives, and the less of its stack read's frame takes, the
+// more of it the GC can give back.
+var (
+	errReadReset  = fmt.Errorf("read: %w", ErrStreamReset)
+	errReadClosed = fmt.Errorf("read: %w", ErrStreamClosed)
+)
+
 func (c *conn) read(s int, p []byte) (int, error) {
 	c.mu.Lock()
 	defer c.mu.Unlock()
@@ -357,9 +389,9 @@ func (c *conn) read(s int, p []byte) (int, error) {
 	for {
 		switch {
 		case c.isReset:
-			return 0, fmt.Errorf("read: %w", ErrStreamReset)
+			return 0, errReadReset
 		case c.closed[s]:
-			return 0, fmt.Errorf("read: %w", ErrStreamClosed)
+			return 0, errReadClosed
 		case len(p) == 0:
 			return 0, nil
 		}
@@ -370,7 +402,7 @@ func (c *conn) read(s int, p []byte) (int, error) {
 			d.off += n
 			d.consumed += uint64(n)
 			if d.off == len(d.buf) {
-				d.buf, d.off = d.buf[:0], 0
+				d.release()
 			}
 			c.cond.Broadcast()
 			return n, nil
