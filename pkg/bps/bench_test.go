@@ -266,10 +266,15 @@ func benchFanout(b *testing.B, newTransport func(testing.TB) fanoutTransport, n,
 			})
 		}
 	} else {
-		snode, _ := tr.node(b, nil)
-		tr.connect(b, snode, bnode)
+		// A peer holds at most MaxPlainStreams subscriber streams in a
+		// cohort: the streams come from as many peers as that takes.
 		streams := make([]p2p.Stream, n)
+		var snode fanoutNode
 		for i := range streams {
+			if i%bps.MaxPlainStreams == 0 {
+				snode, _ = tr.node(b, nil)
+				tr.connect(b, snode, bnode)
+			}
 			streams[i], _ = joinRaw(b, snode, bnode.Overlay(), &pb.Join{Cohort: sp.PB()})
 		}
 		ms = drainAll(b, &readers, streams, warmed, byteMilestones(frames, warm, paced)...)

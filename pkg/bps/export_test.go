@@ -15,6 +15,7 @@ var (
 	EncodeFrame      = encodeFrame
 	ErrEndGrace      = errEndGrace
 	MaxPendingClaims = maxPendingClaims
+	MaxPlainStreams  = maxPlainStreams
 )
 
 // BackoffDelay is the backoff delay drawn after n consecutive failures.
