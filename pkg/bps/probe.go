@@ -39,7 +39,7 @@ const (
 	// from, and at a broker facing a crowd they are the bound on how fast
 	// the crowd joins (two candidates per child asked, a round a few link
 	// round trips). The nodes below ask maxProbeFanout.
-	maxOriginFanout = 16
+	maxOriginFanout = 32
 )
 
 // Flash crowds: thousands of joiners at one broker in a second. Three
@@ -54,16 +54,33 @@ const (
 //   - a join the broker cannot answer at once — maxOpenProbes open, or a
 //     round that found nothing because every free slot below is offered to
 //     other joiners — is held for the probe wait, looking again whenever a
-//     round closes (the joiners' attaches make new slots), and is told a
-//     bare FULL only when the wait is over; a relay, answering its parent's
-//     probe or its child's refer-Join, never holds (probeSubtree): a child
-//     repairing is better served by a quick answer than a held one;
+//     round closes (the joiners' attaches make new slots), and past it for
+//     as long as the crowd makes progress (a round closed with candidates
+//     within the last probe wait), up to maxHold and for at most
+//     maxLongHeld joins; it is told a bare FULL only when the wait is
+//     over. A round waits its own probe wait, not what is left of the
+//     join's: a round cut short loses what its subtrees found. A relay,
+//     answering its parent's probe or its child's refer-Join, never holds
+//     (probeSubtree): a child repairing is better served by a quick answer
+//     than a held one, and what its pool holds answers a probe at once;
 //   - a node answers a probe with its own free slot once per slot: an
 //     offer holds the slot for offerTTL or until a child takes it, so that
 //     concurrent probes do not all send their joiners to the same one.
 const (
 	maxPooled = maxOpenProbes * maxOriginFanout * maxCandidates
+	// maxLongHeld bounds the joins one cohort's root holds past the probe
+	// wait (holdLonger), one per joiner: a crowd of 50,000 in a second
+	// reached 8,192 (and was told 9,068 bare FULLs for it).
+	maxLongHeld = 16384
 )
+
+// maxHold bounds how long the root holds a join while the crowd makes
+// progress: a third of the handshake timeout (10 s by default), the bound
+// a joiner on the same defaults gives its wait for the answer — well
+// within it — and never less than the probe wait.
+func (s *Service) maxHold() time.Duration {
+	return max(s.opts.ProbeWait, s.opts.HandshakeTimeout/3)
+}
 
 // poolTTL bounds how long a pooled candidate is handed out: a quarter of
 // a probe's wait, and no longer than the round that found it took — in a
@@ -89,6 +106,41 @@ type probePool struct {
 	// one at every close costs each close the whole crowd.
 	waiting []*poolWaiter
 	gone    int
+	// progress is when a round last closed with candidates: while it is
+	// within a probe wait, the crowd is being placed and a held join is
+	// held past its probe wait (holdLonger).
+	progress time.Time
+	// long are the joiners whose join is held past the probe wait: at
+	// most maxLongHeld, one join each.
+	long map[string]struct{}
+}
+
+// holdLonger reports whether joiner's join, past its probe wait, may be
+// held on: the crowd made progress within the last probe wait, and fewer
+// than maxLongHeld joins, none of them joiner's, are held so. A true
+// answer takes a place the caller gives back with unhold.
+func (p *probePool) holdLonger(now time.Time, joiner swarm.Address, wait time.Duration) bool {
+	if joiner.IsZero() || now.Sub(p.progress) >= wait || len(p.long) >= maxLongHeld {
+		return false
+	}
+	k := joiner.ByteString()
+	if _, ok := p.long[k]; ok {
+		return false
+	}
+	if p.long == nil {
+		p.long = make(map[string]struct{})
+	}
+	p.long[k] = struct{}{}
+	return true
+}
+
+// unhold gives back joiner's place among the joins held past the probe
+// wait.
+func (p *probePool) unhold(joiner swarm.Address) {
+	delete(p.long, joiner.ByteString())
+	if len(p.long) == 0 {
+		p.long = nil
+	}
 }
 
 // poolWaiter is a held join's place in the queue.
@@ -283,16 +335,18 @@ func bestCandidates(all []found, exclude swarm.Address) []*pb.Candidate {
 }
 
 // probe searches c's subtree for free slots over the streams it has
-// (SWIP-61) and returns the two shallowest candidates found, within wait.
-// Two candidates in the pool answer at once. Else a probe round goes out
-// (probeOnce); when a round found nothing while other joins are being
-// probed (every free slot below is offered to other joiners, whose attaches
-// make new ones), the join looks again, and while maxOpenProbes are open it
-// is held in a queue until a round closes (as long as its last round took,
-// if it ran one) — a crowd's joins are held here rather than told a bare
-// FULL and backed off. A round's close wakes the oldest held joins, as many
-// as it can serve. Only the root (the broker) holds joins; a relay answers
-// at once.
+// (SWIP-61) and returns the two shallowest candidates found, within wait —
+// or, while the crowd makes progress, longer (holdLonger, up to maxHold;
+// a round started within the wait runs its own wait out). Two candidates
+// in the pool answer at once. Else a probe round goes out (probeOnce);
+// when a round found nothing while other joins are being probed (every
+// free slot below is offered to other joiners, whose attaches make new
+// ones), the join looks again, and while maxOpenProbes are open it is held
+// in a queue until a round closes (as long as its last round took, if it
+// ran one) — a crowd's joins are held here rather than told a bare FULL
+// and backed off. A round's close wakes the oldest held joins, as many as
+// it can serve. Only the root (the broker) holds joins; a relay answers at
+// once.
 func (s *Service) probe(c *cohort, childDepth uint32, exclude swarm.Address, wait time.Duration) []*pb.Candidate {
 	c.mu.Lock()
 	root := c.up == nil
@@ -302,10 +356,20 @@ func (s *Service) probe(c *cohort, childDepth uint32, exclude swarm.Address, wai
 		// answers a probe: a crowd joins at the root.
 		return s.probeSubtree(c, childDepth, exclude, wait)
 	}
-	deadline := time.Now().Add(wait)
+	start := time.Now()
+	deadline := start.Add(wait)
+	long := false // held past the probe wait: a place among maxLongHeld
+	defer func() {
+		if long {
+			c.mu.Lock()
+			c.pool.unhold(exclude)
+			c.mu.Unlock()
+		}
+	}()
 	pause := time.Duration(0) // how long the last fruitless round took
 	need := maxCandidates     // from the pool: two at first, one once held (the second parent comes later)
 	woken := false
+	busy := false // the last round found every child to ask busy
 	for ; ; need = 1 {
 		c.mu.Lock()
 		if best := c.pool.take(time.Now(), childDepth, exclude, need); best != nil {
@@ -319,7 +383,7 @@ func (s *Service) probe(c *cohort, childDepth uint32, exclude swarm.Address, wai
 			c.mu.Unlock()
 			return nil
 		}
-		open := len(c.probes) < maxOpenProbes
+		open := len(c.probes) < maxOpenProbes && !busy
 		var held *poolWaiter
 		if !open {
 			held = c.pool.wait()
@@ -327,19 +391,36 @@ func (s *Service) probe(c *cohort, childDepth uint32, exclude swarm.Address, wai
 		c.mu.Unlock()
 		if open {
 			began := time.Now()
-			best, asked := s.probeOnce(c, childDepth, exclude, time.Until(deadline), maxOriginFanout)
+			best, asked := s.probeOnce(c, childDepth, exclude, wait, maxOriginFanout)
 			if len(best) > 0 || asked == 0 {
 				return best // found, or nobody to ask
 			}
 			c.mu.Lock()
-			crowd := len(c.probes) > 0
+			crowd := len(c.probes) > 0 || len(c.pool.waiting) > c.pool.gone
 			c.mu.Unlock()
 			if !crowd {
-				return nil // nothing below, and no other join whose attach could make room
+				return nil // nothing below, and no other join, probing or held, whose attach could make room
 			}
-			pause = time.Since(began)
+			if busy = asked < 0; !busy {
+				pause = time.Since(began)
+			}
 		}
 		left := time.Until(deadline)
+		if left <= 0 && s.ctx.Err() == nil {
+			// The probe wait is over: while the crowd makes progress,
+			// hold on, up to maxHold.
+			now := time.Now()
+			c.mu.Lock()
+			if now.Sub(c.pool.progress) < wait && (long || c.pool.holdLonger(now, exclude, wait)) {
+				long = true
+				deadline = c.pool.progress.Add(wait)
+				if end := start.Add(s.maxHold()); end.Before(deadline) {
+					deadline = end
+				}
+			}
+			c.mu.Unlock()
+			left = time.Until(deadline)
+		}
 		if left <= 0 || s.ctx.Err() != nil {
 			c.mu.Lock()
 			c.pool.leave(held)
@@ -364,6 +445,7 @@ func (s *Service) probe(c *cohort, childDepth uint32, exclude swarm.Address, wai
 		case <-s.ctx.Done():
 		}
 		t.Stop()
+		busy = false
 		c.mu.Lock()
 		c.pool.leave(held)
 		c.mu.Unlock()
@@ -388,7 +470,8 @@ func (s *Service) probeSubtree(c *cohort, childDepth uint32, exclude swarm.Addre
 // never exclude's — the joiner's — whose subtree the probe does not
 // enter), up to fanout, and returns the two shallowest candidates
 // among their answers, collected until every child answered or wait
-// passed, and how many children it asked; it pools the other candidates.
+// passed, and how many children it asked (-1: none, each child to ask
+// having half its queue taken); it pools the other candidates.
 func (s *Service) probeOnce(c *cohort, childDepth uint32, exclude swarm.Address, wait time.Duration, fanout int) ([]*pb.Candidate, int) {
 	began := time.Now()
 	var nb [8]byte
@@ -407,6 +490,7 @@ func (s *Service) probeOnce(c *cohort, childDepth uint32, exclude swarm.Address,
 	}
 	pw := &probeWait{asked: make(map[*member]bool), depth: childDepth, ready: make(chan struct{})}
 	var peers []swarm.Address // one stream per peer is asked: more identities buy no more say
+	busy := false
 	for m := range c.children {
 		if m.codec != codecEnvelope || m.role != roleSubscriber || m.declared != nil || m.silent || m.peer.Equal(exclude) || isDone(m.quit) ||
 			slices.ContainsFunc(peers, m.peer.Equal) {
@@ -414,6 +498,13 @@ func (s *Service) probeOnce(c *cohort, childDepth uint32, exclude swarm.Address,
 		}
 		if len(pw.asked) == fanout {
 			break
+		}
+		if m.halfTaken() {
+			// Half the child's queue is kept for its deliveries: under a
+			// crowd's rounds a full queue left no child to ask, and a
+			// delivery that finds it full resets the stream.
+			busy = true
+			continue
 		}
 		if m.offer(outFrame{b: frame, kind: kindProbe}) {
 			pw.asked[m] = false
@@ -423,6 +514,9 @@ func (s *Service) probeOnce(c *cohort, childDepth uint32, exclude swarm.Address,
 	pw.left = len(pw.asked)
 	if pw.left == 0 {
 		c.mu.Unlock()
+		if busy {
+			return nil, -1 // every child to ask is busy: look again when a round closes
+		}
 		return nil, 0
 	}
 	if c.probes == nil {
@@ -452,6 +546,9 @@ func (s *Service) probeOnce(c *cohort, childDepth uint32, exclude swarm.Address,
 		c.doneProbes = c.doneProbes[1:]
 	}
 	best := bestCandidates(pw.found, exclude)
+	if len(pw.found) > 0 {
+		c.pool.progress = time.Now()
+	}
 	c.pool.add(slices.DeleteFunc(pw.found, func(f found) bool {
 		return slices.ContainsFunc(best, func(b *pb.Candidate) bool { return slices.Equal(b.Overlay, f.c.Overlay) })
 	}), time.Now().Add(min(time.Since(began), s.poolTTL())))
@@ -568,13 +665,24 @@ func (sub *Subscription) answerProbe(p *parent, pr *pb.Probe) {
 		answer([]*pb.Candidate{{Overlay: s.overlay.Bytes(), Depth: depth, Underlays: under}})
 		return
 	}
+	if len(pr.Joiner) == 0 {
+		joiner = swarm.ZeroAddress
+	}
+	if c != nil {
+		// What an earlier round pooled answers at once, before the bound
+		// on the rounds in flight: it costs no round.
+		c.mu.Lock()
+		best := c.pool.take(now, depth+1, joiner, maxCandidates)
+		c.mu.Unlock()
+		if best != nil {
+			answer(best)
+			return
+		}
+	}
 	if c == nil || p.probing.Add(1) > maxProbesInFlight {
 		p.probing.Add(-1)
 		answer(nil)
 		return
-	}
-	if len(pr.Joiner) == 0 {
-		joiner = swarm.ZeroAddress
 	}
 	if !s.goOwned(func() {
 		defer p.probing.Add(-1)
@@ -606,6 +714,14 @@ func (c *cohort) unprobe(m *member) {
 			}
 		}
 	}
+}
+
+// halfTaken reports whether half of the stream's queue or more is taken;
+// a probe round leaves the rest to its deliveries (probeOnce).
+func (ps *peerStream) halfTaken() bool {
+	ps.wmu.Lock()
+	defer ps.wmu.Unlock()
+	return ps.queue.n >= ps.queue.max/2
 }
 
 func isDone(c <-chan struct{}) bool {

@@ -6,9 +6,11 @@ package bps
 
 import (
 	"bytes"
+	"encoding/binary"
 	"testing"
 	"time"
 
+	"github.com/ethersphere/bee/v2/pkg/swarm"
 	"github.com/ethersphere/bps/pkg/bps/pb"
 )
 
@@ -53,5 +55,56 @@ func TestProbePoolWakesWhatItCanServe(t *testing.T) {
 	p.wake(5)
 	if len(p.waiting) != 0 || p.gone != 0 {
 		t.Fatalf("queue %d, gone %d after waking past its end; want empty", len(p.waiting), p.gone)
+	}
+}
+
+// TestProbePoolHoldsLongerWhileTheCrowdProgresses: a join is held past the
+// probe wait only while a round closed with candidates within the last
+// probe wait, one join per joiner, and at most maxLongHeld at once; a
+// place given back is taken again.
+func TestProbePoolHoldsLongerWhileTheCrowdProgresses(t *testing.T) {
+	t.Parallel()
+	const wait = 2 * time.Second
+	var p probePool
+	now := time.Now()
+	joiner := func(i int) swarm.Address {
+		b := make([]byte, swarm.HashSize)
+		binary.BigEndian.PutUint64(b, uint64(i)+1)
+		return swarm.NewAddress(b)
+	}
+	if p.holdLonger(now, joiner(0), wait) {
+		t.Fatal("held longer with no round ever closed with candidates")
+	}
+	p.progress = now.Add(-wait)
+	if p.holdLonger(now, joiner(0), wait) {
+		t.Fatal("held longer with the last progress a probe wait ago")
+	}
+	p.progress = now.Add(-wait / 2)
+	if p.holdLonger(now, swarm.ZeroAddress, wait) {
+		t.Fatal("held longer for a join that names no joiner")
+	}
+	if !p.holdLonger(now, joiner(0), wait) {
+		t.Fatal("not held longer while the crowd progresses")
+	}
+	if p.holdLonger(now, joiner(0), wait) {
+		t.Fatal("a second join of the same joiner held longer")
+	}
+	for i := 1; i < maxLongHeld; i++ {
+		if !p.holdLonger(now, joiner(i), wait) {
+			t.Fatalf("joiner %d not held longer, below the bound", i)
+		}
+	}
+	if p.holdLonger(now, joiner(maxLongHeld), wait) {
+		t.Fatalf("%d joins held longer, want at most %d", maxLongHeld+1, maxLongHeld)
+	}
+	p.unhold(joiner(3))
+	if !p.holdLonger(now, joiner(maxLongHeld), wait) {
+		t.Fatal("a place given back was not taken again")
+	}
+	for i := range maxLongHeld + 1 {
+		p.unhold(joiner(i))
+	}
+	if p.long != nil {
+		t.Fatalf("%d joiners held longer after every one gave its place back", len(p.long))
 	}
 }
