@@ -7,6 +7,7 @@ package bpsnet_test
 import (
 	"context"
 	"fmt"
+	"sync/atomic"
 	"testing"
 	"testing/synctest"
 	"time"
@@ -165,6 +166,36 @@ func TestFollowerRejoins(t *testing.T) {
 		}
 		publish(t, p, admin, 1, "after")
 		bpsnet.AssertAllReceive(t, fs, 1, []byte("after"))
+	})
+}
+
+// TestOnJoinBeforeCount: what OnJoin records is there when WaitJoins
+// returns — an OnJoin that takes (virtual) time still runs before the join
+// is counted.
+func TestOnJoinBeforeCount(t *testing.T) {
+	t.Parallel()
+	synctest.Test(t, func(t *testing.T) {
+		n := newNetwork(t, bpsnet.Options{})
+		all := nodes(t, n, 2)
+		broker, sub := all[0], all[1]
+		if err := n.ConnectStar(broker, all[1:]); err != nil {
+			t.Fatal(err)
+		}
+		sp := bpsnet.Spec("onjoin", broker.Key())
+		var recorded atomic.Int32
+		f, err := sub.Follow(broker.Overlay(), sp, bpsnet.FollowOptions{OnJoin: func(*bps.Subscription) {
+			time.Sleep(time.Second) // the follower is blocked here while the test may run
+			recorded.Add(1)
+		}})
+		if err != nil {
+			t.Fatal(err)
+		}
+		if err := f.WaitJoins(t.Context(), 1); err != nil {
+			t.Fatal(err)
+		}
+		if got := recorded.Load(); got != 1 {
+			t.Fatalf("OnJoin recorded %d joins when WaitJoins(1) returned, want 1", got)
+		}
 	})
 }
 

@@ -23,7 +23,8 @@ type FollowOptions struct {
 	// Buffer is the capacity of C; 0 keeps no deliveries (use OnDeliver).
 	// A full C blocks the follower, which is back-pressure on the stream.
 	Buffer int
-	// OnJoin is called after every successful Subscribe.
+	// OnJoin is called after every successful Subscribe, before the
+	// join is counted (WaitJoins).
 	OnJoin func(sub *bps.Subscription)
 	// OnDeliver is called with every delivery, before it is put on C.
 	OnDeliver func(bps.Delivery)
@@ -116,6 +117,11 @@ func (f *Follower) run() {
 			continue
 		}
 
+		// OnJoin runs before the join is counted: whoever WaitJoins
+		// returned to sees what OnJoin recorded.
+		if f.o.OnJoin != nil {
+			f.o.OnJoin(sub)
+		}
 		stopped := false
 		f.update(func() {
 			f.sub = sub
@@ -125,9 +131,6 @@ func (f *Follower) run() {
 		if stopped {
 			_ = sub.Close()
 			return
-		}
-		if f.o.OnJoin != nil {
-			f.o.OnJoin(sub)
 		}
 		if !f.consume(sub) {
 			_ = sub.Close()
