@@ -27,8 +27,7 @@ func FrameKey(address, data []byte) [32]byte {
 // for concurrent use; its owner guards it.
 type Window struct {
 	size int
-	ring [][32]byte
-	next int
+	ring growRing[[32]byte]
 	set  map[[32]byte]struct{}
 }
 
@@ -48,13 +47,7 @@ func (w *Window) Add(k [32]byte) bool {
 	if _, seen := w.set[k]; seen {
 		return false
 	}
-	if len(w.ring) < w.size {
-		w.ring = append(w.ring, k)
-	} else {
-		delete(w.set, w.ring[w.next])
-		w.ring[w.next] = k
-		w.next = (w.next + 1) % w.size
-	}
+	w.ring.put(k, w.size, func(old *[32]byte) { delete(w.set, *old) })
 	w.set[k] = struct{}{}
 	return true
 }

@@ -55,10 +55,8 @@ const (
 // which is under dmu.
 type escapeState struct {
 	// refs: the last lagWindowSize feed updates taken, by FrameKey: what
-	// a byte-identical second copy was; grown as updates are taken, then
-	// a ring (under dmu). next: where the next ref goes (under dmu).
-	refs  []gaveRef
-	next  int
+	// a byte-identical second copy was (under dmu).
+	refs  growRing[gaveRef]
 	timer *time.Timer // a gap waiting out escapeGrace
 	// queued is the newest gap both parents failed while another waited
 	// out its grace: judged next, if that one is filled late.
@@ -87,13 +85,7 @@ func (sub *Subscription) noteGave(from *clientStream, pub publication, key [32]b
 	}
 	ref := gapRef{owner: string(pub.owner), index: pub.index}
 	if !dup {
-		r := gaveRef{key: key, gapRef: ref}
-		if len(sub.esc.refs) < lagWindowSize {
-			sub.esc.refs = append(sub.esc.refs, r)
-		} else {
-			sub.esc.refs[sub.esc.next] = r
-		}
-		sub.esc.next = (sub.esc.next + 1) % lagWindowSize
+		sub.esc.refs.put(gaveRef{key: key, gapRef: ref}, lagWindowSize, nil)
 	}
 	sub.credit(from, ref)
 }
@@ -105,7 +97,7 @@ func (sub *Subscription) gaveCopy(from *clientStream, key [32]byte) {
 	if sub.order == nil {
 		return
 	}
-	for _, r := range sub.esc.refs {
+	for _, r := range sub.esc.refs.s {
 		if r.key == key && r.owner != "" {
 			sub.credit(from, r.gapRef)
 			return
@@ -292,8 +284,8 @@ func (sub *Subscription) escape(leave *parent, gap uint64) {
 // takes dmu).
 func (sub *Subscription) forgive(p *parent) {
 	sub.dmu.Lock()
-	for i := range sub.lag.ring {
-		e := &sub.lag.ring[i]
+	for i := range sub.lag.ring.s {
+		e := &sub.lag.ring.s[i]
 		for j := range e.at {
 			if e.at[j] == p.gen && p.gen != 0 {
 				e.gave[j] = true

@@ -26,33 +26,14 @@ type lagEntry struct {
 // finds it in the first few entries: the copies of a delivery come within
 // a few link latencies of each other.
 type lagWindow struct {
-	ring  []lagEntry // oldest at next once full
-	next  int        // where the next entry goes
-	epoch int        // deliveries taken this epoch
-}
-
-// add puts e in the window; a full window first tells evict the oldest
-// entry, which e replaces.
-func (w *lagWindow) add(e lagEntry, evict func(*lagEntry)) {
-	if len(w.ring) < lagWindowSize {
-		w.ring = append(w.ring, e)
-	} else {
-		evict(&w.ring[w.next])
-		w.ring[w.next] = e
-	}
-	w.next = (w.next + 1) % lagWindowSize
+	ring  growRing[lagEntry]
+	epoch int // deliveries taken this epoch
 }
 
 // find returns the entry of the delivery whose frame is addr, nil if it is
 // not in the window.
 func (w *lagWindow) find(addr [32]byte) *lagEntry {
-	n := len(w.ring)
-	for k := 1; k <= n; k++ {
-		if e := &w.ring[(w.next-k+n)%n]; e.addr == addr {
-			return e
-		}
-	}
-	return nil
+	return w.ring.newest(func(e *lagEntry) bool { return e.addr == addr })
 }
 
 // noteLag records, under the receiver's dmu, that parent stream from gave
@@ -100,7 +81,7 @@ func (sub *Subscription) noteLag(from *clientStream, addr [32]byte, dup, sequenc
 	for j := range e.at {
 		e.gave[j] = e.at[j] == fromGen && fromGen != 0
 	}
-	w.add(e, sub.evictLag)
+	w.ring.put(e, lagWindowSize, sub.evictLag)
 	if w.epoch++; w.epoch >= lagWindowSize {
 		w.epoch = 0
 		sub.mu.Lock()

@@ -80,10 +80,9 @@ type lazyOut struct {
 	lazy bool   // announce content deliveries instead of sending them
 	next uint64 // the number of the next announcement
 	asks uint64 // announcements asked for, in all
-	// ring holds announcement q's frame at q % lazyRing: grown by each
-	// announcement to lazyRing slots, so that a stream that announced a
-	// few holds a few.
-	ring []lazySlot
+	// ring holds announcement q's frame at q % lazyRing (its next is
+	// next % lazyRing): a stream that announced a few holds a few.
+	ring growRing[lazySlot]
 }
 
 type lazySlot struct {
@@ -141,11 +140,7 @@ func (lz *lazyOut) out(f outFrame, ann *announcement) outFrame {
 	if !lz.lazy {
 		return f
 	}
-	if sl := (lazySlot{frame: f.b}); len(lz.ring) < lazyRing {
-		lz.ring = append(lz.ring, sl) // lz.next % lazyRing == len(lz.ring)
-	} else {
-		lz.ring[lz.next%lazyRing] = sl
-	}
+	lz.ring.put(lazySlot{frame: f.b}, lazyRing, nil)
 	lz.next++
 	return outFrame{b: ann.of(f.b), kind: kindAnnounce}
 }
@@ -205,7 +200,7 @@ func (c *cohort) ask(m *member, a *pb.Ask) error {
 			s.metrics.LazyGone.Inc()
 			continue
 		}
-		sl := &lz.ring[q%lazyRing]
+		sl := &lz.ring.s[q%lazyRing]
 		if sl.asked {
 			s.count(c, CounterWrongStream)
 			return violationf("a second ask for announcement %d", q)
@@ -249,7 +244,7 @@ func (c *cohort) setPush(m *member, sp *pb.SetPush) error {
 		s.count(c, CounterWrongStream)
 		return violationf("set push eager from announcement %d, %d made", sp.From, lz.next)
 	}
-	if sp.Mode == pb.PushMode_EAGER && lz.lazy && lz.ring != nil {
+	if sp.Mode == pb.PushMode_EAGER && lz.lazy && len(lz.ring.s) > 0 {
 		c.serveFrom(m, max(sp.From, lz.next-min(lz.next, lazyRing)))
 	}
 	lz.lazy = sp.Mode == pb.PushMode_LAZY
@@ -262,7 +257,7 @@ func (c *cohort) serveFrom(m *member, from uint64) {
 	s := c.r.s
 	lz := m.lz
 	for q := from; q < lz.next; q++ {
-		sl := &lz.ring[q%lazyRing]
+		sl := &lz.ring.s[q%lazyRing]
 		if sl.asked || sl.promised {
 			continue
 		}

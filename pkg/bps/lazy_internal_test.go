@@ -63,11 +63,11 @@ func TestLazyRingGrows(t *testing.T) {
 		var ann announcement
 		ann.b = []byte{0} // the announcement itself is not what is tested
 		lz.out(outFrame{b: frame(q)}, &ann)
-		if want := min(q+1, lazyRing); len(lz.ring) != want {
-			t.Fatalf("after %d announcements: %d slots, want %d", q+1, len(lz.ring), want)
+		if want := min(q+1, lazyRing); len(lz.ring.s) != want {
+			t.Fatalf("after %d announcements: %d slots, want %d", q+1, len(lz.ring.s), want)
 		}
 		for p := max(0, q+1-lazyRing); p <= q; p++ {
-			if got := lz.ring[p%lazyRing].frame; !bytes.Equal(got, frame(p)) {
+			if got := lz.ring.s[p%lazyRing].frame; !bytes.Equal(got, frame(p)) {
 				t.Fatalf("after %d announcements: slot of %d holds %x", q+1, p, got)
 			}
 		}
@@ -85,12 +85,12 @@ func TestLagWindowGrows(t *testing.T) {
 	key := func(i int) [32]byte { return [32]byte{byte(i), byte(i >> 8), 1} }
 	for i := range 2*lagWindowSize + 3 {
 		evicted := -1
-		w.add(lagEntry{addr: key(i)}, func(e *lagEntry) { evicted = int(e.addr[0]) | int(e.addr[1])<<8 })
+		w.ring.put(lagEntry{addr: key(i)}, lagWindowSize, func(e *lagEntry) { evicted = int(e.addr[0]) | int(e.addr[1])<<8 })
 		if want := i - lagWindowSize; evicted != want && (want >= 0 || evicted != -1) {
 			t.Fatalf("adding %d evicted %d, want %d", i, evicted, max(want, -1))
 		}
-		if want := min(i+1, lagWindowSize); len(w.ring) != want {
-			t.Fatalf("after %d: %d entries, want %d", i+1, len(w.ring), want)
+		if want := min(i+1, lagWindowSize); len(w.ring.s) != want {
+			t.Fatalf("after %d: %d entries, want %d", i+1, len(w.ring.s), want)
 		}
 		for j := range i + 1 {
 			e := w.find(key(j))
