@@ -48,6 +48,19 @@ func newLazyTree(t *testing.T, n, brokerCap int, sp func(admin key) *bps.Spec, o
 	return mt
 }
 
+// pushParents is sub's eager parent and its lazy one (zero if it has
+// none in that mode).
+func pushParents(sub *bps.Subscription) (eager, lazy swarm.Address) {
+	for peer, lz := range lazyOf(sub) {
+		if lz {
+			lazy = swarm.NewAddress([]byte(peer))
+		} else {
+			eager = swarm.NewAddress([]byte(peer))
+		}
+	}
+	return eager, lazy
+}
+
 // lazyOf is, for each parent of sub, whether it feeds sub lazily, by
 // overlay.
 func lazyOf(sub *bps.Subscription) map[string]bool {
@@ -251,14 +264,7 @@ func TestLazyFailover(t *testing.T) {
 		expectUpdates(t, sub, 0, 5)
 	}
 	child, sub := mt.nodes[2], mt.subs[2]
-	var eager, lazy swarm.Address
-	for peer, lz := range lazyOf(sub) {
-		if lz {
-			lazy = swarm.NewAddress([]byte(peer))
-		} else {
-			eager = swarm.NewAddress([]byte(peer))
-		}
-	}
+	eager, lazy := pushParents(sub)
 	if eager.IsZero() || lazy.IsZero() {
 		t.Fatalf("lazy parents %v, want one of each", sub.LazyParents())
 	}
@@ -395,14 +401,7 @@ func TestLazyFailoverInFlight(t *testing.T) {
 	})
 	mt.subscribeAll()
 	child, sub := mt.nodes[2], mt.subs[2]
-	var eager, lazy swarm.Address
-	for peer, lz := range lazyOf(sub) {
-		if lz {
-			lazy = swarm.NewAddress([]byte(peer))
-		} else {
-			eager = swarm.NewAddress([]byte(peer))
-		}
-	}
+	eager, lazy := pushParents(sub)
 	if len(sub.Parents()) != 2 || eager.IsZero() || lazy.IsZero() {
 		t.Fatalf("parents %v, lazy %v: want two, one eager", sub.Parents(), sub.LazyParents())
 	}
