@@ -7,7 +7,6 @@ package bps
 import (
 	"errors"
 
-	"github.com/ethersphere/bee/v2/pkg/accounting"
 	"github.com/ethersphere/bee/v2/pkg/swarm"
 	"github.com/ethersphere/bps/pkg/bps/pb"
 	"github.com/prometheus/client_golang/prometheus"
@@ -26,24 +25,6 @@ import (
 // accounting refused, at either end; the accounting's own error is wrapped
 // too (accounting.ErrOverdraft, accounting.ErrDisconnectThresholdExceeded).
 var ErrUnpaid = errors.New("bps: bandwidth not paid")
-
-// SetAccounting makes the service charge for depth with prices on acc
-// (bee's accounting). Call it before registering Protocol, as SetPeerCheck;
-// a nil acc, or zero prices, charges nothing.
-func (s *Service) SetAccounting(acc accounting.Interface, p Prices) {
-	s.SetSettledAccounting(acc, p, Settlement{})
-}
-
-// SetSettledAccounting is SetAccounting with when each stream's meter
-// applies what it counted (zero fields: the defaults).
-func (s *Service) SetSettledAccounting(acc accounting.Interface, p Prices, st Settlement) {
-	if acc == nil || p == (Prices{}) {
-		s.pricing = nil
-		return
-	}
-	s.pricing = newPricing(s.ctx, acc, p, st)
-	s.pricing.goOwned = s.goOwned
-}
 
 // Settlement is when the service's meters apply what they counted; zero if
 // it charges nothing.

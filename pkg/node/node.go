@@ -155,7 +155,15 @@ func Start(ctx context.Context, c Config) (n *Node, err error) {
 		return nil, err
 	}
 	if c.Plugin != nil {
-		if n.plugin, err = attach(beeCtx, n.in.P2P, n.overlay, logger, withAccounting(c.Plugin, n.in.Accounting), TransportBinding(addressbook.New(n.in.StateStore))); err != nil {
+		env := PluginEnv{
+			Overlay:   n.overlay,
+			Logger:    logger,
+			PeerCheck: TransportBinding(addressbook.New(n.in.StateStore)),
+		}
+		if n.in.Accounting != nil {
+			env.Accounting = n.in.Accounting
+		}
+		if n.plugin, err = attach(beeCtx, n.in.P2P, env, c.Plugin); err != nil {
 			return nil, err
 		}
 		if err := registerMetrics(beeAPI, n.plugin); err != nil {

@@ -43,7 +43,7 @@ func TestPricingSustainedRate(t *testing.T) {
 	if err != nil || len(underlays) == 0 {
 		t.Fatalf("parent underlays %v: %v", underlays, err)
 	}
-	parentAcc := *parent.Plugin().(pricedPlugin).acc
+	parentAcc := parent.Plugin().(pricedPlugin).acc
 
 	const run = 20 * time.Second
 	for _, tc := range []struct {
@@ -74,7 +74,7 @@ func TestPricingSustainedRate(t *testing.T) {
 			if err := peers.wait(ctx, parent.Overlay()); err != nil {
 				t.Fatal(err)
 			}
-			childAcc := *child.Plugin().(pricedPlugin).acc
+			childAcc := child.Plugin().(pricedPlugin).acc
 			waitAccounting(t, parentAcc, child.Overlay())
 			waitAccounting(t, childAcc, parent.Overlay())
 			delivered, maxDebt, cut := sell(t, parentAcc, childAcc, parent, child, tc.price, tc.rate, run)

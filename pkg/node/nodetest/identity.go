@@ -115,10 +115,10 @@ func NewIdentity(ctx context.Context, o IdentityOptions) (*Identity, error) {
 		}
 	}
 	o.BPS.Logger = logger
+	o.BPS.PeerCheck = node.TransportBinding(book)
 	if id.BPS, err = bps.New(p2ps, overlay, o.BPS); err != nil {
 		return fail(err)
 	}
-	id.BPS.SetPeerCheck(node.TransportBinding(book))
 	if err := p2ps.AddProtocol(id.BPS.Protocol()); err != nil {
 		return fail(err)
 	}
