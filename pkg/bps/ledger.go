@@ -204,44 +204,6 @@ func (l *ledger) keepLocked() uint64 {
 	return l.p.settle.keep(l.unit, max(len(l.meters), 1))
 }
 
-// accountingWait bounds how long a new stream waits for bee to connect its
-// peer's accounting.
-const accountingWait = 2 * time.Second
-
-// await waits, at most accountingWait, until bee's accounting takes charges
-// for peer. bee connects a peer's accounting on a goroutine of its
-// pseudosettle hook once the peer has connected, and a charge before that
-// fails ("connection not initialized yet"): a stream opened in the first
-// moments of a connection would end on its first frame. A zero debit,
-// released at once, is the probe: it moves no balance. If the wait runs
-// out, the stream goes ahead and its first charge says why.
-func (p *pricing) await(peer swarm.Address) {
-	var t *time.Timer
-	for wait, waited := 5*time.Millisecond, time.Duration(0); ; wait *= 2 {
-		act, err := p.acc.PrepareDebit(p.ctx, peer, 0)
-		if err == nil {
-			act.Cleanup()
-			return
-		}
-		if waited >= accountingWait || p.ctx.Err() != nil {
-			return
-		}
-		wait = min(wait, accountingWait-waited)
-		if t == nil {
-			t = time.NewTimer(wait)
-			defer t.Stop()
-		} else {
-			t.Reset(wait)
-		}
-		select {
-		case <-t.C:
-		case <-p.ctx.Done():
-			return
-		}
-		waited += wait
-	}
-}
-
 // done ends the meter's stream. What the ledger holds past the margin of
 // the streams left is applied; when it was the peer's last stream on this
 // side, all of it — at a child, its kept margin lateDelay later, by the

@@ -6,6 +6,7 @@ package bps
 
 import (
 	"errors"
+	"time"
 
 	"github.com/ethersphere/bee/v2/pkg/swarm"
 	"github.com/ethersphere/bps/pkg/bps/pb"
@@ -20,6 +21,13 @@ import (
 // in its Ack, and settle through a meter in batches. A charge bee refuses
 // ends the stream with bee's own error (the parent: past the disconnect
 // threshold; the child: ErrUnpaid), never as a BPS violation.
+//
+// Three files: this one, the Service's pricing API and where a stream is
+// metered (priceChild at a parent, priceParent at a child, await before
+// either); price.go, what a frame costs and which frames are priced, pure;
+// ledger.go, the meters and ledgers that count and apply charges, and
+// their flusher. The writer charges in stream.go (putBatch), the reader in
+// codec.go (frameReader.onFrame).
 
 // ErrUnpaid is wrapped by the error that ends a stream whose charge bee's
 // accounting refused, at either end; the accounting's own error is wrapped
@@ -108,6 +116,44 @@ func (s *Service) PricingMetrics() []prometheus.Collector {
 	}
 	m := &s.pricing.metrics
 	return []prometheus.Collector{m.debited, m.credited, m.unpaid, m.flushes}
+}
+
+// accountingWait bounds how long a new stream waits for bee to connect its
+// peer's accounting.
+const accountingWait = 2 * time.Second
+
+// await waits, at most accountingWait, until bee's accounting takes charges
+// for peer. bee connects a peer's accounting on a goroutine of its
+// pseudosettle hook once the peer has connected, and a charge before that
+// fails ("connection not initialized yet"): a stream opened in the first
+// moments of a connection would end on its first frame. A zero debit,
+// released at once, is the probe: it moves no balance. If the wait runs
+// out, the stream goes ahead and its first charge says why.
+func (p *pricing) await(peer swarm.Address) {
+	var t *time.Timer
+	for wait, waited := 5*time.Millisecond, time.Duration(0); ; wait *= 2 {
+		act, err := p.acc.PrepareDebit(p.ctx, peer, 0)
+		if err == nil {
+			act.Cleanup()
+			return
+		}
+		if waited >= accountingWait || p.ctx.Err() != nil {
+			return
+		}
+		wait = min(wait, accountingWait-waited)
+		if t == nil {
+			t = time.NewTimer(wait)
+			defer t.Stop()
+		} else {
+			t.Reset(wait)
+		}
+		select {
+		case <-t.C:
+		case <-p.ctx.Done():
+			return
+		}
+		waited += wait
+	}
 }
 
 // priceChild meters the stream of a child at this node, a parent: what the
