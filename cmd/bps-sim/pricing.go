@@ -129,7 +129,7 @@ func (s *sim) collectPrices(res *Result) {
 		return
 	}
 	// Every node applies what its streams' meters hold (a node settles in
-	// batches: pkg/bps/pricing.go), the run being quiet by now.
+	// batches: pkg/bps/ledger.go), the run being quiet by now.
 	for c := range res.Trees {
 		for _, m := range s.members(c) {
 			if m.svc != nil {

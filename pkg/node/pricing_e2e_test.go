@@ -156,7 +156,7 @@ func TestPricingOnBeeAccounting(t *testing.T) {
 	delta := func(key string, n *node.Node, peer swarm.Address) int64 {
 		return new(big.Int).Sub(balanceOf(t, n, peer), b0[key]).Int64()
 	}
-	// Both ends settle in batches (pkg/bps/pricing.go): the broker's
+	// Both ends settle in batches (pkg/bps/ledger.go): the broker's
 	// balances reach exactly the prices once its meters have applied — at
 	// most a second after the last frame; a child keeps a margin while its
 	// stream lives, which Settle applies. Applied whole, the light
