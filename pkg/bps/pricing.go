@@ -34,15 +34,6 @@ import (
 // too (accounting.ErrOverdraft, accounting.ErrDisconnectThresholdExceeded).
 var ErrUnpaid = errors.New("bps: bandwidth not paid")
 
-// Settlement is when the service's meters apply what they counted; zero if
-// it charges nothing.
-func (s *Service) Settlement() Settlement {
-	if s.pricing == nil {
-		return Settlement{}
-	}
-	return s.pricing.settle
-}
-
 // Prices are the prices the service charges; zero if it charges nothing.
 func (s *Service) Prices() Prices {
 	if s.pricing == nil {
