@@ -206,6 +206,7 @@ func isHeaderName(s string) bool {
 // which it charges prices.
 func bpsPlugin(o bps.Options, prices bps.Prices) node.PluginFactory {
 	return func(env node.PluginEnv) (node.Plugin, error) {
+		o := o // each node its own: the factory builds many (bee-bps dev)
 		o.Prices = prices
 		o.Logger, o.PeerCheck, o.Accounting = env.Logger, env.PeerCheck, env.Accounting
 		o.Connect, o.Underlays = env.Connect, env.Underlays

@@ -39,6 +39,7 @@ var _ node.StreamHolder = bpsPlugin{}
 // learns of every peer its connect hooks see.
 func bpsFactory(o bps.Options, peers *peerSet) node.PluginFactory {
 	return func(env node.PluginEnv) (node.Plugin, error) {
+		o := o // each node its own
 		o.Logger, o.PeerCheck = env.Logger, env.PeerCheck
 		s, err := bps.New(env.Streamer, env.Overlay, o)
 		if err != nil {
