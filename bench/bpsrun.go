@@ -84,7 +84,7 @@ func runBPS(ctx context.Context, cfg config, n int, tree bool) (res result, err 
 			queueResets.Add(1)
 		}
 	})
-	brokerOpts := bps.Options{MaxStreamsPerCohort: n, Tracer: tracer}
+	brokerOpts := bps.Options{Bounds: bps.Bounds{MaxStreamsPerCohort: n}, Deps: bps.Deps{Tracer: tracer}}
 	if tree {
 		brokerOpts.MaxStreamsPerCohort = cfg.fanout
 		brokerOpts.NoLazyPush = !cfg.lazy
@@ -95,7 +95,7 @@ func runBPS(ctx context.Context, cfg config, n int, tree bool) (res result, err 
 	}
 	nodes = append(nodes, broker)
 	for i, h := range hosts[1:] {
-		o := bps.Options{Tracer: tracer}
+		o := bps.Options{Deps: bps.Deps{Tracer: tracer}}
 		if tree && i > 0 { // the subscribers; the publisher does not relay
 			o.RelayCapacity = cfg.relayCap
 			o.NoLazyPush = !cfg.lazy

@@ -11,10 +11,7 @@ import (
 	"strings"
 	"time"
 
-	"github.com/ethersphere/bee/v2/pkg/accounting"
 	"github.com/ethersphere/bee/v2/pkg/log"
-	"github.com/ethersphere/bee/v2/pkg/p2p"
-	"github.com/ethersphere/bee/v2/pkg/swarm"
 	"github.com/ethersphere/bps/pkg/api"
 	"github.com/ethersphere/bps/pkg/bps"
 	"github.com/ethersphere/bps/pkg/node"
@@ -47,11 +44,7 @@ const (
 	optionNameBPSAPIClientHeader         = "bps-api-client-header"
 )
 
-var (
-	_ node.Plugin      = (*bps.Service)(nil)
-	_ node.PeerChecker = bpsPeerCheck{}
-	_ node.Accountant  = bpsPeerCheck{}
-)
+var _ node.Plugin = bpsPlugged{}
 
 // setBPSFlags defines the bps-* options; withEnable adds bps-enable (the dev
 // cluster always runs BPS).
@@ -91,14 +84,20 @@ const (
 // that is out of range: they are all checked before any node starts.
 func bpsOptions(v *viper.Viper) (bps.Options, error) {
 	o := bps.Options{
-		MaxStreamsPerCohort: v.GetInt(optionNameBPSMaxStreamsPerCohort),
-		MaxCohorts:          v.GetInt(optionNameBPSMaxCohorts),
-		MaxCohortsPerPeer:   v.GetInt(optionNameBPSMaxCohortsPerPeer),
-		QueueLen:            v.GetInt(optionNameBPSQueueLen),
-		Inactivity:          v.GetDuration(optionNameBPSInactivity),
-		ClaimDeadline:       v.GetDuration(optionNameBPSClaimDeadline),
-		RelayCapacity:       v.GetInt(optionNameBPSRelayCapacity),
-		NoLazyPush:          !v.GetBool(optionNameBPSLazyPush),
+		Bounds: bps.Bounds{
+			MaxStreamsPerCohort: v.GetInt(optionNameBPSMaxStreamsPerCohort),
+			MaxCohorts:          v.GetInt(optionNameBPSMaxCohorts),
+			MaxCohortsPerPeer:   v.GetInt(optionNameBPSMaxCohortsPerPeer),
+			QueueLen:            v.GetInt(optionNameBPSQueueLen),
+		},
+		Timing: bps.Timing{
+			Inactivity:    v.GetDuration(optionNameBPSInactivity),
+			ClaimDeadline: v.GetDuration(optionNameBPSClaimDeadline),
+		},
+		Tree: bps.Tree{
+			RelayCapacity: v.GetInt(optionNameBPSRelayCapacity),
+			NoLazyPush:    !v.GetBool(optionNameBPSLazyPush),
+		},
 	}
 	if o.RelayCapacity < 0 || o.RelayCapacity > maxBPSCount {
 		return o, fmt.Errorf("--%s %d: must be between 0 and %d", optionNameBPSRelayCapacity, o.RelayCapacity, maxBPSCount)
@@ -202,16 +201,20 @@ func isHeaderName(s string) bool {
 	return s != ""
 }
 
-// bpsPlugin attaches a bps.Service with options o to a node, charging
-// prices on the node's accounting.
+// bpsPlugin attaches a bps.Service with options o to a node, built with
+// the node's logger, transport binding check, dialer and accounting, on
+// which it charges prices.
 func bpsPlugin(o bps.Options, prices bps.Prices) node.PluginFactory {
-	return func(streamer p2p.Streamer, overlay swarm.Address, logger log.Logger) (node.Plugin, error) {
-		o.Logger = logger
-		s, err := bps.New(streamer, overlay, o)
+	return func(env node.PluginEnv) (node.Plugin, error) {
+		o := o // each node its own: the factory builds many (bee-bps dev)
+		o.Prices = prices
+		o.Logger, o.PeerCheck, o.Accounting = env.Logger, env.PeerCheck, env.Accounting
+		o.Connect, o.Underlays = env.Connect, env.Underlays
+		s, err := bps.New(env.Streamer, env.Overlay, o)
 		if err != nil {
 			return nil, err
 		}
-		return bpsPeerCheck{Service: s, prices: prices}, nil
+		return bpsPlugged{Service: s}, nil
 	}
 }
 
@@ -220,7 +223,7 @@ func serviceOf(pl node.Plugin) *bps.Service {
 	switch p := pl.(type) {
 	case *bps.Service:
 		return p
-	case bpsPeerCheck:
+	case bpsPlugged:
 		return p.Service
 	case *watchedPlugin:
 		return serviceOf(p.Plugin)
@@ -240,18 +243,13 @@ func bpsPubSub(o api.Options) node.PubSubHandlerFactory {
 	}
 }
 
-// bpsPeerCheck makes the BPS service take the node's transport binding
-// check and bee's accounting, on which it charges prices.
-type bpsPeerCheck struct {
+// bpsPlugged is the BPS service as the node's plugin, whose metrics are
+// the service's and those of its accounting.
+type bpsPlugged struct {
 	*bps.Service
-	prices bps.Prices
 }
 
-func (p bpsPeerCheck) SetPeerCheck(c node.PeerCheck) { p.Service.SetPeerCheck(c) }
-
-func (p bpsPeerCheck) SetAccounting(a accounting.Interface) { p.Service.SetAccounting(a, p.prices) }
-
 // Metrics are the service's and those of its accounting.
-func (p bpsPeerCheck) Metrics() []prometheus.Collector {
+func (p bpsPlugged) Metrics() []prometheus.Collector {
 	return append(p.Service.Metrics(), p.Service.PricingMetrics()...)
 }

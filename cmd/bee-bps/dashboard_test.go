@@ -32,20 +32,22 @@ func registeredSeries(t *testing.T) map[string]bool {
 	net := streamtest.New()
 	t.Cleanup(func() { _ = net.Close() })
 	nd := net.NewNode()
-	svc, err := bps.New(nd, nd.Overlay(), bps.Options{})
+	// Charging, so that the accounting's series exist (bee_bps_accounting_*).
+	svc, err := bps.New(nd, nd.Overlay(), bps.Options{
+		Pricing: bps.Pricing{Prices: bps.DefaultPrices()},
+		Deps:    bps.Deps{Accounting: accountingmock.NewAccounting()},
+	})
 	if err != nil {
 		t.Fatal(err)
 	}
 	t.Cleanup(func() { _ = svc.Close() })
-	// Charging, so that the accounting's series exist (bee_bps_accounting_*).
-	svc.SetAccounting(accountingmock.NewAccounting(), bps.DefaultPrices())
 	srv, err := api.New(svc, nil, nil, api.Options{})
 	if err != nil {
 		t.Fatal(err)
 	}
 	t.Cleanup(func() { _ = srv.Close() })
 	names := map[string]bool{}
-	for _, c := range append(bpsPeerCheck{Service: svc}.Metrics(), srv.Metrics()...) {
+	for _, c := range append(bpsPlugged{Service: svc}.Metrics(), srv.Metrics()...) {
 		ch := make(chan *prometheus.Desc, 64)
 		go func() { c.Describe(ch); close(ch) }()
 		for d := range ch {

@@ -42,14 +42,20 @@ func TestNodeDefaults(t *testing.T) {
 	}
 	d := bps.NodeOptions()
 	want := bps.Options{
-		MaxStreamsPerCohort: d.MaxStreamsPerCohort,
-		MaxCohorts:          d.MaxCohorts,
-		MaxCohortsPerPeer:   d.MaxCohortsPerPeer,
-		QueueLen:            d.QueueLen,
-		Inactivity:          d.Inactivity,
-		ClaimDeadline:       d.ClaimDeadline,
-		RelayCapacity:       d.RelayCapacity,
-		NoLazyPush:          d.NoLazyPush,
+		Bounds: bps.Bounds{
+			MaxStreamsPerCohort: d.MaxStreamsPerCohort,
+			MaxCohorts:          d.MaxCohorts,
+			MaxCohortsPerPeer:   d.MaxCohortsPerPeer,
+			QueueLen:            d.QueueLen,
+		},
+		Timing: bps.Timing{
+			Inactivity:    d.Inactivity,
+			ClaimDeadline: d.ClaimDeadline,
+		},
+		Tree: bps.Tree{
+			RelayCapacity: d.RelayCapacity,
+			NoLazyPush:    d.NoLazyPush,
+		},
 	}
 	if !reflect.DeepEqual(o, want) {
 		t.Errorf("bee-bps's default options %+v, want bps.NodeOptions' %+v", o, want)

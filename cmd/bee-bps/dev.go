@@ -22,8 +22,6 @@ import (
 	"syscall"
 	"time"
 
-	"github.com/ethersphere/bee/v2/pkg/accounting"
-	"github.com/ethersphere/bee/v2/pkg/log"
 	"github.com/ethersphere/bee/v2/pkg/metrics"
 	"github.com/ethersphere/bee/v2/pkg/p2p"
 	"github.com/ethersphere/bee/v2/pkg/swarm"
@@ -560,8 +558,8 @@ func newPeerWatch() *peerWatch {
 
 // wrap makes the plugins f builds report their peers to w.
 func (w *peerWatch) wrap(f node.PluginFactory) node.PluginFactory {
-	return func(streamer p2p.Streamer, overlay swarm.Address, logger log.Logger) (node.Plugin, error) {
-		p, err := f(streamer, overlay, logger)
+	return func(env node.PluginEnv) (node.Plugin, error) {
+		p, err := f(env)
 		if err != nil {
 			return nil, err
 		}
@@ -604,28 +602,6 @@ func (w *peerWatch) wait(ctx context.Context, peers []swarm.Address) error {
 type watchedPlugin struct {
 	node.Plugin
 	w *peerWatch
-}
-
-// SetDialer passes the node's dialer on.
-func (p *watchedPlugin) SetDialer(connect func(context.Context, swarm.Address, [][]byte) error, underlays func() [][]byte) {
-	if d, ok := p.Plugin.(node.Dialer); ok {
-		d.SetDialer(connect, underlays)
-	}
-}
-
-// SetAccounting passes bee's accounting on (node.Accountant): BPS charges
-// for depth on it.
-func (p *watchedPlugin) SetAccounting(a accounting.Interface) {
-	if ac, ok := p.Plugin.(node.Accountant); ok {
-		ac.SetAccounting(a)
-	}
-}
-
-// SetPeerCheck passes the node's peer check on.
-func (p *watchedPlugin) SetPeerCheck(c node.PeerCheck) {
-	if pc, ok := p.Plugin.(node.PeerChecker); ok {
-		pc.SetPeerCheck(c)
-	}
 }
 
 // Metrics passes the wrapped plugin's metrics on.

@@ -8,7 +8,10 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/ethersphere/bee/v2/pkg/accounting"
+	accountingmock "github.com/ethersphere/bee/v2/pkg/accounting/mock"
 	"github.com/ethersphere/bps/pkg/bps"
+	"github.com/ethersphere/bps/pkg/bps/streamtest"
 	"github.com/ethersphere/bps/pkg/node"
 )
 
@@ -43,8 +46,32 @@ func TestBPSPrices(t *testing.T) {
 	}
 }
 
-// Every plugin bee-bps attaches hands bee's accounting on to BPS.
-var (
-	_ node.Accountant = bpsPeerCheck{}
-	_ node.Accountant = (*watchedPlugin)(nil)
-)
+// TestPluginTakesAccounting: every plugin bee-bps attaches hands bee's
+// accounting on to BPS at construction, which then charges the configured
+// prices; a node without accounting charges nothing.
+func TestPluginTakesAccounting(t *testing.T) {
+	t.Parallel()
+	prices := bps.Prices{Delivery: 3, Publish: 5}
+	net := streamtest.New()
+	t.Cleanup(func() { _ = net.Close() })
+	for _, tc := range []struct {
+		name    string
+		factory node.PluginFactory
+		acc     accounting.Interface
+		want    bps.Prices
+	}{
+		{"plugin", bpsPlugin(bps.Options{}, prices), accountingmock.NewAccounting(), prices},
+		{"watched plugin", newPeerWatch().wrap(bpsPlugin(bps.Options{}, prices)), accountingmock.NewAccounting(), prices},
+		{"no accounting", bpsPlugin(bps.Options{}, prices), nil, bps.Prices{}},
+	} {
+		nd := net.NewNode()
+		pl, err := tc.factory(node.PluginEnv{Streamer: nd, Overlay: nd.Overlay(), Accounting: tc.acc})
+		if err != nil {
+			t.Fatalf("%s: %v", tc.name, err)
+		}
+		t.Cleanup(func() { _ = pl.Close() })
+		if got := serviceOf(pl).Prices(); got != tc.want {
+			t.Errorf("%s: charges %+v, want %+v", tc.name, got, tc.want)
+		}
+	}
+}

@@ -21,11 +21,19 @@ import (
 func (s *sim) newCohorts(l bpsnet.CohortLayout, base bps.Options) ([]bpsnet.Cohort, error) {
 	node := func() (*bpsnet.Node, error) {
 		self := new(atomic.Pointer[bpsnet.Node])
-		nds, err := s.net.NewNodesWith(1, withDialer(base, s.net, self))
+		o := withDialer(base, s.net, self)
+		acc, err := s.priced(&o)
+		if err != nil {
+			return nil, err
+		}
+		nds, err := s.net.NewNodesWith(1, o)
 		if err != nil {
 			return nil, err
 		}
 		self.Store(nds[0])
+		if acc != nil {
+			s.ledgers.keep(nds[0], acc)
+		}
 		if err := s.price(nds[0]); err != nil {
 			return nil, err
 		}

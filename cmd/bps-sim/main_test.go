@@ -138,13 +138,19 @@ func TestDefaultsAreTheNodes(t *testing.T) {
 	t.Parallel()
 	sc, d := DefaultScenario(), bps.NodeOptions()
 	want := bps.Options{
-		MaxStreamsPerCohort: d.MaxStreamsPerCohort,
-		QueueLen:            d.QueueLen,
-		BackoffMin:          d.BackoffMin,
-		BackoffMax:          d.BackoffMax,
-		RelayCapacity:       d.RelayCapacity,
-		SingleParent:        d.SingleParent,
-		ProbeWait:           d.ProbeWait,
+		Bounds: bps.Bounds{
+			MaxStreamsPerCohort: d.MaxStreamsPerCohort,
+			QueueLen:            d.QueueLen,
+		},
+		Timing: bps.Timing{
+			BackoffMin: d.BackoffMin,
+			BackoffMax: d.BackoffMax,
+		},
+		Tree: bps.Tree{
+			RelayCapacity: d.RelayCapacity,
+			SingleParent:  d.SingleParent,
+			ProbeWait:     d.ProbeWait,
+		},
 	}
 	// What the scenario leaves zero, bps fills in with the defaults
 	// NodeOptions filled in.

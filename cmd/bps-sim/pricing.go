@@ -31,42 +31,58 @@ type ledgers struct {
 	m  map[string]*accounting.Accounting
 }
 
-func (l *ledgers) of(nd *bpsnet.Node) (*accounting.Accounting, error) {
+// newAccounting is the accounting of a node about to be built, which
+// keep then files under the node's overlay.
+func newAccounting() (*accounting.Accounting, error) {
+	return accounting.NewAccounting(new(big.Int).Lsh(big.NewInt(1), 100), 25, 50, log.Noop, statestore.NewStateStore(), nil, big.NewInt(4_500_000), 10, nil)
+}
+
+// keep files acc as nd's accounting.
+func (l *ledgers) keep(nd *bpsnet.Node, acc *accounting.Accounting) {
 	l.mu.Lock()
 	defer l.mu.Unlock()
-	k := nd.Overlay().ByteString()
-	if acc := l.m[k]; acc != nil {
-		return acc, nil
-	}
-	acc, err := accounting.NewAccounting(new(big.Int).Lsh(big.NewInt(1), 100), 25, 50, log.Noop, statestore.NewStateStore(), nil, big.NewInt(4_500_000), 10, nil)
-	if err != nil {
-		return nil, err
-	}
 	if l.m == nil {
 		l.m = make(map[string]*accounting.Accounting)
 	}
-	l.m[k] = acc
-	return acc, nil
+	l.m[nd.Overlay().ByteString()] = acc
+}
+
+// of is nd's accounting; nil if it has none.
+func (l *ledgers) of(nd *bpsnet.Node) *accounting.Accounting {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	return l.m[nd.Overlay().ByteString()]
 }
 
 func (sc Scenario) prices() bps.Prices {
 	return bps.Prices{Delivery: sc.DeliveryPrice, Publish: sc.PublishPrice}
 }
 
-// price makes nd charge on its accounting, connected to every peer it
-// connects to from now on and to the peers it has. It runs before any peer
-// can reach nd: at its first start, and in a restart's setup
-// (bpsnet.RestartWith), since the service's accounting is not changed
-// while streams run.
-func (s *sim) price(nd *bpsnet.Node) error {
+// priced makes o, the options of a node about to be built, charge the
+// scenario's prices on an accounting of the node's own, which it returns
+// (nil, if the scenario charges nothing). A restarted node keeps its
+// options, so its accounting, as a bee node keeps its state store.
+func (s *sim) priced(o *bps.Options) (*accounting.Accounting, error) {
 	if s.sc.prices() == (bps.Prices{}) {
+		return nil, nil
+	}
+	acc, err := newAccounting()
+	if err != nil {
+		return nil, err
+	}
+	o.Accounting, o.Prices = acc, s.sc.prices()
+	return acc, nil
+}
+
+// price connects nd's accounting to every peer it connects to from now on
+// and to the peers it has, as bee's p2p layer connects it. It runs before
+// any peer can reach nd: at its first start, and in a restart's setup
+// (bpsnet.RestartWith).
+func (s *sim) price(nd *bpsnet.Node) error {
+	acc := s.ledgers.of(nd)
+	if acc == nil {
 		return nil
 	}
-	acc, err := s.ledgers.of(nd)
-	if err != nil {
-		return err
-	}
-	nd.Service().SetAccounting(acc, s.sc.prices())
 	connect := func(_ context.Context, p p2p.Peer) error { acc.Connect(p.Address, true); return nil }
 	if err := nd.AddProtocol(p2p.ProtocolSpec{Name: "bps-sim-accounting", Version: "1.0.0", ConnectIn: connect, ConnectOut: connect}); err != nil {
 		return err
@@ -113,7 +129,7 @@ func (s *sim) collectPrices(res *Result) {
 		return
 	}
 	// Every node applies what its streams' meters hold (a node settles in
-	// batches: pkg/bps/pricing.go), the run being quiet by now.
+	// batches: pkg/bps/ledger.go), the run being quiet by now.
 	for c := range res.Trees {
 		for _, m := range s.members(c) {
 			if m.svc != nil {

@@ -126,8 +126,16 @@ func DefaultScenario() Scenario {
 // serviceOptions are the options of every node of the scenario; bps fills
 // in what the scenario leaves zero.
 func (sc Scenario) serviceOptions() bps.Options {
-	o := bps.Options{BackoffMin: time.Duration(sc.BackoffMin), BackoffMax: time.Duration(sc.BackoffMax), QueueLen: sc.QueueLen,
-		MaxStreamsPerCohort: sc.BrokerCapacity}
+	o := bps.Options{
+		Bounds: bps.Bounds{
+			QueueLen:            sc.QueueLen,
+			MaxStreamsPerCohort: sc.BrokerCapacity,
+		},
+		Timing: bps.Timing{
+			BackoffMin: time.Duration(sc.BackoffMin),
+			BackoffMax: time.Duration(sc.BackoffMax),
+		},
+	}
 	applyRelays(&o, sc)
 	return o
 }

@@ -116,7 +116,7 @@ func newCluster(t *testing.T, n int, o api.Options) *cluster {
 }
 
 // testBackoff is the clients' backoff unless a test sets its own.
-var testBackoff = bps.Options{BackoffMin: time.Millisecond, BackoffMax: 2 * time.Millisecond}
+var testBackoff = bps.Options{Timing: bps.Timing{BackoffMin: time.Millisecond, BackoffMax: 2 * time.Millisecond}}
 
 // newClusterWith is newCluster with the broker's and the clients' BPS
 // options (zero: the defaults, with testBackoff for the clients).

@@ -77,8 +77,8 @@ func TestPublisherJoinFailsBeforeUpgrade(t *testing.T) {
 // last attempt failed and a Retry-After.
 func TestFullThenBackoffSaysWhy(t *testing.T) {
 	t.Parallel()
-	c := newClusterWith(t, 1, api.Options{}, bps.Options{MaxCohortsPerPeer: 1},
-		bps.Options{BackoffMin: time.Hour, BackoffMax: 2 * time.Hour})
+	c := newClusterWith(t, 1, api.Options{}, bps.Options{Bounds: bps.Bounds{MaxCohortsPerPeer: 1}},
+		bps.Options{Timing: bps.Timing{BackoffMin: time.Hour, BackoffMax: 2 * time.Hour}})
 	a := c.clients[0]
 	admin := newKey(t)
 	peer := c.broker.addr

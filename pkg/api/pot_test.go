@@ -50,7 +50,7 @@ func TestPotProfileSessions(t *testing.T) {
 			once.Do(func() { close(accepted4) })
 		}
 	})
-	c := newClusterWith(t, 2, api.Options{Storage: st}, bps.Options{Tracer: tracer}, bps.Options{})
+	c := newClusterWith(t, 2, api.Options{Storage: st}, bps.Options{Deps: bps.Deps{Tracer: tracer}}, bps.Options{})
 	a, b := c.clients[0], c.clients[1]
 	alice := newKey(t)
 	topic := keccak([]byte("pot"))

@@ -37,11 +37,13 @@ func TestTopicsPricing(t *testing.T) {
 	}
 	newNode := func(p bps.Prices) node {
 		nd := net.NewNode()
-		svc, err := bps.New(nd, nd.Overlay(), bps.Options{})
+		svc, err := bps.New(nd, nd.Overlay(), bps.Options{
+			Pricing: bps.Pricing{Prices: p},
+			Deps:    bps.Deps{Accounting: accountingmock.NewAccounting()},
+		})
 		if err != nil {
 			t.Fatal(err)
 		}
-		svc.SetAccounting(accountingmock.NewAccounting(), p)
 		if err := nd.AddProtocol(svc.Protocol()); err != nil {
 			t.Fatal(err)
 		}

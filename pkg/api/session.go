@@ -5,7 +5,6 @@
 package api
 
 import (
-	"bytes"
 	"context"
 	"encoding/hex"
 	"encoding/json"
@@ -20,7 +19,6 @@ import (
 	"time"
 	"unicode/utf8"
 
-	"github.com/ethersphere/bee/v2/pkg/crypto"
 	"github.com/ethersphere/bee/v2/pkg/log"
 	"github.com/ethersphere/bee/v2/pkg/swarm"
 	"github.com/ethersphere/bps/pkg/bps"
@@ -430,7 +428,6 @@ var errClaim = errors.New("claim")
 // session's addr over the digest — because the broker answers a bad claim
 // by blocklisting this node.
 func (ss *wsSession) SignClaim(ctx context.Context, challenge []byte, broker swarm.Address, index uint64) ([]byte, error) {
-	digest := bps.ClaimDigest(challenge, broker, index)
 	select {
 	case <-ss.claims: // a late answer to an earlier request
 	default:
@@ -451,7 +448,7 @@ func (ss *wsSession) SignClaim(ctx context.Context, challenge []byte, broker swa
 	defer t.Stop()
 	select {
 	case sig := <-ss.claims:
-		if err := verifyClaim(sig, digest, ss.plan.addr); err != nil {
+		if err := verifyClaim(sig, ss.plan.addr, challenge, broker, index); err != nil {
 			return nil, err
 		}
 		return sig, nil
@@ -464,24 +461,15 @@ func (ss *wsSession) SignClaim(ctx context.Context, challenge []byte, broker swa
 	}
 }
 
-// verifyClaim checks a claim signature as the broker will.
-func verifyClaim(sig, digest, addr []byte) error {
-	if len(sig) != swarm.SocSignatureSize {
-		return fmt.Errorf("%w: signature is %d bytes, want 65 (r ‖ s ‖ v)", errClaim, len(sig))
+// verifyClaim checks a claim signature as the broker will
+// (bps.VerifyClaim).
+func verifyClaim(sig, addr, challenge []byte, broker swarm.Address, index uint64) error {
+	c, err := bps.ClaimFromSignature(addr, index, sig)
+	if err == nil {
+		err = bps.VerifyClaim(c, challenge, broker)
 	}
-	if v := sig[64]; v != 27 && v != 28 {
-		return fmt.Errorf("%w: signature v is %d, want 27 or 28", errClaim, v)
-	}
-	pub, err := crypto.Recover(sig, digest)
-	if err != nil {
-		return fmt.Errorf("%w: signature does not recover: %w", errClaim, err)
-	}
-	signer, err := crypto.NewEthereumAddress(*pub)
 	if err != nil {
 		return fmt.Errorf("%w: %w", errClaim, err)
-	}
-	if !bytes.Equal(signer, addr) {
-		return fmt.Errorf("%w: signed by %x, not by addr %x", errClaim, signer, addr)
 	}
 	return nil
 }

@@ -93,7 +93,7 @@ func TestTopicsTree(t *testing.T) {
 // all its streams; its child's entry sits one deeper under it.
 func TestTopicsRelay(t *testing.T) {
 	t.Parallel()
-	c := newClusterWith(t, 2, api.Options{}, bps.Options{MaxStreamsPerCohort: 1, ProbeWait: 5 * time.Second}, bps.Options{RelayCapacity: 2})
+	c := newClusterWith(t, 2, api.Options{}, bps.Options{Bounds: bps.Bounds{MaxStreamsPerCohort: 1}, Tree: bps.Tree{ProbeWait: 5 * time.Second}}, bps.Options{Tree: bps.Tree{RelayCapacity: 2}})
 	a, b := c.clients[0], c.clients[1]
 	if err := c.net.Connect(b.Node, a.Node); err != nil {
 		t.Fatal(err)

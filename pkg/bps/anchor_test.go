@@ -52,7 +52,7 @@ func (g gsoc) message(t *testing.T, payload string) *pb.Message {
 // bounded window; the publisher does not get its own messages back.
 func TestAnchorCohort(t *testing.T) {
 	t.Parallel()
-	_, broker, cl := cluster(t, bps.Options{DedupWindow: 4}, 3)
+	_, broker, cl := cluster(t, bps.Options{Bounds: bps.Bounds{DedupWindow: 4}}, 3)
 	g := newGSOC(t, "anchor")
 	sub := subscribe(t, cl[0], broker, g.spec)
 	p, err := cl[1].svc.Publish(ctxT(t), broker.Overlay(), g.spec, bps.PublishOptions{Addr: g.key.addr})

@@ -23,7 +23,7 @@ func TestMultihopExplicitPublishFromDepth(t *testing.T) {
 	t.Parallel()
 	// The broker takes one publisher stream: the admin's first; its
 	// second attaches at depth.
-	mt := newMTreeWith(t, 6, bps.Options{MaxStreamsPerCohort: 2, MaxPublisherStreams: 1}, 2, func(a key) *bps.Spec { return feedSpec(t, "explicit from depth", a) })
+	mt := newMTreeWith(t, 6, bps.Options{Bounds: bps.Bounds{MaxStreamsPerCohort: 2, MaxPublisherStreams: 1}}, 2, func(a key) *bps.Spec { return feedSpec(t, "explicit from depth", a) })
 	mt.subscribeAll()
 	publish(t, mt.nodes[4], mt.broker, mt.sp, mt.admin, 0)
 	pub := publish(t, mt.nodes[5], mt.broker, mt.sp, mt.admin, 0)

@@ -186,16 +186,16 @@ func TestOneHopRefusals(t *testing.T) {
 		})), status: pb.Status_REJECTED},
 		{name: "history off a feed", join: subscriberOf(with(func(c *pb.CohortSpec) { c.Binding, c.History = pb.TopicBinding_ANCHOR, true })), status: pb.Status_REJECTED},
 		{name: "addr of 19 bytes", join: func(*oneHop) *pb.Join { return &pb.Join{Cohort: feed, Addr: admin.addr[:19]} }, status: pb.Status_REJECTED},
-		{name: "cohorts at the broker's bound", opts: bps.Options{MaxCohorts: 1},
+		{name: "cohorts at the broker's bound", opts: bps.Options{Bounds: bps.Bounds{MaxCohorts: 1}},
 			before: []func(*oneHop) *pb.Join{subscriberOf(other)}, join: subscriberOf(feed), status: pb.Status_FULL},
-		{name: "cohorts of the peer at their bound", opts: bps.Options{MaxCohortsPerPeer: 1},
+		{name: "cohorts of the peer at their bound", opts: bps.Options{Bounds: bps.Bounds{MaxCohortsPerPeer: 1}},
 			before: []func(*oneHop) *pb.Join{subscriberOf(other)}, join: subscriberOf(feed), status: pb.Status_FULL},
-		{name: "subscriber streams at their bound", opts: bps.Options{MaxStreamsPerCohort: 1},
+		{name: "subscriber streams at their bound", opts: bps.Options{Bounds: bps.Bounds{MaxStreamsPerCohort: 1}},
 			before: []func(*oneHop) *pb.Join{subscriberOf(feed)}, join: subscriberOf(feed), status: pb.Status_FULL},
 		// SWIP-61: a multihop Join at capacity is answered by a probe of the
 		// subtree; with no child that speaks the envelope there is nothing
 		// to probe, and the answer is a bare FULL.
-		{name: "multihop Join at capacity, no subtree", opts: bps.Options{MaxStreamsPerCohort: 1},
+		{name: "multihop Join at capacity, no subtree", opts: bps.Options{Bounds: bps.Bounds{MaxStreamsPerCohort: 1}},
 			before: []func(*oneHop) *pb.Join{subscriberOf(feed)},
 			join:   func(*oneHop) *pb.Join { return &pb.Join{Cohort: feed, Multihop: true} }, status: pb.Status_FULL},
 		// A Join asking only where else to attach (refer) never gets a
@@ -272,9 +272,13 @@ func TestOneHopViolations(t *testing.T) {
 		{name: "a Join over the frame size", exchange: func(*oneHop) exchange {
 			return exchange{in: [][]byte{{0x81, 0x40}}} // uvarint 8193
 		}},
-		{name: "the peer check fails", opts: bps.Options{PeerCheck: func(context.Context, p2p.Peer, p2p.Stream) error {
-			return errors.New("record names another peer")
-		}}, exchange: func(*oneHop) exchange {
+		{name: "the peer check fails", opts: bps.Options{
+			Deps: bps.Deps{
+				PeerCheck: func(context.Context, p2p.Peer, p2p.Stream) error {
+					return errors.New("record names another peer")
+				},
+			},
+		}, exchange: func(*oneHop) exchange {
 			// The check runs as the stream opens, before the Join is
 			// read: the peer writes nothing, or its write would race the
 			// reset.
@@ -303,7 +307,7 @@ func TestOneHopViolations(t *testing.T) {
 				return in
 			}}
 		}},
-		{name: "invalid publications past the bound", opts: bps.Options{MaxInvalidFrames: 2}, exchange: func(h *oneHop) exchange {
+		{name: "invalid publications past the bound", opts: bps.Options{Bounds: bps.Bounds{MaxInvalidFrames: 2}}, exchange: func(h *oneHop) exchange {
 			forged := frame(update(t, bob, specOf(t, feed), 0, "not the admin's"))
 			return exchange{in: [][]byte{frame(&pb.Join{Cohort: feed, Addr: admin.addr})}, addr: admin.addr,
 				after: func(a *pb.Ack) [][]byte { return [][]byte{claim(h, admin, a), forged, forged} }}
@@ -321,7 +325,7 @@ func TestOneHopViolations(t *testing.T) {
 			return exchange{in: [][]byte{frame(&pb.Join{Cohort: feed, Addr: admin.addr})}, addr: admin.addr, close: true,
 				after: func(a *pb.Ack) [][]byte { c := claim(h, admin, a); return [][]byte{c[:len(c)/2]} }}
 		}},
-		{name: "no claim within the claim deadline in a closed cohort", opts: bps.Options{ClaimDeadline: 10 * time.Millisecond}, exchange: func(h *oneHop) exchange {
+		{name: "no claim within the claim deadline in a closed cohort", opts: bps.Options{Timing: bps.Timing{ClaimDeadline: 10 * time.Millisecond}}, exchange: func(h *oneHop) exchange {
 			return exchange{in: [][]byte{frame(&pb.Join{Cohort: closed})}, after: then()}
 		}},
 	} {
@@ -449,7 +453,7 @@ func TestOneHopPublicationAfterRevocation(t *testing.T) {
 	feed := &pb.CohortSpec{Topic: topicOf("revoked"), Binding: pb.TopicBinding_FEED_TOPIC, Admin: admin.addr}
 	sp := specOf(t, feed)
 	rec := newRecorder()
-	h := newOneHop(t, bps.Options{Tracer: rec})
+	h := newOneHop(t, bps.Options{Deps: bps.Deps{Tracer: rec}})
 	grant, revoke := rosterMsg(t, admin, sp, 0, bob), rosterMsg(t, admin, sp, 1)
 	adminJoin := &pb.Join{Cohort: feed, Addr: admin.addr}
 	a, aack := h.join(adminJoin)
@@ -511,7 +515,7 @@ func TestOneHopPublisherBound(t *testing.T) {
 	admin := newKey(t)
 	feed := &pb.CohortSpec{Topic: topicOf("publisher bound"), Binding: pb.TopicBinding_FEED_TOPIC, Admin: admin.addr}
 	rec := newRecorder()
-	h := newOneHop(t, bps.Options{MaxPublisherStreams: 1, Tracer: rec})
+	h := newOneHop(t, bps.Options{Bounds: bps.Bounds{MaxPublisherStreams: 1}, Deps: bps.Deps{Tracer: rec}})
 	claimOn := func(s p2p.Stream, ack *pb.Ack) *pb.Claim {
 		t.Helper()
 		c := claimFor(t, admin, issued(t, ack), h.broker, 0)

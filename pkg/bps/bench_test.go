@@ -239,9 +239,13 @@ func benchFanout(b *testing.B, newTransport func(testing.TB) fanoutTransport, n,
 	b.Cleanup(readers.Wait) // runs last: the streams are down by then
 	tr := newTransport(b)
 	bnode, broker := tr.node(b, &bps.Options{
-		MaxStreamsPerCohort: n + 1, // the publisher joins as a subscriber first
-		QueueLen:            len(frames) + 1,
-		Tracer:              tracer,
+		Bounds: bps.Bounds{
+			MaxStreamsPerCohort: n + 1, // the publisher joins as a subscriber first
+			QueueLen:            len(frames) + 1,
+		},
+		Deps: bps.Deps{
+			Tracer: tracer,
+		},
 	})
 
 	var ms *milestones

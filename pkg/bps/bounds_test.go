@@ -19,7 +19,7 @@ import (
 // seat for a Join declaring the admin while no publisher stream exists.
 func TestConformance74_09_StreamsPerCohort(t *testing.T) {
 	t.Parallel()
-	_, broker, cl := cluster(t, bps.Options{MaxStreamsPerCohort: 2}, 4)
+	_, broker, cl := cluster(t, bps.Options{Bounds: bps.Bounds{MaxStreamsPerCohort: 2}}, 4)
 	admin := newKey(t)
 	sp := feedSpec(t, "bound", admin)
 	subscribe(t, cl[0], broker, sp)
@@ -62,7 +62,7 @@ func TestConformance74_09_StreamsPerCohort(t *testing.T) {
 // and briefly blocklisted if it has not claimed within the claim deadline.
 func TestConformance74_09_ClaimDeadline(t *testing.T) {
 	t.Parallel()
-	_, broker, cl := cluster(t, bps.Options{MaxStreamsPerCohort: 1, ClaimDeadline: 50 * time.Millisecond}, 2)
+	_, broker, cl := cluster(t, bps.Options{Bounds: bps.Bounds{MaxStreamsPerCohort: 1}, Timing: bps.Timing{ClaimDeadline: 50 * time.Millisecond}}, 2)
 	admin := newKey(t)
 	sp := feedSpec(t, "deadline", admin)
 	sub := subscribe(t, cl[0], broker, sp)
@@ -87,7 +87,7 @@ func TestConformance74_09_ClaimDeadline(t *testing.T) {
 // refused by the node bound.
 func TestConformance74_09_CohortBounds(t *testing.T) {
 	t.Parallel()
-	_, broker, cl := cluster(t, bps.Options{MaxCohorts: 3, MaxCohortsPerPeer: 2}, 3)
+	_, broker, cl := cluster(t, bps.Options{Bounds: bps.Bounds{MaxCohorts: 3, MaxCohortsPerPeer: 2}}, 3)
 	admin := newKey(t)
 	specs := []*bps.Spec{feedSpec(t, "a", admin), feedSpec(t, "b", admin), feedSpec(t, "c", admin), feedSpec(t, "d", admin)}
 
@@ -147,7 +147,7 @@ func TestConformance74_10_SubscriberReverifies(t *testing.T) {
 func TestQueueFullResetsOnlyThatStream(t *testing.T) {
 	t.Parallel()
 	const n = 40
-	_, broker, cl := cluster(t, bps.Options{QueueLen: 4}, 3, streamtest.WithBufferSize(2048))
+	_, broker, cl := cluster(t, bps.Options{Bounds: bps.Bounds{QueueLen: 4}}, 3, streamtest.WithBufferSize(2048))
 	admin := newKey(t)
 	sp := feedSpec(t, "slow", admin)
 	fast := subscribe(t, cl[0], broker, sp)
@@ -180,7 +180,7 @@ func TestQueueFullResetsOnlyThatStream(t *testing.T) {
 func TestBackoff(t *testing.T) {
 	t.Parallel()
 	net := newNetwork(t)
-	broker := newNode(t, net, bps.Options{MaxStreamsPerCohort: 1})
+	broker := newNode(t, net, bps.Options{Bounds: bps.Bounds{MaxStreamsPerCohort: 1}})
 	c1 := newNode(t, net, bps.Options{})
 	c2 := newNode(t, net, bps.Options{})
 	for _, c := range []*tnode{c1, c2} {

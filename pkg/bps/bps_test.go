@@ -137,7 +137,7 @@ func TestConformance74_01_Spec(t *testing.T) {
 // another cohort; only OK, FULL and REJECTED are ever sent.
 func TestConformance74_02_CreateOrAttach(t *testing.T) {
 	t.Parallel()
-	_, broker, cl := cluster(t, bps.Options{MaxStreamsPerCohort: 2}, 3)
+	_, broker, cl := cluster(t, bps.Options{Bounds: bps.Bounds{MaxStreamsPerCohort: 2}}, 3)
 	admin := newKey(t)
 	sp := feedSpec(t, "attach", admin)
 

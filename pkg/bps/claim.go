@@ -93,17 +93,25 @@ func newChallenge() []byte {
 	return c
 }
 
-// verifyClaim checks that c was signed by c.Addr over challenge, the one
-// the stream it came on was issued, and this broker's overlay. It does not
-// check who may publish.
-func (s *Service) verifyClaim(challenge []byte, c *pb.Claim) error {
+// VerifyClaim checks that c was signed by c.Addr over challenge, the one
+// the stream it came on was issued, and broker's overlay: the check a
+// broker makes of every claim, and the one the API makes of a claim a dApp
+// signed before the node sends it on (a broker blocklists the sender of a
+// bad claim). It does not check who may publish. Its errors say whether the
+// claim was malformed, lacked a challenge or was signed by another key.
+func VerifyClaim(c *pb.Claim, challenge []byte, broker swarm.Address) error {
 	if !claimWellFormed(c) {
 		return errClaimShape
 	}
 	if len(challenge) != challengeSize {
 		return errNoChallenge
 	}
-	return signedBy(c, ClaimDigest(challenge, s.overlay, c.Index))
+	return signedBy(c, ClaimDigest(challenge, broker, c.Index))
+}
+
+// verifyClaim is VerifyClaim of a claim made to this broker.
+func (s *Service) verifyClaim(challenge []byte, c *pb.Claim) error {
+	return VerifyClaim(c, challenge, s.overlay)
 }
 
 // verifyAttestation checks a forwarded claim: c was signed by c.Addr over
@@ -132,7 +140,7 @@ func signedBy(c *pb.Claim, digest []byte) error {
 		return fmt.Errorf("%w: %w", errClaimSignature, err)
 	}
 	if !bytes.Equal(signer, c.Addr) {
-		return errClaimSignature
+		return fmt.Errorf("%w: signed by %x, not by addr %x", errClaimSignature, signer, c.Addr)
 	}
 	return nil
 }

@@ -75,7 +75,7 @@ func TestEndOfStreamClosesEveryStream(t *testing.T) {
 // blocklisted.
 func TestEndOfStreamGrace(t *testing.T) {
 	t.Parallel()
-	_, broker, cl := cluster(t, bps.Options{EndGrace: 50 * time.Millisecond}, 2)
+	_, broker, cl := cluster(t, bps.Options{Timing: bps.Timing{EndGrace: 50 * time.Millisecond}}, 2)
 	admin := newKey(t)
 	sp := feedSpec(t, "the end, stayed", admin)
 	stay := openRaw(t, cl[0], broker)
@@ -107,7 +107,7 @@ func TestEndOfStreamGrace(t *testing.T) {
 // for it creates a fresh cohort — while a remembered one is told.
 func TestEndedCohortsBounded(t *testing.T) {
 	t.Parallel()
-	_, broker, cl := cluster(t, bps.Options{EndedCohorts: 1}, 2)
+	_, broker, cl := cluster(t, bps.Options{Bounds: bps.Bounds{EndedCohorts: 1}}, 2)
 	admin := newKey(t)
 	first, second := feedSpec(t, "ended first", admin), feedSpec(t, "ended second", admin)
 	for _, sp := range []*bps.Spec{first, second} {
@@ -167,7 +167,7 @@ func TestEndedSpecsTTL(t *testing.T) {
 // cohort whose peer has not closed yet, within Close's bound.
 func TestCloseDuringEndGrace(t *testing.T) {
 	t.Parallel()
-	_, broker, cl := cluster(t, bps.Options{EndGrace: time.Hour}, 2)
+	_, broker, cl := cluster(t, bps.Options{Timing: bps.Timing{EndGrace: time.Hour}}, 2)
 	admin := newKey(t)
 	sp := feedSpec(t, "closed while ending", admin)
 	stay := openRaw(t, cl[0], broker)

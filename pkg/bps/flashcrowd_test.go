@@ -31,7 +31,7 @@ import (
 func TestMultihopFlashCrowd(t *testing.T) {
 	t.Parallel()
 	synctest.Test(t, func(t *testing.T) {
-		slowest, answers, _ := flashCrowd(t, 120, bps.Options{MaxStreamsPerCohort: 4})
+		slowest, answers, _ := flashCrowd(t, 120, bps.Options{Bounds: bps.Bounds{MaxStreamsPerCohort: 4}})
 		if slowest > 8*time.Second || answers[len(answers)/2] > 2 {
 			t.Fatalf("slowest join %s (want ≤ 8 s), median %d answers to the first OK (want ≤ 2)", slowest, answers[len(answers)/2])
 		}
@@ -53,7 +53,7 @@ func TestMultihopFlashCrowd(t *testing.T) {
 func TestMultihopFlashCrowdOutlastsTheProbeWait(t *testing.T) {
 	t.Parallel()
 	synctest.Test(t, func(t *testing.T) {
-		slowest, answers, bare := flashCrowd(t, 120, bps.Options{MaxStreamsPerCohort: 4, ProbeWait: 300 * time.Millisecond})
+		slowest, answers, bare := flashCrowd(t, 120, bps.Options{Bounds: bps.Bounds{MaxStreamsPerCohort: 4}, Tree: bps.Tree{ProbeWait: 300 * time.Millisecond}})
 		if bare > 0 || slowest > 8*time.Second || answers[len(answers)/2] > 2 {
 			t.Fatalf("%d bare FULL (want 0), slowest join %s (want ≤ 8 s), median %d answers to the first OK (want ≤ 2)",
 				bare, slowest, answers[len(answers)/2])
@@ -72,7 +72,7 @@ func flashCrowd(t *testing.T, crowd int, brokerOpts bps.Options) (time.Duration,
 	broker := newNode(t, net, brokerOpts)
 	all := []*tnode{broker}
 	for range crowd {
-		nd := newNode(t, net, bps.Options{RelayCapacity: 4})
+		nd := newNode(t, net, bps.Options{Tree: bps.Tree{RelayCapacity: 4}})
 		for _, o := range all {
 			if err := net.Connect(nd.Node, o.Node); err != nil {
 				t.Fatal(err)

@@ -67,7 +67,7 @@ func FuzzBrokerStream(f *testing.F) {
 	f.Add([]byte{0xff, 0xff, 0xff, 0xff, 0x0f})
 	f.Add([]byte{})
 
-	net, broker := fuzzBroker(f, bps.Options{HandshakeTimeout: time.Second})
+	net, broker := fuzzBroker(f, bps.Options{Timing: bps.Timing{HandshakeTimeout: time.Second}})
 	f.Fuzz(func(t *testing.T, b []byte) {
 		writeAndLeave(t, net, broker, b)
 		// Nobody else lost anything: a fresh subscriber still joins.
@@ -134,7 +134,7 @@ func FuzzEnvelopeUp(f *testing.F) {
 	f.Add(frame(&pb.Frame{Kind: &pb.Frame_SetPush{SetPush: &pb.SetPush{Mode: 9}}}))
 	f.Add(frame(&pb.Frame{Kind: &pb.Frame_Announce{Announce: &pb.Announce{Key: make([]byte, 32)}}}))
 
-	net, broker := fuzzBroker(f, bps.Options{HandshakeTimeout: time.Second, ProbeWait: 50 * time.Millisecond})
+	net, broker := fuzzBroker(f, bps.Options{Timing: bps.Timing{HandshakeTimeout: time.Second}, Tree: bps.Tree{ProbeWait: 50 * time.Millisecond}})
 	join := bps.EncodeFrame(&pb.Join{Cohort: sp.PB(), Multihop: true, Push: pb.PushMode_LAZY})
 	f.Fuzz(func(t *testing.T, b []byte) {
 		writeAndLeave(t, net, broker, append(bytes.Clone(join), b...))
@@ -182,7 +182,7 @@ func FuzzEnvelopeDown(f *testing.F) {
 	f.Fuzz(func(t *testing.T, b []byte) {
 		current.Store(&b)
 		node := net.NewNode()
-		svc, err := bps.New(node, node.Overlay(), bps.Options{RelayCapacity: 2, HandshakeTimeout: time.Second, ProbeWait: 50 * time.Millisecond})
+		svc, err := bps.New(node, node.Overlay(), bps.Options{Timing: bps.Timing{HandshakeTimeout: time.Second}, Tree: bps.Tree{RelayCapacity: 2, ProbeWait: 50 * time.Millisecond}})
 		if err != nil {
 			t.Fatal(err)
 		}

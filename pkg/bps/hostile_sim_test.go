@@ -29,7 +29,7 @@ func TestHostileCandidateOutsideTree(t *testing.T) {
 	t.Parallel()
 	net := newNetwork(t)
 	sp := feedSpec(t, "a root outside the tree", newKey(t))
-	broker := newNode(t, net, bps.Options{MaxStreamsPerCohort: 1, ProbeWait: 300 * time.Millisecond})
+	broker := newNode(t, net, bps.Options{Bounds: bps.Bounds{MaxStreamsPerCohort: 1}, Tree: bps.Tree{ProbeWait: 300 * time.Millisecond}})
 	kid, joiner, stranger := newNode(t, net, bps.Options{}), newNode(t, net, bps.Options{}), newNode(t, net, bps.Options{})
 	for _, n := range []*tnode{kid, joiner} {
 		if err := net.Connect(n.Node, broker.Node); err != nil {
@@ -94,11 +94,11 @@ func TestHostileCandidateNotAsOffered(t *testing.T) {
 	net := newNetwork(t)
 	sp := feedSpec(t, "a candidate from elsewhere", newKey(t))
 	wait := 300 * time.Millisecond
-	broker := newNode(t, net, bps.Options{MaxStreamsPerCohort: 2, ProbeWait: wait})
+	broker := newNode(t, net, bps.Options{Bounds: bps.Bounds{MaxStreamsPerCohort: 2}, Tree: bps.Tree{ProbeWait: wait}})
 	kid := newNode(t, net, bps.Options{})
-	relay := newNode(t, net, bps.Options{RelayCapacity: 1, SingleParent: true, ProbeWait: wait})
-	deep := newNode(t, net, bps.Options{RelayCapacity: 2, SingleParent: true, ProbeWait: wait})
-	joiner := newNode(t, net, bps.Options{SingleParent: true})
+	relay := newNode(t, net, bps.Options{Tree: bps.Tree{RelayCapacity: 1, SingleParent: true, ProbeWait: wait}})
+	deep := newNode(t, net, bps.Options{Tree: bps.Tree{RelayCapacity: 2, SingleParent: true, ProbeWait: wait}})
+	joiner := newNode(t, net, bps.Options{Tree: bps.Tree{SingleParent: true}})
 	for _, n := range []*tnode{kid, relay, deep, joiner} {
 		if err := net.Connect(n.Node, broker.Node); err != nil {
 			t.Fatal(err)
@@ -175,7 +175,7 @@ func TestHostileLateAnswerAfterManyProbes(t *testing.T) {
 	t.Parallel()
 	net := newNetwork(t)
 	sp := feedSpec(t, "probed often", newKey(t))
-	broker := newNode(t, net, bps.Options{MaxStreamsPerCohort: 1, ProbeWait: 100 * time.Millisecond})
+	broker := newNode(t, net, bps.Options{Bounds: bps.Bounds{MaxStreamsPerCohort: 1}, Tree: bps.Tree{ProbeWait: 100 * time.Millisecond}})
 	kid, joiner := newNode(t, net, bps.Options{}), newNode(t, net, bps.Options{})
 	for _, n := range []*tnode{kid, joiner} {
 		if err := net.Connect(n.Node, broker.Node); err != nil {

@@ -185,7 +185,7 @@ func TestHostileRelayForwardsOnce(t *testing.T) {
 	net := newNetwork(t)
 	admin := newKey(t)
 	sp := feedSpec(t, "forward once", admin)
-	broker := newNode(t, net, bps.Options{MaxStreamsPerCohort: 1})
+	broker := newNode(t, net, bps.Options{Bounds: bps.Bounds{MaxStreamsPerCohort: 1}})
 	relay, child := newNode(t, net, relayOptions(2)), newNode(t, net, bps.Options{})
 	for _, pair := range [][2]*streamtest.Node{{relay.Node, broker.Node}, {child.Node, relay.Node}} {
 		if err := net.Connect(pair[0], pair[1]); err != nil {
@@ -220,7 +220,7 @@ func probedChildWait(t *testing.T, wait time.Duration, cands func(pr *pb.Probe) 
 	t.Helper()
 	net := newNetwork(t)
 	sp := feedSpec(t, "probed", newKey(t))
-	broker = newNode(t, net, bps.Options{MaxStreamsPerCohort: 1, ProbeWait: wait})
+	broker = newNode(t, net, bps.Options{Bounds: bps.Bounds{MaxStreamsPerCohort: 1}, Tree: bps.Tree{ProbeWait: wait}})
 	kid, joiner := newNode(t, net, bps.Options{}), newNode(t, net, bps.Options{})
 	for _, n := range []*tnode{kid, joiner} {
 		if err := net.Connect(n.Node, broker.Node); err != nil {
@@ -328,7 +328,7 @@ func TestHostileReferFromStranger(t *testing.T) {
 	t.Parallel()
 	net := newNetwork(t)
 	sp := feedSpec(t, "refer from a stranger", newKey(t))
-	broker := newNode(t, net, bps.Options{MaxStreamsPerCohort: 1, ProbeWait: 200 * time.Millisecond})
+	broker := newNode(t, net, bps.Options{Bounds: bps.Bounds{MaxStreamsPerCohort: 1}, Tree: bps.Tree{ProbeWait: 200 * time.Millisecond}})
 	kid, stranger := newNode(t, net, bps.Options{}), newNode(t, net, bps.Options{})
 	for _, n := range []*tnode{kid, stranger} {
 		if err := net.Connect(n.Node, broker.Node); err != nil {
@@ -407,7 +407,7 @@ func TestHostileWithholdingFramesSister(t *testing.T) {
 // ever.
 func TestHostileRevokedCutAtDeadline(t *testing.T) {
 	t.Parallel()
-	_, broker, cl := cluster(t, bps.Options{ClaimDeadline: 2 * time.Second}, 2)
+	_, broker, cl := cluster(t, bps.Options{Timing: bps.Timing{ClaimDeadline: 2 * time.Second}}, 2)
 	admin, bob := newKey(t), newKey(t)
 	sp := specOf(t, &pb.CohortSpec{Topic: topicOf("revoked, cut"), Binding: pb.TopicBinding_ANCHOR, Admin: admin.addr, Closed: true})
 	a := publishOpts(t, cl[0], broker, sp, admin, true)

@@ -29,7 +29,7 @@ func newLazyTree(t *testing.T, n, brokerCap int, sp func(admin key) *bps.Spec, o
 	net := newNetwork(t, netOpts...)
 	mt := &mtree{t: t, net: net, admin: newKey(t)}
 	mt.sp = sp(mt.admin)
-	mt.broker = newNode(t, net, bps.Options{MaxStreamsPerCohort: brokerCap, ProbeWait: 5 * time.Second})
+	mt.broker = newNode(t, net, bps.Options{Bounds: bps.Bounds{MaxStreamsPerCohort: brokerCap}, Tree: bps.Tree{ProbeWait: 5 * time.Second}})
 	all := []*tnode{mt.broker}
 	for i := range n {
 		o := relayOptions(2)
@@ -182,7 +182,7 @@ func (mt *mtree) joinFirstAt(first, second *streamtest.Node, o bps.Options) (*tn
 // parent is set eager.
 func TestLazyAskWhenEagerLate(t *testing.T) {
 	t.Parallel()
-	mt := newMTreeWith(t, 1, bps.Options{MaxStreamsPerCohort: 2}, 2, func(a key) *bps.Spec { return feedSpec(t, "lazy-ask", a) })
+	mt := newMTreeWith(t, 1, bps.Options{Bounds: bps.Bounds{MaxStreamsPerCohort: 2}}, 2, func(a key) *bps.Spec { return feedSpec(t, "lazy-ask", a) })
 	mt.subscribeAll()
 	honest := mt.nodes[0]
 	mute := statingParent(t, mt.net, 1) // OK, then nothing
@@ -221,7 +221,7 @@ func TestLazyAskWhenEagerLate(t *testing.T) {
 func TestLazySlowParentNotDropped(t *testing.T) {
 	t.Parallel()
 	const slow = 1200 * time.Millisecond // one way
-	mt := newMTreeWith(t, 1, bps.Options{MaxStreamsPerCohort: 2}, 2, func(a key) *bps.Spec { return feedSpec(t, "lazy-slow", a) })
+	mt := newMTreeWith(t, 1, bps.Options{Bounds: bps.Bounds{MaxStreamsPerCohort: 2}}, 2, func(a key) *bps.Spec { return feedSpec(t, "lazy-slow", a) })
 	mt.subscribeAll()
 	honest := mt.nodes[0]
 	mute := statingParent(t, mt.net, 1) // OK, then nothing
@@ -459,7 +459,7 @@ func TestLazyPassedOverSlow(t *testing.T) {
 // three, in order.
 func lazyPassedOver(t *testing.T, topic string, slow time.Duration) {
 	t.Helper()
-	mt := newMTreeWith(t, 1, bps.Options{MaxStreamsPerCohort: 2}, 2, func(a key) *bps.Spec { return feedSpec(t, topic, a) })
+	mt := newMTreeWith(t, 1, bps.Options{Bounds: bps.Bounds{MaxStreamsPerCohort: 2}}, 2, func(a key) *bps.Spec { return feedSpec(t, topic, a) })
 	mt.subscribeAll()
 	honest := mt.nodes[0]
 	down, up := make(chan *pb.Frame, 4), make(chan *pb.Frame, 64)
@@ -541,7 +541,7 @@ func TestLazyMixedTree(t *testing.T) {
 // eager parent delivers throughout.
 func TestHostileLazyParentNeverServes(t *testing.T) {
 	t.Parallel()
-	mt := newMTreeWith(t, 1, bps.Options{MaxStreamsPerCohort: 2}, 2, func(a key) *bps.Spec { return feedSpec(t, "lazy-never-serves", a) })
+	mt := newMTreeWith(t, 1, bps.Options{Bounds: bps.Bounds{MaxStreamsPerCohort: 2}}, 2, func(a key) *bps.Spec { return feedSpec(t, "lazy-never-serves", a) })
 	mt.subscribeAll()
 	honest := mt.nodes[0]
 	down, up := make(chan *pb.Frame, 1), make(chan *pb.Frame, 64)
@@ -686,7 +686,7 @@ func TestOneHopLazyNegotiation(t *testing.T) {
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			t.Parallel()
-			h := newOneHop(t, bps.Options{NoLazyPush: tc.off})
+			h := newOneHop(t, bps.Options{Tree: bps.Tree{NoLazyPush: tc.off}})
 			s, ack := h.join(tc.join)
 			if ack.Status != pb.Status_OK || ack.Push != tc.push {
 				t.Fatalf("ack %v, want OK with push %s", ack, tc.push)

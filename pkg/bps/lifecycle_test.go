@@ -25,7 +25,7 @@ func TestConcurrentAdminStreams(t *testing.T) {
 	// The subscriber's queue holds every update: this test is about the
 	// cursor, and a subscriber slower than two publishers is reset
 	// (queue_reset), as it should be, when the signature path outpaces it.
-	_, broker, cl := cluster(t, bps.Options{QueueLen: n}, 3)
+	_, broker, cl := cluster(t, bps.Options{Bounds: bps.Bounds{QueueLen: n}}, 3)
 	admin := newKey(t)
 	sp := feedSpec(t, "two-admins", admin)
 	sub := subscribe(t, cl[0], broker, sp)
@@ -137,12 +137,16 @@ func TestPeerCheck(t *testing.T) {
 	net := newNetwork(t)
 	impostor := newNode(t, net, bps.Options{})
 	honest := newNode(t, net, bps.Options{})
-	broker := newNode(t, net, bps.Options{PeerCheck: func(_ context.Context, p p2p.Peer, _ p2p.Stream) error {
-		if p.Address.Equal(impostor.Overlay()) {
-			return errors.New("address record does not name the connection's peer id")
-		}
-		return nil
-	}})
+	broker := newNode(t, net, bps.Options{
+		Deps: bps.Deps{
+			PeerCheck: func(_ context.Context, p p2p.Peer, _ p2p.Stream) error {
+				if p.Address.Equal(impostor.Overlay()) {
+					return errors.New("address record does not name the connection's peer id")
+				}
+				return nil
+			},
+		},
+	})
 	for _, c := range []*tnode{impostor, honest} {
 		if err := net.Connect(c.Node, broker.Node); err != nil {
 			t.Fatal(err)

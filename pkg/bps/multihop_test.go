@@ -36,12 +36,12 @@ type mtree struct {
 // relayOptions are a relaying node's options in these tests: small
 // backoffs, so that a repair after a loss is prompt.
 func relayOptions(relayCap int) bps.Options {
-	return bps.Options{RelayCapacity: relayCap, BackoffMin: time.Millisecond, BackoffMax: 5 * time.Millisecond, ProbeWait: 5 * time.Second}
+	return bps.Options{Timing: bps.Timing{BackoffMin: time.Millisecond, BackoffMax: 5 * time.Millisecond}, Tree: bps.Tree{RelayCapacity: relayCap, ProbeWait: 5 * time.Second}}
 }
 
 func newMTree(t *testing.T, n, brokerCap, relayCap int, sp func(admin key) *bps.Spec) *mtree {
 	t.Helper()
-	return newMTreeWith(t, n, bps.Options{MaxStreamsPerCohort: brokerCap}, relayCap, sp)
+	return newMTreeWith(t, n, bps.Options{Bounds: bps.Bounds{MaxStreamsPerCohort: brokerCap}}, relayCap, sp)
 }
 
 // newMTreeWith is newMTree with the broker's options.
@@ -732,7 +732,7 @@ func TestMultihopHundredsLazy(t *testing.T) {
 }
 
 func testMultihopHundreds(t *testing.T, lazy bool) {
-	mt := newMTreeWith(t, 200, bps.Options{MaxStreamsPerCohort: 4, NoLazyPush: !lazy}, 4, func(a key) *bps.Spec { return feedSpec(t, "multihop-hundreds", a) })
+	mt := newMTreeWith(t, 200, bps.Options{Bounds: bps.Bounds{MaxStreamsPerCohort: 4}, Tree: bps.Tree{NoLazyPush: !lazy}}, 4, func(a key) *bps.Spec { return feedSpec(t, "multihop-hundreds", a) })
 	mt.subscribeAll()
 	maxDepth := uint32(0)
 	positions := make(map[*tnode]bps.Position)
@@ -793,7 +793,7 @@ func testMultihopHundreds(t *testing.T, lazy bool) {
 // passed over; the cursor check before it must let them in too).
 func TestLateAfterFlushOverWire(t *testing.T) {
 	t.Parallel()
-	mt := newMTreeWith(t, 1, bps.Options{MaxStreamsPerCohort: 2}, 2, func(a key) *bps.Spec { return feedSpec(t, "late-after-flush", a) })
+	mt := newMTreeWith(t, 1, bps.Options{Bounds: bps.Bounds{MaxStreamsPerCohort: 2}}, 2, func(a key) *bps.Spec { return feedSpec(t, "late-after-flush", a) })
 	mt.subscribeAll()
 	down1, down2, up := make(chan *pb.Frame, 4), make(chan *pb.Frame, 4), make(chan *pb.Frame, 64)
 	first := lazyFakeParent(t, mt.net, 1, down1, up)

@@ -15,9 +15,9 @@ const DefaultRelayCapacity = DefaultMaxStreamsPerCohort / 4
 // bps-* option, every default filled in: the one source of the node's
 // defaults, which bee-bps's flags and bps-sim's scenario both read. A
 // subscription keeps two parents (SingleParent false); the prices are
-// DefaultPrices.
+// DefaultPricing's, charged once Deps.Accounting is set.
 func NodeOptions() Options {
-	o := Options{RelayCapacity: DefaultRelayCapacity}
+	o := Options{Tree: Tree{RelayCapacity: DefaultRelayCapacity}, Pricing: DefaultPricing()}
 	o.setDefaults()
 	o.Logger = nil // setDefaults' no-op logger: the caller's to set
 	return o

@@ -25,12 +25,16 @@ func TestPeerCheckDisconnects(t *testing.T) {
 	net := newNetwork(t)
 	impostor := newNode(t, net, bps.Options{})
 	honest := newNode(t, net, bps.Options{})
-	broker := newNode(t, net, bps.Options{PeerCheck: func(_ context.Context, p p2p.Peer, _ p2p.Stream) error {
-		if p.Address.Equal(impostor.Overlay()) {
-			return p2p.NewDisconnectError(errors.New("the record names another peer id"))
-		}
-		return nil
-	}})
+	broker := newNode(t, net, bps.Options{
+		Deps: bps.Deps{
+			PeerCheck: func(_ context.Context, p p2p.Peer, _ p2p.Stream) error {
+				if p.Address.Equal(impostor.Overlay()) {
+					return p2p.NewDisconnectError(errors.New("the record names another peer id"))
+				}
+				return nil
+			},
+		},
+	})
 	// The impostor learns of the disconnect through a protocol hook, which
 	// runs after the network has dealt with the handler's error.
 	gone := make(chan struct{})
@@ -81,15 +85,23 @@ func TestPeerCheckBeforeClaim(t *testing.T) {
 		checked []swarm.Address
 		fail    = true
 	)
-	client := newNode(t, net, bps.Options{BackoffMin: time.Millisecond, BackoffMax: 2 * time.Millisecond, PeerCheck: func(_ context.Context, p p2p.Peer, _ p2p.Stream) error {
-		mu.Lock()
-		defer mu.Unlock()
-		checked = append(checked, p.Address)
-		if fail {
-			return unbound
-		}
-		return nil
-	}})
+	client := newNode(t, net, bps.Options{
+		Timing: bps.Timing{
+			BackoffMin: time.Millisecond,
+			BackoffMax: 2 * time.Millisecond,
+		},
+		Deps: bps.Deps{
+			PeerCheck: func(_ context.Context, p p2p.Peer, _ p2p.Stream) error {
+				mu.Lock()
+				defer mu.Unlock()
+				checked = append(checked, p.Address)
+				if fail {
+					return unbound
+				}
+				return nil
+			},
+		},
+	})
 	if err := net.Connect(client.Node, broker.Node); err != nil {
 		t.Fatal(err)
 	}

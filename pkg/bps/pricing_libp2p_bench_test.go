@@ -37,16 +37,15 @@ func libp2pPricingTransport() benchTransport {
 	ids := make(map[string]*nodetest.Identity)
 	return benchTransport{
 		node: func(b *testing.B, acc accounting.Interface) benchPeer {
-			id, err := nodetest.NewIdentity(context.Background(), nodetest.IdentityOptions{NetworkID: benchNetworkID, Full: true, BPS: bps.Options{QueueLen: 1024}})
+			o := bps.Options{Bounds: bps.Bounds{QueueLen: 1024}}
+			if acc != nil {
+				o.Accounting, o.Prices = acc, bps.DefaultPrices()
+			}
+			id, err := nodetest.NewIdentity(context.Background(), nodetest.IdentityOptions{NetworkID: benchNetworkID, Full: true, BPS: o})
 			if err != nil {
 				b.Fatal(err)
 			}
 			b.Cleanup(func() { _ = id.Close() })
-			// The identity registered its protocol already; no stream is
-			// open yet, so the service takes the accounting before any.
-			if acc != nil {
-				id.BPS.SetAccounting(acc, bps.DefaultPrices())
-			}
 			ids[id.Overlay.ByteString()] = id
 			return benchPeer{overlay: id.Overlay, svc: id.BPS}
 		},

@@ -74,11 +74,11 @@ func newBeeNode(t testing.TB, net *streamtest.Network, threshold, refresh int64,
 	}
 	rec := newRecorder()
 	o.Tracer = rec
+	o.Accounting, o.Prices = acc, p
 	b, err := bps.New(nd, nd.Overlay(), o)
 	if err != nil {
 		t.Fatal(err)
 	}
-	b.SetAccounting(acc, p)
 	if err := nd.AddProtocol(b.Protocol()); err != nil {
 		t.Fatal(err)
 	}
@@ -221,11 +221,14 @@ func rateNode(t *testing.T, nd *streamtest.Node, light bool, lightPeer func(swar
 	if err := nd.AddProtocol(lightHooks(ps.Protocol(), lightPeer)); err != nil {
 		t.Fatal(err)
 	}
-	b, err := bps.New(nd, nd.Overlay(), bps.Options{QueueLen: 4096})
+	b, err := bps.New(nd, nd.Overlay(), bps.Options{
+		Bounds:  bps.Bounds{QueueLen: 4096},
+		Pricing: bps.Pricing{Prices: bps.DefaultPrices(), Settlement: st},
+		Deps:    bps.Deps{Accounting: acc},
+	})
 	if err != nil {
 		t.Fatal(err)
 	}
-	b.SetSettledAccounting(acc, bps.DefaultPrices(), st)
 	if err := nd.AddProtocol(b.Protocol()); err != nil {
 		t.Fatal(err)
 	}

@@ -161,11 +161,11 @@ func settledNode(t testing.TB, net *streamtest.Network, o bps.Options, acc accou
 	nd := net.NewNode()
 	rec := newRecorder()
 	o.Tracer = rec
+	o.Accounting, o.Prices, o.Settlement = acc, p, st
 	svc, err := bps.New(nd, nd.Overlay(), o)
 	if err != nil {
 		t.Fatal(err)
 	}
-	svc.SetSettledAccounting(acc, p, st)
 	if err := nd.AddProtocol(svc.Protocol()); err != nil {
 		t.Fatal(err)
 	}
@@ -873,12 +873,13 @@ func BenchmarkPricingPaired(b *testing.B) {
 
 func pricingBenchNode(b *testing.B, net *streamtest.Network, acc accounting.Interface) *tnode {
 	nd := net.NewNode()
-	svc, err := bps.New(nd, nd.Overlay(), bps.Options{QueueLen: 1024})
+	o := bps.Options{Bounds: bps.Bounds{QueueLen: 1024}}
+	if acc != nil {
+		o.Accounting, o.Prices = acc, bps.DefaultPrices()
+	}
+	svc, err := bps.New(nd, nd.Overlay(), o)
 	if err != nil {
 		b.Fatal(err)
-	}
-	if acc != nil {
-		svc.SetAccounting(acc, bps.DefaultPrices())
 	}
 	if err := nd.AddProtocol(svc.Protocol()); err != nil {
 		b.Fatal(err)

@@ -44,7 +44,7 @@ func TestStreamBatch(t *testing.T) {
 	peer := swarm.MustParseHexAddress("ca1e9f3938cc1425c6061b96ad9eb93e134dfe8734ad490164ef20af9d1cf59c")
 	for _, cd := range []codec{codecBare, codecEnvelope} {
 		st := &countStream{}
-		ps := newPeerStream(st, peer, cd, &Options{QueueLen: 8, WriteTimeout: DefaultWriteTimeout})
+		ps := newPeerStream(st, peer, cd, &Options{Bounds: Bounds{QueueLen: 8}, Timing: Timing{WriteTimeout: DefaultWriteTimeout}})
 		acc := new(recAccounting)
 		ps.meter.Store(meterParent(acc, peer, 3))
 		var want []byte
@@ -101,7 +101,7 @@ func TestStreamBatch(t *testing.T) {
 func TestStreamBatchBounds(t *testing.T) {
 	peer := swarm.MustParseHexAddress("ca1e9f3938cc1425c6061b96ad9eb93e134dfe8734ad490164ef20af9d1cf59c")
 	fill := func(frames ...outFrame) *peerStream {
-		ps := newPeerStream(&countStream{}, peer, codecBare, &Options{QueueLen: len(frames), WriteTimeout: DefaultWriteTimeout, EndGrace: DefaultEndGrace})
+		ps := newPeerStream(&countStream{}, peer, codecBare, &Options{Bounds: Bounds{QueueLen: len(frames)}, Timing: Timing{WriteTimeout: DefaultWriteTimeout, EndGrace: DefaultEndGrace}})
 		for _, f := range frames {
 			if !ps.offer(f) {
 				t.Fatal("queue full")
@@ -147,7 +147,7 @@ func TestStreamBatchBounds(t *testing.T) {
 // error, charges none and kills the stream.
 func TestStreamBatchFails(t *testing.T) {
 	peer := swarm.MustParseHexAddress("ca1e9f3938cc1425c6061b96ad9eb93e134dfe8734ad490164ef20af9d1cf59c")
-	ps := newPeerStream(&bufStream{fail: true}, peer, codecBare, &Options{QueueLen: 3, WriteTimeout: DefaultWriteTimeout})
+	ps := newPeerStream(&bufStream{fail: true}, peer, codecBare, &Options{Bounds: Bounds{QueueLen: 3}, Timing: Timing{WriteTimeout: DefaultWriteTimeout}})
 	acc := new(recAccounting)
 	ps.meter.Store(meterParent(acc, peer, 1))
 	var dones []chan error
@@ -210,7 +210,7 @@ func (b *blockStream) Reset() error {
 func TestStreamWriteTimeout(t *testing.T) {
 	peer := swarm.MustParseHexAddress("ca1e9f3938cc1425c6061b96ad9eb93e134dfe8734ad490164ef20af9d1cf59c")
 	const timeout = time.Second
-	o := &Options{QueueLen: 1, WriteTimeout: timeout}
+	o := &Options{Bounds: Bounds{QueueLen: 1}, Timing: Timing{WriteTimeout: timeout}}
 	synctest.Test(t, func(t *testing.T) {
 		quick := newPeerStream(&countStream{}, peer, codecBare, o)
 		w := quick.writeTimer()

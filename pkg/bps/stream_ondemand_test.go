@@ -34,7 +34,7 @@ func TestMemberWriterOnDemand(t *testing.T) {
 	peer := swarm.MustParseHexAddress("ca1e9f3938cc1425c6061b96ad9eb93e134dfe8734ad490164ef20af9d1cf59c")
 	synctest.Test(t, func(t *testing.T) {
 		st := &countStream{}
-		ps := newPeerStream(st, peer, codecBare, &Options{QueueLen: 4, WriteTimeout: DefaultWriteTimeout})
+		ps := newPeerStream(st, peer, codecBare, &Options{Bounds: Bounds{QueueLen: 4}, Timing: Timing{WriteTimeout: DefaultWriteTimeout}})
 		var wg sync.WaitGroup
 		started := 0 // start runs under wmu, called from this goroutine's offers and release
 		ps.heldWriter(func(f func()) bool { started++; wg.Go(f); return true })
@@ -72,7 +72,7 @@ func TestMemberWriterOnDemand(t *testing.T) {
 
 		// stopWriter waits for the writer in flight.
 		gate := &gateStream{open: make(chan struct{})}
-		gs := newPeerStream(gate, peer, codecBare, &Options{QueueLen: 4, WriteTimeout: DefaultWriteTimeout})
+		gs := newPeerStream(gate, peer, codecBare, &Options{Bounds: Bounds{QueueLen: 4}, Timing: Timing{WriteTimeout: DefaultWriteTimeout}})
 		gs.heldWriter(func(f func()) bool { wg.Go(f); return true })
 		gs.releaseWriter()
 		gs.offer(outFrame{b: f1})

@@ -55,7 +55,7 @@ func TestStreamPut(t *testing.T) {
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			st := &bufStream{fail: tc.fail}
-			ps := newPeerStream(st, peer, tc.cd, &Options{QueueLen: 1, WriteTimeout: DefaultWriteTimeout})
+			ps := newPeerStream(st, peer, tc.cd, &Options{Bounds: Bounds{QueueLen: 1}, Timing: Timing{WriteTimeout: DefaultWriteTimeout}})
 			acc := new(recAccounting)
 			ps.meter.Store(meterParent(acc, peer, 5))
 			tm := ps.writeTimer()

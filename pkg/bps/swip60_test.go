@@ -178,7 +178,7 @@ func TestConformance60_SpectatorJam(t *testing.T) {
 // to its stream.
 func TestConformance60_RevocationBeforeAnnouncement(t *testing.T) {
 	t.Parallel()
-	_, broker, cl := cluster(t, bps.Options{QueueLen: 256}, 2, streamtest.WithBufferSize(600))
+	_, broker, cl := cluster(t, bps.Options{Bounds: bps.Bounds{QueueLen: 256}}, 2, streamtest.WithBufferSize(600))
 	admin, bob := newKey(t), newKey(t)
 	sp := feedSpec(t, "revocation", admin)
 	a := publishOpts(t, cl[0], broker, sp, admin, true)
@@ -227,7 +227,7 @@ func TestConformance60_RevocationBeforeAnnouncement(t *testing.T) {
 // rostered seats claim and talk to each other (explicit ANCHOR: any id).
 func TestConformance60_Jam(t *testing.T) {
 	t.Parallel()
-	_, broker, cl := cluster(t, bps.Options{ClaimDeadline: time.Second}, 3)
+	_, broker, cl := cluster(t, bps.Options{Timing: bps.Timing{ClaimDeadline: time.Second}}, 3)
 	admin, bob := newKey(t), newKey(t)
 	sp := specOf(t, &pb.CohortSpec{Topic: topicOf("jam-tuesday"), Binding: pb.TopicBinding_ANCHOR, Admin: admin.addr, Closed: true})
 	a := publishOpts(t, cl[0], broker, sp, admin, true)
@@ -465,7 +465,7 @@ func TestConformance60_EndOfStream(t *testing.T) {
 // fan-out bound for every rostered publisher without a publisher stream.
 func TestConformance60_ExtraSeatPerAbsentPublisher(t *testing.T) {
 	t.Parallel()
-	_, broker, cl := cluster(t, bps.Options{MaxStreamsPerCohort: 1}, 3)
+	_, broker, cl := cluster(t, bps.Options{Bounds: bps.Bounds{MaxStreamsPerCohort: 1}}, 3)
 	admin, bob, carol := newKey(t), newKey(t), newKey(t)
 	sp := feedSpec(t, "seats", admin)
 	a := publishOpts(t, cl[0], broker, sp, admin, false)

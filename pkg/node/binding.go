@@ -20,12 +20,6 @@ import (
 // (BPS: before it sends a claim signed over a broker's overlay).
 type PeerCheck func(ctx context.Context, peer p2p.Peer, stream p2p.Stream) error
 
-// PeerChecker is a plugin that takes a PeerCheck; the node gives it the
-// transport binding check before registering its protocol.
-type PeerChecker interface {
-	SetPeerCheck(PeerCheck)
-}
-
 // ErrUnbound is returned by the transport binding check when a peer's signed
 // address record does not name the connection's peer id, or when an
 // outgoing stream's peer has no record at all.

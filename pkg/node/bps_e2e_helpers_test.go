@@ -10,7 +10,6 @@ import (
 	"time"
 
 	"github.com/ethersphere/bee/v2/pkg/crypto"
-	"github.com/ethersphere/bee/v2/pkg/log"
 	"github.com/ethersphere/bee/v2/pkg/p2p"
 	"github.com/ethersphere/bee/v2/pkg/swarm"
 	"github.com/ethersphere/bps/pkg/bps"
@@ -18,14 +17,12 @@ import (
 	"github.com/ethersphere/bps/pkg/node"
 )
 
-// bpsPlugin is a bps.Service as a node plugin that takes the node's
+// bpsPlugin is a bps.Service as a node plugin, built with the node's
 // transport binding check; HoldsStreams and Metrics are promoted.
 type bpsPlugin struct {
 	*bps.Service
 	peers *peerSet // nil: no connect hooks
 }
-
-func (p bpsPlugin) SetPeerCheck(c node.PeerCheck) { p.Service.SetPeerCheck(c) }
 
 func (p bpsPlugin) Protocol() p2p.ProtocolSpec {
 	spec := p.Service.Protocol()
@@ -36,17 +33,15 @@ func (p bpsPlugin) Protocol() p2p.ProtocolSpec {
 	return spec
 }
 
-var (
-	_ node.PeerChecker  = bpsPlugin{}
-	_ node.StreamHolder = bpsPlugin{}
-)
+var _ node.StreamHolder = bpsPlugin{}
 
 // bpsFactory attaches a bps.Service with options o; peers, if not nil,
 // learns of every peer its connect hooks see.
 func bpsFactory(o bps.Options, peers *peerSet) node.PluginFactory {
-	return func(streamer p2p.Streamer, overlay swarm.Address, logger log.Logger) (node.Plugin, error) {
-		o.Logger = logger
-		s, err := bps.New(streamer, overlay, o)
+	return func(env node.PluginEnv) (node.Plugin, error) {
+		o := o // each node its own
+		o.Logger, o.PeerCheck = env.Logger, env.PeerCheck
+		s, err := bps.New(env.Streamer, env.Overlay, o)
 		if err != nil {
 			return nil, err
 		}
@@ -58,7 +53,7 @@ func bpsFactory(o bps.Options, peers *peerSet) node.PluginFactory {
 type peerSet struct{ w *echo }
 
 func newPeerSet() *peerSet {
-	e, _ := newEcho(nil, swarm.ZeroAddress, nil)
+	e, _ := newEcho(node.PluginEnv{Overlay: swarm.ZeroAddress})
 	return &peerSet{w: e.(*echo)}
 }
 

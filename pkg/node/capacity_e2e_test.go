@@ -38,7 +38,7 @@ func TestBrokerCapacityFromDistinctNodes(t *testing.T) {
 	chain := startChain(t)
 	bc := testConfig(t, "broker", chain)
 	bc.FullNode = true
-	bc.Plugin = bpsFactory(bps.Options{MaxStreamsPerCohort: audience}, nil)
+	bc.Plugin = bpsFactory(bps.Options{Bounds: bps.Bounds{MaxStreamsPerCohort: audience}}, nil)
 	broker := startNode(t, bc)
 	underlays, err := broker.Underlays()
 	if err != nil {

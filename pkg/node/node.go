@@ -77,17 +77,8 @@ func Start(ctx context.Context, c Config) (n *Node, err error) {
 	if err := ctx.Err(); err != nil {
 		return nil, err
 	}
-	logger := c.Logger
-	if logger == nil {
-		sink := c.LogSink
-		if sink == nil {
-			sink = os.Stdout
-		}
-		if logger, err = NewLogger(c.Verbosity, sink, c.Name); err != nil {
-			return nil, err
-		}
-	}
-	if err := checkLogMetrics(logger); err != nil {
+	logger, err := c.logger()
+	if err != nil {
 		return nil, err
 	}
 	timeout := c.ShutdownTimeout
@@ -109,29 +100,10 @@ func Start(ctx context.Context, c Config) (n *Node, err error) {
 		}
 	}()
 
-	k, err := loadKeys(c.DataDir, c.Password)
+	started := time.Now()
+	b, beeCtx, cancel, err := startBee(ctx, c, logger, ln.Addr())
 	if err != nil {
 		return nil, err
-	}
-	opts, err := c.beeOptions(logger, internalAPIAddr)
-	if err != nil {
-		return nil, fmt.Errorf("config: %w", err)
-	}
-
-	logger.Info("starting bee node", "bee_version", bee.Version, "network_id", c.NetworkID, "full_node", c.FullNode, "api_addr", ln.Addr())
-	// bee keeps the context it is built with for its whole life, so it gets
-	// one of its own; ctx may only cut the start short.
-	beeCtx, cancel := context.WithCancel(context.Background())
-	stop := context.AfterFunc(ctx, cancel)
-	started := time.Now()
-	b, err := beenode.NewBee(beeCtx, c.P2PAddr, &k.swarm.PublicKey, k.signer, c.NetworkID, logger, k.libp2p, k.pss, k.session(), opts)
-	if !stop() && err == nil {
-		err = errors.Join(ctx.Err(), b.Shutdown())
-	}
-	if err != nil {
-		cancel()
-		// NewBee shuts down what it built when it fails.
-		return nil, fmt.Errorf("bee: %w", err)
 	}
 
 	// From here on every failure shuts bee down. The deferred cleanup holds
@@ -147,52 +119,140 @@ func Start(ctx context.Context, c Config) (n *Node, err error) {
 		}
 	}()
 
-	if n.in, err = seam.Open(b); err != nil {
+	if err := n.open(beeCtx, c, ln.Addr()); err != nil {
 		return nil, err
 	}
-	beeAPI := n.in.APIServer.Handler // read once, never assigned
-	if n.overlay, err = overlayOf(beeAPI); err != nil {
-		return nil, err
-	}
-	if c.Plugin != nil {
-		if n.plugin, err = attach(beeCtx, n.in.P2P, n.overlay, logger, withAccounting(c.Plugin, n.in.Accounting), TransportBinding(addressbook.New(n.in.StateStore))); err != nil {
-			return nil, err
-		}
-		if err := registerMetrics(beeAPI, n.plugin); err != nil {
-			return nil, errors.Join(err, n.plugin.Close())
-		}
-		if h, ok := n.plugin.(StreamHolder); ok {
-			if err := keepStreamPeers(b, n.in, h); err != nil {
-				return nil, errors.Join(err, n.plugin.Close())
-			}
-		}
-	}
-	if c.PubSubHandler != nil {
-		conn := storageConn{Connector: n.in.P2P, Storage: &Storage{bee: beeAPI}}
-		if n.pubsub, err = c.PubSubHandler(n.plugin, conn, logger); err != nil {
-			err = fmt.Errorf("pubsub api: %w", err)
-			if n.plugin != nil {
-				err = errors.Join(err, n.plugin.Close())
-			}
-			return nil, err
-		}
-		// The handler's own series (bee_bps_api_*: the WebSocket sessions,
-		// the shared streams) beside the plugin's.
-		if err = registerMetrics(beeAPI, n.pubsub); err != nil {
-			if c, ok := n.pubsub.(io.Closer); ok {
-				err = errors.Join(err, c.Close())
-			}
-			if n.plugin != nil {
-				err = errors.Join(err, n.plugin.Close())
-			}
-			return nil, err
-		}
-	}
-	fr.serve(beeAPI, n.pubsub)
-	n.apiURL = "http://" + dialable(ln.Addr())
 
 	logger.Info("bee node started", "overlay", n.overlay, "api", n.apiURL, "plugin", n.plugin != nil, "elapsed", time.Since(started))
 	return n, nil
+}
+
+// logger is the node's logger: c.Logger, or one writing to c.LogSink
+// (default stdout) at c.Verbosity; it must count its lines on bee's
+// metrics.
+func (c *Config) logger() (log.Logger, error) {
+	logger := c.Logger
+	if logger == nil {
+		sink := c.LogSink
+		if sink == nil {
+			sink = os.Stdout
+		}
+		var err error
+		if logger, err = NewLogger(c.Verbosity, sink, c.Name); err != nil {
+			return nil, err
+		}
+	}
+	if err := checkLogMetrics(logger); err != nil {
+		return nil, err
+	}
+	return logger, nil
+}
+
+// startBee builds and starts bee from c, with the keys in c.DataDir. bee
+// keeps the context it is built with for its whole life, so it gets one of
+// its own, beeCtx, ended by cancel; ctx may only cut the start short. On a
+// failure bee has shut down what it built.
+func startBee(ctx context.Context, c Config, logger log.Logger, apiAddr net.Addr) (b *beenode.Bee, beeCtx context.Context, cancel context.CancelFunc, err error) {
+	k, err := loadKeys(c.DataDir, c.Password)
+	if err != nil {
+		return nil, nil, nil, err
+	}
+	opts, err := c.beeOptions(logger, internalAPIAddr)
+	if err != nil {
+		return nil, nil, nil, fmt.Errorf("config: %w", err)
+	}
+	logger.Info("starting bee node", "bee_version", bee.Version, "network_id", c.NetworkID, "full_node", c.FullNode, "api_addr", apiAddr)
+	beeCtx, cancel = context.WithCancel(context.Background())
+	stop := context.AfterFunc(ctx, cancel)
+	b, err = beenode.NewBee(beeCtx, c.P2PAddr, &k.swarm.PublicKey, k.signer, c.NetworkID, logger, k.libp2p, k.pss, k.session(), opts)
+	if !stop() && err == nil {
+		err = errors.Join(ctx.Err(), b.Shutdown())
+	}
+	if err != nil {
+		cancel()
+		// NewBee shuts down what it built when it fails.
+		return nil, nil, nil, fmt.Errorf("bee: %w", err)
+	}
+	return b, beeCtx, cancel, nil
+}
+
+// open reaches bee's internals through the seam, attaches the plugin and
+// the /pubsub handler of c, and serves the API port at apiAddr.
+func (n *Node) open(beeCtx context.Context, c Config, apiAddr net.Addr) (err error) {
+	if n.in, err = seam.Open(n.bee); err != nil {
+		return err
+	}
+	beeAPI := n.in.APIServer.Handler // read once, never assigned
+	if n.overlay, err = overlayOf(beeAPI); err != nil {
+		return err
+	}
+	if err := n.attachPlugin(beeCtx, c.Plugin, beeAPI); err != nil {
+		return err
+	}
+	if err := n.servePubSub(c.PubSubHandler, beeAPI); err != nil {
+		return err
+	}
+	n.front.serve(beeAPI, n.pubsub)
+	n.apiURL = "http://" + dialable(apiAddr)
+	return nil
+}
+
+// attachPlugin builds the plugin with all the node has for it (PluginEnv),
+// registers it with bee's libp2p service and its metrics with bee's, and
+// keeps the peers holding its streams out of kademlia's counts. No plugin:
+// nothing.
+func (n *Node) attachPlugin(beeCtx context.Context, factory PluginFactory, beeAPI http.Handler) (err error) {
+	if factory == nil {
+		return nil
+	}
+	env := PluginEnv{
+		Overlay:   n.overlay,
+		Logger:    n.logger,
+		PeerCheck: TransportBinding(addressbook.New(n.in.StateStore)),
+	}
+	if n.in.Accounting != nil {
+		env.Accounting = n.in.Accounting
+	}
+	if n.plugin, err = attach(beeCtx, n.in.P2P, env, factory); err != nil {
+		return err
+	}
+	if err := registerMetrics(beeAPI, n.plugin); err != nil {
+		return errors.Join(err, n.plugin.Close())
+	}
+	if h, ok := n.plugin.(StreamHolder); ok {
+		if err := keepStreamPeers(n.bee, n.in, h); err != nil {
+			return errors.Join(err, n.plugin.Close())
+		}
+	}
+	return nil
+}
+
+// servePubSub builds the handler of /pubsub over the plugin and registers
+// its metrics; on a failure it closes the plugin too. No factory: nothing.
+func (n *Node) servePubSub(factory PubSubHandlerFactory, beeAPI http.Handler) (err error) {
+	if factory == nil {
+		return nil
+	}
+	conn := storageConn{Connector: n.in.P2P, Storage: &Storage{bee: beeAPI}}
+	if n.pubsub, err = factory(n.plugin, conn, n.logger); err != nil {
+		err = fmt.Errorf("pubsub api: %w", err)
+		if n.plugin != nil {
+			err = errors.Join(err, n.plugin.Close())
+		}
+		return err
+	}
+	// The handler's own series (bee_bps_api_*: the WebSocket sessions,
+	// the shared streams) beside the plugin's.
+	if err = registerMetrics(beeAPI, n.pubsub); err != nil {
+		if c, ok := n.pubsub.(io.Closer); ok {
+			err = errors.Join(err, c.Close())
+		}
+		if n.plugin != nil {
+			err = errors.Join(err, n.plugin.Close())
+		}
+		return err
+	}
+	return nil
 }
 
 // Overlay is the node's Swarm address.

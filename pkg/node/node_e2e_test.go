@@ -48,10 +48,10 @@ const (
 	echoStream   = "echo"
 )
 
-func newEcho(streamer p2p.Streamer, overlay swarm.Address, _ log.Logger) (node.Plugin, error) {
+func newEcho(env node.PluginEnv) (node.Plugin, error) {
 	return &echo{
-		streamer: streamer,
-		overlay:  overlay,
+		streamer: env.Streamer,
+		overlay:  env.Overlay,
 		calls: prometheus.NewCounter(prometheus.CounterOpts{
 			Namespace: "bps",
 			Subsystem: "test_echo",

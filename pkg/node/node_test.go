@@ -170,9 +170,9 @@ func TestAttachCatchesUp(t *testing.T) {
 	a, b, bad := swarm.RandAddress(t), swarm.RandAddress(t), swarm.RandAddress(t)
 	overlay := swarm.RandAddress(t)
 	factory := func(pl *hookPlugin) node.PluginFactory {
-		return func(_ p2p.Streamer, o swarm.Address, _ log.Logger) (node.Plugin, error) {
-			if !o.Equal(overlay) {
-				t.Errorf("factory got overlay %s, want %s", o, overlay)
+		return func(env node.PluginEnv) (node.Plugin, error) {
+			if !env.Overlay.Equal(overlay) {
+				t.Errorf("factory got overlay %s, want %s", env.Overlay, overlay)
 			}
 			return pl, nil
 		}
@@ -190,7 +190,7 @@ func TestAttachCatchesUp(t *testing.T) {
 			}
 			return nil
 		}
-		got, err := node.Attach(context.Background(), h, overlay, log.Noop, factory(pl), nil)
+		got, err := node.Attach(context.Background(), h, node.PluginEnv{Overlay: overlay, Logger: log.Noop}, factory(pl))
 		if err != nil || got != pl {
 			t.Fatalf("attach: %v, %v", got, err)
 		}
@@ -210,7 +210,7 @@ func TestAttachCatchesUp(t *testing.T) {
 
 		h := &host{peers: []p2p.Peer{{Address: a}}}
 		pl := &hookPlugin{spec: p2p.ProtocolSpec{Name: "test", Version: "1.0.0"}}
-		if _, err := node.Attach(context.Background(), h, overlay, log.Noop, factory(pl), nil); err != nil {
+		if _, err := node.Attach(context.Background(), h, node.PluginEnv{Overlay: overlay, Logger: log.Noop}, factory(pl)); err != nil {
 			t.Fatal(err)
 		}
 		if len(h.protocols) != 1 || len(h.disconnected) != 0 {
@@ -223,7 +223,7 @@ func TestAttachCatchesUp(t *testing.T) {
 
 		h := &host{addErr: errors.New("duplicate")}
 		pl := &hookPlugin{spec: p2p.ProtocolSpec{Name: "test", Version: "1.0.0"}}
-		if _, err := node.Attach(context.Background(), h, overlay, log.Noop, factory(pl), nil); err == nil || !strings.Contains(err.Error(), "duplicate") {
+		if _, err := node.Attach(context.Background(), h, node.PluginEnv{Overlay: overlay, Logger: log.Noop}, factory(pl)); err == nil || !strings.Contains(err.Error(), "duplicate") {
 			t.Fatalf("got %v", err)
 		}
 		if pl.closed != 1 {
@@ -234,10 +234,10 @@ func TestAttachCatchesUp(t *testing.T) {
 	t.Run("factory fails", func(t *testing.T) {
 		t.Parallel()
 
-		failing := func(p2p.Streamer, swarm.Address, log.Logger) (node.Plugin, error) {
+		failing := func(node.PluginEnv) (node.Plugin, error) {
 			return nil, errors.New("no")
 		}
-		if _, err := node.Attach(context.Background(), &host{}, overlay, log.Noop, failing, nil); err == nil {
+		if _, err := node.Attach(context.Background(), &host{}, node.PluginEnv{Overlay: overlay, Logger: log.Noop}, failing); err == nil {
 			t.Fatal("no error")
 		}
 	})

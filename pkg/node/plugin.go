@@ -10,6 +10,7 @@ import (
 	"fmt"
 	"net/http"
 
+	"github.com/ethersphere/bee/v2/pkg/accounting"
 	"github.com/ethersphere/bee/v2/pkg/bzz"
 	"github.com/ethersphere/bee/v2/pkg/log"
 	"github.com/ethersphere/bee/v2/pkg/p2p"
@@ -28,9 +29,38 @@ type Plugin interface {
 	Close() error
 }
 
-// PluginFactory builds a plugin for a node: streamer opens streams over the
-// node's libp2p service, overlay is the node's address.
-type PluginFactory func(streamer p2p.Streamer, overlay swarm.Address, logger log.Logger) (Plugin, error)
+// PluginFactory builds a plugin for a node from all the node has for it
+// (env): the plugin is built once bee is, before its protocol is
+// registered, and is never handed anything later.
+type PluginFactory func(env PluginEnv) (Plugin, error)
+
+// PluginEnv is what a node gives the plugin it builds. Every field is
+// ready when the factory runs: the node builds its plugin after bee, whose
+// accounting and libp2p service it reads through the seam.
+type PluginEnv struct {
+	// Streamer opens streams over the node's libp2p service.
+	Streamer p2p.Streamer
+	// Overlay is the node's address.
+	Overlay swarm.Address
+	// Logger is the node's logger.
+	Logger log.Logger
+	// PeerCheck is the transport binding check (TransportBinding) a plugin
+	// runs on a stream before it trusts the peer's overlay; nil if the
+	// node has none.
+	PeerCheck PeerCheck
+	// Accounting is bee's own (the accounting.Interface pushsync and
+	// retrieval use, settled by pseudosettle and swap, shown by GET
+	// /balances), for a plugin that charges its peers; nil if the node has
+	// none. A plugin may hold charges and apply them in batches (BPS does,
+	// pkg/bps/ledger.go): Shutdown closes the plugin before bee, so what it
+	// applies as its streams end reaches a live accounting.
+	Accounting accounting.Interface
+	// Connect dials a peer by its underlays (binary multiaddrs) unless it
+	// is connected already, and checks the overlay that answers; Underlays
+	// are the node's own. Both nil if the node cannot dial (a test host).
+	Connect   func(ctx context.Context, peer swarm.Address, underlays [][]byte) error
+	Underlays func() [][]byte
+}
 
 // Connector dials peers by underlay; bee's libp2p service is one. The
 // /pubsub handler uses it to reach a broker given by its multiaddr.
@@ -52,24 +82,25 @@ type protocolHost interface {
 	Disconnect(overlay swarm.Address, reason string) error
 }
 
-// attach builds the plugin, registers its protocol, then catches up: peers
+// attach builds the plugin with env, the host its streamer and, if the host
+// can dial, its dialer; registers its protocol, then catches up: peers
 // that connected before the registration (during NewBee, to bootnodes or
 // from the addressbook) never fired its connect hooks, so its ConnectOut
 // hook runs once for each of them. A peer that connects while this runs may
 // see the hook twice (once from libp2p, once from here): hooks must be
 // idempotent. Like libp2p, a failing hook disconnects the peer.
-func attach(ctx context.Context, host protocolHost, overlay swarm.Address, logger log.Logger, factory PluginFactory, check PeerCheck) (Plugin, error) {
-	pl, err := factory(host, overlay, logger)
+func attach(ctx context.Context, host protocolHost, env PluginEnv, factory PluginFactory) (Plugin, error) {
+	env.Streamer = host
+	if dh, ok := host.(dialingHost); ok {
+		env.Connect, env.Underlays = dialer(dh)
+	}
+	logger := env.Logger
+	if logger == nil {
+		logger = log.Noop
+	}
+	pl, err := factory(env)
 	if err != nil {
 		return nil, fmt.Errorf("plugin: %w", err)
-	}
-	if pc, ok := pl.(PeerChecker); ok && check != nil {
-		pc.SetPeerCheck(check)
-	}
-	if d, ok := pl.(Dialer); ok {
-		if dh, ok := host.(dialingHost); ok {
-			d.SetDialer(dialer(dh))
-		}
 	}
 	spec := pl.Protocol()
 	if err := host.AddProtocol(spec); err != nil {
@@ -95,13 +126,6 @@ func joinClose(err error, c interface{ Close() error }) error {
 	return err
 }
 
-// Dialer is a plugin that reaches peers by underlay beyond those it is
-// connected to (BPS: a relay a probe named): the node gives it a connect
-// function over its libp2p service and its own underlays.
-type Dialer interface {
-	SetDialer(connect func(ctx context.Context, peer swarm.Address, underlays [][]byte) error, underlays func() [][]byte)
-}
-
 // dialingHost is what dialing needs of bee's libp2p service.
 type dialingHost interface {
 	Connect(ctx context.Context, addrs []ma.Multiaddr) (*bzz.Address, error)
@@ -112,7 +136,7 @@ type dialingHost interface {
 // maxDialUnderlays bounds the underlays tried for one peer.
 const maxDialUnderlays = 8
 
-// dialer adapts h to a Dialer's functions: connect does nothing if the
+// dialer adapts h to PluginEnv's Connect and Underlays: connect does nothing if the
 // peer is connected already, else dials the underlays (binary multiaddrs)
 // and checks that the overlay answering is the one asked for; underlays
 // are h's own addresses, binary.

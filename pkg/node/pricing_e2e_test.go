@@ -14,28 +14,17 @@ import (
 	"time"
 
 	"github.com/ethersphere/bee/v2/pkg/accounting"
-	"github.com/ethersphere/bee/v2/pkg/log"
-	"github.com/ethersphere/bee/v2/pkg/p2p"
 	"github.com/ethersphere/bee/v2/pkg/swarm"
 	"github.com/ethersphere/bps/pkg/bps"
 	"github.com/ethersphere/bps/pkg/node"
 )
 
-// pricedPlugin is bpsPlugin taking bee's accounting from the node, with
+// pricedPlugin is bpsPlugin built with bee's accounting from the node, with
 // prices; it keeps the accounting for the test to wait on.
 type pricedPlugin struct {
 	bpsPlugin
-	prices bps.Prices
-	settle bps.Settlement
-	acc    *accounting.Interface
+	acc accounting.Interface
 }
-
-func (p pricedPlugin) SetAccounting(a accounting.Interface) {
-	*p.acc = a
-	p.Service.SetSettledAccounting(a, p.prices, p.settle)
-}
-
-var _ node.Accountant = pricedPlugin{}
 
 func pricedFactory(prices bps.Prices, peers *peerSet) node.PluginFactory {
 	return settledFactory(prices, bps.Settlement{}, peers)
@@ -43,13 +32,13 @@ func pricedFactory(prices bps.Prices, peers *peerSet) node.PluginFactory {
 
 // settledFactory is pricedFactory settling as st says.
 func settledFactory(prices bps.Prices, st bps.Settlement, peers *peerSet) node.PluginFactory {
-	inner := bpsFactory(bps.Options{}, peers)
-	return func(streamer p2p.Streamer, overlay swarm.Address, logger log.Logger) (node.Plugin, error) {
-		pl, err := inner(streamer, overlay, logger)
+	return func(env node.PluginEnv) (node.Plugin, error) {
+		o := bps.Options{Pricing: bps.Pricing{Prices: prices, Settlement: st}, Deps: bps.Deps{Accounting: env.Accounting}}
+		pl, err := bpsFactory(o, peers)(env)
 		if err != nil {
 			return nil, err
 		}
-		return pricedPlugin{bpsPlugin: pl.(bpsPlugin), prices: prices, settle: st, acc: new(accounting.Interface)}, nil
+		return pricedPlugin{bpsPlugin: pl.(bpsPlugin), acc: env.Accounting}, nil
 	}
 }
 
@@ -78,7 +67,7 @@ func TestPricingOnBeeAccounting(t *testing.T) {
 	if err != nil || len(underlays) == 0 {
 		t.Fatalf("broker underlays %v: %v", underlays, err)
 	}
-	brokerAcc := *broker.Plugin().(pricedPlugin).acc
+	brokerAcc := broker.Plugin().(pricedPlugin).acc
 
 	start := func(name string, full bool, factory func(*peerSet) node.PluginFactory) *node.Node {
 		peers := newPeerSet()
@@ -105,8 +94,8 @@ func TestPricingOnBeeAccounting(t *testing.T) {
 	payer := start("payer", true, priced)
 	publisher := start("publisher", false, priced)
 	debtor := start("debtor", false, free)
-	waitAccounting(t, *payer.Plugin().(pricedPlugin).acc, broker.Overlay())
-	waitAccounting(t, *publisher.Plugin().(pricedPlugin).acc, broker.Overlay())
+	waitAccounting(t, payer.Plugin().(pricedPlugin).acc, broker.Overlay())
+	waitAccounting(t, publisher.Plugin().(pricedPlugin).acc, broker.Overlay())
 
 	before := func(n *node.Node, peer swarm.Address) *big.Int { return balanceOf(t, n, peer) }
 	b0 := map[string]*big.Int{
@@ -167,7 +156,7 @@ func TestPricingOnBeeAccounting(t *testing.T) {
 	delta := func(key string, n *node.Node, peer swarm.Address) int64 {
 		return new(big.Int).Sub(balanceOf(t, n, peer), b0[key]).Int64()
 	}
-	// Both ends settle in batches (pkg/bps/pricing.go): the broker's
+	// Both ends settle in batches (pkg/bps/ledger.go): the broker's
 	// balances reach exactly the prices once its meters have applied — at
 	// most a second after the last frame; a child keeps a margin while its
 	// stream lives, which Settle applies. Applied whole, the light
@@ -242,7 +231,7 @@ func TestPricingBatchedOnBeeAccounting(t *testing.T) {
 	if err != nil || len(underlays) == 0 {
 		t.Fatalf("broker underlays %v: %v", underlays, err)
 	}
-	brokerAcc := *broker.Plugin().(pricedPlugin).acc
+	brokerAcc := broker.Plugin().(pricedPlugin).acc
 	start := func(name string, full bool) *node.Node {
 		peers := newPeerSet()
 		c := testConfig(t, name, chain)
@@ -258,7 +247,7 @@ func TestPricingBatchedOnBeeAccounting(t *testing.T) {
 			t.Fatalf("%s: %v", name, err)
 		}
 		waitAccounting(t, brokerAcc, n.Overlay())
-		waitAccounting(t, *n.Plugin().(pricedPlugin).acc, broker.Overlay())
+		waitAccounting(t, n.Plugin().(pricedPlugin).acc, broker.Overlay())
 		return n
 	}
 	payer, publisher := start("payer", true), start("publisher", false)

@@ -26,7 +26,7 @@ import (
 // connection. A rate is sustained if neither end refuses a charge (the
 // parent's disconnect threshold, the child's overdraft). BPS's own frame
 // path is not in the loop: this measures the accounting's cap, which
-// pricing.go's batching leaves unchanged. A measurement, not a test (it
+// ledger.go's batching leaves unchanged. A measurement, not a test (it
 // takes minutes):
 //
 //	BPS_MEASURE_RATE=1 go test -run TestPricingSustainedRate -v ./pkg/node/
@@ -43,7 +43,7 @@ func TestPricingSustainedRate(t *testing.T) {
 	if err != nil || len(underlays) == 0 {
 		t.Fatalf("parent underlays %v: %v", underlays, err)
 	}
-	parentAcc := *parent.Plugin().(pricedPlugin).acc
+	parentAcc := parent.Plugin().(pricedPlugin).acc
 
 	const run = 20 * time.Second
 	for _, tc := range []struct {
@@ -74,7 +74,7 @@ func TestPricingSustainedRate(t *testing.T) {
 			if err := peers.wait(ctx, parent.Overlay()); err != nil {
 				t.Fatal(err)
 			}
-			childAcc := *child.Plugin().(pricedPlugin).acc
+			childAcc := child.Plugin().(pricedPlugin).acc
 			waitAccounting(t, parentAcc, child.Overlay())
 			waitAccounting(t, childAcc, parent.Overlay())
 			delivered, maxDebt, cut := sell(t, parentAcc, childAcc, parent, child, tc.price, tc.rate, run)
@@ -90,7 +90,7 @@ func TestPricingSustainedRate(t *testing.T) {
 // sell charges a batch of bps.DefaultSettleFrames deliveries at price
 // every DefaultSettleFrames/rate seconds for run, as the parent's and the
 // child's meters would — the parent's first: a child's ledger stays behind
-// its parent's (pkg/bps, pricing.go) — it returns how many were charged, the largest debt
+// its parent's (pkg/bps, ledger.go) — it returns how many were charged, the largest debt
 // the parent saw, and the refusal that ended it (nil: none).
 func sell(t *testing.T, parentAcc, childAcc accounting.Interface, parent, child *node.Node, price uint64, rate int, run time.Duration) (int, int64, error) {
 	t.Helper()

@@ -13,8 +13,6 @@ import (
 	"time"
 
 	"github.com/ethersphere/bee/v2/pkg/log"
-	"github.com/ethersphere/bee/v2/pkg/p2p"
-	"github.com/ethersphere/bee/v2/pkg/swarm"
 	"github.com/ethersphere/bps/pkg/devchain"
 	"github.com/ethersphere/bps/pkg/node"
 )
@@ -49,7 +47,7 @@ func TestStartFailsAfterBee(t *testing.T) {
 		want   error
 	}{
 		{"plugin", func(c *node.Config) {
-			c.Plugin = func(p2p.Streamer, swarm.Address, log.Logger) (node.Plugin, error) { return nil, errPlugin }
+			c.Plugin = func(node.PluginEnv) (node.Plugin, error) { return nil, errPlugin }
 		}, errPlugin},
 		{"pubsub handler", func(c *node.Config) {
 			c.PubSubHandler = func(node.Plugin, node.Connector, log.Logger) (http.Handler, error) { return nil, errPubSub }

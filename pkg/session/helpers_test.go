@@ -61,7 +61,7 @@ func cluster(t *testing.T, o bps.Options, n int) (*streamtest.Network, *tnode, [
 	broker := newNode(t, net, o)
 	clients := make([]*tnode, n)
 	for i := range clients {
-		clients[i] = newNode(t, net, bps.Options{BackoffMin: time.Millisecond, BackoffMax: 2 * time.Millisecond})
+		clients[i] = newNode(t, net, bps.Options{Timing: bps.Timing{BackoffMin: time.Millisecond, BackoffMax: 2 * time.Millisecond}})
 		if err := net.Connect(clients[i].Node, broker.Node); err != nil {
 			t.Fatal(err)
 		}

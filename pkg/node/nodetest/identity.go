@@ -6,6 +6,7 @@ package nodetest
 
 import (
 	"context"
+	"crypto/ecdsa"
 	"crypto/rand"
 	"errors"
 	"fmt"
@@ -70,21 +71,9 @@ func NewIdentity(ctx context.Context, o IdentityOptions) (*Identity, error) {
 	if err != nil {
 		return nil, err
 	}
-	nonce := make([]byte, 32)
-	var overlay swarm.Address
-	for i := 0; ; i++ {
-		if i == maxNonceTries {
-			return nil, fmt.Errorf("nodetest: no overlay in bin %d of %s after %d tries", o.Bin, o.Near, i)
-		}
-		if _, err := rand.Read(nonce); err != nil {
-			return nil, err
-		}
-		if overlay, err = crypto.NewOverlayAddress(swarmKey.PublicKey, o.NetworkID, nonce); err != nil {
-			return nil, err
-		}
-		if o.Near.IsZero() || swarm.Proximity(o.Near.Bytes(), overlay.Bytes()) == o.Bin {
-			break
-		}
+	overlay, nonce, err := mineOverlay(swarmKey, o)
+	if err != nil {
+		return nil, err
 	}
 
 	store := statestore.NewStateStore()
@@ -102,23 +91,14 @@ func NewIdentity(ctx context.Context, o IdentityOptions) (*Identity, error) {
 	id := &Identity{Overlay: overlay, Full: o.Full, P2P: p2ps}
 	fail := func(err error) (*Identity, error) { return nil, errors.Join(err, id.Close()) }
 
-	// What a bee node sends every peer it accepts: its payment threshold
-	// (bee's pricing) and, to a full node, peers it knows (bee's hive). An
-	// identity takes both and ignores them; without the protocols bee would
-	// drop the connection.
-	for _, spec := range []p2p.ProtocolSpec{
-		{Name: "pricing", Version: "1.0.0", StreamSpecs: []p2p.StreamSpec{{Name: "pricing", Handler: discard}}},
-		{Name: "hive", Version: "2.0.0", StreamSpecs: []p2p.StreamSpec{{Name: "peers", Handler: discard}}},
-	} {
-		if err := p2ps.AddProtocol(spec); err != nil {
-			return fail(err)
-		}
+	if err := addDiscarded(p2ps); err != nil {
+		return fail(err)
 	}
 	o.BPS.Logger = logger
+	o.BPS.PeerCheck = node.TransportBinding(book)
 	if id.BPS, err = bps.New(p2ps, overlay, o.BPS); err != nil {
 		return fail(err)
 	}
-	id.BPS.SetPeerCheck(node.TransportBinding(book))
 	if err := p2ps.AddProtocol(id.BPS.Protocol()); err != nil {
 		return fail(err)
 	}
@@ -126,6 +106,41 @@ func NewIdentity(ctx context.Context, o IdentityOptions) (*Identity, error) {
 		return fail(err)
 	}
 	return id, nil
+}
+
+// mineOverlay draws nonces until key's overlay falls in bin o.Bin of
+// o.Near (any overlay if o.Near is zero).
+func mineOverlay(key *ecdsa.PrivateKey, o IdentityOptions) (swarm.Address, []byte, error) {
+	nonce := make([]byte, 32)
+	for i := 0; i < maxNonceTries; i++ {
+		if _, err := rand.Read(nonce); err != nil {
+			return swarm.ZeroAddress, nil, err
+		}
+		overlay, err := crypto.NewOverlayAddress(key.PublicKey, o.NetworkID, nonce)
+		if err != nil {
+			return swarm.ZeroAddress, nil, err
+		}
+		if o.Near.IsZero() || swarm.Proximity(o.Near.Bytes(), overlay.Bytes()) == o.Bin {
+			return overlay, nonce, nil
+		}
+	}
+	return swarm.ZeroAddress, nil, fmt.Errorf("nodetest: no overlay in bin %d of %s after %d tries", o.Bin, o.Near, maxNonceTries)
+}
+
+// addDiscarded takes what a bee node sends every peer it accepts: its
+// payment threshold (bee's pricing) and, to a full node, peers it knows
+// (bee's hive). An identity takes both and ignores them; without the
+// protocols bee would drop the connection.
+func addDiscarded(p2ps *libp2p.Service) error {
+	for _, spec := range []p2p.ProtocolSpec{
+		{Name: "pricing", Version: "1.0.0", StreamSpecs: []p2p.StreamSpec{{Name: "pricing", Handler: discard}}},
+		{Name: "hive", Version: "2.0.0", StreamSpecs: []p2p.StreamSpec{{Name: "peers", Handler: discard}}},
+	} {
+		if err := p2ps.AddProtocol(spec); err != nil {
+			return err
+		}
+	}
+	return nil
 }
 
 // maxDiscard bounds what a discarded stream may carry.
