@@ -73,8 +73,8 @@ func (c *cohort) attestation(claim *pb.Claim, from *member) error {
 	c.mu.Lock()
 	legit := !c.dead && c.isPublisherLocked(claim.Addr)
 	rosters := c.svc.Next() - from.svcAt
-	if legit && c.up == nil {
-		c.moveCursor(claim.Addr, claim.Index) // the root keeps the publisher's cursor (SWIP-74)
+	if legit {
+		c.role.vouch(claim) // the root moves the publisher's cursor (SWIP-74), a relay forwards the claim
 	}
 	c.mu.Unlock()
 	if !legit {
@@ -86,9 +86,6 @@ func (c *cohort) attestation(claim *pb.Claim, from *member) error {
 	}
 	from.carry(claim.Addr)
 	s.trace(Event{Kind: EventClaim, Cohort: c.spec.String(), Peer: from.peer, Index: claim.Index})
-	if c.up != nil {
-		c.up.attest(claim)
-	}
 	return nil
 }
 

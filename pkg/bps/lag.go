@@ -36,118 +36,82 @@ func (w *lagWindow) find(addr [32]byte) *lagEntry {
 	return w.ring.newest(func(e *lagEntry) bool { return e.addr == addr })
 }
 
-// noteLag records, under the receiver's dmu, that parent stream from gave
-// the delivery whose frame is addr (FrameKey: not the chunk address, which
-// every message of an ANCHOR cohort shares); dup: it was taken before
-// (from the other parent).
-func (sub *Subscription) noteLag(from *clientStream, addr [32]byte, dup, sequenced bool) {
+// noteLag records that parent stream from gave the delivery whose frame is
+// addr (FrameKey: not the chunk address, which every message of an ANCHOR
+// cohort shares); dup: it was taken before (from the other parent). It
+// returns the parents that missed MaxLag deliveries this epoch, to be
+// dropped. Under j.mu.
+func (j *judge) noteLag(from *clientStream, addr [32]byte, dup, sequenced bool) []*parent {
 	if dup {
-		sub.gaveCopy(from, addr) // a copy, or an announcement (lazy.go): the gap escape's too
+		j.gaveCopy(from, addr) // a copy, or an announcement (lazy.go): the gap escape's too
 	}
 	if !dup && !sequenced {
-		return // proves nothing of the parent that did not give it
+		return nil // proves nothing of the parent that did not give it
 	}
-	sub.mu.Lock()
-	if len(sub.parents) < 2 && !dup {
-		sub.mu.Unlock()
-		return // one parent: nothing to compare with
+	if len(j.parents) < 2 && !dup {
+		return nil // one parent: nothing to compare with
 	}
 	var gens [2]uint32
-	for i, p := range sub.parents {
+	for i, q := range j.parents {
 		if i < 2 {
-			gens[i] = p.gen
+			gens[i] = q.p.gen
 		}
 	}
 	var fromGen uint32
-	for _, p := range sub.parents {
-		if p.cs == from {
-			fromGen = p.gen
-		}
+	if q := j.from(from); q != nil {
+		fromGen = q.p.gen
 	}
-	sub.mu.Unlock()
-
-	w := &sub.lag
+	w := &j.lag
 	if dup {
 		if e := w.find(addr); e != nil {
-			for j := range e.at {
-				if e.at[j] == fromGen && fromGen != 0 {
-					e.gave[j] = true
+			for k := range e.at {
+				if e.at[k] == fromGen && fromGen != 0 {
+					e.gave[k] = true
 				}
 			}
 		}
-		return
+		return nil
 	}
 	e := lagEntry{addr: addr, at: gens}
-	for j := range e.at {
-		e.gave[j] = e.at[j] == fromGen && fromGen != 0
+	for k := range e.at {
+		e.gave[k] = e.at[k] == fromGen && fromGen != 0
 	}
-	w.ring.put(e, lagWindowSize, sub.evictLag)
+	var drop []*parent
+	w.ring.put(e, lagWindowSize, func(e *lagEntry) { drop = append(drop, j.evictLag(e)...) })
 	if w.epoch++; w.epoch >= lagWindowSize {
 		w.epoch = 0
-		sub.mu.Lock()
-		for _, p := range sub.parents {
-			p.missed = 0
+		for _, q := range j.parents {
+			q.missed = 0
 		}
-		sub.mu.Unlock()
 	}
+	return drop
 }
 
 // sequenced reports whether pub is in a sequence of the cohort this node
 // verifies: an explicit feed's update or a service update.
-func (sub *Subscription) sequenced(pub publication) bool {
-	return pub.service != nil || (pub.feed && sub.spec.Explicit())
+func (j *judge) sequenced(pub publication) bool {
+	return pub.service != nil || (pub.feed && j.spec.Explicit())
 }
 
 // evictLag blames the parents that missed the delivery of e, leaving the
-// window, and drops one that missed MaxLag this epoch.
-func (sub *Subscription) evictLag(e *lagEntry) {
-	s := sub.s
-	sub.mu.Lock()
+// window, and returns those that missed MaxLag this epoch; never every
+// parent. Under j.mu.
+func (j *judge) evictLag(e *lagEntry) []*parent {
 	var drop []*parent
-	for j, g := range e.at {
-		if g == 0 || e.gave[j] {
+	for k, g := range e.at {
+		if g == 0 || e.gave[k] {
 			continue
 		}
-		for _, p := range sub.parents {
-			if p.gen == g {
-				if p.missed++; p.missed == s.opts.MaxLag {
-					drop = append(drop, p)
+		for _, q := range j.parents {
+			if q.p.gen == g {
+				if q.missed++; q.missed == j.s.opts.MaxLag {
+					drop = append(drop, q.p)
 				}
 			}
 		}
 	}
-	if len(drop) == len(sub.parents) {
-		drop = nil // both lag each other? never drop the last parent here
+	if len(drop) == len(j.parents) {
+		return nil // both lag each other? never drop the last parent here
 	}
-	sub.mu.Unlock()
-	for _, p := range drop {
-		sub.withhold(p)
-	}
-}
-
-// withhold drops p as a parent that withheld, and never takes it again.
-func (sub *Subscription) withhold(p *parent) {
-	s := sub.s
-	sub.shun(p.cs.peer)
-	s.metrics.Withheld.Inc()
-	sub.withheld.Add(1)
-	s.trace(Event{Kind: EventWithheld, Cohort: sub.spec.String(), Peer: p.cs.peer})
-	p.cs.kill(errWithheld)
-}
-
-// blame counts a miss against p that is not a delivery leaving the window
-// — an announcement it did not serve when asked (lazy.go) — and drops it
-// at MaxLag this epoch, as evictLag does. It takes sub.mu, as every change
-// of missed holds it; the caller holds no lock.
-func (sub *Subscription) blame(p *parent) {
-	sub.mu.Lock()
-	drop := false
-	if sub.hasParentLocked(p.cs.peer) {
-		p.missed++
-		drop = p.missed == sub.s.opts.MaxLag && len(sub.parents) > 1
-	}
-	sub.mu.Unlock()
-	if drop {
-		sub.withhold(p)
-	}
+	return drop
 }

@@ -533,7 +533,7 @@ func (sub *Subscription) announced(p *parent, a *pb.Announce) error {
 		return nil
 	}
 	if sub.taken.Contains(key) {
-		sub.noteLag(p.cs, key, true, false)
+		sub.judge.copied(p.cs, key)
 		if !p.eager() {
 			lz.late.sample(0) // the eager frame came first
 			lz.streak = 0
@@ -659,9 +659,9 @@ func (sub *Subscription) lazyTook(from *clientStream, pub publication, msg *pb.M
 		return
 	}
 	if !dup {
-		sub.noteLag(e.p.cs, key, true, false)
+		sub.judge.copied(e.p.cs, key)
 		if e.also != nil {
-			sub.noteLag(e.also.cs, key, true, false)
+			sub.judge.copied(e.also.cs, key)
 		}
 	}
 	late := false
@@ -815,7 +815,7 @@ func (sub *Subscription) lazyFire() {
 	blame := sub.lazyDue(live, anyEager)
 	for _, p := range blame {
 		s.metrics.LazyUnserved.Inc()
-		sub.blame(p)
+		sub.judge.unserved(p)
 	}
 }
 

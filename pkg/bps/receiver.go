@@ -101,54 +101,62 @@ func (rc *receiver) init(s *Service, sp *Spec, keep bool, closing chan struct{})
 }
 
 // authority of a subscription: the admin and the roster it has received.
-func (sub *receiver) isPublisher(owner []byte) bool {
-	sub.mu.Lock()
-	defer sub.mu.Unlock()
-	return sub.svc.MayPublish(sub.spec, owner)
+func (rc *receiver) isPublisher(owner []byte) bool {
+	rc.mu.Lock()
+	defer rc.mu.Unlock()
+	return rc.svc.MayPublish(rc.spec, owner)
 }
 
-func (sub *receiver) feedCursor(owner []byte) uint64 {
-	return sub.s.cursors.get(sub.spec.feedKey(owner))
+func (rc *receiver) feedCursor(owner []byte) uint64 {
+	return rc.s.cursors.get(rc.spec.feedKey(owner))
 }
 
 // passedOver reports whether index of owner is one a reorder flush passed
 // over and still remembers: below the cursor, and still taken when it comes
 // late (reorder.go). Called by check, before take takes dmu.
-func (sub *receiver) passedOver(owner []byte, index uint64) bool {
-	if sub.order == nil {
+func (rc *receiver) passedOver(owner []byte, index uint64) bool {
+	if rc.order == nil {
 		return false
 	}
-	sub.dmu.Lock()
-	defer sub.dmu.Unlock()
-	return sub.order.passedOver(string(owner), index)
+	rc.dmu.Lock()
+	defer rc.dmu.Unlock()
+	return rc.order.passedOver(string(owner), index)
 }
 
-func (sub *receiver) serviceNext() uint64 {
-	sub.mu.Lock()
-	defer sub.mu.Unlock()
-	return sub.svc.Next()
+// gapOpen reports whether a reorder flush passed over g and it is still
+// missing: no late copy filled it (the judge's escape, escape.go).
+func (rc *receiver) gapOpen(g gapRef) bool {
+	rc.dmu.Lock()
+	defer rc.dmu.Unlock()
+	return !rc.cClosed && rc.order.passedOver(g.owner, g.index)
+}
+
+func (rc *receiver) serviceNext() uint64 {
+	rc.mu.Lock()
+	defer rc.mu.Unlock()
+	return rc.svc.Next()
 }
 
 // Roster is the publisher set the subscription holds (admin excluded).
-func (sub *receiver) Roster() [][]byte {
-	sub.mu.Lock()
-	defer sub.mu.Unlock()
-	return sub.svc.Roster()
+func (rc *receiver) Roster() [][]byte {
+	rc.mu.Lock()
+	defer rc.mu.Unlock()
+	return rc.svc.Roster()
 }
 
 // LivenessFaults counts gaps seen in the service feed.
-func (sub *receiver) LivenessFaults() uint64 { return sub.faults.Load() }
+func (rc *receiver) LivenessFaults() uint64 { return rc.faults.Load() }
 
 // C delivers verified feed updates in the order the broker sent them; it is
 // closed when the subscription ends.
-func (sub *receiver) C() <-chan Delivery { return sub.c }
+func (rc *receiver) C() <-chan Delivery { return rc.c }
 
 // Received and Dropped count deliveries accepted and dropped (stale, or
 // failing verification) by this subscription.
-func (sub *receiver) Received() uint64 { return sub.received.Load() }
+func (rc *receiver) Received() uint64 { return rc.received.Load() }
 
 // Dropped counts deliveries this subscription dropped.
-func (sub *receiver) Dropped() uint64 { return sub.dropped.Load() }
+func (rc *receiver) Dropped() uint64 { return rc.dropped.Load() }
 
 // feedKey names the subscriber cursor of a publisher feed: (topic, owner).
 func (sp *Spec) feedKey(owner []byte) string { return string(sp.Topic) + string(owner) }
@@ -258,7 +266,7 @@ func (rc *receiver) take(cs *clientStream, msg *pb.Message) error {
 			}
 		}
 		if g := rc.order.takePassed(); len(g) > 0 && rc.onGaps != nil {
-			rc.onGaps(g) // a reader: sub.mu may be taken under dmu
+			rc.onGaps(g) // a reader: rc.mu may be taken under dmu
 		}
 		return nil
 	}
@@ -310,20 +318,29 @@ func (rc *receiver) flushHeld() {
 	}
 	g := rc.order.takePassed()
 	rc.dmu.Unlock()
-	// Off dmu: the subscription ending holds sub.mu and then takes dmu.
+	// Off dmu: the subscription ending holds rc.mu and then takes dmu.
 	if len(g) > 0 && rc.onGaps != nil {
 		rc.onGaps(g)
 	}
 }
 
+// serviceFeed is the latest service SOC the receiver took, encoded (nil
+// if none), and a copy of its service feed: a relay's first view of the
+// cohort (newRelay).
+func (rc *receiver) serviceFeed() ([]byte, ServiceFeed) {
+	rc.mu.Lock()
+	defer rc.mu.Unlock()
+	return rc.latest, rc.svc.clone()
+}
+
 // applyService applies svc to the service feed the node holds; msg, the
 // SOC that carried it, becomes the latest unless svc is stale.
-func (sub *receiver) applyService(svc *pb.ServiceMessage, msg *pb.Message) Freshness {
-	sub.mu.Lock()
-	defer sub.mu.Unlock()
-	fr := sub.svc.Apply(svc)
+func (rc *receiver) applyService(svc *pb.ServiceMessage, msg *pb.Message) Freshness {
+	rc.mu.Lock()
+	defer rc.mu.Unlock()
+	fr := rc.svc.Apply(svc)
 	if fr != Stale && msg != nil {
-		sub.latest = encodeFrame(&pb.Message{Address: msg.Address, Data: msg.Data})
+		rc.latest = encodeFrame(&pb.Message{Address: msg.Address, Data: msg.Data})
 	}
 	return fr
 }

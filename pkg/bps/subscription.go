@@ -64,9 +64,8 @@ type Subscription struct {
 	done   chan struct{} // closed when every parent stream has ended and no repair runs
 	err    error         // why it ended; read after done
 
-	lag lagWindow   // under dmu
-	lz  lazyIn      // lazy push: announcements waiting, asks (lazy.go)
-	esc escapeState // a captured node's way out (escape.go)
+	judge *judge // judges the parents: lag, the gap escape, lazy blame (judge.go)
+	lz    lazyIn // lazy push: announcements waiting, asks (lazy.go)
 
 	probes, reparents, withheld, escapes atomic.Uint64
 }
@@ -74,16 +73,14 @@ type Subscription struct {
 // parent is one parent stream of a subscription.
 type parent struct {
 	cs        *clientStream
-	gen       uint32
-	missed    int               // deliveries its sister gave and it did not (lag.go), or announced and did not serve (lazy.go), this lag epoch; under sub.mu
-	probing   atomic.Int32      // probes from this parent being answered
-	window    time.Time         // the second probes are counted in; the reader only
-	probes    int               // probes from this parent in window; the reader only
-	underlays [][]byte          // how this node reached it, if a probe's candidate named them: passed on in a Reparent
-	moving    atomic.Bool       // a Reparent from this parent is being followed
-	moved     atomic.Bool       // the node moved away from this parent on its Reparent
-	lz        *lazyParent       // lazy push, if the stream negotiated it (lazy.go)
-	gave      map[string]uint64 // per publisher: one past the highest explicit feed index it gave (escape.go); under sub.mu
+	gen       uint32       // numbers the parent among the subscription's, for the withholding check
+	probing   atomic.Int32 // probes from this parent being answered
+	window    time.Time    // the second probes are counted in; the reader only
+	probes    int          // probes from this parent in window; the reader only
+	underlays [][]byte     // how this node reached it, if a probe's candidate named them: passed on in a Reparent
+	moving    atomic.Bool  // a Reparent from this parent is being followed
+	moved     atomic.Bool  // the node moved away from this parent on its Reparent
+	lz        *lazyParent  // lazy push, if the stream negotiated it (lazy.go)
 }
 
 // Errors of a subscription's parents.
@@ -123,9 +120,11 @@ func (s *Service) Subscribe(ctx context.Context, broker swarm.Address, sp *Spec)
 	sub.onTake = sub.took
 	sub.taken = NewWindow(s.opts.DedupWindow)
 	sub.initLazy()
-	if sp.Binding == pb.TopicBinding_FEED_TOPIC && sp.Explicit() {
+	feed := sp.Binding == pb.TopicBinding_FEED_TOPIC && sp.Explicit()
+	sub.judge = newJudge(s, sp, broker, sub, feed)
+	if feed {
 		sub.order = newReorder()
-		sub.onGaps = sub.gapsPassed
+		sub.onGaps = sub.judge.gaps
 	}
 	if err := sub.acquire(ctx, broker, nil, false, nil); err != nil {
 		sub.mu.Lock()
@@ -234,15 +233,64 @@ func (s *Service) dial(ctx context.Context, peer swarm.Address, underlays [][]by
 // maxShunned bounds the withholding parents a subscription remembers.
 const maxShunned = 16
 
-// shun remembers peer as a parent dropped for withholding: it is not taken
-// as a parent again by this subscription.
-func (sub *Subscription) shun(peer swarm.Address) {
+// withhold drops p as a parent that withheld (the judge's verdict,
+// judge.go), and remembers its peer: it is not taken as a parent again by
+// this subscription.
+func (sub *Subscription) withhold(p *parent) {
+	s := sub.s
 	sub.mu.Lock()
-	defer sub.mu.Unlock()
-	sub.shunned = append(sub.shunned, peer)
+	sub.shunned = append(sub.shunned, p.cs.peer)
 	if len(sub.shunned) > maxShunned {
 		sub.shunned = sub.shunned[1:]
 	}
+	sub.mu.Unlock()
+	s.metrics.Withheld.Inc()
+	sub.withheld.Add(1)
+	s.trace(Event{Kind: EventWithheld, Cohort: sub.spec.String(), Peer: p.cs.peer})
+	p.cs.kill(errWithheld)
+}
+
+// escape attaches the node to a third parent found by the root's probe
+// (make-before-break, as a Reparent is followed) and then leaves parent
+// leave, one of two that both failed a gap (the judge's verdict,
+// escape.go); gap is the index that set it off. It returns the parent
+// kept, nil if no new parent was found: then both stay.
+func (sub *Subscription) escape(leave *parent, gap uint64) (kept *parent) {
+	s := sub.s
+	sub.mu.Lock()
+	if sub.closing || sub.fatal != nil || !sub.hasParentLocked(leave.cs.peer) {
+		sub.mu.Unlock()
+		return nil
+	}
+	for _, p := range sub.parents {
+		if p != leave {
+			kept = p
+		}
+	}
+	sub.want++ // room for the new parent beside the old ones, for the overlap
+	sub.mu.Unlock()
+	ctx, cancel := context.WithTimeout(sub.ctx, s.opts.HandshakeTimeout+s.opts.ProbeWait)
+	err := sub.acquire(ctx, sub.root, nil, false, nil)
+	cancel()
+	sub.mu.Lock()
+	sub.want--
+	gained := err == nil && len(sub.parents) > 2 && sub.hasParentLocked(leave.cs.peer)
+	sub.mu.Unlock()
+	if !gained {
+		if err == nil {
+			err = errNoParents
+		}
+		s.trace(Event{Kind: EventEscape, Cohort: sub.spec.String(), Peer: leave.cs.peer, Index: gap, Err: err})
+		return nil
+	}
+	s.metrics.Escapes.Inc()
+	sub.escapes.Add(1)
+	s.trace(Event{Kind: EventEscape, Cohort: sub.spec.String(), Peer: leave.cs.peer, Index: gap})
+	// Left as a parent that moved: no repair (the new one is in), no
+	// blame, no shunning — the gap proves nothing against it alone.
+	leave.moved.Store(true)
+	leave.cs.closeOnce()
+	return kept
 }
 
 func (sub *Subscription) shuns(peer swarm.Address) bool {
@@ -267,24 +315,12 @@ func (sub *Subscription) shuns(peer swarm.Address) bool {
 // joiner refuses (errNotAsOffered). The caller holds rmu.
 func (sub *Subscription) mayAttachUnder(depth uint32, peer swarm.Address) bool {
 	sub.mu.Lock()
-	c, rank, offering := sub.relay, sub.rank, sub.offers.holding(time.Now())
+	rl, rank, offering := sub.relayLocked(), sub.rank, sub.offers.holding(time.Now())
 	sub.mu.Unlock()
-	if !offering && (c == nil || !c.hasAcked()) {
+	if !offering && (rl == nil || !rl.acked()) {
 		return true
 	}
 	return depth < rank || depth == rank && peer.Compare(sub.s.overlay) < 0
-}
-
-// hasAcked reports whether a child stream has been told this node's depth.
-func (c *cohort) hasAcked() bool {
-	c.mu.Lock()
-	defer c.mu.Unlock()
-	for m := range c.children {
-		if m.acked.Load() {
-			return true
-		}
-	}
-	return false
 }
 
 // ackDepth is the depth this node states in the Ack to m, a child stream
@@ -297,32 +333,32 @@ func (sub *Subscription) ackDepth(m *member) uint32 {
 	return d
 }
 
-// ackDepth is the depth this node states in the Ack to m: 0 at the root,
-// the relay subscription's rank at a relay.
-func (c *cohort) ackDepth(m *member) uint32 {
-	if c.up != nil {
-		return c.up.ackDepth(m)
-	}
-	return 0
-}
-
 // isChild reports whether peer holds a stream to this node as its child in
 // the cohort.
 func (sub *Subscription) isChild(peer swarm.Address) bool {
 	sub.mu.Lock()
-	c := sub.relay
+	rl := sub.relayLocked()
 	sub.mu.Unlock()
-	if c == nil {
-		return false
+	return rl != nil && rl.hasChild(peer)
+}
+
+// relayLocked is the relay this subscription feeds, nil while it has no
+// children (relay.go); the caller holds sub.mu.
+func (sub *Subscription) relayLocked() *relay {
+	if sub.relay == nil {
+		return nil
 	}
-	c.mu.Lock()
-	defer c.mu.Unlock()
-	for m := range c.children {
-		if m.peer.Equal(peer) {
-			return true
-		}
+	return sub.relay.role.(*relay) // only a relay's cohort is bound here (newRelay)
+}
+
+// swapRelay makes c the cohort this subscription relays through, if it is
+// old now: newRelay binds it, its role's forgotten unbinds it.
+func (sub *Subscription) swapRelay(old, c *cohort) {
+	sub.mu.Lock()
+	defer sub.mu.Unlock()
+	if sub.relay == old {
+		sub.relay = c
 	}
-	return false
 }
 
 // attachAt joins at peer (connecting to underlays first, if given) and, on
@@ -366,9 +402,9 @@ func (sub *Subscription) attachAt(ctx context.Context, peer swarm.Address, under
 	// taken, with no child's Ack between (rmu).
 	sub.rmu.Lock()
 	sub.mu.Lock()
-	rc, offering := sub.relay, sub.offers.holding(time.Now())
+	rl, offering := sub.relayLocked(), sub.offers.holding(time.Now())
 	sub.mu.Unlock()
-	leaf := !offering && (rc == nil || !rc.hasAcked())
+	leaf := !offering && (rl == nil || !rl.acked())
 	if !sub.mayAttachUnder(ack.GetDepth(), peer) {
 		sub.rmu.Unlock()
 		_ = stream.Reset()
@@ -392,6 +428,7 @@ func (sub *Subscription) attachAt(ctx context.Context, peer swarm.Address, under
 	sub.gen++
 	p.gen = sub.gen
 	sub.parents = append(sub.parents, p)
+	sub.judge.added(p)
 	sub.attestTo(p) // before anything this node forwards up p
 	// One parent sends every delivery whole (lazy.go).
 	sub.ensureEagerLocked(nil)
@@ -449,6 +486,7 @@ func (sub *Subscription) lost(p *parent) {
 	sub.mu.Lock()
 	defer sub.mu.Unlock()
 	sub.parents = slices.DeleteFunc(sub.parents, func(q *parent) bool { return q == p })
+	sub.judge.lost(p)
 	sub.ensureEagerLocked(nil) // the lazy parent takes over at once (lazy.go)
 	switch {
 	case sub.closing || sub.fatal != nil:
@@ -488,10 +526,7 @@ func (sub *Subscription) stopLocked() {
 		sub.retry.Stop()
 		sub.retry = nil
 	}
-	if sub.esc.timer != nil {
-		sub.esc.timer.Stop()
-		sub.esc.timer = nil
-	}
+	sub.judge.stop()
 	for _, q := range sub.parents {
 		q.cs.closeOnce()
 	}
@@ -509,10 +544,7 @@ func (sub *Subscription) finishLocked() {
 		sub.retry.Stop()
 		sub.retry = nil
 	}
-	if sub.esc.timer != nil {
-		sub.esc.timer.Stop()
-		sub.esc.timer = nil
-	}
+	sub.judge.stop()
 	if !errors.Is(sub.fatal, ErrClosed) && sub.fatal != errRootClosed {
 		sub.err = sub.fatal // nil if closed by us, by the Service, or cleanly by the broker
 	}
@@ -720,14 +752,13 @@ func (sub *Subscription) forwardUp(frame []byte) int {
 func (sub *Subscription) took(from *clientStream, pub publication, msg *pb.Message, key [32]byte, dup bool) {
 	if !dup {
 		sub.mu.Lock()
-		c := sub.relay
+		rl := sub.relayLocked()
 		sub.mu.Unlock()
-		if c != nil {
-			c.r.relayDeliver(c, pub, msg)
+		if rl != nil {
+			rl.deliver(pub, msg)
 		}
 	}
-	sub.noteLag(from, key, dup, sub.sequenced(pub))
-	sub.noteGave(from, pub, key, dup)
+	sub.judge.took(from, pub, key, dup)
 	sub.lazyTook(from, pub, msg, key, dup)
 }
 
@@ -745,12 +776,12 @@ func (sub *Subscription) Close() error {
 		return nil
 	}
 	sub.closing = true
-	relay := sub.relay
+	rl := sub.relayLocked()
 	var to *parent
 	if len(sub.parents) > 0 {
 		to = sub.parents[0]
 	}
-	leaving := relay != nil && to != nil
+	leaving := rl != nil && to != nil
 	sub.leaving = leaving
 	sub.stopLocked()
 	parents := slices.Clone(sub.parents)
@@ -767,7 +798,7 @@ func (sub *Subscription) Close() error {
 				<-p.cs.done
 			}
 		}
-		sub.s.reg.reparentAll(relay, to.cs.peer, to.underlays, closeWait)
+		rl.reparentAll(to.cs.peer, to.underlays, closeWait)
 		sub.s.reg.dropRelay(sub)
 	}
 	if waitUntil(sub.done, deadline) {

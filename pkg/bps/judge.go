@@ -1,0 +1,171 @@
+// Copyright 2026 The BPS Authors. All rights reserved.
+// Use of this source code is governed by a BSD-style
+// license that can be found in the LICENSE file.
+
+package bps
+
+import (
+	"sync"
+
+	"github.com/ethersphere/bee/v2/pkg/swarm"
+)
+
+// A subscription's parents are judged by what they give, and by nothing
+// they say: the judge sits beside the Subscription, fed by its events — a
+// parent taken or lost, a delivery taken or a copy of one (took), a lazy
+// parent's announcement, an ask not served, the gaps a reorder flush
+// passed over — and keeps its own state under its own lock: the lag window
+// and each parent's misses (lag.go), each parent's high-water marks and
+// the gap escape (escape.go). Its verdicts are actions it asks of the
+// subscription (parentActions): drop a parent that withheld, or escape two
+// parents that both failed a gap.
+//
+// Lock order: the receiver's dmu, then the subscription's mu, then the
+// judge's mu. The judge takes no other lock while it holds its own, and
+// asks for its actions once it let its own go.
+
+// parentActions is what the judge asks of the subscription it judges for.
+type parentActions interface {
+	// withhold drops p as a parent that withheld, and never takes it
+	// again.
+	withhold(p *parent)
+	// escape attaches the node to a new parent found from the root and
+	// then leaves parent leave (gap is the index that set it off); it
+	// returns the parent kept, nil if the node did not move.
+	escape(leave *parent, gap uint64) (kept *parent)
+	// gapOpen reports whether the reorder still passes over g: no late
+	// copy filled it.
+	gapOpen(g gapRef) bool
+}
+
+// judge judges one subscription's parents.
+type judge struct {
+	s    *Service
+	spec *Spec
+	root swarm.Address // the broker: a gap with the root as a parent is the publisher's
+	acts parentActions
+	feed bool // explicit FEED_TOPIC: the reorder reports gaps, parents' high-water marks count
+
+	mu      sync.Mutex
+	parents []*judged // the subscription's parents, in its order
+	lag     lagWindow
+	esc     escapeState
+	stopped bool // the subscription is closing or over
+}
+
+// judged is what the judge holds of one parent.
+type judged struct {
+	p      *parent
+	missed int               // deliveries its sister gave and it did not, or announced and did not serve, this lag epoch
+	gave   map[string]uint64 // per publisher: one past the highest explicit feed index it gave (escape.go)
+}
+
+func newJudge(s *Service, sp *Spec, root swarm.Address, acts parentActions, feed bool) *judge {
+	return &judge{s: s, spec: sp, root: root, acts: acts, feed: feed}
+}
+
+// added is told, under the subscription's mu, that p became a parent.
+func (j *judge) added(p *parent) {
+	j.mu.Lock()
+	defer j.mu.Unlock()
+	j.parents = append(j.parents, &judged{p: p})
+}
+
+// lost is told, under the subscription's mu, that p is a parent no more.
+func (j *judge) lost(p *parent) {
+	j.mu.Lock()
+	defer j.mu.Unlock()
+	for i, q := range j.parents {
+		if q.p == p {
+			j.parents = append(j.parents[:i], j.parents[i+1:]...)
+			return
+		}
+	}
+}
+
+// stop is told, under the subscription's mu, that the subscription is
+// closing or over: nothing is judged any more.
+func (j *judge) stop() {
+	j.mu.Lock()
+	defer j.mu.Unlock()
+	j.stopped = true
+	if j.esc.timer != nil {
+		j.esc.timer.Stop()
+		j.esc.timer = nil
+	}
+}
+
+// took is told, under the receiver's dmu, every valid delivery parent
+// stream from gave: dup, one taken before from another parent.
+func (j *judge) took(from *clientStream, pub publication, key [32]byte, dup bool) {
+	j.mu.Lock()
+	drop := j.noteLag(from, key, dup, j.sequenced(pub))
+	j.noteGave(from, pub, key, dup)
+	j.mu.Unlock()
+	j.withhold(drop)
+}
+
+// copied is told, under the receiver's dmu, that parent stream from gave
+// or announced the frame key of a delivery taken before (lazy.go).
+func (j *judge) copied(from *clientStream, key [32]byte) {
+	j.mu.Lock()
+	drop := j.noteLag(from, key, true, false)
+	j.mu.Unlock()
+	j.withhold(drop)
+}
+
+// unserved counts a miss against p that is not a delivery leaving the
+// window — an announcement it did not serve when asked (lazy.go) — and
+// drops it at MaxLag this epoch, as a lag does.
+func (j *judge) unserved(p *parent) {
+	j.mu.Lock()
+	var drop []*parent
+	if q := j.of(p); q != nil {
+		if q.missed++; q.missed == j.s.opts.MaxLag && len(j.parents) > 1 {
+			drop = append(drop, p)
+		}
+	}
+	j.mu.Unlock()
+	j.withhold(drop)
+}
+
+// withhold asks the subscription to drop each parent in drop; the caller
+// holds no lock of the judge's.
+func (j *judge) withhold(drop []*parent) {
+	for _, p := range drop {
+		j.acts.withhold(p)
+	}
+}
+
+// lags is, by parent overlay, how many deliveries each parent missed this
+// lag epoch (Position.Lag).
+func (j *judge) lags() map[string]int {
+	j.mu.Lock()
+	defer j.mu.Unlock()
+	lag := make(map[string]int, len(j.parents))
+	for _, q := range j.parents {
+		lag[q.p.cs.peer.ByteString()] = q.missed
+	}
+	return lag
+}
+
+// of is what the judge holds of p, nil if p is not a parent; under j.mu.
+func (j *judge) of(p *parent) *judged {
+	for _, q := range j.parents {
+		if q.p == p {
+			return q
+		}
+	}
+	return nil
+}
+
+// from is what the judge holds of the parent on stream cs, nil if none;
+// under j.mu.
+func (j *judge) from(cs *clientStream) *judged {
+	for _, q := range j.parents {
+		if q.p.cs == cs {
+			return q
+		}
+	}
+	return nil
+}
