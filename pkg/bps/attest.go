@@ -150,28 +150,6 @@ func ownerAmong(sp *Spec, msg *pb.Message, owners [][]byte) []byte {
 	return nil
 }
 
-// attest forwards a claim verified at this relay, or forwarded to it, up
-// every parent that takes forwarded claims, and keeps it — the latest per
-// address, at most maxCarried, newest last — for the parents this node
-// attaches to later (attestTo).
-func (sub *Subscription) attest(claim *pb.Claim) {
-	frame := encodeFrame(claim)
-	sub.mu.Lock()
-	sub.attested = slices.DeleteFunc(sub.attested, func(a attestedClaim) bool { return bytes.Equal(a.addr, claim.Addr) })
-	if len(sub.attested) >= maxCarried {
-		sub.attested = slices.Delete(sub.attested, 0, 1) // what its parents carry longest
-	}
-	sub.attested = append(sub.attested, attestedClaim{addr: bytes.Clone(claim.Addr), frame: frame})
-	parents := make([]*parent, len(sub.parents))
-	copy(parents, sub.parents)
-	sub.mu.Unlock()
-	for _, p := range parents {
-		if p.cs.attests {
-			p.cs.push(sub.s, outFrame{b: frame, kind: kindClaim})
-		}
-	}
-}
-
 // attestTo sends a new parent every claim this relay forwards, before
 // anything else goes up it; the caller holds sub.mu.
 func (sub *Subscription) attestTo(p *parent) {

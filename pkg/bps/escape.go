@@ -9,7 +9,7 @@ import (
 	"time"
 )
 
-// A captured node escapes (docs/protocol.md). The withholding check
+// A captured node escapes (docs/protocol.md, "A captured node escapes"). The withholding check
 // (lag.go) compares a node's two parents with each other, so two parents
 // that withhold alike — colluders, or two relays that are both starved by
 // colluders above them — are never told apart: the node loses what both

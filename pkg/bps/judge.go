@@ -5,9 +5,11 @@
 package bps
 
 import (
+	"slices"
 	"sync"
 
 	"github.com/ethersphere/bee/v2/pkg/swarm"
+	"github.com/ethersphere/bps/pkg/bps/pb"
 )
 
 // A subscription's parents are judged by what they give, and by nothing
@@ -64,6 +66,12 @@ func newJudge(s *Service, sp *Spec, root swarm.Address, acts parentActions, feed
 	return &judge{s: s, spec: sp, root: root, acts: acts, feed: feed}
 }
 
+var (
+	_ observer      = (*judge)(nil)
+	_ observer      = (*lazyIn)(nil)
+	_ parentActions = (*Subscription)(nil)
+)
+
 // added is told, under the subscription's mu, that p became a parent.
 func (j *judge) added(p *parent) {
 	j.mu.Lock()
@@ -72,12 +80,12 @@ func (j *judge) added(p *parent) {
 }
 
 // lost is told, under the subscription's mu, that p is a parent no more.
-func (j *judge) lost(p *parent) {
+func (j *judge) lost(p *parent, _ bool) {
 	j.mu.Lock()
 	defer j.mu.Unlock()
 	for i, q := range j.parents {
 		if q.p == p {
-			j.parents = append(j.parents[:i], j.parents[i+1:]...)
+			j.parents = slices.Delete(j.parents, i, i+1)
 			return
 		}
 	}
@@ -97,7 +105,7 @@ func (j *judge) stop() {
 
 // took is told, under the receiver's dmu, every valid delivery parent
 // stream from gave: dup, one taken before from another parent.
-func (j *judge) took(from *clientStream, pub publication, key [32]byte, dup bool) {
+func (j *judge) took(from *clientStream, pub publication, _ *pb.Message, key [32]byte, dup bool) {
 	j.mu.Lock()
 	drop := j.noteLag(from, key, dup, j.sequenced(pub))
 	j.noteGave(from, pub, key, dup)

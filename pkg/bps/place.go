@@ -130,7 +130,7 @@ func (r *registry) positions() (roots, follows []Position, relays []*Subscriptio
 
 // depth is the node's depth in the cohort: one below its shallowest
 // parent's stated depth (the depth each parent's Ack stated, SWIP-61 and
-// docs/protocol.md; a SWIP-74 or SWIP-60 broker states none, which reads
+// docs/protocol.md "Depth"; a SWIP-74 or SWIP-60 broker states none, which reads
 // as 0).
 // It is stated for pricing and inspection only: no routing decision trusts
 // it.

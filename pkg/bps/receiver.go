@@ -324,6 +324,30 @@ func (rc *receiver) flushHeld() {
 	}
 }
 
+// end ends the receiver's deliveries once its owner finished and no
+// reader is left: what the reorder held is delivered as it is — the
+// consumer has the channel's room for it, no more — and C is closed; under
+// dmu, also runs (the owner's state kept under dmu). A reorder flush may
+// hold dmu meanwhile, and gives up on the closing channel.
+func (rc *receiver) end(also func()) {
+	rc.dmu.Lock()
+	defer rc.dmu.Unlock()
+	if rc.order != nil {
+		for _, d := range rc.order.flush() {
+			select {
+			case rc.c <- d:
+				rc.received.Add(1)
+				rc.s.metrics.ClientReceived.Inc()
+			default:
+			}
+		}
+		rc.order.stop()
+	}
+	rc.cClosed = true
+	also()
+	close(rc.c)
+}
+
 // serviceFeed is the latest service SOC the receiver took, encoded (nil
 // if none), and a copy of its service feed: a relay's first view of the
 // cohort (newRelay).

@@ -325,7 +325,7 @@ func (r *registry) upgrade(m *member, claim *pb.Claim) (upgradeResult, uint64) {
 // moves the address's cursor forward. A stream that was silent gets its
 // first delivery if deliver is set (the caller that is fanning out a roster
 // delivers that instead). At a relay the claim, verified here, is forwarded
-// rootward (attest). The caller holds c.mu.
+// rootward (its role's vouch). The caller holds c.mu.
 func (r *registry) upgradeLocked(m *member, claim *pb.Claim, deliver bool) upgradeResult {
 	c := m.c
 	addr, index := claim.Addr, claim.Index

@@ -66,7 +66,7 @@ func (rl *relay) publish(pub publication, msg *pb.Message, from *member) verdict
 	if !fresh {
 		return retransmit
 	}
-	if rl.sub.forwardUp(encodeFrame(&pb.Message{Address: msg.Address, Data: msg.Data})) > 0 {
+	if rl.sub.sendUp(outFrame{b: encodeFrame(&pb.Message{Address: msg.Address, Data: msg.Data}), kind: kindMessage}, nil) > 0 {
 		s.metrics.Forwarded.Inc()
 		s.trace(Event{Kind: EventForward, Cohort: c.spec.String(), Peer: from.peer, Index: pub.index})
 	}
@@ -77,8 +77,10 @@ func (rl *relay) limit(o *Options) int      { return o.RelayCapacity }
 func (*relay) extraSeats() bool             { return false }
 func (rl *relay) depth() uint32             { return rl.sub.depth() }
 func (rl *relay) ackDepth(m *member) uint32 { return rl.sub.ackDepth(m) }
-func (rl *relay) vouch(claim *pb.Claim)     { rl.sub.attest(claim) }
-func (*relay) holdsJoins() bool             { return false }
+func (rl *relay) vouch(claim *pb.Claim) {
+	rl.sub.sendUp(outFrame{b: encodeFrame(claim), kind: kindClaim}, claim.Addr)
+}
+func (*relay) holdsJoins() bool { return false }
 func (*relay) position([]swarm.Address, int) (Position, bool) {
 	return Position{}, false
 }

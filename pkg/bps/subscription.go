@@ -5,6 +5,7 @@
 package bps
 
 import (
+	"bytes"
 	"context"
 	"errors"
 	"fmt"
@@ -64,8 +65,10 @@ type Subscription struct {
 	done   chan struct{} // closed when every parent stream has ended and no repair runs
 	err    error         // why it ended; read after done
 
-	judge *judge // judges the parents: lag, the gap escape, lazy blame (judge.go)
-	lz    lazyIn // lazy push: announcements waiting, asks (lazy.go)
+	judge     *judge     // judges the parents: lag, the gap escape, lazy blame (judge.go)
+	lz        lazyIn     // lazy push: announcements waiting, asks (lazy.go)
+	observers []observer // told of every parent and delivery: the judge, lazy push
+	ended     bool       // finished, and its deliveries ended (unlock)
 
 	probes, reparents, withheld, escapes atomic.Uint64
 }
@@ -119,9 +122,10 @@ func (s *Service) Subscribe(ctx context.Context, broker swarm.Address, sp *Spec)
 	sub.receiver.init(s, sp, true, sub.quit)
 	sub.onTake = sub.took
 	sub.taken = NewWindow(s.opts.DedupWindow)
-	sub.initLazy()
 	feed := sp.Binding == pb.TopicBinding_FEED_TOPIC && sp.Explicit()
 	sub.judge = newJudge(s, sp, broker, sub, feed)
+	sub.lz.init(&sub.receiver, sub.judge)
+	sub.observers = []observer{sub.judge, &sub.lz}
 	if feed {
 		sub.order = newReorder()
 		sub.onGaps = sub.judge.gaps
@@ -133,7 +137,7 @@ func (s *Service) Subscribe(ctx context.Context, broker swarm.Address, sp *Spec)
 		}
 		sub.stopLocked()
 		sub.finishLocked()
-		sub.mu.Unlock()
+		sub.unlock()
 		return nil, err
 	}
 	sub.mu.Lock()
@@ -371,7 +375,7 @@ func (sub *Subscription) attachAt(ctx context.Context, peer swarm.Address, under
 	}
 	join := &pb.Join{Cohort: sub.spec.PB(), Multihop: true, Refer: refer, Attests: true}
 	if !refer {
-		join.Push = sub.pushFor()
+		join.Push = sub.lz.pushFor()
 	}
 	stream, fr, ack, err := s.join(ctx, peer, sub.spec, join)
 	if err != nil {
@@ -385,7 +389,8 @@ func (sub *Subscription) attachAt(ctx context.Context, peer swarm.Address, under
 	if ack.GetDepth() == 0 && !peer.Equal(sub.root) {
 		// Only the cohort's root states depth 0: a node that does not
 		// follow the cohort answers a Join as a root of its own, with
-		// nothing to deliver (a candidate naming any node, DESIGN §7).
+		// nothing to deliver (a candidate naming any node: docs/protocol.md,
+		// "Threat model").
 		_ = stream.Reset()
 		return fmt.Errorf("bps: %s: %w", peer, errFalseRoot)
 	}
@@ -393,7 +398,7 @@ func (sub *Subscription) attachAt(ctx context.Context, peer swarm.Address, under
 		// A candidate states the larger of the probe's depth and its
 		// rank, its Ack the rank: an Ack deeper than the candidate is a
 		// node that is not where its candidate said — named from outside
-		// the subtree that was probed (DESIGN §7).
+		// the subtree that was probed (docs/protocol.md, "Join by probe").
 		_ = stream.Reset()
 		return fmt.Errorf("bps: %s at depth %d, offered at %d: %w", peer, ack.GetDepth(), cand.GetDepth(), errNotAsOffered)
 	}
@@ -428,10 +433,10 @@ func (sub *Subscription) attachAt(ctx context.Context, peer swarm.Address, under
 	sub.gen++
 	p.gen = sub.gen
 	sub.parents = append(sub.parents, p)
-	sub.judge.added(p)
+	for _, o := range sub.observers {
+		o.added(p)
+	}
 	sub.attestTo(p) // before anything this node forwards up p
-	// One parent sends every delivery whole (lazy.go).
-	sub.ensureEagerLocked(nil)
 	if leaf {
 		sub.rank = sub.depthLocked()
 	}
@@ -484,10 +489,11 @@ func (sub *Subscription) lost(p *parent) {
 	s := sub.s
 	err := p.cs.err
 	sub.mu.Lock()
-	defer sub.mu.Unlock()
+	defer sub.unlock()
 	sub.parents = slices.DeleteFunc(sub.parents, func(q *parent) bool { return q == p })
-	sub.judge.lost(p)
-	sub.ensureEagerLocked(nil) // the lazy parent takes over at once (lazy.go)
+	for _, o := range sub.observers {
+		o.lost(p, sub.closing || sub.fatal != nil) // a lazy parent takes over at once (lazy.go)
+	}
 	switch {
 	case sub.closing || sub.fatal != nil:
 	case errors.Is(err, ErrEndOfStream):
@@ -533,7 +539,8 @@ func (sub *Subscription) stopLocked() {
 }
 
 // finishLocked ends the subscription once nothing can deliver any more:
-// it is over, no parent stream is left and no repair runs.
+// it is over, no parent stream is left and no repair runs. Its deliveries
+// end when the caller lets sub.mu go (unlock).
 func (sub *Subscription) finishLocked() {
 	if sub.finished || len(sub.parents) > 0 || sub.repairing || (!sub.closing && sub.fatal == nil) {
 		return
@@ -554,27 +561,21 @@ func (sub *Subscription) finishLocked() {
 		// If the Service is closing it resets every stream itself.
 		_ = sub.s.goOwned(func() { sub.s.reg.dropRelay(sub) })
 	}
-	// No reader is left; a reorder flush may hold dmu (it never takes
-	// sub.mu), and gives up on quit, closed above.
-	sub.dmu.Lock()
-	if sub.order != nil {
-		// What waited for an earlier update is delivered as it is; the
-		// consumer has the channel's room for it, no more.
-		for _, d := range sub.order.flush() {
-			select {
-			case sub.c <- d:
-				sub.received.Add(1)
-				sub.s.metrics.ClientReceived.Inc()
-			default:
-			}
-		}
-		sub.order.stop()
+}
+
+// unlock lets sub.mu go and then, if the subscription finished under it,
+// ends its deliveries (no reader is left) and closes done. This is the one
+// place a Subscription takes the receiver's dmu outside a delivery, and it
+// holds no lock of its own then: taking a delivery holds dmu and may take
+// sub.mu (the lock order is dmu, sub.mu, then the observers' own).
+func (sub *Subscription) unlock() {
+	end := sub.finished && !sub.ended
+	sub.ended = sub.ended || end
+	sub.mu.Unlock()
+	if end {
+		sub.receiver.end(sub.lz.stop)
+		close(sub.done)
 	}
-	sub.cClosed = true
-	sub.stopLazy()
-	close(sub.c)
-	sub.dmu.Unlock()
-	close(sub.done)
 }
 
 // repairLocked starts the repair goroutine if the subscription lacks
@@ -633,7 +634,7 @@ func (sub *Subscription) repair() {
 		if sub.closing || sub.fatal != nil || n >= sub.want || (n == 1 && sub.parents[0].cs.peer.Equal(sub.root)) {
 			sub.repairing = false
 			sub.finishLocked()
-			sub.mu.Unlock()
+			sub.unlock()
 			return
 		}
 		at := sub.root
@@ -685,7 +686,7 @@ func (sub *Subscription) repair() {
 				}
 				sub.repairing = false
 				sub.finishLocked()
-				sub.mu.Unlock()
+				sub.unlock()
 				return
 			}
 		}
@@ -727,28 +728,54 @@ func (sub *Subscription) Parents() []swarm.Address {
 	return out
 }
 
-// forwardUp sends a publication a child sent up every parent stream that
-// speaks the envelope (SWIP-61: publish up both parents); a full queue
-// drops it there.
-func (sub *Subscription) forwardUp(frame []byte) int {
+// sendUp pushes f, which this node relays rootward (relay.go), up every
+// parent stream that takes it — a child's publication (kindMessage) up
+// those that speak the envelope (SWIP-61: publish up both parents), a
+// forwarded claim (kindClaim) up those that take forwarded claims — and
+// reports how many took it; a full queue drops it there. A claim, by
+// claimer, is also kept — the latest per address, at most maxCarried,
+// newest last — for the parents this node attaches to later (attestTo).
+func (sub *Subscription) sendUp(f outFrame, claimer []byte) int {
 	sub.mu.Lock()
+	if f.kind == kindClaim {
+		sub.attested = slices.DeleteFunc(sub.attested, func(a attestedClaim) bool { return bytes.Equal(a.addr, claimer) })
+		if len(sub.attested) >= maxCarried {
+			sub.attested = slices.Delete(sub.attested, 0, 1) // what its parents carry longest
+		}
+		sub.attested = append(sub.attested, attestedClaim{addr: bytes.Clone(claimer), frame: f.b})
+	}
 	parents := slices.Clone(sub.parents)
 	sub.mu.Unlock()
 	n := 0
 	for _, p := range parents {
-		if p.cs.codec != codecEnvelope {
+		if (f.kind == kindClaim && !p.cs.attests) || p.cs.codec != codecEnvelope {
 			continue
 		}
-		if p.cs.push(sub.s, outFrame{b: frame, kind: kindMessage}) {
+		if p.cs.push(sub.s, f) {
 			n++
 		}
 	}
 	return n
 }
 
-// took is told every valid delivery under the receiver's dmu: a new one is
-// fanned out to this node's children; both note, for the withholding
-// check, which parent gave it.
+// observer is told, each in one place, what happens to a subscription's
+// parents and deliveries: the judge (judge.go) and lazy push (lazy.go)
+// keep their own state from it under their own locks, as go-libp2p-pubsub's
+// tracers do from its RawTracer feed.
+type observer interface {
+	// added and lost are told, under sub.mu, a parent taken and a parent
+	// lost; over: the subscription is closing or over.
+	added(p *parent)
+	lost(p *parent, over bool)
+	// took is told, under the receiver's dmu, every valid delivery parent
+	// stream from gave and its FrameKey; dup: one taken before from
+	// another parent.
+	took(from *clientStream, pub publication, msg *pb.Message, key [32]byte, dup bool)
+}
+
+// took is told every valid delivery under the receiver's dmu (its onTake):
+// a new one is fanned out to this node's children, if it relays (relay.go);
+// then every observer is told.
 func (sub *Subscription) took(from *clientStream, pub publication, msg *pb.Message, key [32]byte, dup bool) {
 	if !dup {
 		sub.mu.Lock()
@@ -758,8 +785,9 @@ func (sub *Subscription) took(from *clientStream, pub publication, msg *pb.Messa
 			rl.deliver(pub, msg)
 		}
 	}
-	sub.judge.took(from, pub, key, dup)
-	sub.lazyTook(from, pub, msg, key, dup)
+	for _, o := range sub.observers {
+		o.took(from, pub, msg, key, dup)
+	}
 }
 
 // Close ends the subscription and waits for it. A relay leaves gracefully
@@ -786,7 +814,7 @@ func (sub *Subscription) Close() error {
 	sub.stopLocked()
 	parents := slices.Clone(sub.parents)
 	sub.finishLocked()
-	sub.mu.Unlock()
+	sub.unlock()
 
 	deadline := time.Now().Add(closeWait)
 	if leaving {
@@ -854,12 +882,14 @@ func (sub *Subscription) control(p *parent) func(cs *clientStream, f *pb.Frame) 
 			return nil
 		case *pb.Frame_Reparent:
 			sub.mu.Lock()
-			sub.ensureEagerLocked(p) // a leaving parent takes nothing more (lazy.go)
+			if !sub.closing && sub.fatal == nil {
+				sub.lz.leaving(p) // a leaving parent takes nothing more (lazy.go)
+			}
 			sub.mu.Unlock()
 			sub.reparent(p, k.Reparent)
 			return nil
 		case *pb.Frame_Announce:
-			return sub.announced(p, k.Announce)
+			return sub.lz.announced(p, k.Announce)
 		default:
 			return fmt.Errorf("%w: a %T frame travelled down", errMalformed, f.Kind)
 		}
