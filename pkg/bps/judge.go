@@ -7,6 +7,7 @@ package bps
 import (
 	"slices"
 	"sync"
+	"sync/atomic"
 
 	"github.com/ethersphere/bee/v2/pkg/swarm"
 	"github.com/ethersphere/bps/pkg/bps/pb"
@@ -52,8 +53,14 @@ type judge struct {
 	parents []*judged // the subscription's parents, in its order
 	lag     lagWindow
 	esc     escapeState
-	stopped bool // the subscription is closing or over
+	stopped bool            // the subscription is closing or over
+	shunned []swarm.Address // parents dropped for withholding, most recent last; never taken again
+
+	withheld atomic.Uint64 // parents dropped for withholding (Position.Withheld)
 }
+
+// maxShunned bounds the withholding parents a judge remembers.
+const maxShunned = 16
 
 // judged is what the judge holds of one parent.
 type judged struct {
@@ -137,12 +144,29 @@ func (j *judge) unserved(p *parent) {
 	j.withhold(drop)
 }
 
-// withhold asks the subscription to drop each parent in drop; the caller
+// withhold shuns each parent in drop — it is not taken as a parent again
+// by this subscription — and asks the subscription to drop it; the caller
 // holds no lock of the judge's.
 func (j *judge) withhold(drop []*parent) {
 	for _, p := range drop {
+		j.mu.Lock()
+		j.shunned = append(j.shunned, p.cs.peer)
+		if len(j.shunned) > maxShunned {
+			j.shunned = j.shunned[1:]
+		}
+		j.mu.Unlock()
+		j.s.metrics.Withheld.Inc()
+		j.withheld.Add(1)
+		j.s.trace(Event{Kind: EventWithheld, Cohort: j.spec.String(), Peer: p.cs.peer})
 		j.acts.withhold(p)
 	}
+}
+
+// shuns reports whether peer was dropped as a parent for withholding.
+func (j *judge) shuns(peer swarm.Address) bool {
+	j.mu.Lock()
+	defer j.mu.Unlock()
+	return slices.ContainsFunc(j.shunned, peer.Equal)
 }
 
 // lags is, by parent overlay, how many deliveries each parent missed this

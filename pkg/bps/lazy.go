@@ -598,14 +598,7 @@ func (lz *lazyIn) announced(p *parent, a *pb.Announce) error {
 	lz.pmu.Lock()
 	now := !lz.hasEagerLocked(nil) || p.eager()
 	lz.pmu.Unlock()
-	if len(lz.entries) >= maxLazyPending {
-		lz.compact()
-		for len(lz.order) > 0 && len(lz.entries) >= maxLazyPending {
-			delete(lz.entries, lz.order[0].key)
-			lz.order[0] = nil
-			lz.order = lz.order[1:]
-		}
-	}
+	lz.makeRoom()
 	at := time.Now()
 	wait := lz.late.wait(lz.wait)
 	e := &lazyEntry{at: at, key: key, p: p, seq: seq, due: at.Add(wait)}
@@ -629,6 +622,22 @@ func (lz *lazyIn) arm(due time.Time) {
 	if !lz.kicked.Load() && (lz.armed.IsZero() || due.Before(lz.armed)) {
 		lz.armed = due
 		lz.timer.Reset(max(time.Until(due), 0))
+	}
+}
+
+// ask sends each parent an Ask for the announcements numbered in asks, at
+// most maxAskSeqs a frame.
+func (lz *lazyIn) ask(asks map[*parent][]uint64) {
+	s := lz.rc.s
+	for p, seqs := range asks {
+		for len(seqs) > 0 {
+			n := min(len(seqs), maxAskSeqs)
+			if p.cs.push(s, outFrame{b: encodeFrame(&pb.Ask{Seqs: seqs[:n]}), kind: kindAsk}) {
+				s.metrics.LazyAsked.Add(float64(n))
+				s.trace(Event{Kind: EventAsk, Cohort: lz.rc.spec.String(), Peer: p.cs.peer, Index: uint64(n)})
+			}
+			seqs = seqs[n:]
+		}
 	}
 }
 
@@ -660,7 +669,21 @@ func (lz *lazyIn) hold() time.Duration {
 	return time.Until(until)
 }
 
-// compactLazy drops finished entries from the order; under dmu.
+// makeRoom keeps the announcements waiting below maxLazyPending: the
+// finished are dropped first, then the oldest; under dmu.
+func (lz *lazyIn) makeRoom() {
+	if len(lz.entries) < maxLazyPending {
+		return
+	}
+	lz.compact()
+	for len(lz.order) > 0 && len(lz.entries) >= maxLazyPending {
+		delete(lz.entries, lz.order[0].key)
+		lz.order[0] = nil
+		lz.order = lz.order[1:]
+	}
+}
+
+// compact drops finished entries from the order; under dmu.
 func (lz *lazyIn) compact() {
 	kept := lz.order[:0]
 	for _, e := range lz.order {
@@ -858,7 +881,6 @@ func (lz *lazyIn) fire() {
 // due is fire's work under dmu: it asks for what is due and
 // returns the parents to blame.
 func (lz *lazyIn) due(live map[*parent]bool, anyEager bool) []*parent {
-	s := lz.rc.s
 	lz.rc.dmu.Lock()
 	defer lz.rc.dmu.Unlock()
 	lz.kicked.Store(false)
@@ -903,16 +925,7 @@ func (lz *lazyIn) due(live map[*parent]bool, anyEager bool) []*parent {
 	}
 	clear(lz.order[len(kept):])
 	lz.order = kept
-	for p, seqs := range asks {
-		for len(seqs) > 0 {
-			n := min(len(seqs), maxAskSeqs)
-			if p.cs.push(s, outFrame{b: encodeFrame(&pb.Ask{Seqs: seqs[:n]}), kind: kindAsk}) {
-				s.metrics.LazyAsked.Add(float64(n))
-				s.trace(Event{Kind: EventAsk, Cohort: lz.rc.spec.String(), Peer: p.cs.peer, Index: uint64(n)})
-			}
-			seqs = seqs[n:]
-		}
-	}
+	lz.ask(asks)
 	if !next.IsZero() && !lz.kicked.Load() {
 		lz.armed = next
 		lz.timer.Reset(max(time.Until(next), time.Millisecond))

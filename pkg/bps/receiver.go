@@ -217,33 +217,8 @@ func (rc *receiver) take(cs *clientStream, msg *pb.Message) error {
 	d := Delivery{Index: pub.index, Address: swarm.NewAddress(msg.Address), Owner: pub.owner, Data: msg.Data, Service: pub.service}
 	rc.dmu.Lock()
 	defer rc.dmu.Unlock()
-	if v == accepted && rc.taken != nil {
-		if !rc.taken.Add(key) {
-			v = retransmit // the other parent's copy was taken meanwhile
-		}
-	}
 	if v == accepted {
-		switch {
-		case pub.service != nil:
-			switch rc.applyService(pub.service, msg) {
-			case Stale:
-				v = retransmit // taken already, from another parent
-			case Gap:
-				d.Gap = true
-			}
-		case rc.seen != nil:
-			if !rc.seen.Add(pub.dedup) {
-				v = retransmit
-			}
-		case rc.order != nil:
-			if !rc.order.admit(pub.owner, pub.index) {
-				v = retransmit
-			}
-		default:
-			if !s.cursors.advance(rc.spec.feedKey(pub.owner), pub.index) {
-				v = retransmit
-			}
-		}
+		v, d.Gap = rc.admitLocked(pub, msg, key)
 	}
 	if rc.onTake != nil && (v == accepted || v == retransmit) {
 		rc.onTake(cs, pub, msg, key, v == retransmit)
@@ -271,6 +246,39 @@ func (rc *receiver) take(cs *clientStream, msg *pb.Message) error {
 		return nil
 	}
 	return rc.deliver(cs.peer, d)
+}
+
+// admitLocked takes a delivery that passed the checks once, whichever
+// parent gave it — by its frame, a service SOC by the service cursor, else
+// by the dedup window, the reorder or the node's feed cursor — and reports
+// retransmit for one taken before, and whether a service SOC follows a gap.
+// Under dmu.
+func (rc *receiver) admitLocked(pub publication, msg *pb.Message, key [32]byte) (v verdict, gap bool) {
+	if rc.taken != nil && !rc.taken.Add(key) {
+		return retransmit, false // the other parent's copy was taken meanwhile
+	}
+	switch {
+	case pub.service != nil:
+		switch rc.applyService(pub.service, msg) {
+		case Stale:
+			return retransmit, false // taken already, from another parent
+		case Gap:
+			return accepted, true
+		}
+	case rc.seen != nil:
+		if !rc.seen.Add(pub.dedup) {
+			return retransmit, false
+		}
+	case rc.order != nil:
+		if !rc.order.admit(pub.owner, pub.index) {
+			return retransmit, false
+		}
+	default:
+		if !rc.s.cursors.advance(rc.spec.feedKey(pub.owner), pub.index) {
+			return retransmit, false
+		}
+	}
+	return accepted, false
 }
 
 // deliver hands one taken delivery on, under dmu.

@@ -15,6 +15,7 @@ import (
 	"sync/atomic"
 	"time"
 
+	"github.com/ethersphere/bee/v2/pkg/p2p"
 	"github.com/ethersphere/bee/v2/pkg/swarm"
 	"github.com/ethersphere/bps/pkg/bps/pb"
 )
@@ -45,18 +46,17 @@ type Subscription struct {
 	mu        sync.Mutex
 	rank      uint32 // the depth this node states while it has parents (depth); changes under rmu too
 	parents   []*parent
-	relay     *cohort         // this node's children in the cohort, nil while it has none
+	relay     *cohort         // the cohort of this node's children, a relay's (relay.go: bound and unbound there), nil while it has none
 	attested  []attestedClaim // the claims this relay forwards rootward, oldest first (attest.go)
 	offers    offers          // slots this node offered to probes, not taken yet (probe.go)
 	closing   bool            // Close began
 	fatal     error           // the subscription is over for this reason (nil with closing: closed by us)
 	repairing bool            // a repair goroutine runs
 	gen       uint32          // numbers parents, for the withholding check
-	finished  bool
+	finished  finishing       // running, then its deliveries to end (finishLocked), then ended (unlock)
 	retry     *time.Timer     // the next request for a missing second parent, if armed
 	nextRetry time.Duration   // the wait after the next failed request
 	leaving   bool            // Close is reparenting this relay's children
-	shunned   []swarm.Address // parents dropped for withholding, most recent last; never taken again
 
 	quit   chan struct{} // closed when Close begins or the subscription ends: deliveries stop
 	qonce  sync.Once
@@ -68,9 +68,8 @@ type Subscription struct {
 	judge     *judge     // judges the parents: lag, the gap escape, lazy blame (judge.go)
 	lz        lazyIn     // lazy push: announcements waiting, asks (lazy.go)
 	observers []observer // told of every parent and delivery: the judge, lazy push
-	ended     bool       // finished, and its deliveries ended (unlock)
 
-	probes, reparents, withheld, escapes atomic.Uint64
+	probes, reparents, escapes atomic.Uint64
 }
 
 // parent is one parent stream of a subscription.
@@ -200,7 +199,7 @@ func (sub *Subscription) attachCandidates(ctx context.Context, cands []*pb.Candi
 		sub.rmu.Lock()
 		fit := sub.mayAttachUnder(c.Depth, peer)
 		sub.rmu.Unlock()
-		if peer.Equal(s.overlay) || sub.hasParent(peer) || sub.shuns(peer) || sub.isChild(peer) || !fit {
+		if peer.Equal(s.overlay) || sub.hasParent(peer) || sub.judge.shuns(peer) || sub.isChild(peer) || !fit {
 			continue
 		}
 		err := sub.attachAt(ctx, peer, c.Underlays, false, c)
@@ -234,25 +233,9 @@ func (s *Service) dial(ctx context.Context, peer swarm.Address, underlays [][]by
 	return nil
 }
 
-// maxShunned bounds the withholding parents a subscription remembers.
-const maxShunned = 16
-
 // withhold drops p as a parent that withheld (the judge's verdict,
-// judge.go), and remembers its peer: it is not taken as a parent again by
-// this subscription.
-func (sub *Subscription) withhold(p *parent) {
-	s := sub.s
-	sub.mu.Lock()
-	sub.shunned = append(sub.shunned, p.cs.peer)
-	if len(sub.shunned) > maxShunned {
-		sub.shunned = sub.shunned[1:]
-	}
-	sub.mu.Unlock()
-	s.metrics.Withheld.Inc()
-	sub.withheld.Add(1)
-	s.trace(Event{Kind: EventWithheld, Cohort: sub.spec.String(), Peer: p.cs.peer})
-	p.cs.kill(errWithheld)
-}
+// judge.go, which shuns its peer).
+func (sub *Subscription) withhold(p *parent) { p.cs.kill(errWithheld) }
 
 // escape attaches the node to a third parent found by the root's probe
 // (make-before-break, as a Reparent is followed) and then leaves parent
@@ -295,12 +278,6 @@ func (sub *Subscription) escape(leave *parent, gap uint64) (kept *parent) {
 	leave.moved.Store(true)
 	leave.cs.closeOnce()
 	return kept
-}
-
-func (sub *Subscription) shuns(peer swarm.Address) bool {
-	sub.mu.Lock()
-	defer sub.mu.Unlock()
-	return slices.ContainsFunc(sub.shunned, peer.Equal)
 }
 
 // mayAttachUnder reports whether a parent peer stating depth — a
@@ -382,29 +359,51 @@ func (sub *Subscription) attachAt(ctx context.Context, peer swarm.Address, under
 		s.trace(Event{Kind: EventParent, Cohort: sub.spec.String(), Peer: peer, Status: statusOf(err), Err: err})
 		return err
 	}
-	if ack.GetDepth() >= maxDepth-1 {
+	if err := ackRefused(sub.root, peer, ack, cand); err != nil {
 		_ = stream.Reset()
-		return fmt.Errorf("bps: %s at depth %d: %w", peer, ack.GetDepth(), errTooDeep)
+		return err
 	}
-	if ack.GetDepth() == 0 && !peer.Equal(sub.root) {
+	p, err := sub.adopt(peer, underlays, stream, join, ack)
+	if err != nil {
+		return err
+	}
+	cs := p.cs
+	if cs.codec == codecEnvelope {
+		s.reg.addRelay(sub)
+	}
+	s.trace(Event{Kind: EventParent, Cohort: sub.spec.String(), Peer: peer, Status: pb.Status_OK.String()})
+	return cs.run(func(fr *frameReader) error { return sub.readOne(cs, fr, sub.control(p)) }, fr, func() { sub.lost(p) })
+}
+
+// ackRefused is why a node refuses the parent peer that answered ack, as
+// the candidate cand if one named it, in the cohort rooted at root; nil if
+// it does not.
+func ackRefused(root, peer swarm.Address, ack *pb.Ack, cand *pb.Candidate) error {
+	switch {
+	case ack.GetDepth() >= maxDepth-1:
+		return fmt.Errorf("bps: %s at depth %d: %w", peer, ack.GetDepth(), errTooDeep)
+	case ack.GetDepth() == 0 && !peer.Equal(root):
 		// Only the cohort's root states depth 0: a node that does not
 		// follow the cohort answers a Join as a root of its own, with
 		// nothing to deliver (a candidate naming any node: docs/protocol.md,
 		// "Threat model").
-		_ = stream.Reset()
 		return fmt.Errorf("bps: %s: %w", peer, errFalseRoot)
-	}
-	if cand != nil && ack.GetDepth() > cand.GetDepth() {
+	case cand != nil && ack.GetDepth() > cand.GetDepth():
 		// A candidate states the larger of the probe's depth and its
 		// rank, its Ack the rank: an Ack deeper than the candidate is a
 		// node that is not where its candidate said — named from outside
 		// the subtree that was probed (docs/protocol.md, "Join by probe").
-		_ = stream.Reset()
 		return fmt.Errorf("bps: %s at depth %d, offered at %d: %w", peer, ack.GetDepth(), cand.GetDepth(), errNotAsOffered)
 	}
-	// What the candidate said in the probe, its Ack says again, and the
-	// Ack is what this node's rank follows: checked, and the parent
-	// taken, with no child's Ack between (rmu).
+	return nil
+}
+
+// adopt makes the stream to peer, which answered join with ack, a parent:
+// its observers are told, and the claims this node forwards go up it
+// first. What the candidate said in the probe, its Ack says again, and the
+// Ack is what this node's rank follows: checked, and the parent taken,
+// with no child's Ack between (rmu). A refused stream is reset.
+func (sub *Subscription) adopt(peer swarm.Address, underlays [][]byte, stream p2p.Stream, join *pb.Join, ack *pb.Ack) (*parent, error) {
 	sub.rmu.Lock()
 	sub.mu.Lock()
 	rl, offering := sub.relayLocked(), sub.offers.holding(time.Now())
@@ -413,22 +412,22 @@ func (sub *Subscription) attachAt(ctx context.Context, peer swarm.Address, under
 	if !sub.mayAttachUnder(ack.GetDepth(), peer) {
 		sub.rmu.Unlock()
 		_ = stream.Reset()
-		return fmt.Errorf("bps: %s at depth %d: %w", peer, ack.GetDepth(), errNotAbove)
+		return nil, fmt.Errorf("bps: %s at depth %d: %w", peer, ack.GetDepth(), errNotAbove)
 	}
 	cs := &clientStream{}
-	*cs = newClientStream(s, peer, sub.spec, stream, ack.GetDepth())
+	*cs = newClientStream(sub.s, peer, sub.spec, stream, ack.GetDepth())
 	cs.codec = negotiated(join, ack)
 	cs.attests = cs.codec == codecEnvelope && ack.GetAttests()
 	p := &parent{cs: cs, underlays: underlays, lz: lazyOf(join, ack, cs.codec)}
 	sub.mu.Lock()
 	sub.rmu.Unlock() // the parent is in before mu is let go
-	if sub.closing || sub.fatal != nil || sub.hasParentLocked(peer) {
+	if over := sub.closing || sub.fatal != nil; over || sub.hasParentLocked(peer) {
 		sub.mu.Unlock()
 		_ = stream.Reset()
-		if sub.closing || sub.fatal != nil {
-			return ErrClosed
+		if over {
+			return nil, ErrClosed
 		}
-		return errDuplicateParent
+		return nil, errDuplicateParent
 	}
 	sub.gen++
 	p.gen = sub.gen
@@ -438,17 +437,10 @@ func (sub *Subscription) attachAt(ctx context.Context, peer swarm.Address, under
 	}
 	sub.attestTo(p) // before anything this node forwards up p
 	if leaf {
-		sub.rank = sub.depthLocked()
+		sub.rank = belowDeepestOf(sub.parents)
 	}
 	sub.mu.Unlock()
-	if cs.codec == codecEnvelope {
-		s.reg.addRelay(sub)
-	}
-	s.trace(Event{Kind: EventParent, Cohort: sub.spec.String(), Peer: peer, Status: pb.Status_OK.String()})
-	if err := cs.run(func(fr *frameReader) error { return sub.readOne(cs, fr, sub.control(p)) }, fr, func() { sub.lost(p) }); err != nil {
-		return err
-	}
-	return nil
+	return p, nil
 }
 
 // statusOf names a join's failure for the trace.
@@ -542,10 +534,10 @@ func (sub *Subscription) stopLocked() {
 // it is over, no parent stream is left and no repair runs. Its deliveries
 // end when the caller lets sub.mu go (unlock).
 func (sub *Subscription) finishLocked() {
-	if sub.finished || len(sub.parents) > 0 || sub.repairing || (!sub.closing && sub.fatal == nil) {
+	if sub.finished != running || len(sub.parents) > 0 || sub.repairing || (!sub.closing && sub.fatal == nil) {
 		return
 	}
-	sub.finished = true
+	sub.finished = ending
 	sub.qonce.Do(func() { close(sub.quit); sub.cancel() })
 	if sub.retry != nil {
 		sub.retry.Stop()
@@ -563,14 +555,25 @@ func (sub *Subscription) finishLocked() {
 	}
 }
 
+// finishing is how far a subscription has finished.
+type finishing uint8
+
+const (
+	running finishing = iota
+	ending            // over: its deliveries end when sub.mu is let go
+	ended
+)
+
 // unlock lets sub.mu go and then, if the subscription finished under it,
 // ends its deliveries (no reader is left) and closes done. This is the one
 // place a Subscription takes the receiver's dmu outside a delivery, and it
 // holds no lock of its own then: taking a delivery holds dmu and may take
 // sub.mu (the lock order is dmu, sub.mu, then the observers' own).
 func (sub *Subscription) unlock() {
-	end := sub.finished && !sub.ended
-	sub.ended = sub.ended || end
+	end := sub.finished == ending
+	if end {
+		sub.finished = ended
+	}
 	sub.mu.Unlock()
 	if end {
 		sub.receiver.end(sub.lz.stop)
@@ -623,8 +626,9 @@ const maxRepairWait = 10 * time.Minute
 
 // repair acquires the parents the subscription lacks: a second one by
 // asking the surviving parent where else to attach (then, if that offers
-// nothing usable, the broker), both by rejoining from the broker (SWIP-61: self-healing is the join protocol re-run). Where
-// the tree offers no second parent it tries again later, on a timer.
+// nothing usable, the broker), both by rejoining from the broker (SWIP-61:
+// self-healing is the join protocol re-run). Where the tree offers no
+// second parent it tries again later, on a timer.
 func (sub *Subscription) repair() {
 	s := sub.s
 	rejoins, shed := 0, false
@@ -658,40 +662,52 @@ func (sub *Subscription) repair() {
 			sub.mu.Unlock()
 			continue
 		}
-		sub.mu.Lock()
-		if len(sub.parents) == 0 && sub.relay != nil && !shed && !sub.closing && sub.fatal == nil {
-			// Parentless, and no parent ranked above this relay took it:
-			// the free slots may all lie in its own subtree. Its children
-			// get nothing from it meanwhile; it lets them go (each
-			// repairs through its other parent) and rejoins as a leaf,
-			// which may attach anywhere. Once per repair.
-			shed = true
-			sub.mu.Unlock()
-			s.reg.dropRelay(sub)
-			continue
-		}
-		switch {
-		case len(sub.parents) > 0:
-			// single-parented: ask again later
-			sub.repairing = false
-			if !sub.closing && sub.fatal == nil {
-				sub.retryLocked()
-			}
-			sub.mu.Unlock()
+		if !sub.repairFailed(err, n, &rejoins, &shed) {
 			return
-		case n == 0:
-			if rejoins++; rejoins >= maxRejoins || errors.Is(err, ErrClosed) || errors.Is(err, ErrRejected) {
-				if sub.fatal == nil && !sub.closing {
-					sub.fatal = fmt.Errorf("%w: %w", errBothLost, err)
-				}
-				sub.repairing = false
-				sub.finishLocked()
-				sub.unlock()
-				return
-			}
+		}
+	}
+}
+
+// repairFailed decides what a repair does after a round that found no
+// parent, n parents had when it began: it reports whether the repair goes
+// on. A relay left parentless sheds its children once (shed); a
+// single-parented node asks again later; a parentless one rejoins, up to
+// maxRejoins (rejoins), and then the subscription ends.
+func (sub *Subscription) repairFailed(err error, n int, rejoins *int, shed *bool) bool {
+	sub.mu.Lock()
+	if len(sub.parents) == 0 && sub.relay != nil && !*shed && !sub.closing && sub.fatal == nil {
+		// Parentless, and no parent ranked above this relay took it:
+		// the free slots may all lie in its own subtree. Its children
+		// get nothing from it meanwhile; it lets them go (each
+		// repairs through its other parent) and rejoins as a leaf,
+		// which may attach anywhere. Once per repair.
+		*shed = true
+		sub.mu.Unlock()
+		sub.s.reg.dropRelay(sub)
+		return true
+	}
+	switch {
+	case len(sub.parents) > 0:
+		// single-parented: ask again later
+		sub.repairing = false
+		if !sub.closing && sub.fatal == nil {
+			sub.retryLocked()
 		}
 		sub.mu.Unlock()
+		return false
+	case n == 0:
+		if *rejoins++; *rejoins >= maxRejoins || errors.Is(err, ErrClosed) || errors.Is(err, ErrRejected) {
+			if sub.fatal == nil && !sub.closing {
+				sub.fatal = fmt.Errorf("%w: %w", errBothLost, err)
+			}
+			sub.repairing = false
+			sub.finishLocked()
+			sub.unlock()
+			return false
+		}
 	}
+	sub.mu.Unlock()
+	return true
 }
 
 // depth is this node's depth in the cohort as it states it to its children
@@ -707,9 +723,11 @@ func (sub *Subscription) depth() uint32 {
 	return sub.rank
 }
 
-func (sub *Subscription) depthLocked() uint32 {
+// belowDeepestOf is the rank of a leaf whose parents are parents: one
+// below the deepest of their stated depths.
+func belowDeepestOf(parents []*parent) uint32 {
 	return belowDeepest(func(yield func(uint32) bool) {
-		for _, p := range sub.parents {
+		for _, p := range parents {
 			if !yield(p.cs.stated) {
 				return
 			}
@@ -798,7 +816,7 @@ func (sub *Subscription) took(from *clientStream, pub publication, msg *pb.Messa
 // stream is live. The children that did not move are then reset.
 func (sub *Subscription) Close() error {
 	sub.mu.Lock()
-	if sub.closing || sub.finished {
+	if sub.closing || sub.finished != running {
 		sub.mu.Unlock()
 		<-sub.done
 		return nil
@@ -916,13 +934,38 @@ const maxDepth = 64
 // Reparent named, as far as it can tell: one of its own children (a cycle),
 // or a parent it dropped for withholding.
 func (sub *Subscription) unfitParent(peer swarm.Address) error {
-	if sub.shuns(peer) {
+	if sub.judge.shuns(peer) {
 		return errShunned
 	}
 	if sub.isChild(peer) {
 		return errOwnChild
 	}
 	return nil
+}
+
+// moveBelow attaches at to, a node parent p named in a Reparent (at
+// underlays, if it named them), beside the parents the node has. A relay
+// leaving sends its children to its own parent, whose key (stated depth,
+// overlay) is below its own ("No cycles"): a target whose key is not below
+// that of the parent that named it is refused, so every move a Reparent
+// makes is rootward, and a parent cannot move its children around the
+// tree (to colluders, back and forth) without end.
+func (sub *Subscription) moveBelow(ctx context.Context, p *parent, to swarm.Address, underlays [][]byte) error {
+	above := p.cs.stated
+	if to.Compare(p.cs.peer) >= 0 {
+		if above == 0 {
+			return errNotAbove
+		}
+		above-- // at its rank only with a smaller overlay
+	}
+	sub.mu.Lock()
+	sub.want++ // room for the new parent beside the old one, for the overlap
+	sub.mu.Unlock()
+	err := sub.acquire(ctx, to, underlays, false, &pb.Candidate{Overlay: to.Bytes(), Depth: above})
+	sub.mu.Lock()
+	sub.want--
+	sub.mu.Unlock()
+	return err
 }
 
 // reparent follows a Reparent from parent p, make-before-break: the node
@@ -948,30 +991,7 @@ func (sub *Subscription) reparent(p *parent, rp *pb.Reparent) {
 			reason = fmt.Errorf("bps: reparent to %s refused: %w", to, err)
 			s.trace(Event{Kind: EventReparent, Cohort: sub.spec.String(), Peer: to, Err: reason})
 		} else if !sub.hasParent(to) {
-			sub.mu.Lock()
-			sub.want++ // room for the new parent beside the old one, for the overlap
-			sub.mu.Unlock()
-			// A relay leaving sends its children to its own parent, whose
-			// key (stated depth, overlay) is below its own ("No cycles"):
-			// a target whose key is not below that of the parent that
-			// named it is refused, so every move a Reparent makes is
-			// rootward, and a parent cannot move its children around the
-			// tree (to colluders, back and forth) without end.
-			var err error
-			above := p.cs.stated
-			if to.Compare(p.cs.peer) >= 0 {
-				if above == 0 {
-					err = errNotAbove
-				}
-				above-- // at its rank only with a smaller overlay
-			}
-			if err == nil {
-				err = sub.acquire(ctx, to, underlays, false, &pb.Candidate{Overlay: rp.To, Depth: above})
-			}
-			sub.mu.Lock()
-			sub.want--
-			sub.mu.Unlock()
-			if err != nil {
+			if err := sub.moveBelow(ctx, p, to, underlays); err != nil {
 				// The old stream ends all the same; the subscription
 				// repairs as after any lost parent.
 				reason = fmt.Errorf("bps: reparent to %s failed: %w", to, err)

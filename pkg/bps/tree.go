@@ -94,7 +94,7 @@ func (sub *Subscription) describe(p *Position) {
 	for i, a := range p.Parents {
 		p.Lag[i] = lag[a.ByteString()]
 	}
-	p.Probes, p.Reparents, p.Withheld = sub.probes.Load(), sub.reparents.Load(), sub.withheld.Load()
+	p.Probes, p.Reparents, p.Withheld = sub.probes.Load(), sub.reparents.Load(), sub.judge.withheld.Load()
 }
 
 // CohortPeers returns the overlays of the peers whose streams are attached
