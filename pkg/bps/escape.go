@@ -10,7 +10,7 @@ import (
 )
 
 // A captured node escapes (docs/protocol.md, "A captured node escapes"). The withholding check
-// (lag.go) compares a node's two parents with each other, so two parents
+// (judge.go) compares a node's two parents with each other, so two parents
 // that withhold alike — colluders, or two relays that are both starved by
 // colluders above them — are never told apart: the node loses what both
 // withhold for as long as it keeps them. What it can see is a gap in the

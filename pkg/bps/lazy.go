@@ -43,7 +43,7 @@ import (
 // blocklisted, counted wrong_stream): a child asking for everything costs
 // its parent one eager stream, no more. A lazy parent whose announcement,
 // asked, is not served within lazyServeWait misses it, as a parent that
-// withholds misses a delivery its sister gave (lag.go), and MaxLag misses
+// withholds misses a delivery its sister gave (judge.go), and MaxLag misses
 // in an epoch drop it; its announcements wait in a bounded set
 // (maxLazyPending), the oldest forgotten first.
 
@@ -696,7 +696,7 @@ func (lz *lazyIn) compact() {
 }
 
 // took is told, under dmu, every delivery taken or dropped as a copy:
-// the parents that announced it are credited with it (lag.go), an ask it
+// the parents that announced it are credited with it (judge.go), an ask it
 // answers is served, how late the eager frame came is sampled, and when
 // the eager parent was late lazySwapAfter times in a row — its frame came
 // more than LazyWait after the announcement, or the lazy parent, asked,

@@ -43,6 +43,17 @@ func (r *registry) tidyLocked(p *place) {
 	}
 }
 
+// live is the cohort of sp at this node, root or relay, if it is live.
+func (r *registry) live(sp *Spec) *cohort {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	p := r.places[sp.key]
+	if p == nil || p.broker == nil || p.broker.dead {
+		return nil
+	}
+	return p.broker
+}
+
 // follows reports whether this node follows the cohort of key through a
 // parent; the caller holds r.mu.
 func (p *place) follows() bool { return p != nil && len(p.parents) > 0 }

@@ -65,15 +65,17 @@ type receiver struct {
 
 	// dmu serialises taking a delivery — dedup, relaying, handing it on —
 	// across parent streams, so that each is seen once and in the order
-	// taken.
+	// taken. It comes before the owner's locks: what runs under it may
+	// take them, and the owner never takes it holding one (unlock).
 	dmu  sync.Mutex
 	seen *Window // dedup bindings; under dmu
-	// onTake, if set, is told every valid delivery and its FrameKey, under dmu: a relay
-	// fans it out to its children, the withholding check notes which
-	// parent gave it. dup reports one already taken from another parent.
+	// onTake, if set, is told every valid delivery and its FrameKey,
+	// under dmu: a subscription's took, which fans it out to its children
+	// if it relays and tells its observers (the judge, lazy push). dup
+	// reports one already taken from another parent.
 	onTake func(from *clientStream, pub publication, msg *pb.Message, key [32]byte, dup bool)
-	// onGaps, if set, is told the gaps a reorder flush passed over
-	// (escape.go); it takes no lock the reorder's timer may not hold.
+	// onGaps, if set, is told the gaps a reorder flush passed over: the
+	// judge's gaps (escape.go).
 	onGaps func(gaps []gapRef)
 
 	// order, on a subscription under FEED_TOPIC with explicit
@@ -241,7 +243,7 @@ func (rc *receiver) take(cs *clientStream, msg *pb.Message) error {
 			}
 		}
 		if g := rc.order.takePassed(); len(g) > 0 && rc.onGaps != nil {
-			rc.onGaps(g) // a reader: rc.mu may be taken under dmu
+			rc.onGaps(g)
 		}
 		return nil
 	}
@@ -326,7 +328,6 @@ func (rc *receiver) flushHeld() {
 	}
 	g := rc.order.takePassed()
 	rc.dmu.Unlock()
-	// Off dmu: the subscription ending holds rc.mu and then takes dmu.
 	if len(g) > 0 && rc.onGaps != nil {
 		rc.onGaps(g)
 	}

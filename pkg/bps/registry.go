@@ -19,8 +19,9 @@ import (
 // (place.go). Its mutex guards the places and the per-peer counts; each
 // broker half's own mutex guards it (membership, roster, cursors, timers),
 // so fan-outs of different cohorts run in parallel. Lock order: registry,
-// then cohort. Critical sections are map updates and non-blocking queue
-// sends, never I/O.
+// then cohort, then — at a relay binding its subscription or vouching for
+// a claim — that subscription's mu. Critical sections are map updates and
+// non-blocking queue sends, never I/O.
 type registry struct {
 	s         *Service
 	mu        sync.Mutex
@@ -146,7 +147,7 @@ func (c *cohort) plainStreams(peer swarm.Address) int {
 }
 
 // capacityLocked is how many children this node takes in the cohort: its
-// role's limit where it has children already (role.go); else, where it
+// role's limit where it has children already (parentRole); else, where it
 // follows the cohort, a relay's RelayCapacity (SWIP-61) — a node that
 // follows the cohort is never a second root — and the root's
 // MaxStreamsPerCohort where it does not. It is not ok where the node
@@ -500,17 +501,6 @@ func (r *registry) closeAll() {
 			c.mu.Unlock()
 		}
 	}
-}
-
-// live is the cohort of sp at this node, root or relay, if it is live.
-func (r *registry) live(sp *Spec) *cohort {
-	r.mu.Lock()
-	defer r.mu.Unlock()
-	p := r.places[sp.key]
-	if p == nil || p.broker == nil || p.broker.dead {
-		return nil
-	}
-	return p.broker
 }
 
 // each calls f for every broker half, under the registry's lock.

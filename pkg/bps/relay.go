@@ -28,6 +28,8 @@ import (
 // window (SWIP-61 item 11). A claim verified here, or forwarded by a
 // child, goes up too (vouch, attest.go).
 
+var _ parentRole = (*relay)(nil)
+
 // relay is this node's position in a cohort it relays: the cohort of its
 // children and the subscription that feeds it. It is made with the cohort
 // (newRelay) and is the one relation between the two: the cohort's role,

@@ -735,6 +735,17 @@ func belowDeepestOf(parents []*parent) uint32 {
 	})
 }
 
+// describe fills in what the subscription knows of its place: its parents'
+// lag, its probe, reparent and withholding counts.
+func (sub *Subscription) describe(p *Position) {
+	lag := sub.judge.lags()
+	p.Lag = make([]int, len(p.Parents))
+	for i, a := range p.Parents {
+		p.Lag[i] = lag[a.ByteString()]
+	}
+	p.Probes, p.Reparents, p.Withheld = sub.probes.Load(), sub.reparents.Load(), sub.judge.withheld.Load()
+}
+
 // Parents lists the overlays of the subscription's parents now.
 func (sub *Subscription) Parents() []swarm.Address {
 	sub.mu.Lock()

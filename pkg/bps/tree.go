@@ -86,17 +86,6 @@ func (s *Service) Tree() []Position {
 	return append(roots, follows...)
 }
 
-// describe fills in what the subscription knows of its place: its parents'
-// lag, its probe, reparent and withholding counts.
-func (sub *Subscription) describe(p *Position) {
-	lag := sub.judge.lags()
-	p.Lag = make([]int, len(p.Parents))
-	for i, a := range p.Parents {
-		p.Lag[i] = lag[a.ByteString()]
-	}
-	p.Probes, p.Reparents, p.Withheld = sub.probes.Load(), sub.reparents.Load(), sub.judge.withheld.Load()
-}
-
 // CohortPeers returns the overlays of the peers whose streams are attached
 // to the cohort of sp at this broker — its children — each once, sorted;
 // nil if this node brokers no such cohort. The node's topic list names them
