@@ -238,17 +238,6 @@ func (r *registry) dropRelay(sub *Subscription) {
 	}
 }
 
-// relayOf is the subscription this node follows the cohort of key through,
-// the one it relays for; nil if none.
-func (r *registry) relayOf(key string) *Subscription {
-	r.mu.Lock()
-	defer r.mu.Unlock()
-	if p := r.places[key]; p != nil {
-		return p.relay
-	}
-	return nil
-}
-
 // A child that speaks the envelope may carry publications of its subtree
 // up its subscriber stream (SWIP-61), at the root and at a relay alike:
 // each is judged on its own hash, signature and owner, against the roster
