@@ -279,10 +279,10 @@ func (c *cohort) serveFrom(m *member, from uint64) {
 // lazyParent is lazy push on one parent stream of a subscription.
 type lazyParent struct {
 	lazy atomic.Bool // the mode this node asked for: announcements, not frames
-	// mu orders the reader's count of announcements with a change of
-	// mode: an announcement numbered from on, read while the stream is
-	// set eager, is one the parent serves unasked (SetPush.from).
-	mu       sync.Mutex
+	// Under the subscription's lazy push pmu, which orders the reader's
+	// count of announcements with a change of mode: an announcement
+	// numbered from on, read while the stream is set eager, is one the
+	// parent serves unasked (SetPush.from).
 	seq      uint64 // announcements read
 	from     uint64 // set eager last: how many had been read then
 	settling bool   // set eager, and announcements it made before it knew may still come: not to be set lazy yet
@@ -302,18 +302,10 @@ func (lp *lazyParent) serveWait() time.Duration {
 	return min(max(lp.served.srtt+4*lp.served.rttvar, lazyServeWait), maxServeWait)
 }
 
-func (lp *lazyParent) settlingNow() bool {
-	lp.mu.Lock()
-	defer lp.mu.Unlock()
-	return lp.settling
-}
-
 // read numbers an announcement read from the stream, and reports whether
 // the parent serves it unasked: the stream was set eager when it was in
-// flight.
+// flight. Under pmu.
 func (lp *lazyParent) read() (seq uint64, promised bool) {
-	lp.mu.Lock()
-	defer lp.mu.Unlock()
 	seq = lp.seq
 	lp.seq++
 	return seq, !lp.lazy.Load() && seq >= lp.from
@@ -509,9 +501,7 @@ func (lz *lazyIn) setModeFromLocked(p *parent, lazy bool, below uint64) bool {
 	if p.lz == nil {
 		return false
 	}
-	p.lz.mu.Lock()
 	if p.lz.lazy.Load() == lazy || (lazy && p.lz.settling) {
-		p.lz.mu.Unlock()
 		return false
 	}
 	sp := &pb.SetPush{Mode: pb.PushMode_LAZY}
@@ -521,7 +511,6 @@ func (lz *lazyIn) setModeFromLocked(p *parent, lazy bool, below uint64) bool {
 		p.lz.from, p.lz.settling = from, true
 	}
 	p.lz.lazy.Store(lazy)
-	p.lz.mu.Unlock()
 	p.cs.push(lz.rc.s, outFrame{b: encodeFrame(sp), kind: kindSetPush})
 	if !lazy {
 		lz.rc.s.metrics.LazyPromoted.Inc()
@@ -569,7 +558,9 @@ func (lz *lazyIn) announced(p *parent, a *pb.Announce) error {
 	key := [32]byte(a.Key)
 	lz.rc.dmu.Lock()
 	defer lz.rc.dmu.Unlock()
+	lz.pmu.Lock()
 	seq, promised := p.lz.read()
+	lz.pmu.Unlock()
 	if lz.stopped || lz.rc.cClosed {
 		return nil
 	}
@@ -759,17 +750,15 @@ func (lz *lazyIn) took(from *clientStream, pub publication, msg *pb.Message, key
 func (lz *lazyIn) settle(from *clientStream, e *lazyEntry) {
 	var p *parent
 	lz.pmu.Lock()
+	defer lz.pmu.Unlock()
 	for _, q := range lz.parents {
 		if q.cs == from {
 			p = q
 		}
 	}
-	lz.pmu.Unlock()
 	if p == nil || p.lz == nil {
 		return
 	}
-	p.lz.mu.Lock()
-	defer p.lz.mu.Unlock()
 	if p.lz.settling && (e == nil || e.p != p || e.promised || e.seq >= p.lz.from) {
 		p.lz.settling = false
 	}
@@ -825,7 +814,7 @@ func (lz *lazyIn) swapTo(p *parent) {
 		return
 	}
 	for _, q := range lz.parents {
-		if q != p && q.lz != nil && q.lz.settlingNow() {
+		if q != p && q.lz != nil && q.lz.settling {
 			return // q's announcements from before it was set eager may still come
 		}
 	}
