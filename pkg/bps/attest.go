@@ -73,8 +73,8 @@ func (c *cohort) attestation(claim *pb.Claim, from *member) error {
 	c.mu.Lock()
 	legit := !c.dead && c.isPublisherLocked(claim.Addr)
 	rosters := c.svc.Next() - from.svcAt
-	if legit && c.up == nil {
-		c.moveCursor(claim.Addr, claim.Index) // the root keeps the publisher's cursor (SWIP-74)
+	if legit {
+		c.role.vouch(claim) // the root moves the publisher's cursor (SWIP-74), a relay forwards the claim
 	}
 	c.mu.Unlock()
 	if !legit {
@@ -86,9 +86,6 @@ func (c *cohort) attestation(claim *pb.Claim, from *member) error {
 	}
 	from.carry(claim.Addr)
 	s.trace(Event{Kind: EventClaim, Cohort: c.spec.String(), Peer: from.peer, Index: claim.Index})
-	if c.up != nil {
-		c.up.attest(claim)
-	}
 	return nil
 }
 
@@ -151,28 +148,6 @@ func ownerAmong(sp *Spec, msg *pb.Message, owners [][]byte) []byte {
 		}
 	}
 	return nil
-}
-
-// attest forwards a claim verified at this relay, or forwarded to it, up
-// every parent that takes forwarded claims, and keeps it — the latest per
-// address, at most maxCarried, newest last — for the parents this node
-// attaches to later (attestTo).
-func (sub *Subscription) attest(claim *pb.Claim) {
-	frame := encodeFrame(claim)
-	sub.mu.Lock()
-	sub.attested = slices.DeleteFunc(sub.attested, func(a attestedClaim) bool { return bytes.Equal(a.addr, claim.Addr) })
-	if len(sub.attested) >= maxCarried {
-		sub.attested = slices.Delete(sub.attested, 0, 1) // what its parents carry longest
-	}
-	sub.attested = append(sub.attested, attestedClaim{addr: bytes.Clone(claim.Addr), frame: frame})
-	parents := make([]*parent, len(sub.parents))
-	copy(parents, sub.parents)
-	sub.mu.Unlock()
-	for _, p := range parents {
-		if p.cs.attests {
-			p.cs.push(sub.s, outFrame{b: frame, kind: kindClaim})
-		}
-	}
 }
 
 // attestTo sends a new parent every claim this relay forwards, before

@@ -34,13 +34,16 @@ const (
 	rolePublisher              // claimed, or declared under ALL or implicit authorship
 )
 
-// cohort is one live cohort at this node: its links in the tree, the
-// authority and cursors it judges publications by, and its fan-out. Every
-// frame a stream sends up enters through ingest. Today the node is the
-// cohort's root (a broker); the registry admits its streams.
+// cohort is the broker half of this node's place in one live cohort: its
+// children, the authority and cursors it judges publications by, and its
+// fan-out. Every frame a stream sends up enters through ingest. Its role
+// (parentRole, below) is the root's, where the node brokers the cohort, or a
+// relay's, fed by a subscription (relay.go); the registry admits its
+// streams.
 type cohort struct {
 	r    *registry
 	spec *Spec
+	role parentRole // set when made, never changed
 	mu   sync.Mutex // guards the fields below but counters; after registry.mu
 
 	children map[*member]struct{} // every attached stream
@@ -50,7 +53,6 @@ type cohort struct {
 	extras   map[string]*member   // extra seats, one per absent legitimate publisher
 	cursors  map[string]uint64    // FEED_TOPIC, explicit: lowest index accepted next, per publisher feed
 	seen     *Window              // dedup bindings: recent chunk identifiers
-	upSeen   *Window              // a relay's: frames forwarded rootward (FrameKey), each once
 
 	svc    ServiceFeed // the admin's service feed: roster, next index, end
 	latest []byte      // the latest service SOC, encoded: every new stream's first delivery
@@ -62,14 +64,118 @@ type cohort struct {
 	dead       bool
 	counters   counters
 
-	// A relay's cohort (SWIP-61): up is the subscription whose deliveries
-	// it fans out and up which it forwards its children's publications;
-	// nil at the root.
-	up         *Subscription
 	probes     map[uint64]*probeWait // open probes by nonce
 	doneProbes []uint64              // recently closed probe nonces
 	pool       probePool             // candidates probes found and no joiner took yet (probe.go)
 	gone       chan struct{}         // closed when the last child left, if a graceful leave waits for it
+}
+
+// parentRole is what this node is as a parent in one cohort: the cohort's
+// root (rootRole: it brokers the cohort) or a relay fed by one of its
+// subscriptions (relay, relay.go). A cohort holds one, chosen when it is
+// made, and never asks which: it judges a child's publications by the
+// role's authority and hands what passes to it, admits children up to its
+// limit and states its depth — as go-libp2p-pubsub's core hands every
+// message to its router.
+type parentRole interface {
+	// authority is who may publish, and from which index, as this node
+	// judges it.
+	authority() authority
+	// publish takes a publication from child stream from that passed the
+	// checks against authority: the root accepts it (cursor or window,
+	// fan-out), a relay forwards it up its parents once. It reports
+	// accepted, or retransmit for one taken before.
+	publish(pub publication, msg *pb.Message, from *member) verdict
+	// limit is how many counted children the node takes; extraSeats
+	// whether a legitimate publisher may still take an extra seat past it
+	// (SWIP-74's, the root's only).
+	limit(o *Options) int
+	extraSeats() bool
+	// depth is this node's depth in the cohort; ackDepth the depth it
+	// states in the Ack to child stream m.
+	depth() uint32
+	ackDepth(m *member) uint32
+	// vouch is told, under c.mu, a claim verified here or forwarded by a
+	// child, for an address that may publish: the root moves the
+	// publisher's cursor, a relay forwards the claim rootward (attest.go).
+	vouch(claim *pb.Claim)
+	// holdsJoins reports whether a Join's probe may hold it while a crowd
+	// attaches (probe.go): the root's; a relay answers at once.
+	holdsJoins() bool
+	// position is the cohort's place at this node as a position of its
+	// own (Tree): the root's; false at a relay, whose children are listed
+	// under the node's follow of the cohort.
+	position(children []swarm.Address, streams int) (Position, bool)
+	// forgotten is told, under r.mu and c.mu, that the registry forgets
+	// the cohort.
+	forgotten()
+}
+
+var _ parentRole = rootRole{}
+
+// rootRole is the cohort's root at this node: it brokers the cohort, keeps
+// the per-publisher cursors and the dedup window, and fans out what it
+// accepts.
+type rootRole struct{ c *cohort }
+
+func (r rootRole) authority() authority { return cohortAuthority{c: r.c} }
+
+// publish accepts pub at the root (registry.accept) and, for a service
+// SOC that ends the stream, ends the cohort.
+func (r rootRole) publish(pub publication, msg *pb.Message, from *member) verdict {
+	c := r.c
+	s := c.r.s
+	if !c.r.accept(c, pub, encodeFrame(&pb.Message{Address: msg.Address, Data: msg.Data})) {
+		return retransmit // a duplicate, or another publisher stream got there first
+	}
+	s.metrics.Accepted.Inc()
+	s.trace(Event{Kind: EventAccept, Cohort: c.spec.String(), Peer: from.peer, Index: pub.index, Service: pub.service != nil})
+	if pub.service != nil && pub.service.Kind == pb.ServiceKind_END_OF_STREAM {
+		c.r.end(c)
+	}
+	return accepted
+}
+
+func (r rootRole) limit(o *Options) int  { return o.MaxStreamsPerCohort }
+func (rootRole) extraSeats() bool        { return true }
+func (rootRole) depth() uint32           { return 0 }
+func (rootRole) ackDepth(*member) uint32 { return 0 }
+func (rootRole) holdsJoins() bool        { return true }
+func (r rootRole) vouch(claim *pb.Claim) { r.c.moveCursor(claim.Addr, claim.Index) }
+func (r rootRole) position(children []swarm.Address, streams int) (Position, bool) {
+	return Position{Spec: r.c.spec, Parents: []swarm.Address{}, Children: children, Streams: streams}, true
+}
+
+// forgotten keeps the root's service feed, so that a cohort made again
+// for the same spec takes it back (registry.feeds).
+func (r rootRole) forgotten() {
+	c := r.c
+	if !c.dead && c.svc.Seen() && !c.svc.Ended() {
+		c.r.feeds.put(c.spec.key, heldFeed{svc: c.svc.clone(), latest: c.latest})
+	}
+}
+
+// cohortAuthority is the root's authority view of a cohort: its roster,
+// its per-publisher feed cursors and its service cursor, each read under
+// c.mu.
+type cohortAuthority struct{ c *cohort }
+
+func (a cohortAuthority) isPublisher(owner []byte) bool {
+	a.c.mu.Lock()
+	defer a.c.mu.Unlock()
+	return a.c.isPublisherLocked(owner)
+}
+
+func (a cohortAuthority) feedCursor(owner []byte) uint64 {
+	a.c.mu.Lock()
+	defer a.c.mu.Unlock()
+	return a.c.cursors[string(owner)]
+}
+
+func (a cohortAuthority) serviceNext() uint64 {
+	a.c.mu.Lock()
+	defer a.c.mu.Unlock()
+	return a.c.svc.Next()
 }
 
 // member is one stream attached to a cohort at this broker: a child of the
@@ -107,35 +213,17 @@ type member struct {
 	carries [][]byte  // owners whose forwarded claims came up this stream (attest.go)
 }
 
+// ackDepth is the depth this node states in the Ack to m, its role's: 0 at
+// the root, the relay subscription's rank at a relay.
+func (c *cohort) ackDepth(m *member) uint32 { return c.role.ackDepth(m) }
+
+// nodeDepth is this node's depth in c's cohort, its role's.
+func (c *cohort) nodeDepth() uint32 { return c.role.depth() }
+
 // isPublisherLocked reports whether owner may publish under explicit
 // authorship: the admin, or named by the roster in force.
 func (c *cohort) isPublisherLocked(owner []byte) bool {
 	return c.svc.MayPublish(c.spec, owner)
-}
-
-// cohortAuthority is the broker's authority view of a cohort, read under the
-// registry lock.
-type cohortAuthority struct {
-	r *registry
-	c *cohort
-}
-
-func (a cohortAuthority) isPublisher(owner []byte) bool {
-	a.c.mu.Lock()
-	defer a.c.mu.Unlock()
-	return a.c.isPublisherLocked(owner)
-}
-
-func (a cohortAuthority) feedCursor(owner []byte) uint64 {
-	a.c.mu.Lock()
-	defer a.c.mu.Unlock()
-	return a.c.cursors[string(owner)]
-}
-
-func (a cohortAuthority) serviceNext() uint64 {
-	a.c.mu.Lock()
-	defer a.c.mu.Unlock()
-	return a.c.svc.Next()
 }
 
 // moveCursor moves a claimed publisher's feed cursor to at least index; the
@@ -242,13 +330,11 @@ func (s *Service) offerOrReset(c *cohort, m *member, f outFrame) bool {
 }
 
 // ingest is the one way a frame from a stream enters the cohort at this
-// node. At the root (the broker) a claim upgrades the stream it came on; a
-// publication is validated against the cohort's authority, deduplicated by
-// the feed cursor or the window, and fanned out to every member (accept);
-// what fails is counted, and a stream that keeps sending what fails — or
-// publishes after the roster revoking it was written to it — is a
-// violation. It runs on from's reader goroutine and returns a *violation to
-// end from's stream; any other frame kind has no business travelling up.
+// node. A claim upgrades the stream it came on; a forwarded claim lets a
+// child's stream carry its owner's publications (attest.go); a publication
+// goes to publication. It runs on from's reader goroutine and returns a
+// *violation to end from's stream; any other frame kind has no business
+// travelling up.
 func (c *cohort) ingest(f *pb.Frame, from *member) error {
 	s := c.r.s
 	switch k := f.Kind.(type) {
@@ -271,74 +357,43 @@ func (c *cohort) ingest(f *pb.Frame, from *member) error {
 	}
 }
 
-// publication is ingest's path for a publication on a publisher stream.
+// publication is ingest's path for a publication: sent on a publisher
+// stream, by its own address, or carried up a child's subscriber stream
+// (relayedAuthor, relay.go). It is validated against the authority of the
+// node's role and handed to the role (publish: the root accepts and fans
+// it out, a relay forwards it up); what fails is counted (refused).
 func (c *cohort) publication(msg *pb.Message, from *member) error {
-	s := c.r.s
-	// A child that speaks the envelope may carry publications of its
-	// subtree up its subscriber stream (SWIP-61): each is judged on its
-	// own hash, signature and owner, against the roster this node holds.
-	relayed := !from.isPub.Load() && from.codec == codecEnvelope
-	if !from.isPub.Load() && !relayed {
-		s.count(c, CounterWrongStream)
-		return violationf("subscriber stream sent a publication")
-	}
-	var addr []byte
-	if !relayed {
-		addr = from.addr // not written again once isPub is set
-	} else if c.spec.Explicit() {
-		// Under explicit authorship a publication travels up a child's
-		// stream only for an owner whose claim came up it first (attest.go).
-		owner, err := c.carried(msg, from)
-		if owner == nil {
+	relayed := !from.isPub.Load()
+	addr := from.addr // not written again once isPub is set
+	if relayed {
+		var ok bool
+		var err error
+		if addr, ok, err = c.relayedAuthor(msg, from); !ok {
 			return err
 		}
-		addr = owner
 	}
-	if relayed && !from.mayCheckRelayed(time.Now()) {
-		s.metrics.Unchecked.Inc()
-		return nil
-	}
-	var auth authority = cohortAuthority{r: c.r, c: c}
-	if c.up != nil {
-		auth = relayAuthority{c: c}
-	}
-	pub, v := check(c.spec, msg, addr, auth)
-	if c.up != nil && v == accepted {
-		// A relay forwards what passes the stateless checks up every
-		// parent, each frame once within its window, so that no loop
-		// carries it up for ever; the root validates and dedups by the
-		// cohort's rules (SWIP-61).
-		if !c.forwardOnce(msg) {
-			s.count(c, CounterRetransmit)
-			return nil
-		}
-		if c.up.forwardUp(encodeFrame(&pb.Message{Address: msg.Address, Data: msg.Data})) > 0 {
-			s.metrics.Forwarded.Inc()
-			s.trace(Event{Kind: EventForward, Cohort: c.spec.String(), Peer: from.peer, Index: pub.index})
-		}
-		return nil
-	}
-	if v == accepted && !c.r.accept(c, pub, encodeFrame(&pb.Message{Address: msg.Address, Data: msg.Data})) {
-		v = retransmit // a duplicate, or another publisher stream got there first
+	pub, v := check(c.spec, msg, addr, c.role.authority())
+	if v == accepted {
+		v = c.role.publish(pub, msg, from)
 	}
 	switch v {
 	case accepted:
-		s.metrics.Accepted.Inc()
-		s.trace(Event{Kind: EventAccept, Cohort: c.spec.String(), Peer: from.peer, Index: pub.index, Service: pub.service != nil})
-		if pub.service != nil && pub.service.Kind == pb.ServiceKind_END_OF_STREAM {
-			c.r.end(c)
-		}
 		return nil
 	case retransmit:
-		s.count(c, CounterRetransmit)
+		c.r.s.count(c, CounterRetransmit)
 		return nil
 	}
+	return c.refused(v, from, addr, relayed)
+}
+
+// refused counts a publication that failed verdict v. A relayed one is
+// dropped, never held against the child, but spends its check budget
+// (relay.go); a stream that keeps publishing what fails — or publishes
+// after the roster revoking it was written to it — is a violation.
+func (c *cohort) refused(v verdict, from *member, addr []byte, relayed bool) error {
+	s := c.r.s
 	s.count(c, v.counter())
 	if relayed {
-		// A relay that forwards everything is conformant (SWIP-61 item
-		// 11): what fails here is dropped, never held against the relay —
-		// but counted, so that it cannot make this node check garbage
-		// without bound.
 		from.failed++
 		return nil
 	}
@@ -412,30 +467,6 @@ func (m *member) stopClaimTimer() {
 // roster names it again. The caller holds c.mu.
 func (m *member) outOfClosed(svc uint64) bool {
 	return m.c.spec.Closed && m.revokedAt != 0 && svc != m.revokedAt
-}
-
-// maxRelayedFailures bounds the relayed publications that fail here one
-// child stream may make this node check in a second; past it the stream's
-// relayed publications are dropped unchecked until the second ends. A
-// relay that forwards valid frames never reaches it.
-const maxRelayedFailures = 32
-
-// mayCheckRelayed reports whether a publication m relays is checked now;
-// m's reader goroutine only.
-func (m *member) mayCheckRelayed(now time.Time) bool {
-	if now.Sub(m.failAt) >= time.Second {
-		m.failAt, m.failed = now, 0
-	}
-	return m.failed < maxRelayedFailures
-}
-
-// forwardOnce reports whether a relay forwards msg up: not if it forwarded
-// the same frame within its window.
-func (c *cohort) forwardOnce(msg *pb.Message) bool {
-	k := FrameKey(msg.Address, msg.Data)
-	c.mu.Lock()
-	defer c.mu.Unlock()
-	return c.upSeen.Add(k)
 }
 
 // revoked reports whether m's address was revoked, and whether the roster

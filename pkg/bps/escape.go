@@ -5,13 +5,12 @@
 package bps
 
 import (
-	"context"
 	mrand "math/rand/v2"
 	"time"
 )
 
-// A captured node escapes (DESIGN §7, issue 16). The withholding check
-// (lag.go) compares a node's two parents with each other, so two parents
+// A captured node escapes (docs/protocol.md, "A captured node escapes"). The withholding check
+// (judge.go) compares a node's two parents with each other, so two parents
 // that withhold alike — colluders, or two relays that are both starved by
 // colluders above them — are never told apart: the node loses what both
 // withhold for as long as it keeps them. What it can see is a gap in the
@@ -51,11 +50,10 @@ const (
 	gaveOwners    = 64               // publishers a parent's high-water marks are kept for
 )
 
-// escapeState is a subscription's gap escape; under sub.mu, but refs,
-// which is under dmu.
+// escapeState is the judge's gap escape; under its mu.
 type escapeState struct {
 	// refs: the last lagWindowSize feed updates taken, by FrameKey: what
-	// a byte-identical second copy was (under dmu).
+	// a byte-identical second copy was.
 	refs  growRing[gaveRef]
 	timer *time.Timer // a gap waiting out escapeGrace
 	// queued is the newest gap both parents failed while another waited
@@ -74,137 +72,131 @@ type gaveRef struct {
 	gapRef
 }
 
-// noteGave records, under dmu (a reader), that parent stream from gave the
-// update pub of an explicit feed, so that a gap can be told from a parent
-// that is merely behind. A byte-identical second copy (pub unset) is
-// credited by gaveCopy, through the lag check, which is told every copy
-// and every lazy parent's announcement of a frame taken.
-func (sub *Subscription) noteGave(from *clientStream, pub publication, key [32]byte, dup bool) {
-	if sub.order == nil || !pub.feed {
+// noteGave records that parent stream from gave the update pub of an
+// explicit feed, so that a gap can be told from a parent that is merely
+// behind. A byte-identical second copy (pub unset) is credited by
+// gaveCopy, through the lag check, which is told every copy and every lazy
+// parent's announcement of a frame taken. Under j.mu.
+func (j *judge) noteGave(from *clientStream, pub publication, key [32]byte, dup bool) {
+	if !j.feed || !pub.feed {
 		return
 	}
 	ref := gapRef{owner: string(pub.owner), index: pub.index}
 	if !dup {
-		sub.esc.refs.put(gaveRef{key: key, gapRef: ref}, lagWindowSize, nil)
+		j.esc.refs.put(gaveRef{key: key, gapRef: ref}, lagWindowSize, nil)
 	}
-	sub.credit(from, ref)
+	j.credit(from, ref)
 }
 
-// gaveCopy credits parent stream from, under dmu, with the feed update
-// whose frame is key, if it is one of the last taken: it sent a copy, or
-// announced it.
-func (sub *Subscription) gaveCopy(from *clientStream, key [32]byte) {
-	if sub.order == nil {
+// gaveCopy credits parent stream from with the feed update whose frame is
+// key, if it is one of the last taken: it sent a copy, or announced it.
+// Under j.mu.
+func (j *judge) gaveCopy(from *clientStream, key [32]byte) {
+	if !j.feed {
 		return
 	}
-	for _, r := range sub.esc.refs.s {
+	for _, r := range j.esc.refs.s {
 		if r.key == key && r.owner != "" {
-			sub.credit(from, r.gapRef)
+			j.credit(from, r.gapRef)
 			return
 		}
 	}
 }
 
-// credit raises from's high-water mark for ref's publisher; it takes
-// sub.mu.
-func (sub *Subscription) credit(from *clientStream, ref gapRef) {
-	sub.mu.Lock()
-	defer sub.mu.Unlock()
-	for _, p := range sub.parents {
-		if p.cs != from {
+// credit raises from's high-water mark for ref's publisher; under j.mu.
+func (j *judge) credit(from *clientStream, ref gapRef) {
+	for _, q := range j.parents {
+		if q.p.cs != from {
 			continue
 		}
-		if p.gave == nil || len(p.gave) >= gaveOwners {
-			p.gave = make(map[string]uint64) // a roster past the bound: start again
+		if q.gave == nil || len(q.gave) >= gaveOwners {
+			q.gave = make(map[string]uint64) // a roster past the bound: start again
 		}
-		if i, ok := p.gave[ref.owner]; !ok || ref.index+1 > i {
-			p.gave[ref.owner] = ref.index + 1
+		if i, ok := q.gave[ref.owner]; !ok || ref.index+1 > i {
+			q.gave[ref.owner] = ref.index + 1
 		}
 	}
 }
 
-// gapsPassed judges the gaps a reorder flush passed over; it takes sub.mu
-// and never dmu. A gap that both of the node's two parents passed — each
-// gave a later update of that publisher — and that neither is the root
-// waits escapeGrace for a late copy, then (escapeAfterGrace) may move the
-// node.
-func (sub *Subscription) gapsPassed(gaps []gapRef) {
-	sub.mu.Lock()
-	defer sub.mu.Unlock()
-	if sub.esc.moving || sub.closing || sub.fatal != nil || len(sub.parents) != 2 {
+// gaps judges the gaps a reorder flush passed over (the receiver's onGaps).
+// A gap that both of the node's two parents passed — each gave a later
+// update of that publisher — and that neither is the root waits
+// escapeGrace for a late copy, then (afterGrace) may move the node.
+func (j *judge) gaps(gaps []gapRef) {
+	j.mu.Lock()
+	defer j.mu.Unlock()
+	if j.esc.moving || j.stopped || len(j.parents) != 2 {
 		return
 	}
-	for _, p := range sub.parents {
-		if p.cs.peer.Equal(sub.root) {
+	for _, q := range j.parents {
+		if q.p.cs.peer.Equal(j.root) {
 			return // the root gave what the publisher published: a gap is the publisher's
 		}
 	}
 	for _, g := range gaps {
 		both := true
-		for _, p := range sub.parents {
-			if p.gave[g.owner] <= g.index+1 {
+		for _, q := range j.parents {
+			if q.gave[g.owner] <= g.index+1 {
 				both = false // this parent gave nothing past it: behind, not failing
 			}
 		}
 		if !both {
 			continue
 		}
-		gens := [2]uint32{sub.parents[0].gen, sub.parents[1].gen}
-		if sub.esc.timer != nil {
+		gens := [2]uint32{j.parents[0].p.gen, j.parents[1].p.gen}
+		if j.esc.timer != nil {
 			// Another gap waits out its grace: this one is judged if
 			// that one is filled late (one kept, the newest).
-			sub.esc.queued, sub.esc.queuedGens, sub.esc.hasQueued = g, gens, true
+			j.esc.queued, j.esc.queuedGens, j.esc.hasQueued = g, gens, true
 			return
 		}
-		sub.armEscapeLocked(g, gens)
+		j.armEscapeLocked(g, gens)
 		return
 	}
 }
 
 // armEscapeLocked has gap g, which both parents of generations gens
-// failed, wait out escapeGrace. The caller holds sub.mu.
-func (sub *Subscription) armEscapeLocked(g gapRef, gens [2]uint32) {
-	sub.esc.timer = time.AfterFunc(escapeGrace, func() { sub.escapeAfterGrace(g, gens) })
+// failed, wait out escapeGrace; under j.mu.
+func (j *judge) armEscapeLocked(g gapRef, gens [2]uint32) {
+	j.esc.timer = time.AfterFunc(escapeGrace, func() { j.afterGrace(g, gens) })
 }
 
-// escapeAfterGrace runs escapeGrace after a gap both parents failed: if no
-// late copy filled it and both are still the node's parents, the node
-// escapes — unless it escaped less than the interval ago.
-func (sub *Subscription) escapeAfterGrace(g gapRef, gens [2]uint32) {
-	sub.dmu.Lock()
-	filled := sub.cClosed || !sub.order.passedOver(g.owner, g.index)
-	sub.dmu.Unlock()
-	sub.mu.Lock()
-	defer sub.mu.Unlock()
-	sub.esc.timer = nil
-	if sub.closing || sub.fatal != nil || len(sub.parents) != 2 {
+// afterGrace runs escapeGrace after a gap both parents failed: if no late
+// copy filled it and both are still the node's parents, the node escapes —
+// unless it escaped less than the interval ago.
+func (j *judge) afterGrace(g gapRef, gens [2]uint32) {
+	filled := !j.acts.gapOpen(g)
+	j.mu.Lock()
+	defer j.mu.Unlock()
+	j.esc.timer = nil
+	if j.stopped || len(j.parents) != 2 {
 		return
 	}
 	if filled {
-		if sub.esc.hasQueued {
+		if j.esc.hasQueued {
 			// A later gap came while this one waited: judge it now.
-			q, qg := sub.esc.queued, sub.esc.queuedGens
-			sub.esc.hasQueued = false
-			sub.armEscapeLocked(q, qg)
+			q, qg := j.esc.queued, j.esc.queuedGens
+			j.esc.hasQueued = false
+			j.armEscapeLocked(q, qg)
 		}
 		return
 	}
-	sub.esc.hasQueued = false
-	for i, p := range sub.parents {
-		if p.gen != gens[i] {
+	j.esc.hasQueued = false
+	for i, q := range j.parents {
+		if q.p.gen != gens[i] {
 			return // a parent changed meanwhile: judged again on the next gap
 		}
 	}
 	now := time.Now()
-	wait, ok := escapeWait(sub.esc.last, sub.esc.wait, now)
+	wait, ok := escapeWait(j.esc.last, j.esc.wait, now)
 	if !ok {
 		return
 	}
-	sub.esc.wait = wait
-	leave := sub.parents[mrand.IntN(2)]
-	sub.esc.last, sub.esc.moving = now, true
-	if !sub.s.goOwned(func() { sub.escape(leave, g.index) }) {
-		sub.esc.moving = false
+	j.esc.wait = wait
+	leave := j.parents[mrand.IntN(2)].p
+	j.esc.last, j.esc.moving = now, true
+	if !j.s.goOwned(func() { j.escaped(j.acts.escape(leave, g.index)) }) {
+		j.esc.moving = false
 	}
 }
 
@@ -228,74 +220,30 @@ func escapeWait(last time.Time, wait time.Duration, now time.Time) (time.Duratio
 	return escapeMinWait, true
 }
 
-// escape attaches the node to a third parent found by the root's probe
-// (make-before-break, as a Reparent is followed) and then leaves parent
-// leave; gap is the index that set it off. If no new parent is found,
-// both stay.
-func (sub *Subscription) escape(leave *parent, gap uint64) {
-	s := sub.s
-	sub.mu.Lock()
-	if sub.closing || sub.fatal != nil || !sub.hasParentLocked(leave.cs.peer) {
-		sub.esc.moving = false
-		sub.mu.Unlock()
+// escaped ends an escape; kept, the parent the node kept if it moved, is
+// forgiven what it missed so far — while both parents failed alike, the
+// misses blame both or neither — so that the lag check judges it against
+// the new parent from the escape on: an honest relay that was captured
+// itself, and escaped too, is not dropped for what it lacked then; one
+// that still withholds is dropped within an epoch.
+func (j *judge) escaped(kept *parent) {
+	j.mu.Lock()
+	defer j.mu.Unlock()
+	j.esc.moving = false
+	if kept == nil {
 		return
 	}
-	var kept *parent
-	for _, p := range sub.parents {
-		if p != leave {
-			kept = p
-		}
-	}
-	sub.want++ // room for the new parent beside the old ones, for the overlap
-	sub.mu.Unlock()
-	ctx, cancel := context.WithTimeout(sub.ctx, s.opts.HandshakeTimeout+s.opts.ProbeWait)
-	err := sub.acquire(ctx, sub.root, nil, false, nil)
-	cancel()
-	sub.mu.Lock()
-	sub.want--
-	sub.esc.moving = false
-	gained := err == nil && len(sub.parents) > 2 && sub.hasParentLocked(leave.cs.peer)
-	sub.mu.Unlock()
-	if !gained {
-		if err == nil {
-			err = errNoParents
-		}
-		s.trace(Event{Kind: EventEscape, Cohort: sub.spec.String(), Peer: leave.cs.peer, Index: gap, Err: err})
-		return
-	}
-	s.metrics.Escapes.Inc()
-	sub.escapes.Add(1)
-	s.trace(Event{Kind: EventEscape, Cohort: sub.spec.String(), Peer: leave.cs.peer, Index: gap})
-	// Left as a parent that moved: no repair (the new one is in), no
-	// blame, no shunning — the gap proves nothing against it alone.
-	leave.moved.Store(true)
-	leave.cs.closeOnce()
-	if kept != nil {
-		sub.forgive(kept)
-	}
-}
-
-// forgive forgets what parent p missed so far — while both parents failed
-// alike, the misses blame both or neither — so that the lag check judges
-// it against the new parent from the escape on: an honest relay that was
-// captured itself, and escaped too, is not dropped for what it lacked
-// then; one that still withholds is dropped within an epoch. It takes dmu,
-// then sub.mu, never both at once (the subscription's end holds sub.mu and
-// takes dmu).
-func (sub *Subscription) forgive(p *parent) {
-	sub.dmu.Lock()
-	for i := range sub.lag.ring.s {
-		e := &sub.lag.ring.s[i]
-		for j := range e.at {
-			if e.at[j] == p.gen && p.gen != 0 {
-				e.gave[j] = true
+	for i := range j.lag.ring.s {
+		e := &j.lag.ring.s[i]
+		for k := range e.at {
+			if e.at[k] == kept.gen && kept.gen != 0 {
+				e.gave[k] = true
 			}
 		}
 	}
-	sub.dmu.Unlock()
-	sub.mu.Lock()
-	p.missed = 0
-	sub.mu.Unlock()
+	if q := j.of(kept); q != nil {
+		q.missed = 0
+	}
 }
 
 // Escapes counts the times this subscription left one of two parents that

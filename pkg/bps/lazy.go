@@ -7,6 +7,7 @@ package bps
 import (
 	"fmt"
 	"math"
+	"slices"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -42,7 +43,7 @@ import (
 // blocklisted, counted wrong_stream): a child asking for everything costs
 // its parent one eager stream, no more. A lazy parent whose announcement,
 // asked, is not served within lazyServeWait misses it, as a parent that
-// withholds misses a delivery its sister gave (lag.go), and MaxLag misses
+// withholds misses a delivery its sister gave (judge.go), and MaxLag misses
 // in an epoch drop it; its announcements wait in a bounded set
 // (maxLazyPending), the oldest forgotten first.
 
@@ -278,10 +279,10 @@ func (c *cohort) serveFrom(m *member, from uint64) {
 // lazyParent is lazy push on one parent stream of a subscription.
 type lazyParent struct {
 	lazy atomic.Bool // the mode this node asked for: announcements, not frames
-	// mu orders the reader's count of announcements with a change of
-	// mode: an announcement numbered from on, read while the stream is
-	// set eager, is one the parent serves unasked (SetPush.from).
-	mu       sync.Mutex
+	// Under the subscription's lazy push pmu, which orders the reader's
+	// count of announcements with a change of mode: an announcement
+	// numbered from on, read while the stream is set eager, is one the
+	// parent serves unasked (SetPush.from).
 	seq      uint64 // announcements read
 	from     uint64 // set eager last: how many had been read then
 	settling bool   // set eager, and announcements it made before it knew may still come: not to be set lazy yet
@@ -301,36 +302,38 @@ func (lp *lazyParent) serveWait() time.Duration {
 	return min(max(lp.served.srtt+4*lp.served.rttvar, lazyServeWait), maxServeWait)
 }
 
-func (lp *lazyParent) settlingNow() bool {
-	lp.mu.Lock()
-	defer lp.mu.Unlock()
-	return lp.settling
-}
-
 // read numbers an announcement read from the stream, and reports whether
 // the parent serves it unasked: the stream was set eager when it was in
-// flight.
+// flight. Under pmu.
 func (lp *lazyParent) read() (seq uint64, promised bool) {
-	lp.mu.Lock()
-	defer lp.mu.Unlock()
 	seq = lp.seq
 	lp.seq++
 	return seq, !lp.lazy.Load() && seq >= lp.from
 }
 
-// lazyIn is a subscription's announcements waiting for their frames, and
-// its asks waiting to be served; under the receiver's dmu.
+// lazyIn is lazy push at a subscription: its announcements waiting for
+// their frames, and its asks waiting to be served, under the receiver's
+// dmu; and which of its parents is eager, under pmu. It is told of the
+// subscription's parents and deliveries as the judge is (observer), and
+// tells the judge what a lazy parent announced and what it did not serve.
 type lazyIn struct {
+	rc *receiver // the subscription's: dmu, taken, the reorder
+	j  *judge
+	// pmu orders a change of the parents' modes with a change of the
+	// parents: parents is the subscription's, as it is told them.
+	pmu     sync.Mutex
+	parents []*parent
+
 	entries map[[32]byte]*lazyEntry
 	order   []*lazyEntry  // oldest first
-	timer   *time.Timer   // runs lazyFire; made stopped at Subscribe
+	timer   *time.Timer   // runs fire; made stopped at Subscribe
 	armed   time.Time     // when the timer fires, zero if it is not armed (a kick aside)
 	streak  int           // deliveries in a row the eager parent was late with (lazySwapAfter)
 	late    lateness      // how much later than the announcements the eager frames come
 	stopped bool          // the subscription finished
 	kicked  atomic.Bool   // a kick is pending
 	wait    time.Duration // Options.LazyWait
-	// the reorder's wait this node holds updates past (lazyHold), and
+	// the reorder's wait this node holds updates past (hold), and
 	// until when at most
 	holdTimer *time.Timer
 	holdUntil time.Time
@@ -388,33 +391,64 @@ type lazyEntry struct {
 	done     bool
 }
 
-func (sub *Subscription) initLazy() {
-	if !sub.s.opts.NoLazyPush {
-		sub.holdFlush = sub.lazyHold
+// init sets lazy push up for the subscription whose receiver is rc and
+// whose parents j judges.
+func (lz *lazyIn) init(rc *receiver, j *judge) {
+	lz.rc, lz.j = rc, j
+	if !rc.s.opts.NoLazyPush {
+		rc.holdFlush = lz.hold
 	}
-	sub.lz.wait = sub.s.opts.LazyWait
-	sub.lz.entries = make(map[[32]byte]*lazyEntry)
-	sub.lz.timer = time.AfterFunc(time.Hour, sub.lazyFire)
-	sub.lz.timer.Stop()
+	lz.wait = rc.s.opts.LazyWait
+	lz.entries = make(map[[32]byte]*lazyEntry)
+	lz.timer = time.AfterFunc(time.Hour, lz.fire)
+	lz.timer.Stop()
 }
 
-// stopLazy ends the subscription's lazy push; under dmu.
-func (sub *Subscription) stopLazy() {
-	sub.lz.stopped = true
-	sub.lz.timer.Stop()
-	clear(sub.lz.entries)
-	sub.lz.order = nil
+// added is told, under the subscription's mu, that p became a parent: one
+// parent sends every delivery whole.
+func (lz *lazyIn) added(p *parent) {
+	lz.pmu.Lock()
+	defer lz.pmu.Unlock()
+	lz.parents = append(lz.parents, p)
+	lz.ensureEagerLocked(nil)
+}
+
+// lost is told, under the subscription's mu, that p is a parent no more:
+// unless the subscription is over, a lazy parent takes over at once.
+func (lz *lazyIn) lost(p *parent, over bool) {
+	lz.pmu.Lock()
+	defer lz.pmu.Unlock()
+	lz.parents = slices.DeleteFunc(lz.parents, func(q *parent) bool { return q == p })
+	if !over {
+		lz.ensureEagerLocked(nil)
+	}
+}
+
+// leaving is told that parent p sent a Reparent: it takes nothing more, so
+// another parent is made eager if none but p is.
+func (lz *lazyIn) leaving(p *parent) {
+	lz.pmu.Lock()
+	defer lz.pmu.Unlock()
+	lz.ensureEagerLocked(p)
+}
+
+// stop ends the subscription's lazy push; under dmu.
+func (lz *lazyIn) stop() {
+	lz.stopped = true
+	lz.timer.Stop()
+	clear(lz.entries)
+	lz.order = nil
 }
 
 // pushFor is the mode a new parent stream is asked to start in: lazy if
 // an eager parent feeds this node already, eager if none does.
-func (sub *Subscription) pushFor() pb.PushMode {
-	if sub.s.opts.NoLazyPush {
+func (lz *lazyIn) pushFor() pb.PushMode {
+	if lz.rc.s.opts.NoLazyPush {
 		return pb.PushMode_PUSH_MODE_UNSPECIFIED
 	}
-	sub.mu.Lock()
-	defer sub.mu.Unlock()
-	if sub.hasEagerLocked(nil) {
+	lz.pmu.Lock()
+	defer lz.pmu.Unlock()
+	if lz.hasEagerLocked(nil) {
 		return pb.PushMode_LAZY
 	}
 	return pb.PushMode_EAGER
@@ -441,9 +475,9 @@ func lazyOf(join *pb.Join, ack *pb.Ack, cd codec) *lazyParent {
 func (p *parent) eager() bool { return p.lz == nil || !p.lz.lazy.Load() }
 
 // hasEagerLocked reports whether a parent other than but sends every
-// delivery whole; the caller holds sub.mu.
-func (sub *Subscription) hasEagerLocked(but *parent) bool {
-	for _, p := range sub.parents {
+// delivery whole; the caller holds lz.pmu.
+func (lz *lazyIn) hasEagerLocked(but *parent) bool {
+	for _, p := range lz.parents {
 		if p != but && p.eager() {
 			return true
 		}
@@ -452,24 +486,22 @@ func (sub *Subscription) hasEagerLocked(but *parent) bool {
 }
 
 // setModeLocked asks p to feed this node lazily or eagerly from now on;
-// the caller holds sub.mu. Set eager, p serves unasked what it announced
+// the caller holds lz.pmu. Set eager, p serves unasked what it announced
 // and this node had not read (SetPush.from); until the first delivery it
 // sends after that has come (settled), p is not set lazy again, for an
 // announcement read then would not tell whether it was served.
-func (sub *Subscription) setModeLocked(p *parent, lazy bool) {
-	sub.setModeFromLocked(p, lazy, math.MaxUint64)
+func (lz *lazyIn) setModeLocked(p *parent, lazy bool) {
+	lz.setModeFromLocked(p, lazy, math.MaxUint64)
 }
 
 // setModeFromLocked is setModeLocked, and set eager, p serves unasked what
 // it announced numbered from below on too, if that is less than what this
 // node read; it reports whether the mode changed.
-func (sub *Subscription) setModeFromLocked(p *parent, lazy bool, below uint64) bool {
+func (lz *lazyIn) setModeFromLocked(p *parent, lazy bool, below uint64) bool {
 	if p.lz == nil {
 		return false
 	}
-	p.lz.mu.Lock()
 	if p.lz.lazy.Load() == lazy || (lazy && p.lz.settling) {
-		p.lz.mu.Unlock()
 		return false
 	}
 	sp := &pb.SetPush{Mode: pb.PushMode_LAZY}
@@ -479,11 +511,10 @@ func (sub *Subscription) setModeFromLocked(p *parent, lazy bool, below uint64) b
 		p.lz.from, p.lz.settling = from, true
 	}
 	p.lz.lazy.Store(lazy)
-	p.lz.mu.Unlock()
-	p.cs.push(sub.s, outFrame{b: encodeFrame(sp), kind: kindSetPush})
+	p.cs.push(lz.rc.s, outFrame{b: encodeFrame(sp), kind: kindSetPush})
 	if !lazy {
-		sub.s.metrics.LazyPromoted.Inc()
-		sub.s.trace(Event{Kind: EventPromote, Cohort: sub.spec.String(), Peer: p.cs.peer})
+		lz.rc.s.metrics.LazyPromoted.Inc()
+		lz.rc.s.trace(Event{Kind: EventPromote, Cohort: lz.rc.spec.String(), Peer: p.cs.peer})
 	}
 	return true
 }
@@ -491,25 +522,25 @@ func (sub *Subscription) setModeFromLocked(p *parent, lazy bool, below uint64) b
 // ensureEagerLocked makes the first parent that speaks lazy push eager
 // when no parent other than but is: the eager parent was lost, or is
 // leaving. What that parent announced and this node lacks is asked for at
-// once. The caller holds sub.mu.
-func (sub *Subscription) ensureEagerLocked(but *parent) {
-	if sub.closing || sub.fatal != nil || sub.hasEagerLocked(but) {
+// once. The caller holds lz.pmu.
+func (lz *lazyIn) ensureEagerLocked(but *parent) {
+	if lz.hasEagerLocked(but) {
 		return
 	}
-	for _, p := range sub.parents {
+	for _, p := range lz.parents {
 		if p != but && p.lz != nil {
-			sub.setModeLocked(p, false)
-			sub.kickLazy()
+			lz.setModeLocked(p, false)
+			lz.kick()
 			return
 		}
 	}
 }
 
-// kickLazy runs lazyFire at once, to ask for what a parent set eager
+// kick runs fire at once, to ask for what a parent set eager
 // announced; any goroutine, any lock.
-func (sub *Subscription) kickLazy() {
-	if sub.lz.kicked.CompareAndSwap(false, true) {
-		sub.lz.timer.Reset(0)
+func (lz *lazyIn) kick() {
+	if lz.kicked.CompareAndSwap(false, true) {
+		lz.timer.Reset(0)
 	}
 }
 
@@ -517,7 +548,7 @@ func (sub *Subscription) kickLazy() {
 // frame was taken already (p is credited with it), else it waits for the
 // frame, LazyWait if an eager parent should bring it, not at all if none
 // will.
-func (sub *Subscription) announced(p *parent, a *pb.Announce) error {
+func (lz *lazyIn) announced(p *parent, a *pb.Announce) error {
 	if p.lz == nil {
 		return fmt.Errorf("%w: an announcement on a stream without lazy push", errMalformed)
 	}
@@ -525,15 +556,16 @@ func (sub *Subscription) announced(p *parent, a *pb.Announce) error {
 		return fmt.Errorf("%w: an announcement of %d bytes", errMalformed, len(a.Key))
 	}
 	key := [32]byte(a.Key)
-	sub.dmu.Lock()
-	defer sub.dmu.Unlock()
+	lz.rc.dmu.Lock()
+	defer lz.rc.dmu.Unlock()
+	lz.pmu.Lock()
 	seq, promised := p.lz.read()
-	lz := &sub.lz
-	if lz.stopped || sub.cClosed {
+	lz.pmu.Unlock()
+	if lz.stopped || lz.rc.cClosed {
 		return nil
 	}
-	if sub.taken.Contains(key) {
-		sub.noteLag(p.cs, key, true, false)
+	if lz.rc.taken.Contains(key) {
+		lz.j.copied(p.cs, key)
 		if !p.eager() {
 			lz.late.sample(0) // the eager frame came first
 			lz.streak = 0
@@ -548,23 +580,16 @@ func (sub *Subscription) announced(p *parent, a *pb.Announce) error {
 				e.also = e.p
 			}
 			e.p, e.seq, e.asked, e.promised, e.due = p, seq, true, true, time.Now().Add(p.lz.serveWait())
-			sub.armLazy(e.due)
+			lz.arm(e.due)
 		case e.p != p:
 			e.also = p
 		}
 		return nil
 	}
-	sub.mu.Lock()
-	now := !sub.hasEagerLocked(nil) || p.eager()
-	sub.mu.Unlock()
-	if len(lz.entries) >= maxLazyPending {
-		sub.compactLazy()
-		for len(lz.order) > 0 && len(lz.entries) >= maxLazyPending {
-			delete(lz.entries, lz.order[0].key)
-			lz.order[0] = nil
-			lz.order = lz.order[1:]
-		}
-	}
+	lz.pmu.Lock()
+	now := !lz.hasEagerLocked(nil) || p.eager()
+	lz.pmu.Unlock()
+	lz.makeRoom()
 	at := time.Now()
 	wait := lz.late.wait(lz.wait)
 	e := &lazyEntry{at: at, key: key, p: p, seq: seq, due: at.Add(wait)}
@@ -574,29 +599,44 @@ func (sub *Subscription) announced(p *parent, a *pb.Announce) error {
 	}
 	lz.entries[key] = e
 	lz.order = append(lz.order, e)
-	sub.s.trace(Event{Kind: EventAnnounced, Cohort: sub.spec.String(), Peer: p.cs.peer, Index: seq})
+	lz.rc.s.trace(Event{Kind: EventAnnounced, Cohort: lz.rc.spec.String(), Peer: p.cs.peer, Index: seq})
 	if now {
-		sub.kickLazy()
+		lz.kick()
 	} else {
-		sub.armLazy(e.due)
+		lz.arm(e.due)
 	}
 	return nil
 }
 
-// armLazy makes lazyFire run by due; under dmu.
-func (sub *Subscription) armLazy(due time.Time) {
-	lz := &sub.lz
+// arm makes fire run by due; under dmu.
+func (lz *lazyIn) arm(due time.Time) {
 	if !lz.kicked.Load() && (lz.armed.IsZero() || due.Before(lz.armed)) {
 		lz.armed = due
 		lz.timer.Reset(max(time.Until(due), 0))
 	}
 }
 
+// ask sends each parent an Ask for the announcements numbered in asks, at
+// most maxAskSeqs a frame.
+func (lz *lazyIn) ask(asks map[*parent][]uint64) {
+	s := lz.rc.s
+	for p, seqs := range asks {
+		for len(seqs) > 0 {
+			n := min(len(seqs), maxAskSeqs)
+			if p.cs.push(s, outFrame{b: encodeFrame(&pb.Ask{Seqs: seqs[:n]}), kind: kindAsk}) {
+				s.metrics.LazyAsked.Add(float64(n))
+				s.trace(Event{Kind: EventAsk, Cohort: lz.rc.spec.String(), Peer: p.cs.peer, Index: uint64(n)})
+			}
+			seqs = seqs[n:]
+		}
+	}
+}
+
 // maxLazyHold bounds how much longer than the reorder wait the updates
-// held wait for a frame announced (lazyHold).
+// held wait for a frame announced (hold).
 const maxLazyHold = 4 * time.Second
 
-// lazyHold is how much longer the updates the reorder holds may wait, its
+// hold is how much longer the updates the reorder holds may wait, its
 // wait over, for the gap before them: as long as a frame that may fill it
 // was announced and has not come, and neither its wait nor its ask has
 // expired — at most maxLazyHold longer. Without it, the update a parent
@@ -604,10 +644,9 @@ const maxLazyHold = 4 * time.Second
 // came one round trip after that one, which on a loaded host was later
 // than the reorder wait: passed over, lost at a node that kept a parent.
 // Under dmu.
-func (sub *Subscription) lazyHold() time.Duration {
-	lz := &sub.lz
-	if sub.order.timer != lz.holdTimer {
-		lz.holdTimer, lz.holdUntil = sub.order.timer, time.Now().Add(maxLazyHold)
+func (lz *lazyIn) hold() time.Duration {
+	if lz.rc.order.timer != lz.holdTimer {
+		lz.holdTimer, lz.holdUntil = lz.rc.order.timer, time.Now().Add(maxLazyHold)
 	}
 	var until time.Time
 	for _, e := range lz.order {
@@ -621,9 +660,22 @@ func (sub *Subscription) lazyHold() time.Duration {
 	return time.Until(until)
 }
 
-// compactLazy drops finished entries from the order; under dmu.
-func (sub *Subscription) compactLazy() {
-	lz := &sub.lz
+// makeRoom keeps the announcements waiting below maxLazyPending: the
+// finished are dropped first, then the oldest; under dmu.
+func (lz *lazyIn) makeRoom() {
+	if len(lz.entries) < maxLazyPending {
+		return
+	}
+	lz.compact()
+	for len(lz.order) > 0 && len(lz.entries) >= maxLazyPending {
+		delete(lz.entries, lz.order[0].key)
+		lz.order[0] = nil
+		lz.order = lz.order[1:]
+	}
+}
+
+// compact drops finished entries from the order; under dmu.
+func (lz *lazyIn) compact() {
 	kept := lz.order[:0]
 	for _, e := range lz.order {
 		if !e.done {
@@ -634,34 +686,33 @@ func (sub *Subscription) compactLazy() {
 	lz.order = kept
 }
 
-// lazyTook is told, under dmu, every delivery taken or dropped as a copy:
-// the parents that announced it are credited with it (lag.go), an ask it
+// took is told, under dmu, every delivery taken or dropped as a copy:
+// the parents that announced it are credited with it (judge.go), an ask it
 // answers is served, how late the eager frame came is sampled, and when
 // the eager parent was late lazySwapAfter times in a row — its frame came
 // more than LazyWait after the announcement, or the lazy parent, asked,
 // served first — the lazy parent becomes the eager one.
-func (sub *Subscription) lazyTook(from *clientStream, pub publication, msg *pb.Message, key [32]byte, dup bool) {
-	if sub.s.opts.NoLazyPush {
+func (lz *lazyIn) took(from *clientStream, pub publication, msg *pb.Message, key [32]byte, dup bool) {
+	if lz.rc.s.opts.NoLazyPush {
 		return
 	}
-	lz := &sub.lz
-	if !dup && sub.order != nil && pub.feed && pub.service == nil && sub.order.ahead(pub.owner, pub.index) {
+	if !dup && lz.rc.order != nil && pub.feed && pub.service == nil && lz.rc.order.ahead(pub.owner, pub.index) {
 		// An update past the next expected: the ones before it will be
 		// held for, and whatever is announced and not yet come may be
 		// one of them.
-		sub.askAllNow()
+		lz.askAllNow()
 	}
 	e := lz.entries[key]
-	if !mayBeService(sub.spec, msg) {
-		sub.settle(from, e)
+	if !mayBeService(lz.rc.spec, msg) {
+		lz.settle(from, e)
 	}
 	if e == nil {
 		return
 	}
 	if !dup {
-		sub.noteLag(e.p.cs, key, true, false)
+		lz.j.copied(e.p.cs, key)
 		if e.also != nil {
-			sub.noteLag(e.also.cs, key, true, false)
+			lz.j.copied(e.also.cs, key)
 		}
 	}
 	late := false
@@ -671,7 +722,7 @@ func (sub *Subscription) lazyTook(from *clientStream, pub publication, msg *pb.M
 			d := time.Since(e.at)
 			lz.late.sample(d)
 			late = d > lz.wait
-			sub.passedOver(e)
+			lz.passedOver(e)
 		}
 	case from == e.p.cs:
 		late = !dup && !e.promised
@@ -685,7 +736,7 @@ func (sub *Subscription) lazyTook(from *clientStream, pub publication, msg *pb.M
 		lz.streak = 0
 	} else if lz.streak++; lz.streak >= lazySwapAfter {
 		lz.streak = 0
-		sub.swapTo(e.p)
+		lz.swapTo(e.p)
 	}
 	e.done = true
 	delete(lz.entries, key)
@@ -696,20 +747,18 @@ func (sub *Subscription) lazyTook(from *clientStream, pub publication, msg *pb.M
 // eager gives one it sent after it knew — not one it served for an ask
 // made before — every announcement it made before has been read, and it
 // may be set lazy again (setModeLocked).
-func (sub *Subscription) settle(from *clientStream, e *lazyEntry) {
+func (lz *lazyIn) settle(from *clientStream, e *lazyEntry) {
 	var p *parent
-	sub.mu.Lock()
-	for _, q := range sub.parents {
+	lz.pmu.Lock()
+	defer lz.pmu.Unlock()
+	for _, q := range lz.parents {
 		if q.cs == from {
 			p = q
 		}
 	}
-	sub.mu.Unlock()
 	if p == nil || p.lz == nil {
 		return
 	}
-	p.lz.mu.Lock()
-	defer p.lz.mu.Unlock()
 	if p.lz.settling && (e == nil || e.p != p || e.promised || e.seq >= p.lz.from) {
 		p.lz.settling = false
 	}
@@ -718,8 +767,7 @@ func (sub *Subscription) settle(from *clientStream, e *lazyEntry) {
 // passedOver asks at once for what the lazy parent of e announced before
 // e and the node still lacks: the eager parent, whose stream is ordered,
 // delivered e and not those — skipped, or far behind. Under dmu.
-func (sub *Subscription) passedOver(e *lazyEntry) {
-	lz := &sub.lz
+func (lz *lazyIn) passedOver(e *lazyEntry) {
 	kick := false
 	for _, o := range lz.order {
 		if o == e {
@@ -730,20 +778,20 @@ func (sub *Subscription) passedOver(e *lazyEntry) {
 		}
 	}
 	if kick {
-		sub.kickLazy()
+		lz.kick()
 	}
 }
 
 // askAllNow asks at once for every announcement still waiting; under dmu.
-func (sub *Subscription) askAllNow() {
+func (lz *lazyIn) askAllNow() {
 	kick := false
-	for _, o := range sub.lz.order {
+	for _, o := range lz.order {
 		if !o.done && !o.asked {
 			o.due, kick = time.Time{}, true
 		}
 	}
 	if kick {
-		sub.kickLazy()
+		lz.kick()
 	}
 }
 
@@ -759,76 +807,74 @@ func (o *reorder) ahead(owner []byte, index uint64) bool {
 // late with, the eager parent, and the others lazy; under dmu. What p
 // announced and this node still waits for without having asked, p serves
 // with the SetPush, in order before what it sends whole after it.
-func (sub *Subscription) swapTo(p *parent) {
-	sub.mu.Lock()
-	defer sub.mu.Unlock()
-	if p.lz == nil || p.eager() || !sub.hasParentLocked(p.cs.peer) {
+func (lz *lazyIn) swapTo(p *parent) {
+	lz.pmu.Lock()
+	defer lz.pmu.Unlock()
+	if p.lz == nil || p.eager() || !slices.ContainsFunc(lz.parents, func(q *parent) bool { return q.cs.peer.Equal(p.cs.peer) }) {
 		return
 	}
-	for _, q := range sub.parents {
-		if q != p && q.lz != nil && q.lz.settlingNow() {
+	for _, q := range lz.parents {
+		if q != p && q.lz != nil && q.lz.settling {
 			return // q's announcements from before it was set eager may still come
 		}
 	}
 	below := uint64(math.MaxUint64)
-	for _, e := range sub.lz.order {
+	for _, e := range lz.order {
 		if e.p == p && !e.done && !e.asked {
 			below = min(below, e.seq)
 		}
 	}
-	if !sub.setModeFromLocked(p, false, below) {
+	if !lz.setModeFromLocked(p, false, below) {
 		return
 	}
 	now := time.Now()
-	for _, e := range sub.lz.order {
+	for _, e := range lz.order {
 		if e.p == p && !e.done && !e.asked && e.seq >= below {
 			e.asked, e.promised, e.due = true, true, now.Add(p.lz.serveWait())
-			sub.armLazy(e.due)
+			lz.arm(e.due)
 		}
 	}
-	for _, q := range sub.parents {
+	for _, q := range lz.parents {
 		if q != p {
-			sub.setModeLocked(q, true)
+			lz.setModeLocked(q, true)
 		}
 	}
 }
 
-// lazyFire asks for the announcements whose frames are due — LazyWait
-// passed, or their parent is now eager, or no parent is — and blames the
-// parents whose asks were not served within lazyServeWait. It runs on a
-// timer's goroutine: it reads the parents (sub.mu) before it takes dmu and
-// blames after it let dmu go, for finishLocked takes dmu under sub.mu.
-func (sub *Subscription) lazyFire() {
-	s := sub.s
+// fire asks for the announcements whose frames are due — LazyWait passed,
+// or their parent is now eager, or no parent is — and has the judge blame
+// the parents whose asks were not served within lazyServeWait. It runs on
+// a timer's goroutine: it reads the parents (pmu), then does its work
+// under dmu (due), then tells the judge.
+func (lz *lazyIn) fire() {
+	s := lz.rc.s
 	if !s.track() {
 		return
 	}
 	defer s.done()
-	sub.mu.Lock()
-	live := make(map[*parent]bool, len(sub.parents))
-	for _, p := range sub.parents {
+	lz.pmu.Lock()
+	live := make(map[*parent]bool, len(lz.parents))
+	for _, p := range lz.parents {
 		live[p] = true
 	}
-	anyEager := sub.hasEagerLocked(nil)
-	sub.mu.Unlock()
+	anyEager := lz.hasEagerLocked(nil)
+	lz.pmu.Unlock()
 
-	blame := sub.lazyDue(live, anyEager)
+	blame := lz.due(live, anyEager)
 	for _, p := range blame {
 		s.metrics.LazyUnserved.Inc()
-		sub.blame(p)
+		lz.j.unserved(p)
 	}
 }
 
-// lazyDue is lazyFire's work under dmu: it asks for what is due and
+// due is fire's work under dmu: it asks for what is due and
 // returns the parents to blame.
-func (sub *Subscription) lazyDue(live map[*parent]bool, anyEager bool) []*parent {
-	s := sub.s
-	sub.dmu.Lock()
-	defer sub.dmu.Unlock()
-	lz := &sub.lz
+func (lz *lazyIn) due(live map[*parent]bool, anyEager bool) []*parent {
+	lz.rc.dmu.Lock()
+	defer lz.rc.dmu.Unlock()
 	lz.kicked.Store(false)
 	lz.armed = time.Time{}
-	if lz.stopped || sub.cClosed {
+	if lz.stopped || lz.rc.cClosed {
 		return nil
 	}
 	now := time.Now()
@@ -844,7 +890,7 @@ func (sub *Subscription) lazyDue(live map[*parent]bool, anyEager bool) []*parent
 			// its stream ended: nothing to ask it, nothing to judge
 			delete(lz.entries, e.key)
 			continue
-		case !e.asked && sub.taken.Contains(e.key):
+		case !e.asked && lz.rc.taken.Contains(e.key):
 			delete(lz.entries, e.key)
 			continue
 		case !e.asked && (e.p.eager() || !anyEager || !e.due.After(now)):
@@ -868,16 +914,7 @@ func (sub *Subscription) lazyDue(live map[*parent]bool, anyEager bool) []*parent
 	}
 	clear(lz.order[len(kept):])
 	lz.order = kept
-	for p, seqs := range asks {
-		for len(seqs) > 0 {
-			n := min(len(seqs), maxAskSeqs)
-			if p.cs.push(s, outFrame{b: encodeFrame(&pb.Ask{Seqs: seqs[:n]}), kind: kindAsk}) {
-				s.metrics.LazyAsked.Add(float64(n))
-				s.trace(Event{Kind: EventAsk, Cohort: sub.spec.String(), Peer: p.cs.peer, Index: uint64(n)})
-			}
-			seqs = seqs[n:]
-		}
-	}
+	lz.ask(asks)
 	if !next.IsZero() && !lz.kicked.Load() {
 		lz.armed = next
 		lz.timer.Reset(max(time.Until(next), time.Millisecond))

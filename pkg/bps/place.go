@@ -43,9 +43,30 @@ func (r *registry) tidyLocked(p *place) {
 	}
 }
 
+// live is the cohort of sp at this node, root or relay, if it is live.
+func (r *registry) live(sp *Spec) *cohort {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	p := r.places[sp.key]
+	if p == nil || p.broker == nil || p.broker.dead {
+		return nil
+	}
+	return p.broker
+}
+
 // follows reports whether this node follows the cohort of key through a
 // parent; the caller holds r.mu.
 func (p *place) follows() bool { return p != nil && len(p.parents) > 0 }
+
+// feeder is the subscription a broker half made now would relay: the one
+// this node relays the cohort for, where it follows the cohort; nil where
+// the node would be its root. The caller holds r.mu.
+func (p *place) feeder() *Subscription {
+	if !p.follows() {
+		return nil
+	}
+	return p.relay
+}
 
 // addParent records cs as a parent of this node in its cohort.
 func (r *registry) addParent(cs *clientStream) {
@@ -101,8 +122,8 @@ func (r *registry) positions() (roots, follows []Position, relays []*Subscriptio
 			c.mu.Lock()
 			children, streams = c.childPeers(), len(c.children)
 			c.mu.Unlock()
-			if c.up == nil {
-				roots = append(roots, Position{Spec: p.spec, Parents: []swarm.Address{}, Children: children, Streams: streams})
+			if pos, own := c.role.position(children, streams); own {
+				roots = append(roots, pos)
 				children, streams = nil, 0
 			}
 		}
@@ -120,7 +141,8 @@ func (r *registry) positions() (roots, follows []Position, relays []*Subscriptio
 
 // depth is the node's depth in the cohort: one below its shallowest
 // parent's stated depth (the depth each parent's Ack stated, SWIP-61 and
-// DESIGN §1.5; a SWIP-74 or SWIP-60 broker states none, which reads as 0).
+// docs/protocol.md "Depth"; a SWIP-74 or SWIP-60 broker states none, which reads
+// as 0).
 // It is stated for pricing and inspection only: no routing decision trusts
 // it.
 func (p *place) depth() uint32 {

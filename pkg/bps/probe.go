@@ -349,7 +349,7 @@ func bestCandidates(all []found, exclude swarm.Address) []*pb.Candidate {
 // once.
 func (s *Service) probe(c *cohort, childDepth uint32, exclude swarm.Address, wait time.Duration) []*pb.Candidate {
 	c.mu.Lock()
-	root := c.up == nil
+	root := c.role.holdsJoins()
 	c.mu.Unlock()
 	if !root {
 		// A relay asked to refer — its child repairing — answers as it

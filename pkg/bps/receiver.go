@@ -65,15 +65,17 @@ type receiver struct {
 
 	// dmu serialises taking a delivery — dedup, relaying, handing it on —
 	// across parent streams, so that each is seen once and in the order
-	// taken.
+	// taken. It comes before the owner's locks: what runs under it may
+	// take them, and the owner never takes it holding one (unlock).
 	dmu  sync.Mutex
 	seen *Window // dedup bindings; under dmu
-	// onTake, if set, is told every valid delivery and its FrameKey, under dmu: a relay
-	// fans it out to its children, the withholding check notes which
-	// parent gave it. dup reports one already taken from another parent.
+	// onTake, if set, is told every valid delivery and its FrameKey,
+	// under dmu: a subscription's took, which fans it out to its children
+	// if it relays and tells its observers (the judge, lazy push). dup
+	// reports one already taken from another parent.
 	onTake func(from *clientStream, pub publication, msg *pb.Message, key [32]byte, dup bool)
-	// onGaps, if set, is told the gaps a reorder flush passed over
-	// (escape.go); it takes no lock the reorder's timer may not hold.
+	// onGaps, if set, is told the gaps a reorder flush passed over: the
+	// judge's gaps (escape.go).
 	onGaps func(gaps []gapRef)
 
 	// order, on a subscription under FEED_TOPIC with explicit
@@ -101,54 +103,62 @@ func (rc *receiver) init(s *Service, sp *Spec, keep bool, closing chan struct{})
 }
 
 // authority of a subscription: the admin and the roster it has received.
-func (sub *receiver) isPublisher(owner []byte) bool {
-	sub.mu.Lock()
-	defer sub.mu.Unlock()
-	return sub.svc.MayPublish(sub.spec, owner)
+func (rc *receiver) isPublisher(owner []byte) bool {
+	rc.mu.Lock()
+	defer rc.mu.Unlock()
+	return rc.svc.MayPublish(rc.spec, owner)
 }
 
-func (sub *receiver) feedCursor(owner []byte) uint64 {
-	return sub.s.cursors.get(sub.spec.feedKey(owner))
+func (rc *receiver) feedCursor(owner []byte) uint64 {
+	return rc.s.cursors.get(rc.spec.feedKey(owner))
 }
 
 // passedOver reports whether index of owner is one a reorder flush passed
 // over and still remembers: below the cursor, and still taken when it comes
 // late (reorder.go). Called by check, before take takes dmu.
-func (sub *receiver) passedOver(owner []byte, index uint64) bool {
-	if sub.order == nil {
+func (rc *receiver) passedOver(owner []byte, index uint64) bool {
+	if rc.order == nil {
 		return false
 	}
-	sub.dmu.Lock()
-	defer sub.dmu.Unlock()
-	return sub.order.passedOver(string(owner), index)
+	rc.dmu.Lock()
+	defer rc.dmu.Unlock()
+	return rc.order.passedOver(string(owner), index)
 }
 
-func (sub *receiver) serviceNext() uint64 {
-	sub.mu.Lock()
-	defer sub.mu.Unlock()
-	return sub.svc.Next()
+// gapOpen reports whether a reorder flush passed over g and it is still
+// missing: no late copy filled it (the judge's escape, escape.go).
+func (rc *receiver) gapOpen(g gapRef) bool {
+	rc.dmu.Lock()
+	defer rc.dmu.Unlock()
+	return !rc.cClosed && rc.order.passedOver(g.owner, g.index)
+}
+
+func (rc *receiver) serviceNext() uint64 {
+	rc.mu.Lock()
+	defer rc.mu.Unlock()
+	return rc.svc.Next()
 }
 
 // Roster is the publisher set the subscription holds (admin excluded).
-func (sub *receiver) Roster() [][]byte {
-	sub.mu.Lock()
-	defer sub.mu.Unlock()
-	return sub.svc.Roster()
+func (rc *receiver) Roster() [][]byte {
+	rc.mu.Lock()
+	defer rc.mu.Unlock()
+	return rc.svc.Roster()
 }
 
 // LivenessFaults counts gaps seen in the service feed.
-func (sub *receiver) LivenessFaults() uint64 { return sub.faults.Load() }
+func (rc *receiver) LivenessFaults() uint64 { return rc.faults.Load() }
 
 // C delivers verified feed updates in the order the broker sent them; it is
 // closed when the subscription ends.
-func (sub *receiver) C() <-chan Delivery { return sub.c }
+func (rc *receiver) C() <-chan Delivery { return rc.c }
 
 // Received and Dropped count deliveries accepted and dropped (stale, or
 // failing verification) by this subscription.
-func (sub *receiver) Received() uint64 { return sub.received.Load() }
+func (rc *receiver) Received() uint64 { return rc.received.Load() }
 
 // Dropped counts deliveries this subscription dropped.
-func (sub *receiver) Dropped() uint64 { return sub.dropped.Load() }
+func (rc *receiver) Dropped() uint64 { return rc.dropped.Load() }
 
 // feedKey names the subscriber cursor of a publisher feed: (topic, owner).
 func (sp *Spec) feedKey(owner []byte) string { return string(sp.Topic) + string(owner) }
@@ -209,33 +219,8 @@ func (rc *receiver) take(cs *clientStream, msg *pb.Message) error {
 	d := Delivery{Index: pub.index, Address: swarm.NewAddress(msg.Address), Owner: pub.owner, Data: msg.Data, Service: pub.service}
 	rc.dmu.Lock()
 	defer rc.dmu.Unlock()
-	if v == accepted && rc.taken != nil {
-		if !rc.taken.Add(key) {
-			v = retransmit // the other parent's copy was taken meanwhile
-		}
-	}
 	if v == accepted {
-		switch {
-		case pub.service != nil:
-			switch rc.applyService(pub.service, msg) {
-			case Stale:
-				v = retransmit // taken already, from another parent
-			case Gap:
-				d.Gap = true
-			}
-		case rc.seen != nil:
-			if !rc.seen.Add(pub.dedup) {
-				v = retransmit
-			}
-		case rc.order != nil:
-			if !rc.order.admit(pub.owner, pub.index) {
-				v = retransmit
-			}
-		default:
-			if !s.cursors.advance(rc.spec.feedKey(pub.owner), pub.index) {
-				v = retransmit
-			}
-		}
+		v, d.Gap = rc.admitLocked(pub, msg, key)
 	}
 	if rc.onTake != nil && (v == accepted || v == retransmit) {
 		rc.onTake(cs, pub, msg, key, v == retransmit)
@@ -258,11 +243,44 @@ func (rc *receiver) take(cs *clientStream, msg *pb.Message) error {
 			}
 		}
 		if g := rc.order.takePassed(); len(g) > 0 && rc.onGaps != nil {
-			rc.onGaps(g) // a reader: sub.mu may be taken under dmu
+			rc.onGaps(g)
 		}
 		return nil
 	}
 	return rc.deliver(cs.peer, d)
+}
+
+// admitLocked takes a delivery that passed the checks once, whichever
+// parent gave it — by its frame, a service SOC by the service cursor, else
+// by the dedup window, the reorder or the node's feed cursor — and reports
+// retransmit for one taken before, and whether a service SOC follows a gap.
+// Under dmu.
+func (rc *receiver) admitLocked(pub publication, msg *pb.Message, key [32]byte) (v verdict, gap bool) {
+	if rc.taken != nil && !rc.taken.Add(key) {
+		return retransmit, false // the other parent's copy was taken meanwhile
+	}
+	switch {
+	case pub.service != nil:
+		switch rc.applyService(pub.service, msg) {
+		case Stale:
+			return retransmit, false // taken already, from another parent
+		case Gap:
+			return accepted, true
+		}
+	case rc.seen != nil:
+		if !rc.seen.Add(pub.dedup) {
+			return retransmit, false
+		}
+	case rc.order != nil:
+		if !rc.order.admit(pub.owner, pub.index) {
+			return retransmit, false
+		}
+	default:
+		if !rc.s.cursors.advance(rc.spec.feedKey(pub.owner), pub.index) {
+			return retransmit, false
+		}
+	}
+	return accepted, false
 }
 
 // deliver hands one taken delivery on, under dmu.
@@ -310,20 +328,52 @@ func (rc *receiver) flushHeld() {
 	}
 	g := rc.order.takePassed()
 	rc.dmu.Unlock()
-	// Off dmu: the subscription ending holds sub.mu and then takes dmu.
 	if len(g) > 0 && rc.onGaps != nil {
 		rc.onGaps(g)
 	}
 }
 
+// end ends the receiver's deliveries once its owner finished and no
+// reader is left: what the reorder held is delivered as it is — the
+// consumer has the channel's room for it, no more — and C is closed; under
+// dmu, also runs (the owner's state kept under dmu). A reorder flush may
+// hold dmu meanwhile, and gives up on the closing channel.
+func (rc *receiver) end(also func()) {
+	rc.dmu.Lock()
+	defer rc.dmu.Unlock()
+	if rc.order != nil {
+		for _, d := range rc.order.flush() {
+			select {
+			case rc.c <- d:
+				rc.received.Add(1)
+				rc.s.metrics.ClientReceived.Inc()
+			default:
+			}
+		}
+		rc.order.stop()
+	}
+	rc.cClosed = true
+	also()
+	close(rc.c)
+}
+
+// serviceFeed is the latest service SOC the receiver took, encoded (nil
+// if none), and a copy of its service feed: a relay's first view of the
+// cohort (newRelay).
+func (rc *receiver) serviceFeed() ([]byte, ServiceFeed) {
+	rc.mu.Lock()
+	defer rc.mu.Unlock()
+	return rc.latest, rc.svc.clone()
+}
+
 // applyService applies svc to the service feed the node holds; msg, the
 // SOC that carried it, becomes the latest unless svc is stale.
-func (sub *receiver) applyService(svc *pb.ServiceMessage, msg *pb.Message) Freshness {
-	sub.mu.Lock()
-	defer sub.mu.Unlock()
-	fr := sub.svc.Apply(svc)
+func (rc *receiver) applyService(svc *pb.ServiceMessage, msg *pb.Message) Freshness {
+	rc.mu.Lock()
+	defer rc.mu.Unlock()
+	fr := rc.svc.Apply(svc)
 	if fr != Stale && msg != nil {
-		sub.latest = encodeFrame(&pb.Message{Address: msg.Address, Data: msg.Data})
+		rc.latest = encodeFrame(&pb.Message{Address: msg.Address, Data: msg.Data})
 	}
 	return fr
 }

@@ -19,8 +19,9 @@ import (
 // (place.go). Its mutex guards the places and the per-peer counts; each
 // broker half's own mutex guards it (membership, roster, cursors, timers),
 // so fan-outs of different cohorts run in parallel. Lock order: registry,
-// then cohort. Critical sections are map updates and non-blocking queue
-// sends, never I/O.
+// then cohort, then — at a relay binding its subscription or vouching for
+// a claim — that subscription's mu. Critical sections are map updates and
+// non-blocking queue sends, never I/O.
 type registry struct {
 	s         *Service
 	mu        sync.Mutex
@@ -76,7 +77,7 @@ func (r *registry) attach(peer swarm.Address, stream p2p.Stream, cd codec, sp *S
 	} else if eos := r.ended.get(sp.key); eos != nil {
 		return nil, pb.Status_OK, eos
 	}
-	up, limit, ok := r.capacityLocked(pl, c)
+	limit, ok := r.capacityLocked(pl, c)
 	if !ok {
 		return nil, pb.Status_FULL, nil
 	}
@@ -87,12 +88,12 @@ func (r *registry) attach(peer swarm.Address, stream p2p.Stream, cd codec, sp *S
 		return nil, pb.Status_FULL, nil
 	}
 	m := r.newMember(peer, stream, cd, sp, addr, ro)
-	extra, ok := r.admitLocked(c, m, up, limit)
+	extra, ok := r.admitLocked(c, m, limit)
 	if !ok {
 		return nil, pb.Status_FULL, nil
 	}
 	if c == nil {
-		c = r.newCohortLocked(sp, up)
+		c = r.newCohortLocked(sp, pl.feeder())
 		defer c.mu.Unlock()
 	}
 	r.seatLocked(c, m, extra)
@@ -145,23 +146,22 @@ func (c *cohort) plainStreams(peer swarm.Address) int {
 	return n
 }
 
-// capacityLocked is this node's place as a parent in the cohort: the root,
-// fanning out to MaxStreamsPerCohort; or a relay fed by up, which takes
-// children up to its RelayCapacity (SWIP-61) — a node that follows the
-// cohort is never a second root. It is not ok where the node follows but
-// does not relay, or would broker one cohort more than it may. The caller
-// holds r.mu (and c.mu, if c is not nil).
-func (r *registry) capacityLocked(pl *place, c *cohort) (up *Subscription, limit int, ok bool) {
+// capacityLocked is how many children this node takes in the cohort: its
+// role's limit where it has children already (parentRole); else, where it
+// follows the cohort, a relay's RelayCapacity (SWIP-61) — a node that
+// follows the cohort is never a second root — and the root's
+// MaxStreamsPerCohort where it does not. It is not ok where the node
+// follows but does not relay, or would broker one cohort more than it may.
+// The caller holds r.mu (and c.mu, if c is not nil).
+func (r *registry) capacityLocked(pl *place, c *cohort) (limit int, ok bool) {
 	o := &r.s.opts
 	switch {
-	case c != nil && c.up != nil:
-		return c.up, o.RelayCapacity, true
 	case c != nil:
-		return nil, o.MaxStreamsPerCohort, true
+		return c.role.limit(o), true
 	case pl.follows():
-		return pl.relay, o.RelayCapacity, pl.relay != nil && o.RelayCapacity > 0 && r.brokered < o.MaxCohorts
+		return o.RelayCapacity, pl.relay != nil && o.RelayCapacity > 0 && r.brokered < o.MaxCohorts
 	}
-	return nil, o.MaxStreamsPerCohort, r.brokered < o.MaxCohorts
+	return o.MaxStreamsPerCohort, r.brokered < o.MaxCohorts
 }
 
 // newMember is the member for a stream joining in role ro; a stream that
@@ -181,21 +181,21 @@ func (r *registry) newMember(peer swarm.Address, stream p2p.Stream, cd codec, sp
 }
 
 // admitLocked checks m against c's fan-out limit, past which the root
-// admits a stream declaring a legitimate publisher's address to a
+// (its role's extraSeats) admits a stream declaring a legitimate publisher's address to a
 // provisional seat — one per address at a time, within the publisher-stream
 // bound — that its claim after the Ack must take within the claim
 // deadline (SWIP-74's extra seat for an absent publisher; with the claim no
 // longer inside the Join, also a returning one's way in). It reports
 // whether m takes such a seat, and false where c is full. The caller holds
 // c.mu.
-func (r *registry) admitLocked(c *cohort, m *member, up *Subscription, limit int) (extra, ok bool) {
+func (r *registry) admitLocked(c *cohort, m *member, limit int) (extra, ok bool) {
 	if c == nil {
 		return false, true
 	}
 	m.svcAt = c.svc.Next()
 	if c.fanout >= limit {
 		a := string(m.addr)
-		if up != nil || !c.spec.Explicit() || m.addr == nil || !c.isPublisherLocked(m.addr) || c.extras[a] != nil ||
+		if !c.role.extraSeats() || !c.spec.Explicit() || m.addr == nil || !c.isPublisherLocked(m.addr) || c.extras[a] != nil ||
 			c.nclaim+len(c.extras) >= r.s.opts.MaxPublisherStreams {
 			return false, false
 		}
@@ -206,7 +206,7 @@ func (r *registry) admitLocked(c *cohort, m *member, up *Subscription, limit int
 
 // newCohortLocked makes the broker half of sp at this node — the root's,
 // or a relay's fed by up — and returns it locked; the caller holds r.mu and
-// unlocks c.mu.
+// unlocks c.mu. Its role is chosen here, once.
 func (r *registry) newCohortLocked(sp *Spec, up *Subscription) *cohort {
 	now := time.Now()
 	c := &cohort{
@@ -226,16 +226,9 @@ func (r *registry) newCohortLocked(sp *Spec, up *Subscription) *cohort {
 	r.placeLocked(sp).broker = c
 	r.brokered++
 	if up != nil {
-		// The relay takes its subscription's view of the cohort: the
-		// latest service SOC (every child's first delivery) and the
-		// service feed. The subscription points at the cohort first, so
-		// that a service SOC it takes meanwhile is either seen here or
-		// fanned out to this cohort.
-		c.up = up
-		c.upSeen = NewWindow(r.s.opts.DedupWindow)
-		up.setRelay(c)
-		c.latest, c.svc = up.serviceFeed()
+		c.role = newRelay(c, up)
 	} else {
+		c.role = rootRole{c: c}
 		if h := r.feeds.get(sp.key); h.svc.Seen() {
 			c.svc, c.latest = h.svc, h.latest
 			r.feeds.remove(sp.key)
@@ -333,7 +326,7 @@ func (r *registry) upgrade(m *member, claim *pb.Claim) (upgradeResult, uint64) {
 // moves the address's cursor forward. A stream that was silent gets its
 // first delivery if deliver is set (the caller that is fanning out a roster
 // delivers that instead). At a relay the claim, verified here, is forwarded
-// rootward (attest). The caller holds c.mu.
+// rootward (its role's vouch). The caller holds c.mu.
 func (r *registry) upgradeLocked(m *member, claim *pb.Claim, deliver bool) upgradeResult {
 	c := m.c
 	addr, index := claim.Addr, claim.Index
@@ -362,9 +355,7 @@ func (r *registry) upgradeLocked(m *member, claim *pb.Claim, deliver bool) upgra
 	if wasSilent && deliver {
 		r.firstDelivery(m)
 	}
-	if c.up != nil {
-		c.up.attest(forwarded(claim, m.challenge, r.s.overlay))
-	}
+	c.role.vouch(forwarded(claim, m.challenge, r.s.overlay))
 	return upgraded
 }
 
@@ -412,18 +403,14 @@ func (r *registry) detach(m *member) {
 	}
 }
 
-// forget removes a cohort from the registry, remembering the root's service
-// feed; the caller holds r.mu and c.mu.
+// forget removes a cohort from the registry and tells its role (the root
+// remembers its service feed, a relay unbinds its subscription); the
+// caller holds r.mu and c.mu.
 func (r *registry) forget(c *cohort) {
-	if !c.dead && c.up == nil && c.svc.Seen() && !c.svc.Ended() {
-		r.feeds.put(c.spec.key, heldFeed{svc: c.svc.clone(), latest: c.latest})
-	}
+	c.role.forgotten()
 	c.dead = true
 	if c.timer != nil {
 		c.timer.Stop()
-	}
-	if c.up != nil {
-		c.up.clearRelay(c)
 	}
 	if p := r.places[c.spec.key]; p != nil && p.broker == c {
 		p.broker = nil

@@ -13,17 +13,196 @@ import (
 
 // A relay (SWIP-61) is a node that follows a cohort through parents and
 // has children in it: a Subscription (the client half: parents,
-// verification) and a cohort of the registry whose up is that subscription
-// (the broker half: children, bounds, fan-out). Accepting the first child
-// is what makes a subscriber a relay; the cohort is forgotten when its last
-// child leaves, and the subscription stays.
+// verification) and a cohort of the registry whose role is a relay fed by
+// that subscription (the broker half: children, bounds, fan-out).
+// Accepting the first child is what makes a subscriber a relay; the cohort
+// is forgotten when its last child leaves, and the subscription stays.
 //
 // Down, every delivery the subscription takes — verified end to end,
 // deduplicated across its parents — is fanned out to the children exactly
-// as a broker fans out what it accepts. Up, a publication a child sends is
-// checked statelessly (signature, binding, authorship against the roster
-// this node holds) and forwarded up every parent; the root alone dedups
-// (SWIP-61 item 11).
+// as a broker fans out what it accepts (deliver). Up, a publication a
+// child sends is checked statelessly (signature, binding, authorship
+// against the roster this node holds) and forwarded up every parent, each
+// frame once within a window so that no loop carries it up for ever
+// (publish); the root alone judges it by the cohort's cursors and dedup
+// window (SWIP-61 item 11). A claim verified here, or forwarded by a
+// child, goes up too (vouch, attest.go).
+
+var _ parentRole = (*relay)(nil)
+
+// relay is this node's position in a cohort it relays: the cohort of its
+// children and the subscription that feeds it. It is made with the cohort
+// (newRelay) and is the one relation between the two: the cohort's role,
+// and the subscription's relay until the cohort is forgotten.
+type relay struct {
+	c    *cohort
+	sub  *Subscription
+	sent *Window // frames forwarded rootward (FrameKey), each once; under c.mu
+}
+
+// newRelay makes c, a cohort being made under r.mu and c.mu, the relay
+// fed by sub: it takes the subscription's view of the cohort — the latest
+// service SOC (every child's first delivery) and the service feed. The
+// subscription points at the cohort first, so that a service SOC it takes
+// meanwhile is either seen here or fanned out to this cohort.
+func newRelay(c *cohort, sub *Subscription) *relay {
+	rl := &relay{c: c, sub: sub, sent: NewWindow(c.r.s.opts.DedupWindow)}
+	sub.swapRelay(nil, c)
+	c.latest, c.svc = sub.serviceFeed()
+	return rl
+}
+
+// authority is a relay's view of who may publish: the roster it holds.
+func (rl *relay) authority() authority { return relayAuthority{c: rl.c} }
+
+// publish forwards a publication that passed the stateless checks up
+// every parent that speaks the envelope, once within the window; a frame
+// forwarded before is a retransmit.
+func (rl *relay) publish(pub publication, msg *pb.Message, from *member) verdict {
+	c := rl.c
+	s := c.r.s
+	k := FrameKey(msg.Address, msg.Data)
+	c.mu.Lock()
+	fresh := rl.sent.Add(k)
+	c.mu.Unlock()
+	if !fresh {
+		return retransmit
+	}
+	if rl.sub.sendUp(outFrame{b: encodeFrame(&pb.Message{Address: msg.Address, Data: msg.Data}), kind: kindMessage}, nil) > 0 {
+		s.metrics.Forwarded.Inc()
+		s.trace(Event{Kind: EventForward, Cohort: c.spec.String(), Peer: from.peer, Index: pub.index})
+	}
+	return accepted
+}
+
+func (rl *relay) limit(o *Options) int      { return o.RelayCapacity }
+func (*relay) extraSeats() bool             { return false }
+func (rl *relay) depth() uint32             { return rl.sub.depth() }
+func (rl *relay) ackDepth(m *member) uint32 { return rl.sub.ackDepth(m) }
+func (rl *relay) vouch(claim *pb.Claim) {
+	rl.sub.sendUp(outFrame{b: encodeFrame(claim), kind: kindClaim}, claim.Addr)
+}
+func (*relay) holdsJoins() bool { return false }
+func (*relay) position([]swarm.Address, int) (Position, bool) {
+	return Position{}, false
+}
+
+// forgotten unbinds the subscription from the cohort.
+func (rl *relay) forgotten() { rl.sub.swapRelay(rl.c, nil) }
+
+// deliver fans a delivery the relay's subscription took out to the
+// relay's children: a service SOC moves the relay's service cursor, roster
+// and latest SOC first, as at the root.
+func (rl *relay) deliver(pub publication, msg *pb.Message) {
+	c := rl.c
+	frame := encodeFrame(&pb.Message{Address: msg.Address, Data: msg.Data})
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if c.dead || c.svc.Ended() {
+		return
+	}
+	var svc uint64
+	if pub.service != nil {
+		var ok bool
+		if svc, ok = c.r.serviceLocked(c, pub, frame); !ok {
+			return
+		}
+	}
+	c.r.deliverLocked(c, pub, frame, svc)
+}
+
+// acked reports whether a child stream has been told this node's depth
+// (Subscription.mayAttachUnder).
+func (rl *relay) acked() bool {
+	c := rl.c
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	for m := range c.children {
+		if m.acked.Load() {
+			return true
+		}
+	}
+	return false
+}
+
+// hasChild reports whether peer holds a stream to this node as its child.
+func (rl *relay) hasChild(peer swarm.Address) bool {
+	c := rl.c
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	for m := range c.children {
+		if m.peer.Equal(peer) {
+			return true
+		}
+	}
+	return false
+}
+
+// reparentAll sends every child that speaks the envelope a Reparent
+// toward to — one of this node's own parents (SWIP-61, graceful leave),
+// with its underlays if this node learned them — and waits, at most wait,
+// for them to leave; the children that do not are left to the caller's
+// close.
+func (rl *relay) reparentAll(to swarm.Address, underlays [][]byte, wait time.Duration) {
+	c := rl.c
+	rp := &pb.Reparent{To: to.Bytes(), Underlays: underlays[:min(len(underlays), maxUnderlays)]}
+	frame := encodeFrame(rp)
+	c.mu.Lock()
+	if c.dead || c.svc.Ended() {
+		c.mu.Unlock()
+		return
+	}
+	if c.gone == nil {
+		c.gone = make(chan struct{})
+	}
+	gone := c.gone
+	sent := 0
+	for m := range c.children {
+		if m.codec == codecEnvelope && m.offer(outFrame{b: frame, kind: kindReparent}) {
+			sent++
+		}
+	}
+	c.mu.Unlock()
+	if sent == 0 {
+		return
+	}
+	t := time.NewTimer(wait)
+	defer t.Stop()
+	select {
+	case <-gone:
+	case <-t.C:
+	case <-c.r.s.ctx.Done():
+	}
+}
+
+// dropChildren resets every child stream: the relay's subscription ended
+// (they repair through their other parent).
+func (rl *relay) dropChildren() {
+	c := rl.c
+	c.mu.Lock()
+	children := make([]*member, 0, len(c.children))
+	for m := range c.children {
+		children = append(children, m)
+	}
+	c.mu.Unlock()
+	for _, m := range children {
+		m.kill(errRelayGone)
+	}
+}
+
+// relayAuthority is a relay's view of who may publish: the roster it holds
+// (explicit authorship). It holds no cursors: a relay never judges an
+// index (SWIP-61 item 11), so every index passes here and the root judges.
+type relayAuthority struct{ c *cohort }
+
+func (a relayAuthority) isPublisher(owner []byte) bool {
+	a.c.mu.Lock()
+	defer a.c.mu.Unlock()
+	return a.c.isPublisherLocked(owner)
+}
+
+func (relayAuthority) feedCursor([]byte) uint64 { return 0 }
+func (relayAuthority) serviceNext() uint64      { return 0 }
 
 // addRelay registers sub as the subscription this node relays cohort
 // sub.spec for; the first registered wins.
@@ -51,156 +230,56 @@ func (r *registry) dropRelay(sub *Subscription) {
 		}
 	}
 	r.mu.Unlock()
-	if c == nil || c.up != sub {
+	if c == nil {
 		return
 	}
-	c.mu.Lock()
-	children := make([]*member, 0, len(c.children))
-	for m := range c.children {
-		children = append(children, m)
-	}
-	c.mu.Unlock()
-	for _, m := range children {
-		m.kill(errRelayGone)
+	if rl, ok := c.role.(*relay); ok && rl.sub == sub {
+		rl.dropChildren()
 	}
 }
 
-// relayDeliver fans a delivery the relay's subscription took out to the
-// relay's children: a service SOC moves the relay's service cursor, roster
-// and latest SOC first, as at the broker.
-func (r *registry) relayDeliver(c *cohort, pub publication, msg *pb.Message) {
-	frame := encodeFrame(&pb.Message{Address: msg.Address, Data: msg.Data})
-	c.mu.Lock()
-	defer c.mu.Unlock()
-	if c.dead || c.svc.Ended() {
-		return
+// A child that speaks the envelope may carry publications of its subtree
+// up its subscriber stream (SWIP-61), at the root and at a relay alike:
+// each is judged on its own hash, signature and owner, against the roster
+// this node holds. What fails is dropped, never held against the child —
+// a relay that forwards everything is conformant (SWIP-61 item 11) — but
+// counted against a budget, so that it cannot make this node check garbage
+// without bound.
+
+// relayedAuthor is the owner a publication child stream from carries up
+// must have, and whether it is checked at all: under explicit authorship
+// one whose claim came up that stream first (attest.go), nil otherwise;
+// not once from spent its check budget this second. A stream that does not
+// speak the envelope carries nothing up: a violation.
+func (c *cohort) relayedAuthor(msg *pb.Message, from *member) (addr []byte, ok bool, err error) {
+	s := c.r.s
+	if from.codec != codecEnvelope {
+		s.count(c, CounterWrongStream)
+		return nil, false, violationf("subscriber stream sent a publication")
 	}
-	var svc uint64
-	if pub.service != nil {
-		var ok bool
-		if svc, ok = r.serviceLocked(c, pub, frame); !ok {
-			return
+	if c.spec.Explicit() {
+		if addr, err = c.carried(msg, from); addr == nil {
+			return nil, false, err
 		}
 	}
-	r.deliverLocked(c, pub, frame, svc)
+	if !from.mayCheckRelayed(time.Now()) {
+		s.metrics.Unchecked.Inc()
+		return nil, false, nil
+	}
+	return addr, true, nil
 }
 
-// relayAuthority is a relay's view of who may publish: the roster it holds
-// (explicit authorship). It holds no cursors: a relay never dedups
-// (SWIP-61 item 11), so every index passes here and the root judges.
-type relayAuthority struct{ c *cohort }
+// maxRelayedFailures bounds the relayed publications that fail here one
+// child stream may make this node check in a second; past it the stream's
+// relayed publications are dropped unchecked until the second ends. A
+// relay that forwards valid frames never reaches it.
+const maxRelayedFailures = 32
 
-func (a relayAuthority) isPublisher(owner []byte) bool {
-	a.c.mu.Lock()
-	defer a.c.mu.Unlock()
-	return a.c.isPublisherLocked(owner)
-}
-
-func (relayAuthority) feedCursor([]byte) uint64 { return 0 }
-func (relayAuthority) serviceNext() uint64      { return 0 }
-
-// reparentAll sends every child of the relay cohort c that speaks the
-// envelope a Reparent toward to — one of this node's own parents (SWIP-61,
-// graceful leave), with its underlays if this node learned them — and waits, at most wait, for them to leave; the
-// children that do not are left to the caller's close.
-func (r *registry) reparentAll(c *cohort, to swarm.Address, underlays [][]byte, wait time.Duration) {
-	rp := &pb.Reparent{To: to.Bytes(), Underlays: underlays[:min(len(underlays), maxUnderlays)]}
-	frame := encodeFrame(rp)
-	c.mu.Lock()
-	if c.dead || c.svc.Ended() {
-		c.mu.Unlock()
-		return
+// mayCheckRelayed reports whether a publication m relays is checked now;
+// m's reader goroutine only.
+func (m *member) mayCheckRelayed(now time.Time) bool {
+	if now.Sub(m.failAt) >= time.Second {
+		m.failAt, m.failed = now, 0
 	}
-	if c.gone == nil {
-		c.gone = make(chan struct{})
-	}
-	gone := c.gone
-	sent := 0
-	for m := range c.children {
-		if m.codec == codecEnvelope && m.offer(outFrame{b: frame, kind: kindReparent}) {
-			sent++
-		}
-	}
-	c.mu.Unlock()
-	if sent == 0 {
-		return
-	}
-	t := time.NewTimer(wait)
-	defer t.Stop()
-	select {
-	case <-gone:
-	case <-t.C:
-	case <-r.s.ctx.Done():
-	}
-}
-
-// setRelay points the subscription at its relay cohort.
-func (sub *Subscription) setRelay(c *cohort) {
-	sub.mu.Lock()
-	defer sub.mu.Unlock()
-	sub.relay = c
-}
-
-// clearRelay forgets the relay cohort c once it is forgotten.
-func (sub *Subscription) clearRelay(c *cohort) {
-	sub.mu.Lock()
-	defer sub.mu.Unlock()
-	if sub.relay == c {
-		sub.relay = nil
-	}
-}
-
-// serviceFeed is the latest service SOC the subscription took, encoded
-// (nil if none), and a copy of its service feed.
-func (rc *receiver) serviceFeed() ([]byte, ServiceFeed) {
-	rc.mu.Lock()
-	defer rc.mu.Unlock()
-	return rc.latest, rc.svc.clone()
-}
-
-// live is the cohort of sp at this node, root or relay, if it is live.
-func (r *registry) live(sp *Spec) *cohort {
-	r.mu.Lock()
-	defer r.mu.Unlock()
-	p := r.places[sp.key]
-	if p == nil || p.broker == nil || p.broker.dead {
-		return nil
-	}
-	return p.broker
-}
-
-// nodeDepth is this node's depth in c's cohort: 0 at the root, the relay
-// subscription's depth at a relay.
-func (c *cohort) nodeDepth() uint32 {
-	if c.up != nil {
-		return c.up.depth()
-	}
-	return 0
-}
-
-// relayOf is the subscription this node follows the cohort of key through,
-// the one it relays for; nil if none.
-func (r *registry) relayOf(key string) *Subscription {
-	r.mu.Lock()
-	defer r.mu.Unlock()
-	if p := r.places[key]; p != nil {
-		return p.relay
-	}
-	return nil
-}
-
-// describe fills in what the subscription knows of its place: its parents'
-// lag, its probe, reparent and withholding counts.
-func (sub *Subscription) describe(p *Position) {
-	sub.mu.Lock()
-	lag := make(map[string]int, len(sub.parents))
-	for _, q := range sub.parents {
-		lag[q.cs.peer.ByteString()] = q.missed
-	}
-	sub.mu.Unlock()
-	p.Lag = make([]int, len(p.Parents))
-	for i, a := range p.Parents {
-		p.Lag[i] = lag[a.ByteString()]
-	}
-	p.Probes, p.Reparents, p.Withheld = sub.probes.Load(), sub.reparents.Load(), sub.withheld.Load()
+	return m.failed < maxRelayedFailures
 }

@@ -5,6 +5,7 @@
 package bps
 
 import (
+	"bytes"
 	"context"
 	"errors"
 	"fmt"
@@ -14,6 +15,7 @@ import (
 	"sync/atomic"
 	"time"
 
+	"github.com/ethersphere/bee/v2/pkg/p2p"
 	"github.com/ethersphere/bee/v2/pkg/swarm"
 	"github.com/ethersphere/bps/pkg/bps/pb"
 )
@@ -44,18 +46,17 @@ type Subscription struct {
 	mu        sync.Mutex
 	rank      uint32 // the depth this node states while it has parents (depth); changes under rmu too
 	parents   []*parent
-	relay     *cohort         // this node's children in the cohort, nil while it has none
+	relay     *cohort         // the cohort of this node's children, a relay's (relay.go: bound and unbound there), nil while it has none
 	attested  []attestedClaim // the claims this relay forwards rootward, oldest first (attest.go)
 	offers    offers          // slots this node offered to probes, not taken yet (probe.go)
 	closing   bool            // Close began
 	fatal     error           // the subscription is over for this reason (nil with closing: closed by us)
 	repairing bool            // a repair goroutine runs
 	gen       uint32          // numbers parents, for the withholding check
-	finished  bool
+	finished  finishing       // running, then its deliveries to end (finishLocked), then ended (unlock)
 	retry     *time.Timer     // the next request for a missing second parent, if armed
 	nextRetry time.Duration   // the wait after the next failed request
 	leaving   bool            // Close is reparenting this relay's children
-	shunned   []swarm.Address // parents dropped for withholding, most recent last; never taken again
 
 	quit   chan struct{} // closed when Close begins or the subscription ends: deliveries stop
 	qonce  sync.Once
@@ -64,26 +65,24 @@ type Subscription struct {
 	done   chan struct{} // closed when every parent stream has ended and no repair runs
 	err    error         // why it ended; read after done
 
-	lag lagWindow   // under dmu
-	lz  lazyIn      // lazy push: announcements waiting, asks (lazy.go)
-	esc escapeState // a captured node's way out (escape.go)
+	judge     *judge     // judges the parents: lag, the gap escape, lazy blame (judge.go)
+	lz        lazyIn     // lazy push: announcements waiting, asks (lazy.go)
+	observers []observer // told of every parent and delivery: the judge, lazy push
 
-	probes, reparents, withheld, escapes atomic.Uint64
+	probes, reparents, escapes atomic.Uint64
 }
 
 // parent is one parent stream of a subscription.
 type parent struct {
 	cs        *clientStream
-	gen       uint32
-	missed    int               // deliveries its sister gave and it did not (lag.go), or announced and did not serve (lazy.go), this lag epoch; under sub.mu
-	probing   atomic.Int32      // probes from this parent being answered
-	window    time.Time         // the second probes are counted in; the reader only
-	probes    int               // probes from this parent in window; the reader only
-	underlays [][]byte          // how this node reached it, if a probe's candidate named them: passed on in a Reparent
-	moving    atomic.Bool       // a Reparent from this parent is being followed
-	moved     atomic.Bool       // the node moved away from this parent on its Reparent
-	lz        *lazyParent       // lazy push, if the stream negotiated it (lazy.go)
-	gave      map[string]uint64 // per publisher: one past the highest explicit feed index it gave (escape.go); under sub.mu
+	gen       uint32       // numbers the parent among the subscription's, for the withholding check
+	probing   atomic.Int32 // probes from this parent being answered
+	window    time.Time    // the second probes are counted in; the reader only
+	probes    int          // probes from this parent in window; the reader only
+	underlays [][]byte     // how this node reached it, if a probe's candidate named them: passed on in a Reparent
+	moving    atomic.Bool  // a Reparent from this parent is being followed
+	moved     atomic.Bool  // the node moved away from this parent on its Reparent
+	lz        *lazyParent  // lazy push, if the stream negotiated it (lazy.go)
 }
 
 // Errors of a subscription's parents.
@@ -122,10 +121,13 @@ func (s *Service) Subscribe(ctx context.Context, broker swarm.Address, sp *Spec)
 	sub.receiver.init(s, sp, true, sub.quit)
 	sub.onTake = sub.took
 	sub.taken = NewWindow(s.opts.DedupWindow)
-	sub.initLazy()
-	if sp.Binding == pb.TopicBinding_FEED_TOPIC && sp.Explicit() {
+	feed := sp.Binding == pb.TopicBinding_FEED_TOPIC && sp.Explicit()
+	sub.judge = newJudge(s, sp, broker, sub, feed)
+	sub.lz.init(&sub.receiver, sub.judge)
+	sub.observers = []observer{sub.judge, &sub.lz}
+	if feed {
 		sub.order = newReorder()
-		sub.onGaps = sub.gapsPassed
+		sub.onGaps = sub.judge.gaps
 	}
 	if err := sub.acquire(ctx, broker, nil, false, nil); err != nil {
 		sub.mu.Lock()
@@ -134,7 +136,7 @@ func (s *Service) Subscribe(ctx context.Context, broker swarm.Address, sp *Spec)
 		}
 		sub.stopLocked()
 		sub.finishLocked()
-		sub.mu.Unlock()
+		sub.unlock()
 		return nil, err
 	}
 	sub.mu.Lock()
@@ -197,7 +199,7 @@ func (sub *Subscription) attachCandidates(ctx context.Context, cands []*pb.Candi
 		sub.rmu.Lock()
 		fit := sub.mayAttachUnder(c.Depth, peer)
 		sub.rmu.Unlock()
-		if peer.Equal(s.overlay) || sub.hasParent(peer) || sub.shuns(peer) || sub.isChild(peer) || !fit {
+		if peer.Equal(s.overlay) || sub.hasParent(peer) || sub.judge.shuns(peer) || sub.isChild(peer) || !fit {
 			continue
 		}
 		err := sub.attachAt(ctx, peer, c.Underlays, false, c)
@@ -231,24 +233,51 @@ func (s *Service) dial(ctx context.Context, peer swarm.Address, underlays [][]by
 	return nil
 }
 
-// maxShunned bounds the withholding parents a subscription remembers.
-const maxShunned = 16
+// withhold drops p as a parent that withheld (the judge's verdict,
+// judge.go, which shuns its peer).
+func (sub *Subscription) withhold(p *parent) { p.cs.kill(errWithheld) }
 
-// shun remembers peer as a parent dropped for withholding: it is not taken
-// as a parent again by this subscription.
-func (sub *Subscription) shun(peer swarm.Address) {
+// escape attaches the node to a third parent found by the root's probe
+// (make-before-break, as a Reparent is followed) and then leaves parent
+// leave, one of two that both failed a gap (the judge's verdict,
+// escape.go); gap is the index that set it off. It returns the parent
+// kept, nil if no new parent was found: then both stay.
+func (sub *Subscription) escape(leave *parent, gap uint64) (kept *parent) {
+	s := sub.s
 	sub.mu.Lock()
-	defer sub.mu.Unlock()
-	sub.shunned = append(sub.shunned, peer)
-	if len(sub.shunned) > maxShunned {
-		sub.shunned = sub.shunned[1:]
+	if sub.closing || sub.fatal != nil || !sub.hasParentLocked(leave.cs.peer) {
+		sub.mu.Unlock()
+		return nil
 	}
-}
-
-func (sub *Subscription) shuns(peer swarm.Address) bool {
+	for _, p := range sub.parents {
+		if p != leave {
+			kept = p
+		}
+	}
+	sub.want++ // room for the new parent beside the old ones, for the overlap
+	sub.mu.Unlock()
+	ctx, cancel := context.WithTimeout(sub.ctx, s.opts.HandshakeTimeout+s.opts.ProbeWait)
+	err := sub.acquire(ctx, sub.root, nil, false, nil)
+	cancel()
 	sub.mu.Lock()
-	defer sub.mu.Unlock()
-	return slices.ContainsFunc(sub.shunned, peer.Equal)
+	sub.want--
+	gained := err == nil && len(sub.parents) > 2 && sub.hasParentLocked(leave.cs.peer)
+	sub.mu.Unlock()
+	if !gained {
+		if err == nil {
+			err = errNoParents
+		}
+		s.trace(Event{Kind: EventEscape, Cohort: sub.spec.String(), Peer: leave.cs.peer, Index: gap, Err: err})
+		return nil
+	}
+	s.metrics.Escapes.Inc()
+	sub.escapes.Add(1)
+	s.trace(Event{Kind: EventEscape, Cohort: sub.spec.String(), Peer: leave.cs.peer, Index: gap})
+	// Left as a parent that moved: no repair (the new one is in), no
+	// blame, no shunning — the gap proves nothing against it alone.
+	leave.moved.Store(true)
+	leave.cs.closeOnce()
+	return kept
 }
 
 // mayAttachUnder reports whether a parent peer stating depth — a
@@ -267,24 +296,12 @@ func (sub *Subscription) shuns(peer swarm.Address) bool {
 // joiner refuses (errNotAsOffered). The caller holds rmu.
 func (sub *Subscription) mayAttachUnder(depth uint32, peer swarm.Address) bool {
 	sub.mu.Lock()
-	c, rank, offering := sub.relay, sub.rank, sub.offers.holding(time.Now())
+	rl, rank, offering := sub.relayLocked(), sub.rank, sub.offers.holding(time.Now())
 	sub.mu.Unlock()
-	if !offering && (c == nil || !c.hasAcked()) {
+	if !offering && (rl == nil || !rl.acked()) {
 		return true
 	}
 	return depth < rank || depth == rank && peer.Compare(sub.s.overlay) < 0
-}
-
-// hasAcked reports whether a child stream has been told this node's depth.
-func (c *cohort) hasAcked() bool {
-	c.mu.Lock()
-	defer c.mu.Unlock()
-	for m := range c.children {
-		if m.acked.Load() {
-			return true
-		}
-	}
-	return false
 }
 
 // ackDepth is the depth this node states in the Ack to m, a child stream
@@ -297,32 +314,32 @@ func (sub *Subscription) ackDepth(m *member) uint32 {
 	return d
 }
 
-// ackDepth is the depth this node states in the Ack to m: 0 at the root,
-// the relay subscription's rank at a relay.
-func (c *cohort) ackDepth(m *member) uint32 {
-	if c.up != nil {
-		return c.up.ackDepth(m)
-	}
-	return 0
-}
-
 // isChild reports whether peer holds a stream to this node as its child in
 // the cohort.
 func (sub *Subscription) isChild(peer swarm.Address) bool {
 	sub.mu.Lock()
-	c := sub.relay
+	rl := sub.relayLocked()
 	sub.mu.Unlock()
-	if c == nil {
-		return false
+	return rl != nil && rl.hasChild(peer)
+}
+
+// relayLocked is the relay this subscription feeds, nil while it has no
+// children (relay.go); the caller holds sub.mu.
+func (sub *Subscription) relayLocked() *relay {
+	if sub.relay == nil {
+		return nil
 	}
-	c.mu.Lock()
-	defer c.mu.Unlock()
-	for m := range c.children {
-		if m.peer.Equal(peer) {
-			return true
-		}
+	return sub.relay.role.(*relay) // only a relay's cohort is bound here (newRelay)
+}
+
+// swapRelay makes c the cohort this subscription relays through, if it is
+// old now: newRelay binds it, its role's forgotten unbinds it.
+func (sub *Subscription) swapRelay(old, c *cohort) {
+	sub.mu.Lock()
+	defer sub.mu.Unlock()
+	if sub.relay == old {
+		sub.relay = c
 	}
-	return false
 }
 
 // attachAt joins at peer (connecting to underlays first, if given) and, on
@@ -335,78 +352,95 @@ func (sub *Subscription) attachAt(ctx context.Context, peer swarm.Address, under
 	}
 	join := &pb.Join{Cohort: sub.spec.PB(), Multihop: true, Refer: refer, Attests: true}
 	if !refer {
-		join.Push = sub.pushFor()
+		join.Push = sub.lz.pushFor()
 	}
 	stream, fr, ack, err := s.join(ctx, peer, sub.spec, join)
 	if err != nil {
 		s.trace(Event{Kind: EventParent, Cohort: sub.spec.String(), Peer: peer, Status: statusOf(err), Err: err})
 		return err
 	}
-	if ack.GetDepth() >= maxDepth-1 {
+	if err := ackRefused(sub.root, peer, ack, cand); err != nil {
 		_ = stream.Reset()
-		return fmt.Errorf("bps: %s at depth %d: %w", peer, ack.GetDepth(), errTooDeep)
+		return err
 	}
-	if ack.GetDepth() == 0 && !peer.Equal(sub.root) {
+	p, err := sub.adopt(peer, underlays, stream, join, ack)
+	if err != nil {
+		return err
+	}
+	cs := p.cs
+	if cs.codec == codecEnvelope {
+		s.reg.addRelay(sub)
+	}
+	s.trace(Event{Kind: EventParent, Cohort: sub.spec.String(), Peer: peer, Status: pb.Status_OK.String()})
+	return cs.run(func(fr *frameReader) error { return sub.readOne(cs, fr, sub.control(p)) }, fr, func() { sub.lost(p) })
+}
+
+// ackRefused is why a node refuses the parent peer that answered ack, as
+// the candidate cand if one named it, in the cohort rooted at root; nil if
+// it does not.
+func ackRefused(root, peer swarm.Address, ack *pb.Ack, cand *pb.Candidate) error {
+	switch {
+	case ack.GetDepth() >= maxDepth-1:
+		return fmt.Errorf("bps: %s at depth %d: %w", peer, ack.GetDepth(), errTooDeep)
+	case ack.GetDepth() == 0 && !peer.Equal(root):
 		// Only the cohort's root states depth 0: a node that does not
 		// follow the cohort answers a Join as a root of its own, with
-		// nothing to deliver (a candidate naming any node, DESIGN §7).
-		_ = stream.Reset()
+		// nothing to deliver (a candidate naming any node: docs/protocol.md,
+		// "Threat model").
 		return fmt.Errorf("bps: %s: %w", peer, errFalseRoot)
-	}
-	if cand != nil && ack.GetDepth() > cand.GetDepth() {
+	case cand != nil && ack.GetDepth() > cand.GetDepth():
 		// A candidate states the larger of the probe's depth and its
 		// rank, its Ack the rank: an Ack deeper than the candidate is a
 		// node that is not where its candidate said — named from outside
-		// the subtree that was probed (DESIGN §7).
-		_ = stream.Reset()
+		// the subtree that was probed (docs/protocol.md, "Join by probe").
 		return fmt.Errorf("bps: %s at depth %d, offered at %d: %w", peer, ack.GetDepth(), cand.GetDepth(), errNotAsOffered)
 	}
-	// What the candidate said in the probe, its Ack says again, and the
-	// Ack is what this node's rank follows: checked, and the parent
-	// taken, with no child's Ack between (rmu).
+	return nil
+}
+
+// adopt makes the stream to peer, which answered join with ack, a parent:
+// its observers are told, and the claims this node forwards go up it
+// first. What the candidate said in the probe, its Ack says again, and the
+// Ack is what this node's rank follows: checked, and the parent taken,
+// with no child's Ack between (rmu). A refused stream is reset.
+func (sub *Subscription) adopt(peer swarm.Address, underlays [][]byte, stream p2p.Stream, join *pb.Join, ack *pb.Ack) (*parent, error) {
 	sub.rmu.Lock()
 	sub.mu.Lock()
-	rc, offering := sub.relay, sub.offers.holding(time.Now())
+	rl, offering := sub.relayLocked(), sub.offers.holding(time.Now())
 	sub.mu.Unlock()
-	leaf := !offering && (rc == nil || !rc.hasAcked())
+	leaf := !offering && (rl == nil || !rl.acked())
 	if !sub.mayAttachUnder(ack.GetDepth(), peer) {
 		sub.rmu.Unlock()
 		_ = stream.Reset()
-		return fmt.Errorf("bps: %s at depth %d: %w", peer, ack.GetDepth(), errNotAbove)
+		return nil, fmt.Errorf("bps: %s at depth %d: %w", peer, ack.GetDepth(), errNotAbove)
 	}
 	cs := &clientStream{}
-	*cs = newClientStream(s, peer, sub.spec, stream, ack.GetDepth())
+	*cs = newClientStream(sub.s, peer, sub.spec, stream, ack.GetDepth())
 	cs.codec = negotiated(join, ack)
 	cs.attests = cs.codec == codecEnvelope && ack.GetAttests()
 	p := &parent{cs: cs, underlays: underlays, lz: lazyOf(join, ack, cs.codec)}
 	sub.mu.Lock()
 	sub.rmu.Unlock() // the parent is in before mu is let go
-	if sub.closing || sub.fatal != nil || sub.hasParentLocked(peer) {
+	if over := sub.closing || sub.fatal != nil; over || sub.hasParentLocked(peer) {
 		sub.mu.Unlock()
 		_ = stream.Reset()
-		if sub.closing || sub.fatal != nil {
-			return ErrClosed
+		if over {
+			return nil, ErrClosed
 		}
-		return errDuplicateParent
+		return nil, errDuplicateParent
 	}
 	sub.gen++
 	p.gen = sub.gen
 	sub.parents = append(sub.parents, p)
+	for _, o := range sub.observers {
+		o.added(p)
+	}
 	sub.attestTo(p) // before anything this node forwards up p
-	// One parent sends every delivery whole (lazy.go).
-	sub.ensureEagerLocked(nil)
 	if leaf {
-		sub.rank = sub.depthLocked()
+		sub.rank = belowDeepestOf(sub.parents)
 	}
 	sub.mu.Unlock()
-	if cs.codec == codecEnvelope {
-		s.reg.addRelay(sub)
-	}
-	s.trace(Event{Kind: EventParent, Cohort: sub.spec.String(), Peer: peer, Status: pb.Status_OK.String()})
-	if err := cs.run(func(fr *frameReader) error { return sub.readOne(cs, fr, sub.control(p)) }, fr, func() { sub.lost(p) }); err != nil {
-		return err
-	}
-	return nil
+	return p, nil
 }
 
 // statusOf names a join's failure for the trace.
@@ -447,9 +481,11 @@ func (sub *Subscription) lost(p *parent) {
 	s := sub.s
 	err := p.cs.err
 	sub.mu.Lock()
-	defer sub.mu.Unlock()
+	defer sub.unlock()
 	sub.parents = slices.DeleteFunc(sub.parents, func(q *parent) bool { return q == p })
-	sub.ensureEagerLocked(nil) // the lazy parent takes over at once (lazy.go)
+	for _, o := range sub.observers {
+		o.lost(p, sub.closing || sub.fatal != nil) // a lazy parent takes over at once (lazy.go)
+	}
 	switch {
 	case sub.closing || sub.fatal != nil:
 	case errors.Is(err, ErrEndOfStream):
@@ -488,31 +524,26 @@ func (sub *Subscription) stopLocked() {
 		sub.retry.Stop()
 		sub.retry = nil
 	}
-	if sub.esc.timer != nil {
-		sub.esc.timer.Stop()
-		sub.esc.timer = nil
-	}
+	sub.judge.stop()
 	for _, q := range sub.parents {
 		q.cs.closeOnce()
 	}
 }
 
 // finishLocked ends the subscription once nothing can deliver any more:
-// it is over, no parent stream is left and no repair runs.
+// it is over, no parent stream is left and no repair runs. Its deliveries
+// end when the caller lets sub.mu go (unlock).
 func (sub *Subscription) finishLocked() {
-	if sub.finished || len(sub.parents) > 0 || sub.repairing || (!sub.closing && sub.fatal == nil) {
+	if sub.finished != running || len(sub.parents) > 0 || sub.repairing || (!sub.closing && sub.fatal == nil) {
 		return
 	}
-	sub.finished = true
+	sub.finished = ending
 	sub.qonce.Do(func() { close(sub.quit); sub.cancel() })
 	if sub.retry != nil {
 		sub.retry.Stop()
 		sub.retry = nil
 	}
-	if sub.esc.timer != nil {
-		sub.esc.timer.Stop()
-		sub.esc.timer = nil
-	}
+	sub.judge.stop()
 	if !errors.Is(sub.fatal, ErrClosed) && sub.fatal != errRootClosed {
 		sub.err = sub.fatal // nil if closed by us, by the Service, or cleanly by the broker
 	}
@@ -522,27 +553,32 @@ func (sub *Subscription) finishLocked() {
 		// If the Service is closing it resets every stream itself.
 		_ = sub.s.goOwned(func() { sub.s.reg.dropRelay(sub) })
 	}
-	// No reader is left; a reorder flush may hold dmu (it never takes
-	// sub.mu), and gives up on quit, closed above.
-	sub.dmu.Lock()
-	if sub.order != nil {
-		// What waited for an earlier update is delivered as it is; the
-		// consumer has the channel's room for it, no more.
-		for _, d := range sub.order.flush() {
-			select {
-			case sub.c <- d:
-				sub.received.Add(1)
-				sub.s.metrics.ClientReceived.Inc()
-			default:
-			}
-		}
-		sub.order.stop()
+}
+
+// finishing is how far a subscription has finished.
+type finishing uint8
+
+const (
+	running finishing = iota
+	ending            // over: its deliveries end when sub.mu is let go
+	ended
+)
+
+// unlock lets sub.mu go and then, if the subscription finished under it,
+// ends its deliveries (no reader is left) and closes done. This is the one
+// place a Subscription takes the receiver's dmu outside a delivery, and it
+// holds no lock of its own then: taking a delivery holds dmu and may take
+// sub.mu (the lock order is dmu, sub.mu, then the observers' own).
+func (sub *Subscription) unlock() {
+	end := sub.finished == ending
+	if end {
+		sub.finished = ended
 	}
-	sub.cClosed = true
-	sub.stopLazy()
-	close(sub.c)
-	sub.dmu.Unlock()
-	close(sub.done)
+	sub.mu.Unlock()
+	if end {
+		sub.receiver.end(sub.lz.stop)
+		close(sub.done)
+	}
 }
 
 // repairLocked starts the repair goroutine if the subscription lacks
@@ -590,8 +626,9 @@ const maxRepairWait = 10 * time.Minute
 
 // repair acquires the parents the subscription lacks: a second one by
 // asking the surviving parent where else to attach (then, if that offers
-// nothing usable, the broker), both by rejoining from the broker (SWIP-61: self-healing is the join protocol re-run). Where
-// the tree offers no second parent it tries again later, on a timer.
+// nothing usable, the broker), both by rejoining from the broker (SWIP-61:
+// self-healing is the join protocol re-run). Where the tree offers no
+// second parent it tries again later, on a timer.
 func (sub *Subscription) repair() {
 	s := sub.s
 	rejoins, shed := 0, false
@@ -601,7 +638,7 @@ func (sub *Subscription) repair() {
 		if sub.closing || sub.fatal != nil || n >= sub.want || (n == 1 && sub.parents[0].cs.peer.Equal(sub.root)) {
 			sub.repairing = false
 			sub.finishLocked()
-			sub.mu.Unlock()
+			sub.unlock()
 			return
 		}
 		at := sub.root
@@ -625,40 +662,52 @@ func (sub *Subscription) repair() {
 			sub.mu.Unlock()
 			continue
 		}
-		sub.mu.Lock()
-		if len(sub.parents) == 0 && sub.relay != nil && !shed && !sub.closing && sub.fatal == nil {
-			// Parentless, and no parent ranked above this relay took it:
-			// the free slots may all lie in its own subtree. Its children
-			// get nothing from it meanwhile; it lets them go (each
-			// repairs through its other parent) and rejoins as a leaf,
-			// which may attach anywhere. Once per repair.
-			shed = true
-			sub.mu.Unlock()
-			s.reg.dropRelay(sub)
-			continue
-		}
-		switch {
-		case len(sub.parents) > 0:
-			// single-parented: ask again later
-			sub.repairing = false
-			if !sub.closing && sub.fatal == nil {
-				sub.retryLocked()
-			}
-			sub.mu.Unlock()
+		if !sub.repairFailed(err, n, &rejoins, &shed) {
 			return
-		case n == 0:
-			if rejoins++; rejoins >= maxRejoins || errors.Is(err, ErrClosed) || errors.Is(err, ErrRejected) {
-				if sub.fatal == nil && !sub.closing {
-					sub.fatal = fmt.Errorf("%w: %w", errBothLost, err)
-				}
-				sub.repairing = false
-				sub.finishLocked()
-				sub.mu.Unlock()
-				return
-			}
+		}
+	}
+}
+
+// repairFailed decides what a repair does after a round that found no
+// parent, n parents had when it began: it reports whether the repair goes
+// on. A relay left parentless sheds its children once (shed); a
+// single-parented node asks again later; a parentless one rejoins, up to
+// maxRejoins (rejoins), and then the subscription ends.
+func (sub *Subscription) repairFailed(err error, n int, rejoins *int, shed *bool) bool {
+	sub.mu.Lock()
+	if len(sub.parents) == 0 && sub.relay != nil && !*shed && !sub.closing && sub.fatal == nil {
+		// Parentless, and no parent ranked above this relay took it:
+		// the free slots may all lie in its own subtree. Its children
+		// get nothing from it meanwhile; it lets them go (each
+		// repairs through its other parent) and rejoins as a leaf,
+		// which may attach anywhere. Once per repair.
+		*shed = true
+		sub.mu.Unlock()
+		sub.s.reg.dropRelay(sub)
+		return true
+	}
+	switch {
+	case len(sub.parents) > 0:
+		// single-parented: ask again later
+		sub.repairing = false
+		if !sub.closing && sub.fatal == nil {
+			sub.retryLocked()
 		}
 		sub.mu.Unlock()
+		return false
+	case n == 0:
+		if *rejoins++; *rejoins >= maxRejoins || errors.Is(err, ErrClosed) || errors.Is(err, ErrRejected) {
+			if sub.fatal == nil && !sub.closing {
+				sub.fatal = fmt.Errorf("%w: %w", errBothLost, err)
+			}
+			sub.repairing = false
+			sub.finishLocked()
+			sub.unlock()
+			return false
+		}
 	}
+	sub.mu.Unlock()
+	return true
 }
 
 // depth is this node's depth in the cohort as it states it to its children
@@ -674,14 +723,27 @@ func (sub *Subscription) depth() uint32 {
 	return sub.rank
 }
 
-func (sub *Subscription) depthLocked() uint32 {
+// belowDeepestOf is the rank of a leaf whose parents are parents: one
+// below the deepest of their stated depths.
+func belowDeepestOf(parents []*parent) uint32 {
 	return belowDeepest(func(yield func(uint32) bool) {
-		for _, p := range sub.parents {
+		for _, p := range parents {
 			if !yield(p.cs.stated) {
 				return
 			}
 		}
 	})
+}
+
+// describe fills in what the subscription knows of its place: its parents'
+// lag, its probe, reparent and withholding counts.
+func (sub *Subscription) describe(p *Position) {
+	lag := sub.judge.lags()
+	p.Lag = make([]int, len(p.Parents))
+	for i, a := range p.Parents {
+		p.Lag[i] = lag[a.ByteString()]
+	}
+	p.Probes, p.Reparents, p.Withheld = sub.probes.Load(), sub.reparents.Load(), sub.judge.withheld.Load()
 }
 
 // Parents lists the overlays of the subscription's parents now.
@@ -695,40 +757,66 @@ func (sub *Subscription) Parents() []swarm.Address {
 	return out
 }
 
-// forwardUp sends a publication a child sent up every parent stream that
-// speaks the envelope (SWIP-61: publish up both parents); a full queue
-// drops it there.
-func (sub *Subscription) forwardUp(frame []byte) int {
+// sendUp pushes f, which this node relays rootward (relay.go), up every
+// parent stream that takes it — a child's publication (kindMessage) up
+// those that speak the envelope (SWIP-61: publish up both parents), a
+// forwarded claim (kindClaim) up those that take forwarded claims — and
+// reports how many took it; a full queue drops it there. A claim, by
+// claimer, is also kept — the latest per address, at most maxCarried,
+// newest last — for the parents this node attaches to later (attestTo).
+func (sub *Subscription) sendUp(f outFrame, claimer []byte) int {
 	sub.mu.Lock()
+	if f.kind == kindClaim {
+		sub.attested = slices.DeleteFunc(sub.attested, func(a attestedClaim) bool { return bytes.Equal(a.addr, claimer) })
+		if len(sub.attested) >= maxCarried {
+			sub.attested = slices.Delete(sub.attested, 0, 1) // what its parents carry longest
+		}
+		sub.attested = append(sub.attested, attestedClaim{addr: bytes.Clone(claimer), frame: f.b})
+	}
 	parents := slices.Clone(sub.parents)
 	sub.mu.Unlock()
 	n := 0
 	for _, p := range parents {
-		if p.cs.codec != codecEnvelope {
+		if (f.kind == kindClaim && !p.cs.attests) || p.cs.codec != codecEnvelope {
 			continue
 		}
-		if p.cs.push(sub.s, outFrame{b: frame, kind: kindMessage}) {
+		if p.cs.push(sub.s, f) {
 			n++
 		}
 	}
 	return n
 }
 
-// took is told every valid delivery under the receiver's dmu: a new one is
-// fanned out to this node's children; both note, for the withholding
-// check, which parent gave it.
+// observer is told, each in one place, what happens to a subscription's
+// parents and deliveries: the judge (judge.go) and lazy push (lazy.go)
+// keep their own state from it under their own locks, as go-libp2p-pubsub's
+// tracers do from its RawTracer feed.
+type observer interface {
+	// added and lost are told, under sub.mu, a parent taken and a parent
+	// lost; over: the subscription is closing or over.
+	added(p *parent)
+	lost(p *parent, over bool)
+	// took is told, under the receiver's dmu, every valid delivery parent
+	// stream from gave and its FrameKey; dup: one taken before from
+	// another parent.
+	took(from *clientStream, pub publication, msg *pb.Message, key [32]byte, dup bool)
+}
+
+// took is told every valid delivery under the receiver's dmu (its onTake):
+// a new one is fanned out to this node's children, if it relays (relay.go);
+// then every observer is told.
 func (sub *Subscription) took(from *clientStream, pub publication, msg *pb.Message, key [32]byte, dup bool) {
 	if !dup {
 		sub.mu.Lock()
-		c := sub.relay
+		rl := sub.relayLocked()
 		sub.mu.Unlock()
-		if c != nil {
-			c.r.relayDeliver(c, pub, msg)
+		if rl != nil {
+			rl.deliver(pub, msg)
 		}
 	}
-	sub.noteLag(from, key, dup, sub.sequenced(pub))
-	sub.noteGave(from, pub, key, dup)
-	sub.lazyTook(from, pub, msg, key, dup)
+	for _, o := range sub.observers {
+		o.took(from, pub, msg, key, dup)
+	}
 }
 
 // Close ends the subscription and waits for it. A relay leaves gracefully
@@ -739,23 +827,23 @@ func (sub *Subscription) took(from *clientStream, pub publication, msg *pb.Messa
 // stream is live. The children that did not move are then reset.
 func (sub *Subscription) Close() error {
 	sub.mu.Lock()
-	if sub.closing || sub.finished {
+	if sub.closing || sub.finished != running {
 		sub.mu.Unlock()
 		<-sub.done
 		return nil
 	}
 	sub.closing = true
-	relay := sub.relay
+	rl := sub.relayLocked()
 	var to *parent
 	if len(sub.parents) > 0 {
 		to = sub.parents[0]
 	}
-	leaving := relay != nil && to != nil
+	leaving := rl != nil && to != nil
 	sub.leaving = leaving
 	sub.stopLocked()
 	parents := slices.Clone(sub.parents)
 	sub.finishLocked()
-	sub.mu.Unlock()
+	sub.unlock()
 
 	deadline := time.Now().Add(closeWait)
 	if leaving {
@@ -767,7 +855,7 @@ func (sub *Subscription) Close() error {
 				<-p.cs.done
 			}
 		}
-		sub.s.reg.reparentAll(relay, to.cs.peer, to.underlays, closeWait)
+		rl.reparentAll(to.cs.peer, to.underlays, closeWait)
 		sub.s.reg.dropRelay(sub)
 	}
 	if waitUntil(sub.done, deadline) {
@@ -823,12 +911,14 @@ func (sub *Subscription) control(p *parent) func(cs *clientStream, f *pb.Frame) 
 			return nil
 		case *pb.Frame_Reparent:
 			sub.mu.Lock()
-			sub.ensureEagerLocked(p) // a leaving parent takes nothing more (lazy.go)
+			if !sub.closing && sub.fatal == nil {
+				sub.lz.leaving(p) // a leaving parent takes nothing more (lazy.go)
+			}
 			sub.mu.Unlock()
 			sub.reparent(p, k.Reparent)
 			return nil
 		case *pb.Frame_Announce:
-			return sub.announced(p, k.Announce)
+			return sub.lz.announced(p, k.Announce)
 		default:
 			return fmt.Errorf("%w: a %T frame travelled down", errMalformed, f.Kind)
 		}
@@ -855,13 +945,38 @@ const maxDepth = 64
 // Reparent named, as far as it can tell: one of its own children (a cycle),
 // or a parent it dropped for withholding.
 func (sub *Subscription) unfitParent(peer swarm.Address) error {
-	if sub.shuns(peer) {
+	if sub.judge.shuns(peer) {
 		return errShunned
 	}
 	if sub.isChild(peer) {
 		return errOwnChild
 	}
 	return nil
+}
+
+// moveBelow attaches at to, a node parent p named in a Reparent (at
+// underlays, if it named them), beside the parents the node has. A relay
+// leaving sends its children to its own parent, whose key (stated depth,
+// overlay) is below its own ("No cycles"): a target whose key is not below
+// that of the parent that named it is refused, so every move a Reparent
+// makes is rootward, and a parent cannot move its children around the
+// tree (to colluders, back and forth) without end.
+func (sub *Subscription) moveBelow(ctx context.Context, p *parent, to swarm.Address, underlays [][]byte) error {
+	above := p.cs.stated
+	if to.Compare(p.cs.peer) >= 0 {
+		if above == 0 {
+			return errNotAbove
+		}
+		above-- // at its rank only with a smaller overlay
+	}
+	sub.mu.Lock()
+	sub.want++ // room for the new parent beside the old one, for the overlap
+	sub.mu.Unlock()
+	err := sub.acquire(ctx, to, underlays, false, &pb.Candidate{Overlay: to.Bytes(), Depth: above})
+	sub.mu.Lock()
+	sub.want--
+	sub.mu.Unlock()
+	return err
 }
 
 // reparent follows a Reparent from parent p, make-before-break: the node
@@ -887,30 +1002,7 @@ func (sub *Subscription) reparent(p *parent, rp *pb.Reparent) {
 			reason = fmt.Errorf("bps: reparent to %s refused: %w", to, err)
 			s.trace(Event{Kind: EventReparent, Cohort: sub.spec.String(), Peer: to, Err: reason})
 		} else if !sub.hasParent(to) {
-			sub.mu.Lock()
-			sub.want++ // room for the new parent beside the old one, for the overlap
-			sub.mu.Unlock()
-			// A relay leaving sends its children to its own parent, whose
-			// key (stated depth, overlay) is below its own ("No cycles"):
-			// a target whose key is not below that of the parent that
-			// named it is refused, so every move a Reparent makes is
-			// rootward, and a parent cannot move its children around the
-			// tree (to colluders, back and forth) without end.
-			var err error
-			above := p.cs.stated
-			if to.Compare(p.cs.peer) >= 0 {
-				if above == 0 {
-					err = errNotAbove
-				}
-				above-- // at its rank only with a smaller overlay
-			}
-			if err == nil {
-				err = sub.acquire(ctx, to, underlays, false, &pb.Candidate{Overlay: rp.To, Depth: above})
-			}
-			sub.mu.Lock()
-			sub.want--
-			sub.mu.Unlock()
-			if err != nil {
+			if err := sub.moveBelow(ctx, p, to, underlays); err != nil {
 				// The old stream ends all the same; the subscription
 				// repairs as after any lost parent.
 				reason = fmt.Errorf("bps: reparent to %s failed: %w", to, err)
