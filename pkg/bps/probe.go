@@ -553,7 +553,7 @@ func (j *rootJoin) unhold() {
 
 // probeSubtree answers a parent's probe from this relay's subtree: two
 // pooled candidates, or what one round finds; it never holds the answer
-// (the join is held at the node it asked, probe).
+// (the join is held at the root it asked, rootJoin).
 func (s *Service) probeSubtree(c *cohort, childDepth uint32, exclude swarm.Address, wait time.Duration) []*pb.Candidate {
 	c.mu.Lock()
 	best := c.pool.take(time.Now(), childDepth, exclude, maxCandidates)
@@ -861,7 +861,7 @@ func (c *cohort) unprobe(m *member) {
 }
 
 // halfTaken reports whether half of the stream's queue or more is taken;
-// a probe round leaves the rest to its deliveries (probeOnce).
+// a probe round leaves the rest to its deliveries (askChildren).
 func (ps *peerStream) halfTaken() bool {
 	ps.wmu.Lock()
 	defer ps.wmu.Unlock()
