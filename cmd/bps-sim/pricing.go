@@ -18,8 +18,9 @@ import (
 	"github.com/ethersphere/bps/pkg/bps/streamtest/bpsnet"
 )
 
-// Depth-priced bandwidth (issue 10, DESIGN §3): with prices set, every node
-// charges on bee's own accounting — one accounting.Accounting per node
+// Depth-priced bandwidth (issue 10; docs/protocol.md, "Prices: charging
+// for depth on bee's accounting"): with prices set, every node charges on
+// bee's own accounting — one accounting.Accounting per node
 // over an in-memory state store, kept across the node's restarts as a bee
 // node keeps its state store — connected to a peer when the two connect,
 // as bee's p2p layer connects it. The payment threshold is out of reach, so

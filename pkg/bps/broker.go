@@ -175,8 +175,8 @@ func (s *Service) admit(ctx context.Context, h *handling, fr *frameReader, sp *S
 	m.attests = ack.Attests // before serve starts m's reader
 	// Lazy push (lazy.go): the Join's mode, where this node speaks it.
 	ack.Push = s.negotiatePush(m, join)
-	// The Ack states this node's own depth in the cohort (SWIP-61, DESIGN
-	// §1.5): a broker is the root, 0.
+	// The Ack states this node's own depth in the cohort (SWIP-61;
+	// docs/protocol.md, "Depth"): a broker is the root, 0.
 	ack.Depth = m.c.ackDepth(m)
 	s.metrics.Joins.WithLabelValues("OK").Inc()
 	s.trace(Event{Kind: EventJoin, Cohort: sp.String(), Peer: peer.Address, Status: pb.Status_OK.String()})

@@ -64,23 +64,32 @@ func (s *Service) join(ctx context.Context, broker swarm.Address, sp *Spec, join
 		s.backoff.fail(key)
 		return nil, nil, nil, err
 	}
+	if backoff, err := refusal(ack); err != nil {
+		if backoff {
+			s.backoff.fail(key)
+		}
+		return nil, nil, nil, err
+	}
+	return stream, fr, ack, nil
+}
+
+// refusal reports whether an Ack that is not OK imposes the backoff, and
+// what it means to the joiner: a FULL naming candidates is a referral, not a
+// refusal — the node at capacity found room in its subtree (SWIP-61) —
+// and no backoff applies; a bare FULL, a REJECTED or a status unknown do.
+func refusal(ack *pb.Ack) (backoff bool, err error) {
 	switch ack.Status {
 	case pb.Status_OK:
-		return stream, fr, ack, nil
+		return false, nil
 	case pb.Status_FULL:
 		if cands := validCandidates(ack.Candidates); len(cands) > 0 {
-			// A referral, not a refusal: the node at capacity found
-			// room in its subtree (SWIP-61), and no backoff applies.
-			return nil, nil, nil, &FullError{Candidates: cands}
+			return false, &FullError{Candidates: cands}
 		}
-		s.backoff.fail(key)
-		return nil, nil, nil, ErrFull
+		return true, ErrFull
 	case pb.Status_REJECTED:
-		s.backoff.fail(key)
-		return nil, nil, nil, ErrRejected
+		return true, ErrRejected
 	default:
-		s.backoff.fail(key)
-		return nil, nil, nil, fmt.Errorf("bps: broker answered with status %d", ack.Status)
+		return true, fmt.Errorf("bps: broker answered with status %d", ack.Status)
 	}
 }
 

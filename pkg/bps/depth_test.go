@@ -18,10 +18,10 @@ import (
 	"google.golang.org/protobuf/encoding/protodelim"
 )
 
-// TestAckDepthBroker: a broker's Ack states depth 0 (SWIP-61, DESIGN §1.5)
-// and the subscriber that reads it sits one level below: over the wire, the
-// subscriber's Tree shows depth 1 under the broker, the broker's depth 0
-// with the subscriber as its child.
+// TestAckDepthBroker: a broker's Ack states depth 0 (SWIP-61;
+// docs/protocol.md, "Depth") and the subscriber that reads it sits one
+// level below: over the wire, the subscriber's Tree shows depth 1 under
+// the broker, the broker's depth 0 with the subscriber as its child.
 func TestAckDepthBroker(t *testing.T) {
 	t.Parallel()
 	_, broker, cl := cluster(t, bps.Options{}, 2)

@@ -178,17 +178,27 @@ func check(sp *Spec, m *pb.Message, stream []byte, auth authority) (publication,
 	if sp.Explicit() && !auth.isPublisher(pub.owner) {
 		return pub, wrongOwner
 	}
+	v = pub.fresh(sp, s, m.Address, auth) // before pub is returned: it sets the dedup key
+	return pub, v
+}
+
+// fresh is the binding's dedup rule for an authenticated publication:
+// with explicit authorship a feed update is a retransmit below its
+// owner's cursor (unless a reorder flush passed over it); every other
+// binding takes its dedup key — under ANCHOR the wrapped chunk's address,
+// else the SOC's — for the caller's window.
+func (pub *publication) fresh(sp *Spec, s *soc.SOC, address []byte, auth authority) verdict {
 	switch {
 	case pub.feed && sp.Explicit():
 		if pub.index < auth.feedCursor(pub.owner) && !lateAfterFlush(auth, pub.owner, pub.index) {
-			return pub, retransmit
+			return retransmit
 		}
 	case sp.Binding == pb.TopicBinding_ANCHOR:
 		copy(pub.dedup[:], s.WrappedChunk().Address().Bytes())
 	default:
-		copy(pub.dedup[:], m.Address)
+		copy(pub.dedup[:], address)
 	}
-	return pub, accepted
+	return accepted
 }
 
 // parseSOC is soc.Valid's check — the signature recovers an owner that
