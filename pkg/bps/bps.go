@@ -14,12 +14,17 @@
 //
 //	broker.go        a Join answered: refusal, admission, the child's reader
 //	registry.go      admission into the broker half (bounds, seats, claims)
-//	cohort.go        the broker half: ingest from children, accept, fan-out
-//	relay.go         a relay: the broker half fed by a subscription
-//	probe.go         probes and candidates at a node at capacity
-//	subscription.go  a subscription: parents, repair, reparent, leave
+//	cohort.go        the broker half: ingest from children, accept, fan-out;
+//	                 parentRole, the one interface a root and a relay answer
+//	relay.go         the relay role: a subscription's deliveries down to its
+//	                 children, its children's publications up its parents
+//	attest.go        a relay vouching for the claims it carries up
+//	probe.go         probes and candidates at a node at capacity; flash crowds
+//	subscription.go  a subscription: parents, repair, reparent, leave; the
+//	                 one seam (took) through which its observers hear
 //	receiver.go      verification and dedup of what parents deliver
-//	lag.go, reorder.go  withholding detection; index order across parents
+//	judge.go, escape.go  the parent judge: lag, withholding, the gap escape
+//	reorder.go       index order across parents
 //	lazy.go          a lazy second parent: announce, ask, promote
 //	publisher.go     a publisher stream; building feed and service updates
 //	client.go        joining a node: the handshake and its backoff

@@ -768,20 +768,9 @@ func (sub *Subscription) answerProbe(p *parent, pr *pb.Probe) {
 		answer(nil)
 		return
 	}
-	sub.mu.Lock()
-	c := sub.relay
-	sub.mu.Unlock()
-	fanout := 0
-	if c != nil {
-		c.mu.Lock()
-		fanout = c.fanout
-		c.mu.Unlock()
-	}
 	// A free slot not offered to another probe's joiner yet.
 	now := time.Now()
-	sub.mu.Lock()
-	offered := sub.offers.take(now, now.Add(s.offerTTL()), joiner, s.opts.RelayCapacity-fanout, fanout)
-	sub.mu.Unlock()
+	c, offered := sub.offerSlot(now, s.offerTTL(), joiner, s.opts.RelayCapacity)
 	if offered {
 		var under [][]byte
 		if s.opts.Underlays != nil {

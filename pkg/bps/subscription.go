@@ -1023,3 +1023,23 @@ func (sub *Subscription) reparent(p *parent, rp *pb.Reparent) {
 		p.moving.Store(false)
 	}
 }
+
+// offerSlot reserves one of this relay's free child slots for joiner's
+// probe (probe.go) if one is not offered to another joiner yet, and returns
+// the cohort this node relays (nil before its first child). capacity is the
+// relay's capacity; the cohort's fan-out is read under its own lock, never
+// under sub.mu (the order is c.mu before sub.mu).
+func (sub *Subscription) offerSlot(now time.Time, ttl time.Duration, joiner swarm.Address, capacity int) (c *cohort, offered bool) {
+	sub.mu.Lock()
+	c = sub.relay
+	sub.mu.Unlock()
+	fanout := 0
+	if c != nil {
+		c.mu.Lock()
+		fanout = c.fanout
+		c.mu.Unlock()
+	}
+	sub.mu.Lock()
+	defer sub.mu.Unlock()
+	return c, sub.offers.take(now, now.Add(ttl), joiner, capacity-fanout, fanout)
+}
