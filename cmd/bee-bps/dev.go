@@ -127,10 +127,19 @@ not store. Interrupt (Ctrl-C) or SIGTERM stops everything.`,
 	f.Uint64(optionNameBlockTime, 1, "development chain block time in seconds")
 	f.Bool(optionNameFullNode, true, "run the nodes other than the broker in full mode (false: light, and one more full node, storer, for them to store on)")
 	f.String(optionNameVerbosity, "warn", "log verbosity level 0=silent, 1=error, 2=warn, 3=info, 4=debug, 5=trace")
-	f.StringSlice(optionNameCORSAllowedOrigins, []string{}, "origins with CORS headers enabled")
+	f.StringSlice(optionNameCORSAllowedOrigins, devCORSAllowedOrigins, "origins with CORS headers enabled (on /pubsub, \"scheme://host:*\" is any port; bee's own paths take exact origins)")
 	setBPSFlags(f, false)
 	c.root.AddCommand(cmd)
 }
+
+// devCORSAllowedOrigins are the origins the dev cluster allows by default:
+// pages served from this machine's loopback on any port, where a dApp's
+// development server runs. It is safe as a default: the cluster listens on
+// loopback, its chain and batches are throwaway, a page on one of these
+// origins is served by a program the developer runs, and a page on any
+// other name — a rebound one included — is refused by the Host and Origin
+// checks.
+var devCORSAllowedOrigins = []string{"http://localhost:*", "http://127.0.0.1:*", "http://[::1]:*"}
 
 func (c *command) runDev(cmd *cobra.Command) (err error) {
 	// Every option is checked before anything starts.

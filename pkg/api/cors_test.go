@@ -1,0 +1,171 @@
+// Copyright 2026 The BPS Authors. All rights reserved.
+// Use of this source code is governed by a BSD-style
+// license that can be found in the LICENSE file.
+
+package api_test
+
+import (
+	"encoding/json"
+	"io"
+	"net/http"
+	"net/url"
+	"strings"
+	"testing"
+
+	"github.com/ethersphere/bps/pkg/api"
+	"github.com/ethersphere/bps/pkg/session/mock"
+	"github.com/gorilla/websocket"
+)
+
+// request sends method to path on n with headers h (Host, if given, as the
+// request's Host) and returns the response with its body read.
+func request(t *testing.T, n *tnode, method, path string, h map[string]string) (*http.Response, []byte) {
+	t.Helper()
+	req, err := http.NewRequest(method, n.srv.URL+path, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for k, v := range h {
+		if k == "Host" {
+			req.Host = v
+			continue
+		}
+		req.Header.Set(k, v)
+	}
+	resp, err := http.DefaultClient.Do(req)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer resp.Body.Close()
+	body, err := io.ReadAll(resp.Body)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return resp, body
+}
+
+// TestCORSEveryRoute: every /pubsub route answers an allowed origin's
+// preflight and its requests with CORS headers, refusals included (so that
+// a page reads the reason), and refuses another origin with 403 and no
+// CORS headers.
+func TestCORSEveryRoute(t *testing.T) {
+	const page = "http://127.0.0.1:8090"
+	c := newMockCluster(t, api.Options{CORSAllowedOrigins: []string{"https://app.example", "http://127.0.0.1:*"}}, mock.New())
+	n := c.clients[0]
+	topic := strings.Repeat("ab", 32)
+	for _, path := range []string{"/pubsub", "/pubsub/", "/pubsub/" + topic, "/pubsub/" + topic + "/service"} {
+		t.Run(path, func(t *testing.T) {
+			resp, _ := request(t, n, http.MethodOptions, path, map[string]string{
+				"Origin": page, "Access-Control-Request-Method": "POST", "Access-Control-Request-Headers": "content-type, swarm-postage-batch-id"})
+			if resp.StatusCode != http.StatusNoContent {
+				t.Fatalf("preflight: status %d, want 204", resp.StatusCode)
+			}
+			h := resp.Header
+			if h.Get("Access-Control-Allow-Origin") != page || !strings.Contains(h.Get("Access-Control-Allow-Methods"), "POST") ||
+				!strings.Contains(h.Get("Access-Control-Allow-Headers"), "Swarm-Postage-Batch-Id") {
+				t.Fatalf("preflight headers: %v", h)
+			}
+
+			method := http.MethodGet
+			if strings.HasSuffix(path, "/service") {
+				method = http.MethodPost
+			}
+			resp, _ = request(t, n, method, path, map[string]string{"Origin": page})
+			if resp.Header.Get("Access-Control-Allow-Origin") != page {
+				t.Fatalf("%s: status %d without Access-Control-Allow-Origin: %v", method, resp.StatusCode, resp.Header)
+			}
+
+			resp, body := request(t, n, method, path, map[string]string{"Origin": "http://evil.example"})
+			if resp.StatusCode != http.StatusForbidden || resp.Header.Get("Access-Control-Allow-Origin") != "" {
+				t.Fatalf("another origin: status %d, headers %v, want 403 without CORS", resp.StatusCode, resp.Header)
+			}
+			if !strings.Contains(string(body), "origin not allowed") {
+				t.Fatalf("another origin: %s", body)
+			}
+		})
+	}
+
+	// A refusal a page reads: a session request without peer is 400, with
+	// the reason, readable cross-origin.
+	resp, body := request(t, n, http.MethodGet, "/pubsub/"+topic, map[string]string{"Origin": "https://app.example"})
+	var sr struct{ Reasons []struct{ Field string } }
+	if err := json.Unmarshal(body, &sr); err != nil || resp.StatusCode != http.StatusBadRequest ||
+		resp.Header.Get("Access-Control-Allow-Origin") != "https://app.example" || len(sr.Reasons) == 0 || sr.Reasons[0].Field != "peer" {
+		t.Fatalf("400 cross-origin: status %d, headers %v, body %s", resp.StatusCode, resp.Header, body)
+	}
+}
+
+// TestOriginPatterns: an origin pattern with port * takes that scheme and
+// host on any port, and nothing else.
+func TestOriginPatterns(t *testing.T) {
+	c := newMockCluster(t, api.Options{CORSAllowedOrigins: []string{"http://localhost:*"}}, mock.New())
+	n := c.clients[0]
+	for origin, want := range map[string]int{
+		"http://localhost:8090":        http.StatusOK,
+		"http://LOCALHOST:3000":        http.StatusOK,
+		"http://localhost":             http.StatusOK,
+		"https://localhost:8090":       http.StatusForbidden,
+		"http://localhost.evil:8090":   http.StatusForbidden,
+		"http://localhost:80x":         http.StatusForbidden,
+		"http://localhostevil.example": http.StatusForbidden,
+		"http://127.0.0.1:8090":        http.StatusForbidden,
+	} {
+		if resp, body := request(t, n, http.MethodGet, "/pubsub/", map[string]string{"Origin": origin}); resp.StatusCode != want {
+			t.Errorf("origin %s: status %d (%s), want %d", origin, resp.StatusCode, body, want)
+		}
+	}
+}
+
+// TestHostAllowlist: the bridge answers only to loopback names, IP
+// addresses and the configured names; a page on a rebound name, whose
+// Origin equals the Host it sends, is refused on every route, the
+// WebSocket upgrade included.
+func TestHostAllowlist(t *testing.T) {
+	c := newMockCluster(t, api.Options{AllowedHosts: []string{"node.example", ".dapps.example"}}, mock.New())
+	n := c.clients[0]
+	for host, want := range map[string]int{
+		"127.0.0.1:1633":            http.StatusOK,
+		"[::1]:1633":                http.StatusOK,
+		"192.168.1.5:1633":          http.StatusOK,
+		"localhost:1633":            http.StatusOK,
+		"LocalHost.:1633":           http.StatusOK,
+		"app.localhost:1633":        http.StatusOK,
+		"node.example:1633":         http.StatusOK,
+		"node.example":              http.StatusOK,
+		"a.dapps.example":           http.StatusOK,
+		"rebind.attacker.test:1633": http.StatusForbidden,
+		"dapps.example":             http.StatusForbidden,
+		"node.example.evil:1633":    http.StatusForbidden,
+		"localhost.evil:1633":       http.StatusForbidden,
+	} {
+		resp, body := request(t, n, http.MethodGet, "/pubsub/", map[string]string{"Host": host, "Origin": "http://" + host})
+		if resp.StatusCode != want {
+			t.Errorf("host %s: status %d (%s), want %d", host, resp.StatusCode, body, want)
+		}
+		if want == http.StatusForbidden && !strings.Contains(string(body), "host not allowed") {
+			t.Errorf("host %s: %s", host, body)
+		}
+	}
+
+	// The upgrade itself: a rebound page opening a session is refused
+	// before anything is joined.
+	q := url.Values{"peer": {c.broker.addr}}
+	h := http.Header{"Host": {"rebind.attacker.test"}, "Origin": {"http://rebind.attacker.test"}}
+	d := websocket.Dialer{}
+	u := wsURL(n, strings.Repeat("ab", 32), q)
+	ws, resp, err := d.Dial(u, h)
+	if err == nil {
+		_ = ws.Close()
+		t.Fatal("a session on a rebound name was upgraded")
+	}
+	if resp == nil || resp.StatusCode != http.StatusForbidden {
+		t.Fatalf("rebound upgrade: %v, %v", resp, err)
+	}
+	_ = resp.Body.Close()
+
+	// "*" answers any name.
+	all := newMockCluster(t, api.Options{AllowedHosts: []string{"*"}}, mock.New()).clients[0]
+	if resp, body := request(t, all, http.MethodGet, "/pubsub/", map[string]string{"Host": "whatever.test"}); resp.StatusCode != http.StatusOK {
+		t.Fatalf("AllowedHosts *: status %d (%s)", resp.StatusCode, body)
+	}
+}
