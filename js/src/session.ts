@@ -61,8 +61,8 @@ export interface SessionOptions {
   keepAlive?: number
   /** Reconnect when the connection or the broker's stream is lost (default true). */
   reconnect?: boolean | ReconnectOptions
-  /** Another WebSocket transport (tests, other runtimes). */
-  transport?: { connect: Connect; sendsHeaders: boolean }
+  /** Another WebSocket transport (tests, other runtimes). sendsHeaders is no longer read: every parameter goes in the query. */
+  transport?: { connect: Connect; sendsHeaders?: boolean }
 }
 
 /** A disconnection: why, and whether and when the session tries again. */
@@ -117,7 +117,7 @@ export class Session extends Emitter<SessionEvents> {
   private readonly o: SessionOptions
   private readonly key?: PrivateKey
   private readonly id?: Uint8Array
-  private readonly transport: { connect: Connect; sendsHeaders: boolean }
+  private readonly transport: { connect: Connect; sendsHeaders?: boolean }
   private readonly reconnect?: Required<ReconnectOptions>
   private readonly fields: Field[]
   private readonly batch?: Uint8Array
@@ -179,21 +179,18 @@ export class Session extends Emitter<SessionEvents> {
     }
 
     // The fields: a feed session tracks each publisher's cursor, so it
-    // asks for address and index as well (where it can send headers).
+    // asks for address and index as well. They, like every parameter a
+    // header could carry, go in the query: a browser's WebSocket sends no
+    // headers, and the node reads each from either.
     let fields = o.fields ? [...o.fields] : undefined
     if (fields && fields.some((f, i) => f === 'payload' && i !== fields!.length - 1)) {
       throw new ValidationError('fields: payload must come last')
     }
-    if (c.binding === 'feed' && this.transport.sendsHeaders) {
+    if (c.binding === 'feed') {
       fields = fields ?? ['payload']
       for (const f of ['index', 'address'] as Field[]) if (!fields.includes(f)) fields.unshift(f)
     }
-    const headers = this.headers(fields)
-    if (!this.transport.sendsHeaders && Object.keys(headers).length > 0) {
-      throw new ValidationError(
-        `${Object.keys(headers).join(', ')}: a browser's WebSocket cannot send headers; the node takes these as headers only`,
-      )
-    }
+    this.askFields = fields !== undefined
     this.fields = fields ?? (c.binding === undefined ? ['signature', 'span', 'payload'] : ['payload'])
     this.decodeFields = this.fields
     this.open()
@@ -226,17 +223,17 @@ export class Session extends Emitter<SessionEvents> {
     return min
   }
 
-  private headers(fields?: Field[]): Record<string, string> {
-    const h: Record<string, string> = {}
-    if (fields) h['swarm-soc-fields'] = fields.join(',')
-    if (this.batch) h['swarm-postage-batch-id'] = hex(this.batch)
-    if (this.o.keepAlive !== undefined) h['swarm-keep-alive'] = String(this.o.keepAlive)
-    return h
-  }
+  /** Whether the session names its fields (swarm-soc-fields). */
+  private readonly askFields: boolean
 
   private url(): string {
     const c = this.cohort
     const q = specQuery(c, this.o.peer)
+    // The parameters bee's API takes as headers, as query parameters of the
+    // same names (docs/api.md): a browser's WebSocket sends no headers.
+    if (this.askFields) q.set('swarm-soc-fields', this.fields.join(','))
+    if (this.batch) q.set('swarm-postage-batch-id', hex(this.batch))
+    if (this.o.keepAlive !== undefined) q.set('swarm-keep-alive', String(this.o.keepAlive))
     if (this.key) {
       if (c.binding === undefined) {
         q.set('gsoc-eth-address', this.addr!)
@@ -256,7 +253,7 @@ export class Session extends Emitter<SessionEvents> {
     this.timer = undefined
     this._state = 'connecting'
     this.nodeReason = undefined
-    const headers = this.transport.sendsHeaders ? this.headers(this.o.fields || this.cohort.binding === 'feed' ? this.fields : undefined) : {}
+    const headers = {}
     let sock: Socket | undefined
     const current = () => sock !== undefined && sock === this.socket
     sock = this.transport.connect(this.url(), headers, {

@@ -166,6 +166,10 @@ func (s *Server) serviceHandler(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 
+	if reasons := checkQuery(r, serviceQuery{}); len(reasons) > 0 {
+		badRequest(w, logger, "invalid query params", reasons...)
+		return
+	}
 	var q serviceQuery
 	if reasons := s.mapParams(queryGetter(r), &q); len(reasons) > 0 {
 		badRequest(w, logger, "invalid query params", reasons...)

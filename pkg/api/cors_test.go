@@ -5,14 +5,18 @@
 package api_test
 
 import (
+	"encoding/hex"
 	"encoding/json"
+	"fmt"
 	"io"
 	"net/http"
 	"net/url"
 	"strings"
 	"testing"
 
+	"github.com/ethersphere/bee/v2/pkg/soc"
 	"github.com/ethersphere/bps/pkg/api"
+	"github.com/ethersphere/bps/pkg/bps"
 	"github.com/ethersphere/bps/pkg/session/mock"
 	"github.com/gorilla/websocket"
 )
@@ -167,5 +171,90 @@ func TestHostAllowlist(t *testing.T) {
 	all := newMockCluster(t, api.Options{AllowedHosts: []string{"*"}}, mock.New()).clients[0]
 	if resp, body := request(t, all, http.MethodGet, "/pubsub/", map[string]string{"Host": "whatever.test"}); resp.StatusCode != http.StatusOK {
 		t.Fatalf("AllowedHosts *: status %d (%s)", resp.StatusCode, body)
+	}
+}
+
+// TestHeaderParamsAsQuery: every parameter a header carries is also a
+// query parameter of the same name, as a browser's WebSocket sends no
+// headers: a page persists (swarm-postage-batch-id), names its fields
+// (swarm-soc-fields) and its keep-alive (swarm-keep-alive). A parameter
+// given both ways with different values, twice with different values, or
+// unknown to the route is a 400 naming it, never ignored.
+func TestHeaderParamsAsQuery(t *testing.T) {
+	t.Parallel()
+	st := newFakeStorage()
+	c := newCluster(t, 2, api.Options{Storage: st})
+	a, b := c.clients[0], c.clients[1]
+	alice := newKey(t)
+	topic := keccak([]byte("query"))
+	q := spec(c.broker.addr, "feed", &alice)
+
+	sub := url.Values{}
+	for k, v := range q {
+		sub[k] = v
+	}
+	sub.Set("swarm-soc-fields", "index,payload")
+	sub.Set("swarm-keep-alive", "30")
+	audience := dial(t, b, "query", sub, nil)
+	if r := audience.control("ready"); r["fields"] != "index,payload" {
+		t.Fatalf("ready %v: swarm-soc-fields as a query parameter was not read", r)
+	}
+
+	pq := as(q, alice)
+	pq.Set("swarm-postage-batch-id", hex.EncodeToString(goodBatch))
+	pub := dial(t, a, "query", pq, nil)
+	claim(t, pub, alice.signer, c.broker.Overlay(), 0)
+	pub.control("ready")
+	pub.send(websocket.BinaryMessage, feedFrame(t, alice, topic, 0, "persisted"))
+	got := audience.binary()
+	if len(got) != 8+len("persisted") || string(got[8:]) != "persisted" {
+		t.Fatalf("audience got %x", got)
+	}
+	want, _ := soc.CreateAddress(bps.FeedID(topic, 0), alice.addr)
+	st.awaitUpload(t, want)
+
+	with := func(kv ...string) url.Values {
+		v := url.Values{}
+		for k, vs := range as(q, alice) {
+			v[k] = vs
+		}
+		for i := 0; i < len(kv); i += 2 {
+			v.Add(kv[i], kv[i+1])
+		}
+		return v
+	}
+	batch := hex.EncodeToString(goodBatch)
+	for _, tc := range []struct {
+		name string
+		q    url.Values
+		h    http.Header
+		want string
+	}{
+		{"unknown parameter", with("swarm-postage-batch", batch), nil, "swarm-postage-batch: unknown parameter"},
+		{"header name misspelt", with("postage-batch-id", batch), nil, "postage-batch-id: unknown parameter"},
+		{"header and query differ", with("swarm-postage-batch-id", batch), http.Header{"Swarm-Postage-Batch-Id": {hex.EncodeToString(foreignBatch)}}, "swarm-postage-batch-id: given as header"},
+		{"twice, different", with("swarm-keep-alive", "30", "swarm-keep-alive", "40"), nil, "swarm-keep-alive: given 2 times"},
+		{"peer twice, different", with("peer", strings.Repeat("ab", 32)), nil, "peer: given 2 times"},
+		{"query value refused", with("swarm-keep-alive", "0"), nil, "swarm-keep-alive"},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			refuseWith(t, a, "query", tc.q, tc.h, http.StatusBadRequest, tc.want)
+		})
+	}
+	// The same value both ways, or twice, is no conflict.
+	same := url.Values{"swarm-keep-alive": {"30", "30"}}
+	for k, v := range q {
+		same[k] = v
+	}
+	dial(t, a, "query", same, http.Header{"Swarm-Keep-Alive": {"30"}}).control("ready")
+
+	// POST /pubsub/{topic}/service refuses what it does not read too.
+	sq := url.Values{}
+	for k, v := range q {
+		sq[k] = v
+	}
+	sq.Set("swarm-postage-batch-id", batch)
+	if code, body := postService(t, a, "query", sq, nil); code != http.StatusBadRequest || !strings.Contains(fmt.Sprint(body), "unknown parameter") {
+		t.Fatalf("service with an unknown parameter: %d %v", code, body)
 	}
 }

@@ -35,7 +35,7 @@ function driver(sendsHeaders = true) {
 }
 
 const text = (c, f) => c.h.text(JSON.stringify(f))
-const ready = (c, extra = {}) => text(c, { type: 'ready', role: 'subscriber', topic, binding: 'feed', broker: 'cd'.repeat(32), fields: c.headers['swarm-soc-fields'] ?? 'payload', ...extra })
+const ready = (c, extra = {}) => text(c, { type: 'ready', role: 'subscriber', topic, binding: 'feed', broker: 'cd'.repeat(32), fields: c.url.searchParams.get('swarm-soc-fields') ?? 'payload', ...extra })
 
 function update(index, payload = 'x') {
   // address ‖ index ‖ payload, as a feed session asks for them
@@ -55,7 +55,8 @@ test('a feed subscriber resumes at its cursor after a lost connection, without c
   const c1 = await d.conn()
   assert.equal(c1.url.searchParams.get('index'), '5')
   assert.equal(c1.url.searchParams.get('admin'), admin)
-  assert.equal(c1.headers['swarm-soc-fields'], 'address,index,payload', 'a feed session asks for address and index')
+  assert.equal(c1.url.searchParams.get('swarm-soc-fields'), 'address,index,payload', 'a feed session asks for address and index')
+  assert.deepEqual(c1.headers, {}, 'every parameter in the query: a browser sends no headers')
   ready(c1)
   text(c1, { type: 'recovered', addr: admin, from: 5, to: 6 })
   c1.h.binary(update(5n))
@@ -160,12 +161,19 @@ test('a publisher answers claim-requests, sends only when ready, frames per bind
   assert.equal(hex(ac.sent[0].subarray(0, 32)), '01'.repeat(32))
 })
 
-test('a browser cannot send headers: asking for persistence there says so', () => {
-  const d = driver(false)
-  assert.throws(
-    () => new Session({ api: 'http://127.0.0.1:1', peer: 'p', cohort: { topic, binding: 'feed', admin }, key, postageBatch: 'aa'.repeat(32), transport: d.transport }),
-    (e) => e instanceof ValidationError && /swarm-postage-batch-id: a browser's WebSocket cannot send headers/.test(e.message),
-  )
+test('a browser persists: the batch, the fields and the keep-alive go in the query, as in Node', async () => {
+  for (const sendsHeaders of [false, true]) {
+    const d = driver(sendsHeaders)
+    const s = new Session({ api: 'http://127.0.0.1:1', peer: 'p', cohort: { topic, binding: 'feed', admin }, key, postageBatch: 'aa'.repeat(32), keepAlive: 30, transport: d.transport })
+    const c = await d.conn()
+    assert.equal(c.url.searchParams.get('swarm-postage-batch-id'), 'aa'.repeat(32))
+    assert.equal(c.url.searchParams.get('swarm-keep-alive'), '30')
+    assert.equal(c.url.searchParams.get('swarm-soc-fields'), 'address,index,payload')
+    assert.deepEqual(c.headers, {})
+    const closed = s.close()
+    c.h.closed(1000, 'bye')
+    await closed
+  }
 })
 
 test('bad arguments are refused before anything is sent', () => {
