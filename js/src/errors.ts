@@ -20,6 +20,8 @@ export const CloseCode = {
   TooBig: 1009,
   InternalError: 1011,
   TryAgainLater: 1013,
+  /** A page's session refused before it was one: 4000 + the HTTP status (4400, 4503, …); the session reports it as an HttpError. */
+  RefusedBase: 4000,
 } as const
 
 /** The root of every error this client throws or reports. */
@@ -39,7 +41,9 @@ export class ValidationError extends BpsError {}
 /**
  * The node refused a request before any WebSocket (a session not opened) or a
  * service SOC (POST /pubsub/{topic}/service): its status and bee's JSON
- * error body.
+ * error body. In a browser, which cannot read a refused upgrade, the node
+ * upgrades and closes with 4000 + the status after an error frame with the
+ * same answer: the session reports the same HttpError.
  */
 export class HttpError extends BpsError {
   readonly status: number

@@ -103,6 +103,9 @@ export interface SessionEvents {
 
 const randomId = (): Uint8Array => randomBytes(32)
 
+/** A refused page session closes with this plus the HTTP status. */
+const REFUSED_BASE = 4000
+
 /**
  * One session on a cohort at a broker, through a node: a subscriber, or a
  * publisher signing locally with its key. It reconnects after a lost
@@ -253,6 +256,7 @@ export class Session extends Emitter<SessionEvents> {
     this.timer = undefined
     this._state = 'connecting'
     this.nodeReason = undefined
+    this.nodeRefusal = undefined
     const headers = {}
     let sock: Socket | undefined
     const current = () => sock !== undefined && sock === this.socket
@@ -264,10 +268,25 @@ export class Session extends Emitter<SessionEvents> {
       },
       text: (d) => current() && this.onText(d),
       binary: (d) => current() && this.onBinary(d),
-      closed: (code, reason) => current() && this.onEnd(new CloseError(code, reason, this.nodeReason)),
+      closed: (code, reason) => current() && this.onEnd(this.closeError(code, reason)),
       refused: (err) => current() && this.onEnd(err),
     })
     this.socket = sock
+  }
+
+  /**
+   * The error a close makes: a page's session the node refused before it
+   * could be a session closes with 4000 + the HTTP status (docs/api.md), and
+   * is the HttpError a Node program gets; any other close a CloseError.
+   */
+  private closeError(code: number, reason: string): BpsError {
+    if (code >= REFUSED_BASE + 400 && code < REFUSED_BASE + 1000) {
+      const f = this.nodeRefusal
+      const body = f ? JSON.stringify({ message: f.message, reasons: f.reasons }) : reason
+      const ra = f && typeof f.retryAfter === 'number' ? String(f.retryAfter) : undefined
+      return HttpError.fromBody('open session', code - REFUSED_BASE, body, ra)
+    }
+    return new CloseError(code, reason, this.nodeReason)
   }
 
   private becomeReady(e: ReadyEvent | undefined): void {
@@ -331,6 +350,7 @@ export class Session extends Emitter<SessionEvents> {
           return
         case 'error':
           this.nodeReason = String(f.reason ?? '')
+          this.nodeRefusal = typeof f.status === 'number' ? f : undefined
           this.emit('nodeError', this.nodeReason)
           return
       }
@@ -378,6 +398,8 @@ export class Session extends Emitter<SessionEvents> {
     this.emit('message', m)
   }
   private unknownSeen = false
+  /** The error frame of a refused page session: the HTTP answer a program would have read. */
+  private nodeRefusal?: Record<string, unknown>
   /** The node refused the cursor (a node without storage): reconnect without it. */
   private noCursor = false
 

@@ -258,3 +258,63 @@ func TestHeaderParamsAsQuery(t *testing.T) {
 		t.Fatalf("service with an unknown parameter: %d %v", code, body)
 	}
 }
+
+// pageDial opens a session as a page does: with an Origin (here the node's
+// own), and no headers else.
+func pageDial(t *testing.T, n *tnode, topic string, q url.Values) *client {
+	t.Helper()
+	return dial(t, n, topic, q, http.Header{"Origin": {n.srv.URL}})
+}
+
+// TestPageRefusalsAreCloseCodes: a page cannot read a refused upgrade's
+// status, so the node upgrades a page's refused session request and closes
+// it with 4000 + the status and the reason, after an error frame with the
+// whole answer (status, message, reasons, Retry-After); a program gets the
+// HTTP status.
+func TestPageRefusalsAreCloseCodes(t *testing.T) {
+	t.Parallel()
+	c := newCluster(t, 1, api.Options{MaxSessions: 2})
+	a := c.clients[0]
+	alice := newKey(t)
+
+	for _, tc := range []struct {
+		name   string
+		q      url.Values
+		code   int
+		field  string
+		reason string
+	}{
+		{"malformed peer", url.Values{"peer": {"nowhere"}, "binding": {"feed"}}, 4400, "peer", "invalid query params: peer"},
+		{"the node itself as broker", spec(a.svc.Overlay().String(), "feed", &alice), 4400, "peer", "is this node"},
+		{"a closed cohort without addr", spec(c.broker.addr, "anchor", &alice, "closed", "true"), 4400, "addr", "closed cohort"},
+		{"unknown parameter", url.Values{"peer": {c.broker.addr}, "binding": {"feed"}, "swarm-postage-batch": {"00"}}, 4400, "swarm-postage-batch", "unknown parameter"},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			p := pageDial(t, a, "refused", tc.q)
+			f := p.control("error")
+			reasons, _ := f["reasons"].([]any)
+			if f["status"] != float64(tc.code-4000) || len(reasons) == 0 || reasons[0].(map[string]any)["field"] != tc.field {
+				t.Fatalf("error frame %v: want status %d naming %s", f, tc.code-4000, tc.field)
+			}
+			p.expectClose(tc.code, tc.reason)
+
+			// A program gets the HTTP status.
+			refuseWith(t, a, "refused", tc.q, nil, tc.code-4000)
+		})
+	}
+
+	t.Run("GSOC session: no text frame", func(t *testing.T) {
+		p := pageDial(t, a, "refused", url.Values{"peer": {c.broker.addr}, "gsoc-topic": {strings.Repeat("ab", 32)}})
+		p.expectClose(4400, "gsoc-eth-address")
+	})
+
+	t.Run("transient: the node's session limit", func(t *testing.T) {
+		pageDial(t, a, "limit", url.Values{"peer": {c.broker.addr}})
+		pageDial(t, a, "limit", url.Values{"peer": {c.broker.addr}})
+		p := pageDial(t, a, "limit", spec(c.broker.addr, "feed", &alice))
+		if f := p.control("error"); f["status"] != float64(http.StatusServiceUnavailable) {
+			t.Fatalf("error frame %v, want status 503", f)
+		}
+		p.expectClose(4503, "node session limit")
+	})
+}

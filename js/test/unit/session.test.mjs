@@ -123,6 +123,40 @@ test('a refused session: HTTP reasons reach the caller; 503 is retried after Ret
   await assert.rejects(ready2, (err) => err instanceof HttpError && err.status === 400 && err.reasons[0].field === 'peer')
 })
 
+test('a page\'s refusal is a close with 4000 + the status: the same HttpError, 4400 not retried, 4503 retried', async () => {
+  const d = driver(false)
+  const s = new Session({ api: 'http://127.0.0.1:1', peer: 'p', cohort: { topic, binding: 'anchor', admin }, transport: d.transport, reconnect: { initialDelay: 1 } })
+  const c1 = await d.conn()
+  const disc = s.waitFor('disconnect')
+  c1.h.open()
+  text(c1, { type: 'error', reason: 'node session limit', status: 503, message: 'node session limit: 2 sessions', retryAfter: 2 })
+  c1.h.closed(4503, 'node session limit')
+  const e = await disc
+  assert.ok(e.retry, 'a 4503 is retried')
+  assert.ok(e.error instanceof HttpError && e.error.status === 503 && e.error.retryAfter === 2, String(e.error))
+  assert.ok(e.delay >= 2000, `waits the Retry-After: ${e.delay}`)
+  await s.close()
+
+  const s2 = new Session({ api: 'http://127.0.0.1:1', peer: 'p', cohort: { topic, binding: 'anchor', admin }, transport: d.transport, reconnect: { initialDelay: 1 } })
+  const c2 = await d.conn()
+  const ready2 = s2.ready()
+  const disc2 = s2.waitFor('disconnect')
+  c2.h.open()
+  text(c2, { type: 'error', reason: 'invalid query params: peer: is this node', status: 400, message: 'invalid query params', reasons: [{ field: 'peer', error: 'is this node' }] })
+  c2.h.closed(4400, 'invalid query params: peer: is this node')
+  assert.equal((await disc2).retry, false, 'a 4400 is not retried')
+  await assert.rejects(ready2, (err) => err instanceof HttpError && err.status === 400 && err.reasons[0].field === 'peer')
+
+  // Without an error frame (the GSOC session): the close reason is the message.
+  const s3 = new Session({ api: 'http://127.0.0.1:1', peer: 'p', cohort: { topic }, transport: d.transport })
+  const c3 = await d.conn()
+  const closed3 = s3.waitFor('close')
+  c3.h.open()
+  c3.h.closed(4404, 'this node is not connected to the broker')
+  const ce = await closed3
+  assert.ok(ce.error instanceof HttpError && ce.error.status === 404 && /not connected/.test(ce.error.nodeMessage), String(ce.error))
+})
+
 test('a publisher answers claim-requests, sends only when ready, frames per binding', async () => {
   const d = driver()
   const s = new Session({ api: 'http://127.0.0.1:1', peer: 'p', cohort: { topic, binding: 'feed', admin }, key, index: 3, transport: d.transport })
