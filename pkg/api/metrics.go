@@ -22,14 +22,14 @@ type metrics struct {
 	// SessionsRefused counts page sessions refused after the upgrade, by
 	// close code (closeRefusedBase + the HTTP status).
 	SessionsRefused *prometheus.CounterVec
-	Delivered      prometheus.Counter
-	Published      prometheus.Counter
-	InvalidFrames  prometheus.Counter
-	SlowSessions   prometheus.Counter
-	ClaimsFailed   prometheus.Counter
-	ServiceRelayed prometheus.Counter
-	Persisted      prometheus.Counter
-	PersistFailed  prometheus.Counter
+	Delivered       prometheus.Counter
+	Published       prometheus.Counter
+	InvalidFrames   prometheus.Counter
+	SlowSessions    prometheus.Counter
+	ClaimsFailed    prometheus.Counter
+	ServiceRelayed  prometheus.Counter
+	Persisted       prometheus.Counter
+	PersistFailed   prometheus.Counter
 }
 
 func newMetrics() metrics {
