@@ -15,9 +15,11 @@ import (
 	"time"
 
 	"github.com/ethersphere/bee/v2/pkg/p2p"
+	"github.com/ethersphere/bee/v2/pkg/swarm"
 	"github.com/ethersphere/bps/pkg/api"
 	"github.com/ethersphere/bps/pkg/bps"
 	"github.com/ethersphere/bps/pkg/session/mock"
+	ma "github.com/multiformats/go-multiaddr"
 )
 
 // refusedWith dials a session that must be refused with code, the message
@@ -134,4 +136,40 @@ func TestConnectFailuresSayWhy(t *testing.T) {
 			}
 		})
 	}
+}
+
+// TestBrokerByOverlayThroughAddressBook: a broker named by overlay that
+// the node is not connected to is dialled at the underlays the node's
+// address book holds for it (bee's addressbook, in a real node), as
+// upstream's API names brokers; without a record it is a 404 as before.
+func TestBrokerByOverlayThroughAddressBook(t *testing.T) {
+	t.Parallel()
+	c := newCluster(t, 1, api.Options{})
+	a := c.clients[0]
+	far := newNodeWith(t, c.net, nil, api.Options{}, bps.Options{}) // a broker a has no link to
+	farAddr := peerMultiaddr(t)
+	q := url.Values{"peer": {far.Overlay().String()}}
+	refusedWith(t, a, "by-overlay", q, http.StatusNotFound, "not connected to the broker")
+
+	under, err := ma.NewMultiaddr(farAddr)
+	if err != nil {
+		t.Fatal(err)
+	}
+	a.conn.mu.Lock()
+	a.conn.book = map[string]ma.Multiaddr{far.Overlay().String(): under}
+	a.conn.peers = map[string]swarm.Address{farAddr: far.Overlay(), c.broker.addr: c.broker.Overlay()}
+	a.conn.dialled = func(string) error { return c.net.Connect(a.Node, far.Node) }
+	a.conn.mu.Unlock()
+	dial(t, a, "by-overlay", q, nil)
+	if got := cohortOf(t, far, keccak([]byte("by-overlay"))); got.Subscribers == 0 {
+		t.Fatalf("the broker named by overlay holds no stream: %+v", got)
+	}
+
+	// A record that reaches another peer is refused.
+	other := newNodeWith(t, c.net, nil, api.Options{}, bps.Options{})
+	a.conn.mu.Lock()
+	a.conn.book[other.Overlay().String()] = under // far's underlay
+	a.conn.seen, a.conn.dialled = make(map[string]bool), nil
+	a.conn.mu.Unlock()
+	refusedWith(t, a, "stale", url.Values{"peer": {other.Overlay().String()}}, http.StatusBadGateway, "stale underlay")
 }

@@ -88,6 +88,8 @@ func joinStatus(err error) (int, string) {
 		return http.StatusBadRequest, "peer: this node cannot dial that multiaddr (no supported address)"
 	case errors.Is(err, errUnknownOverlay):
 		return http.StatusBadRequest, err.Error()
+	case errors.Is(err, errStaleUnderlay):
+		return http.StatusBadGateway, "cannot reach the broker: " + err.Error()
 	case errors.Is(err, p2p.ErrPeerBlocklisted):
 		return http.StatusServiceUnavailable, "this node blocklists the broker for now (it misbehaved, or failed the transport check): " + err.Error()
 	case errors.As(err, &cbe):

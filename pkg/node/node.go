@@ -168,7 +168,7 @@ func Start(ctx context.Context, c Config) (n *Node, err error) {
 		}
 	}
 	if c.PubSubHandler != nil {
-		conn := storageConn{Connector: n.in.P2P, Storage: &Storage{bee: beeAPI}}
+		conn := storageConn{Connector: n.in.P2P, Storage: &Storage{bee: beeAPI}, book: addressbook.New(n.in.StateStore)}
 		if n.pubsub, err = c.PubSubHandler(n.plugin, conn, logger); err != nil {
 			err = fmt.Errorf("pubsub api: %w", err)
 			if n.plugin != nil {
