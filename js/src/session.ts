@@ -40,10 +40,10 @@ export interface ReconnectOptions {
 }
 
 export interface SessionOptions {
-  /** The node's API, e.g. http://127.0.0.1:1633. */
-  api: string
-  /** The broker: an underlay multiaddr with /p2p/, or its overlay in hex. */
-  peer: string
+  /** The node's API, e.g. http://127.0.0.1:1633; a function is read again at each (re)connect. */
+  api: string | (() => string)
+  /** The broker: its overlay in hex (stable across its restarts; the node dials it), or an underlay multiaddr with /p2p/; a function is read again at each (re)connect. */
+  peer: string | (() => string)
   cohort: Cohort
   /** Publish as this key's address; the key never leaves the client: it signs here. Absent: a subscriber. */
   key?: PrivateKey | BytesLike
@@ -226,12 +226,22 @@ export class Session extends Emitter<SessionEvents> {
     return min
   }
 
+  /** The node's API now: the option, read again at each connect if a function. */
+  get api(): string {
+    return typeof this.o.api === 'function' ? this.o.api() : this.o.api
+  }
+
+  /** The broker now: the option, read again at each connect if a function. */
+  get peer(): string {
+    return typeof this.o.peer === 'function' ? this.o.peer() : this.o.peer
+  }
+
   /** Whether the session names its fields (swarm-soc-fields). */
   private readonly askFields: boolean
 
   private url(): string {
     const c = this.cohort
-    const q = specQuery(c, this.o.peer)
+    const q = specQuery(c, this.peer)
     // The parameters bee's API takes as headers, as query parameters of the
     // same names (docs/api.md): a browser's WebSocket sends no headers.
     if (this.askFields) q.set('swarm-soc-fields', this.fields.join(','))
@@ -249,7 +259,7 @@ export class Session extends Emitter<SessionEvents> {
     } else if (this.cursor !== undefined && !this.noCursor) {
       q.set('index', this.cursor.toString())
     }
-    return endpoint(this.o.api, c.topic, '', q, true)
+    return endpoint(this.api, c.topic, '', q, true)
   }
 
   private open(): void {
@@ -569,7 +579,7 @@ export class Session extends Emitter<SessionEvents> {
     const run = async () => {
       if (!this.key) throw new StateError('only the admin\'s session posts service messages: open it with the admin\'s key')
       const index = m.index === undefined ? (this.service ? this.service.index + 1n : 0n) : toUint64(m.index, 'index')
-      const got = await postService({ api: this.o.api, peer: this.o.peer, cohort: this.o.cohort, key: this.key, message: { ...m, index } })
+      const got = await postService({ api: this.api, peer: this.peer, cohort: this.o.cohort, key: this.key, message: { ...m, index } })
       const e: ServiceEvent = { kind: m.kind, index: got, publishers: (m.publishers ?? []).map((p) => hex(toBytes(p, 20, 'publisher'))), gap: false }
       for (const p of e.publishers) this.candidates.add(p)
       if (!this.service || got >= this.service.index) this.service = e

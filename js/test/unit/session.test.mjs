@@ -157,6 +157,22 @@ test('a page\'s refusal is a close with 4000 + the status: the same HttpError, 4
   assert.ok(ce.error instanceof HttpError && ce.error.status === 404 && /not connected/.test(ce.error.nodeMessage), String(ce.error))
 })
 
+test('api and peer given as functions are read again at each reconnect', async () => {
+  const d = driver()
+  let peer = 'aa'.repeat(32)
+  const s = new Session({ api: () => 'http://127.0.0.1:1', peer: () => peer, cohort: { topic, binding: 'anchor', admin }, transport: d.transport, reconnect: { initialDelay: 1, maxDelay: 2 } })
+  const c1 = await d.conn()
+  assert.equal(c1.url.searchParams.get('peer'), 'aa'.repeat(32))
+  peer = 'bb'.repeat(32)
+  c1.h.open()
+  c1.h.closed(1001, 'node shutting down')
+  const c2 = await d.conn()
+  assert.equal(c2.url.searchParams.get('peer'), 'bb'.repeat(32))
+  const closed = s.close()
+  c2.h.closed(1000, 'bye')
+  await closed
+})
+
 test('a publisher answers claim-requests, sends only when ready, frames per binding', async () => {
   const d = driver()
   const s = new Session({ api: 'http://127.0.0.1:1', peer: 'p', cohort: { topic, binding: 'feed', admin }, key, index: 3, transport: d.transport })
