@@ -23,7 +23,7 @@ import { parseFrame } from './json.js'
 import { postService } from './post.js'
 import { ServiceMessage } from './service.js'
 import { Cohort, endpoint, explicit, ResolvedCohort, resolveCohort, specQuery } from './spec.js'
-import { feedId, mineOwnerId, PO_MIN, proximity, publicKeyAddress, signSOC, SignedSOC, socAddress, toKey } from './soc.js'
+import { feedId, mineOwnerId, ownerOf, PO_MIN, proximity, publicKeyAddress, signSOC, SignedSOC, socAddress, toKey } from './soc.js'
 import { Connect, Socket } from './transport.js'
 import { connect as defaultConnect, randomBytes, sendsHeaders as defaultSendsHeaders } from './platform.js'
 
@@ -157,7 +157,7 @@ export class Session extends Emitter<SessionEvents> {
     const c = this.cohort
     if (o.key !== undefined) {
       this.key = toKey(o.key)
-      this.addr = this.key.publicKey().address().toHex()
+      this.addr = hex(ownerOf(this.key))
     }
     if (o.id !== undefined) this.id = toBytes(o.id, 32, 'id')
     this.nextIndex = o.index === undefined ? 0n : toUint64(o.index, 'index')

@@ -33,20 +33,46 @@ export interface SignedSOC {
   wrappedAddress: Uint8Array
 }
 
-/** Wraps payload in a content-addressed chunk and signs it as the SOC (id, key), with bee-js. */
+/**
+ * The Ethereum address of each key this client signs with, derived once:
+ * bee-js derives the public key anew at each call, and a SOC needs the
+ * owner's address for its own address. Weak: a key no longer used is
+ * forgotten with it.
+ */
+const owners = new WeakMap<PrivateKey, Uint8Array>()
+
+/** The key's Ethereum address, derived once per key. */
+export function ownerOf(key: PrivateKey): Uint8Array {
+  let a = owners.get(key)
+  if (!a) {
+    a = key.publicKey().address().toUint8Array()
+    owners.set(key, a)
+  }
+  return a
+}
+
+/**
+ * Wraps payload in a content-addressed chunk and signs it as the SOC (id,
+ * key), with bee-js: the chunk's BMT address by bee-js, one signature by
+ * bee-js's PrivateKey.sign over id ‖ that address (the SOC digest bee
+ * checks), and the SOC address keccak256(id ‖ owner) with the owner's
+ * address derived once per key — where bee-js's toSingleOwnerChunk derives
+ * the public key twice a chunk.
+ */
 export function signSOC(key: PrivateKey, id: Uint8Array, payload: Uint8Array): SignedSOC {
   if (payload.length < 1 || payload.length > 4096) {
     throw new ValidationError(`payload of ${payload.length} bytes: a chunk holds 1 to 4096`)
   }
   const cac = chunks.makeContentAddressedChunk(payload)
-  const soc = cac.toSingleOwnerChunk(new Identifier(id), key)
+  const wrappedAddress = cac.address.toUint8Array()
+  const signature = key.sign(concat(id, wrappedAddress)).toUint8Array()
   return {
-    address: soc.address.toUint8Array(),
-    identifier: soc.identifier.toUint8Array(),
-    signature: soc.signature.toUint8Array(),
-    span: soc.span.toUint8Array(),
-    payload: soc.payload.toUint8Array(),
-    wrappedAddress: cac.address.toUint8Array(),
+    address: keccak(id, ownerOf(key)),
+    identifier: id.slice(),
+    signature,
+    span: cac.span.toUint8Array(),
+    payload: cac.payload.toUint8Array(),
+    wrappedAddress,
   }
 }
 
