@@ -103,7 +103,7 @@ function httpHint(op: string, status: number, reasons: Reason[]): string | undef
     case 402:
       return 'the postage batch is exhausted: buy a new one, or dilute this one'
     case 404:
-      return batch ? 'the batch is not this node\'s: give one GET /stamps lists on this node' : 'give the broker as a multiaddr with /p2p/, and the node dials it'
+      return batch ? 'the batch is not this node\'s: give one GET /stamps lists on this node' : undefined
     case 409:
       return op === 'post service' ? 'open a session as the admin (same cohort, same peer) on this node first, and post a service index above the latest' : undefined
     case 429:

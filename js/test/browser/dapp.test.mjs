@@ -199,3 +199,87 @@ for (const fullNode of [true, false]) {
     })
   })
 }
+
+/** A port P with P…P+3 and P+1000…P+1003 free on loopback: the dev cluster's API and p2p ports with --keys-dir. */
+async function freePorts() {
+  const net = await import('node:net')
+  const free = (p) =>
+    new Promise((r) => {
+      const s = net.createServer().once('error', () => r(false))
+      s.listen(p, '127.0.0.1', () => s.close(() => r(true)))
+    })
+  for (let tries = 0; tries < 50; tries++) {
+    const p = 20000 + Math.floor(Math.random() * 30000)
+    let ok = true
+    for (const q of [p, p + 1, p + 2, p + 3, p + 1000, p + 1001, p + 1002, p + 1003]) if (!(ok = await free(q))) break
+    if (ok) return p
+  }
+  throw new Error('no free ports')
+}
+
+describe('two pages survive a restart of the cluster', { skip, timeout: 300_000 }, () => {
+  test('the cluster stops under two open pages and starts again: both carry on without a reload', { timeout: 240_000 }, async () => {
+    const { mkdtempSync, rmSync } = await import('node:fs')
+    const { tmpdir } = await import('node:os')
+    const keys = mkdtempSync(join(tmpdir(), 'bps-keys-'))
+    const port = await freePorts()
+    const args = ['--keys-dir', keys, '--api-addr', `127.0.0.1:${port}`]
+    let cl = await startCluster({ args })
+    const [A, B] = [cl.nodes[1], cl.nodes[2]]
+    const broker = cl.broker.overlay
+    const pub = await openPage()
+    const reader = await openPage()
+    try {
+      const key = await pub.page.evaluate(() => Array.from(crypto.getRandomValues(new Uint8Array(32)), (b) => b.toString(16).padStart(2, '0')).join(''))
+      const admin = await pub.page.evaluate((k) => window.bps.addressOf(k).toHex(), key)
+      const cohort = { topic: `restart-${Date.now()}`, binding: 'feed', admin }
+      const reconnect = { initialDelay: 200, maxDelay: 2_000 }
+      await reader.page.evaluate(async ({ api, peer, cohort, reconnect }) => {
+        window.got = []
+        window.closes = []
+        const s = new window.bps.Session({ api, peer, cohort, reconnect })
+        window.sub = s
+        s.on('message', (m) => window.got.push(Number(m.index)))
+        s.on('gap', (e) => window.got.push(`gap ${e.from}-${e.to}`))
+        s.on('disconnect', (e) => window.closes.push(e.error.code ?? e.error.name))
+        await s.ready(30_000)
+      }, { api: B.api, peer: broker, cohort, reconnect })
+      await pub.page.evaluate(async ({ api, peer, cohort, key, reconnect }) => {
+        window.closes = []
+        const s = new window.bps.Session({ api, peer, cohort, key, reconnect })
+        window.pub = s
+        s.on('disconnect', (e) => window.closes.push(e.error.code ?? e.error.status ?? e.error.name))
+        s.on('disconnect', (e) => (window.log = (window.log ?? []).concat(`${e.retry} ${e.error.message}`)))
+        await s.ready(30_000)
+        s.send('before')
+      }, { api: A.api, peer: broker, cohort, key, reconnect })
+      await reader.page.waitForFunction(() => window.got.includes(0), null, { timeout: 20_000 })
+
+      await cl.stop()
+      for (const p of [pub, reader]) await p.page.waitForFunction(() => window.closes.length > 0, null, { timeout: 30_000 })
+      const closes = [await pub.page.evaluate(() => window.closes[0]), await reader.page.evaluate(() => window.closes[0])]
+      assert.deepEqual(closes, [1001, 1001], 'the node going away closes its sessions with 1001')
+
+      cl = await startCluster({ args })
+      assert.equal(cl.broker.overlay, broker, 'the broker keeps its overlay across the restart')
+      assert.equal(cl.nodes[1].api, A.api)
+      // Both pages reconnect by themselves; the publisher goes on at its next index.
+      await pub.page.waitForFunction(() => window.pub.state === 'ready', null, { timeout: 90_000 }).catch(async (e) => {
+        throw new Error(`${e.message}: publisher ${await pub.page.evaluate(() => window.pub.state)}, ${JSON.stringify(await pub.page.evaluate(() => window.log))}`)
+      })
+      await reader.page.waitForFunction(() => window.sub.state === 'ready', null, { timeout: 90_000 })
+      await pub.page.evaluate(() => window.pub.send('after'))
+      await reader.page.waitForFunction(() => window.got.includes(1), null, { timeout: 60_000 }).catch(async (e) => {
+        throw new Error(`${e.message}: reader got ${JSON.stringify(await reader.page.evaluate(() => window.got))}, closes ${JSON.stringify(await reader.page.evaluate(() => window.closes))}`)
+      })
+      assert.deepEqual(await reader.page.evaluate(() => window.got), [0, 1])
+      assert.deepEqual(pub.errors, [])
+      assert.deepEqual(reader.errors, [])
+    } finally {
+      await pub.close()
+      await reader.close()
+      await cl.stop()
+      rmSync(keys, { recursive: true, force: true })
+    }
+  })
+})
