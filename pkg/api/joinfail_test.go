@@ -6,8 +6,8 @@ package api_test
 
 import (
 	"errors"
-	"io"
 	"fmt"
+	"io"
 	"net/http"
 	"net/url"
 	"strconv"
