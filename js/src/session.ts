@@ -1,5 +1,5 @@
 import { PrivateKey } from '@ethersphere/bee-js'
-import { answerClaim } from './claim.js'
+import { prepareClaim } from './claim.js'
 import { BytesLike, concat, hex, toBytes, toUint64, uint64BE } from './bytes.js'
 import { Emitter } from './emitter.js'
 import { BpsError, ClaimError, CloseCode, CloseError, HttpError, StateError, TimeoutError, ValidationError } from './errors.js'
@@ -23,7 +23,7 @@ import { parseFrame } from './json.js'
 import { postService } from './post.js'
 import { ServiceMessage } from './service.js'
 import { Cohort, endpoint, explicit, ResolvedCohort, resolveCohort, specQuery } from './spec.js'
-import { feedId, mineOwnerId, ownerOf, PO_MIN, proximity, publicKeyAddress, signSOC, SignedSOC, socAddress, toKey } from './soc.js'
+import { feedId, HeldSigner, mineOwnerId, PO_MIN, proximity, publicKeyAddress, SignedSOC, signSOCWith, Signer, socAddress, toSigner } from './soc.js'
 import { Connect, Socket } from './transport.js'
 import { connect as defaultConnect, randomBytes, sendsHeaders as defaultSendsHeaders } from './platform.js'
 
@@ -45,8 +45,8 @@ export interface SessionOptions {
   /** The broker: its overlay in hex (stable across its restarts; the node dials it), or an underlay multiaddr with /p2p/; a function is read again at each (re)connect. */
   peer: string | (() => string)
   cohort: Cohort
-  /** Publish as this key's address; the key never leaves the client: it signs here. Absent: a subscriber. */
-  key?: PrivateKey | BytesLike
+  /** Publish as this key's address; the key never leaves the client: it signs here. Or a signer (a wallet's session key, a Web Worker): see Signer. Absent: a subscriber. */
+  key?: PrivateKey | BytesLike | Signer
   /** The SOC id a session signs under where the binding fixes it per session: binding 'anchor' without admin, and the GSOC session. */
   id?: BytesLike
   /** A feed publisher's cursor (binding 'feed' with an admin): its first update's index, signed into its claim. Default 0. */
@@ -118,7 +118,7 @@ export class Session extends Emitter<SessionEvents> {
   /** The address this session publishes as (hex), if it publishes. */
   readonly addr?: string
   private readonly o: SessionOptions
-  private readonly key?: PrivateKey
+  private readonly key?: HeldSigner
   private readonly id?: Uint8Array
   private readonly transport: { connect: Connect; sendsHeaders?: boolean }
   private readonly reconnect?: Required<ReconnectOptions>
@@ -156,8 +156,8 @@ export class Session extends Emitter<SessionEvents> {
     this.transport = o.transport ?? { connect: defaultConnect, sendsHeaders: defaultSendsHeaders }
     const c = this.cohort
     if (o.key !== undefined) {
-      this.key = toKey(o.key)
-      this.addr = hex(ownerOf(this.key))
+      this.key = toSigner(o.key)
+      this.addr = hex(this.key.address)
     }
     if (o.id !== undefined) this.id = toBytes(o.id, 32, 'id')
     this.nextIndex = o.index === undefined ? 0n : toUint64(o.index, 'index')
@@ -327,9 +327,21 @@ export class Session extends Emitter<SessionEvents> {
         }
         case 'claim-request': {
           if (!this.key) throw new ClaimError('claim requested from a subscriber')
-          const { signature, event } = answerClaim(this.key, f)
-          this.socket?.sendText(JSON.stringify({ type: 'claim', signature }))
-          this.emit('claim', event)
+          const { preimage, event } = prepareClaim(this.addr!, f)
+          const sock = this.socket
+          const answer = (sig: Uint8Array) => {
+            if (sig.length !== 65) throw new ClaimError(`signer: a signature is 65 bytes, got ${sig.length}`)
+            if (sock !== this.socket) return // the connection it was asked on is gone
+            sock?.sendText(JSON.stringify({ type: 'claim', signature: hex(sig) }))
+            this.emit('claim', event)
+          }
+          const sig = this.key.sign(preimage)
+          if (sig instanceof Uint8Array) answer(sig)
+          else
+            Promise.resolve(sig).then(
+              (s) => answer(new Uint8Array(s)),
+              (e) => this.fail(e instanceof BpsError ? e : new ClaimError(`the signer refused the claim: ${(e as Error).message}`)),
+            )
           return
         }
         case 'service': {
@@ -533,11 +545,58 @@ export class Session extends Emitter<SessionEvents> {
    * binding fixes the id. Returns the signed SOC.
    */
   send(payload: Uint8Array | string, opts: { index?: bigint | number | string; id?: BytesLike } = {}): SignedSOC & { index?: bigint } {
+    const { id, prefix, index } = this.frameFor(payload, opts)
+    if (this.publishing !== undefined) {
+      throw new StateError('publish() calls are still signing: send after them, or use publish() throughout')
+    }
+    const soc = signSOCWith(this.key!, id, typeof payload === 'string' ? new TextEncoder().encode(payload) : payload)
+    if (soc instanceof Promise) {
+      soc.catch(() => undefined) // not sent: the caller is told to publish()
+      throw new StateError("this session's signer answers asynchronously (a Web Worker, a wallet): use publish(), which waits for it")
+    }
+    this.socket!.sendBinary(concat(prefix, soc.signature, soc.span, soc.payload))
+    if (index !== undefined) this.nextIndex = index + 1n
+    return { ...soc, index }
+  }
+
+  /**
+   * send with any signer, synchronous or not (a Web Worker, a wallet's
+   * session key): resolves once the frame is sent. Calls are sent in the
+   * order they were made; a feed update takes its index at the call.
+   */
+  publish(payload: Uint8Array | string, opts: { index?: bigint | number | string; id?: BytesLike } = {}): Promise<SignedSOC & { index?: bigint }> {
+    const { id, prefix, index } = this.frameFor(payload, opts)
+    if (index !== undefined) this.nextIndex = index + 1n
+    const signed = Promise.resolve().then(() => signSOCWith(this.key!, id, typeof payload === 'string' ? new TextEncoder().encode(payload) : payload))
+    const before = this.publishing ?? Promise.resolve()
+    const sent = before.then(
+      () => signed,
+      () => signed,
+    ).then((soc) => {
+      if (this._state !== 'ready' || !this.socket) throw new StateError(`session is ${this._state}: the frame was signed but not sent`)
+      this.socket.sendBinary(concat(prefix, soc.signature, soc.span, soc.payload))
+      return { ...soc, index }
+    })
+    const mine = sent.then(
+      () => undefined,
+      () => undefined,
+    )
+    this.publishing = mine
+    void mine.then(() => {
+      if (this.publishing === mine) this.publishing = undefined
+    })
+    return sent
+  }
+
+  /** The frames publish() is signing or sending, in order; undefined when none. */
+  private publishing?: Promise<void>
+
+  /** The SOC id, the frame's prefix and the feed index of the next publication; refuses what cannot be sent. */
+  private frameFor(payload: Uint8Array | string, opts: { index?: bigint | number | string; id?: BytesLike }): { id: Uint8Array; prefix: Uint8Array; index?: bigint } {
     if (!this.key) throw new StateError('a subscriber session does not publish: open it with a key')
     if (this._state !== 'ready') {
       throw new StateError(`session is ${this._state}: send once it is ready (await session.ready())${this._state === 'waiting' ? '; the node said waiting: the admin\'s roster must name this address' : ''}`)
     }
-    const data = typeof payload === 'string' ? new TextEncoder().encode(payload) : payload
     const c = this.cohort
     let id: Uint8Array
     let prefix: Uint8Array = new Uint8Array(0)
@@ -564,10 +623,9 @@ export class Session extends Emitter<SessionEvents> {
     if (fixed && opts.id !== undefined && hex(toBytes(opts.id, 32, 'id')) !== hex(fixed)) {
       throw new ValidationError(`id: binding ${c.binding ?? 'GSOC'} fixes the id to ${hex(fixed)}`)
     }
-    const soc = signSOC(this.key, id, data)
-    this.socket!.sendBinary(concat(prefix, soc.signature, soc.span, soc.payload))
-    if (index !== undefined) this.nextIndex = index + 1n
-    return { ...soc, index }
+    const data = typeof payload === 'string' ? new TextEncoder().encode(payload) : payload
+    if (data.length < 1 || data.length > 4096) throw new ValidationError(`payload of ${data.length} bytes: a chunk holds 1 to 4096`)
+    return { id, prefix, index }
   }
 
   /**

@@ -173,6 +173,37 @@ test('api and peer given as functions are read again at each reconnect', async (
   await closed
 })
 
+test('a signer that answers later (a Web Worker, a wallet): claims and publish() wait for it, frames in call order', async () => {
+  const d = driver()
+  // The worker: the same key, signing on a later turn, out of order.
+  let n = 0
+  const worker = {
+    address: admin,
+    sign: (data) => new Promise((r) => setTimeout(() => r(key.sign(data).toUint8Array()), n++ % 2 === 0 ? 20 : 1)),
+  }
+  const s = new Session({ api: 'http://127.0.0.1:1', peer: 'p', cohort: { topic, binding: 'feed', admin }, key: worker, transport: d.transport })
+  assert.equal(s.addr, admin)
+  const c = await d.conn()
+  const claimed = s.waitFor('claim')
+  text(c, { type: 'claim-request', topic, addr: admin, broker: 'cd'.repeat(32), challenge: 'ee'.repeat(32), index: '0' })
+  await claimed
+  const sync = new Session({ api: 'http://127.0.0.1:1', peer: 'p', cohort: { topic, binding: 'feed', admin }, key, transport: d.transport })
+  const cs = await d.conn()
+  text(cs, { type: 'claim-request', topic, addr: admin, broker: 'cd'.repeat(32), challenge: 'ee'.repeat(32), index: '0' })
+  assert.equal(JSON.parse(c.sent[0]).signature, JSON.parse(cs.sent[0]).signature, 'the same claim signature as the key itself')
+
+  ready(c, { role: 'publisher' })
+  assert.throws(() => s.send('now'), (e) => e instanceof StateError && /publish\(\)/.test(e.message))
+  const sent = await Promise.all([s.publish('a'), s.publish('b'), s.publish('c')])
+  assert.deepEqual(sent.map((x) => x.index), [0n, 1n, 2n])
+  const frames = c.sent.slice(1)
+  assert.deepEqual(frames.map((f) => new DataView(f.buffer, f.byteOffset).getBigUint64(0)), [0n, 1n, 2n], 'sent in call order')
+  ready(cs, { role: 'publisher' })
+  const want = sync.send('a')
+  assert.equal(hex(frames[0].subarray(8, 73)), hex(want.signature), 'the signature the key makes')
+  await Promise.all([s.close(), sync.close()].map((p, i) => ((i ? cs : c).h.closed(1000, 'bye'), p)))
+})
+
 test('a publisher answers claim-requests, sends only when ready, frames per binding', async () => {
   const d = driver()
   const s = new Session({ api: 'http://127.0.0.1:1', peer: 'p', cohort: { topic, binding: 'feed', admin }, key, index: 3, transport: d.transport })
