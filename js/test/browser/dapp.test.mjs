@@ -217,14 +217,14 @@ async function freePorts() {
   throw new Error('no free ports')
 }
 
-describe('two pages survive a restart of the cluster', { skip, timeout: 300_000 }, () => {
+for (const fullNode of [true, false]) describe(`two pages survive a restart of the cluster, ${fullNode ? 'full' : 'light'} nodes`, { skip, timeout: 300_000 }, () => {
   test('the cluster stops under two open pages and starts again: both carry on without a reload', { timeout: 240_000 }, async () => {
     const { mkdtempSync, rmSync } = await import('node:fs')
     const { tmpdir } = await import('node:os')
     const keys = mkdtempSync(join(tmpdir(), 'bps-keys-'))
     const port = await freePorts()
     const args = ['--keys-dir', keys, '--api-addr', `127.0.0.1:${port}`]
-    let cl = await startCluster({ args })
+    let cl = await startCluster({ fullNode, args })
     const [A, B] = [cl.nodes[1], cl.nodes[2]]
     const broker = cl.broker.overlay
     const pub = await openPage()
@@ -260,7 +260,7 @@ describe('two pages survive a restart of the cluster', { skip, timeout: 300_000 
       const closes = [await pub.page.evaluate(() => window.closes[0]), await reader.page.evaluate(() => window.closes[0])]
       assert.deepEqual(closes, [1001, 1001], 'the node going away closes its sessions with 1001')
 
-      cl = await startCluster({ args })
+      cl = await startCluster({ fullNode, args })
       assert.equal(cl.broker.overlay, broker, 'the broker keeps its overlay across the restart')
       assert.equal(cl.nodes[1].api, A.api)
       // Both pages reconnect by themselves; the publisher goes on at its next index.
