@@ -156,7 +156,7 @@ for (const fullNode of [true, false]) {
           const s = new window.bps.Session({ api, peer, cohort, resume })
           window.sub = s
           s.on('message', (m) => {
-            window.got.push({ index: Number(m.index), recovered: !!m.recovered, text: new TextDecoder().decode(m.payload) })
+            window.got.push({ index: Number(m.index), recovered: !!m.recovered, owner: m.owner, text: new TextDecoder().decode(m.payload) })
             localStorage.setItem('cursor', String(s.cursor))
           })
           s.on('gap', (e) => window.got.push({ gap: [Number(e.from), Number(e.to)] }))
@@ -185,6 +185,7 @@ for (const fullNode of [true, false]) {
         .then(() => reader.page.evaluate(() => window.got))
       const seen = after.flatMap((m) => (m.gap ? Array.from({ length: m.gap[1] - m.gap[0] + 1 }, (_, i) => m.gap[0] + i) : [m.index]))
       assert.deepEqual([...seen].sort((a, b) => a - b), [3, 4, 5, 6, 7], `every update once, recovered or a gap: ${JSON.stringify(after)}`)
+      for (const m of [...first, ...after]) if (!m.gap) assert.equal(m.owner, admin, `update ${m.index} attributed to the admin: ${JSON.stringify(m)}`)
       for (const m of after) {
         if (m.index >= 3 && m.index <= 5) assert.ok(m.recovered, `update ${m.index} recovered: ${JSON.stringify(after)}`)
         if (m.index >= 6) assert.ok(!m.recovered, `update ${m.index} live: ${JSON.stringify(after)}`)
