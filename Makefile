@@ -9,9 +9,15 @@ LDFLAGS ?= -s -w
 # reachable, and bee's pushsync then never stores a chunk at the closest
 # node: uploads bounce until they time out. bee's own switch for local
 # clusters reports every node reachable; it is for dev binaries only.
-DEV_LDFLAGS ?= -X github.com/ethersphere/bee/v2/pkg/p2p/libp2p.reachabilityOverridePublic=true
+# main.devReachability tells bee-bps dev that the switch is on (it warns
+# at start otherwise).
+DEV_LDFLAGS ?= -X github.com/ethersphere/bee/v2/pkg/p2p/libp2p.reachabilityOverridePublic=true -X main.devReachability=true
 # RUN_ARGS are more options for the dev cluster of make run.
 RUN_ARGS ?=
+# RUN_KEYS is where make run keeps the nodes' keys across restarts: the
+# same overlays, p2p ports and underlays each run, so a page naming the
+# broker carries on after a restart. RUN_KEYS= runs with new ones.
+RUN_KEYS ?= .bps-dev-keys
 TEST_TIMEOUT ?= 15m
 
 .PHONY: all
@@ -26,7 +32,7 @@ build:
 # interrupt however the program ended).
 .PHONY: run
 run: dev-bin
-	bin/bee-bps-dev dev --info-file bps-dev.json $(RUN_ARGS)
+	bin/bee-bps-dev dev --info-file bps-dev.json --keys-dir=$(RUN_KEYS) $(RUN_ARGS)
 
 # dev-bin is the binary of make run, with the dev ldflags; the JavaScript
 # client's end-to-end tests start their clusters with it. Built as the Go

@@ -42,6 +42,7 @@ const (
 	optionNameBPSAPIMaxCohortsPerClient  = "bps-api-max-cohorts-per-client"
 	optionNameBPSAPIMaxKeepAlive         = "bps-api-max-keep-alive"
 	optionNameBPSAPIClientHeader         = "bps-api-client-header"
+	optionNameBPSAPIAllowedHosts         = "bps-api-allowed-hosts"
 )
 
 var _ node.Plugin = bpsPlugged{}
@@ -68,6 +69,7 @@ func setBPSFlags(f *pflag.FlagSet, withEnable bool) {
 	f.Int(optionNameBPSAPIMaxCohortsPerClient, api.DefaultMaxCohortsPerClient, "BPS API: cohorts one client holds sessions in, at each broker (past it: 429)")
 	f.Duration(optionNameBPSAPIMaxKeepAlive, api.DefaultMaxKeepAlive, "BPS API: the largest swarm-keep-alive a session may ask for, in whole seconds (larger: 400)")
 	f.String(optionNameBPSAPIClientHeader, "", "BPS API: header a reverse proxy on this host sets to the client's address, e.g. X-Forwarded-For (empty: the client is the connection's address)")
+	f.StringSlice(optionNameBPSAPIAllowedHosts, []string{}, "BPS API: host names /pubsub answers to besides loopback names and IP addresses (\"*\": any; \".example.org\": the names below it); other names are 403 (DNS rebinding)")
 }
 
 // The bounds bee-bps accepts for the bps-* options. The upper ones keep a
@@ -166,6 +168,7 @@ func bpsAPIOptions(v *viper.Viper, cors []string) (api.Options, error) {
 		MaxKeepAlive:         v.GetDuration(optionNameBPSAPIMaxKeepAlive),
 		ClientHeader:         v.GetString(optionNameBPSAPIClientHeader),
 		CORSAllowedOrigins:   cors,
+		AllowedHosts:         v.GetStringSlice(optionNameBPSAPIAllowedHosts),
 	}
 	var errs []error
 	for _, c := range []struct {
@@ -186,6 +189,11 @@ func bpsAPIOptions(v *viper.Viper, cors []string) (api.Options, error) {
 	}
 	if h := o.ClientHeader; h != "" && !isHeaderName(h) {
 		errs = append(errs, fmt.Errorf("--%s %q: not an HTTP header name", optionNameBPSAPIClientHeader, h))
+	}
+	for _, h := range o.AllowedHosts {
+		if h == "" || strings.ContainsAny(h, "/: ") {
+			errs = append(errs, fmt.Errorf("--%s %q: not a host name (no scheme, port or path)", optionNameBPSAPIAllowedHosts, h))
+		}
 	}
 	return o, errors.Join(errs...)
 }

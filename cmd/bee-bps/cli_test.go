@@ -96,6 +96,21 @@ func TestDevRefusesBeforeStarting(t *testing.T) {
 	refused(t, []string{"dev", "extra"}, []string{"unknown command"})
 }
 
+// TestDevSaysWithoutDevLDFlags: dev from a binary built without the dev
+// ldflags (a plain go build, make build) says at start that uploads will
+// bounce; one built with them (make run) does not.
+func TestDevSaysWithoutDevLDFlags(t *testing.T) {
+	defer func(v string) { devReachability = v }(devReachability)
+	devReachability = ""
+	if _, out := execute(t, "dev", "--nodes", "0"); !strings.Contains(out, "built without the dev ldflags") {
+		t.Fatalf("no warning:\n%s", out)
+	}
+	devReachability = "true"
+	if _, out := execute(t, "dev", "--nodes", "0"); strings.Contains(out, "dev ldflags") {
+		t.Fatalf("a warning from a dev binary:\n%s", out)
+	}
+}
+
 func TestKeygen(t *testing.T) {
 	dir := t.TempDir()
 	key := filepath.Join(dir, "publisher.key")

@@ -34,6 +34,7 @@ import (
 const (
 	optionNameDevNodes    = "nodes"
 	optionNameDevInfoFile = "info-file"
+	optionNameDevKeysDir  = "keys-dir"
 
 	// devNetworkID is the dev cluster's private Swarm network id ("bp").
 	devNetworkID = 0x6270
@@ -120,17 +121,46 @@ not store. Interrupt (Ctrl-C) or SIGTERM stops everything.`,
 	f := cmd.Flags()
 	f.Int(optionNameDevNodes, 3, "number of nodes, the broker included")
 	f.String(optionNameDevInfoFile, "", "write the nodes' addresses as JSON to this file")
+	f.String(optionNameDevKeysDir, "", "keep the nodes' keys in this directory across restarts (created if missing): the same overlays and, with a fixed --api-addr, the same p2p ports (API port + 1000) and underlays; empty: new keys and random p2p ports each run")
 	f.String(optionNameAPIAddr, "127.0.0.1:1633", "the broker's HTTP API address; node-i listens on the next port up (port+i), or on a random loopback port if the port is 0")
 	f.Uint64(optionNameNetworkID, devNetworkID, "ID of the private Swarm network")
 	f.Uint64(optionNameBlockTime, 1, "development chain block time in seconds")
 	f.Bool(optionNameFullNode, true, "run the nodes other than the broker in full mode (false: light, and one more full node, storer, for them to store on)")
 	f.String(optionNameVerbosity, "warn", "log verbosity level 0=silent, 1=error, 2=warn, 3=info, 4=debug, 5=trace")
-	f.StringSlice(optionNameCORSAllowedOrigins, []string{}, "origins with CORS headers enabled")
+	f.StringSlice(optionNameCORSAllowedOrigins, devCORSAllowedOrigins, "origins with CORS headers enabled (on /pubsub, \"scheme://host:*\" is any port; bee's own paths take exact origins)")
 	setBPSFlags(f, false)
 	c.root.AddCommand(cmd)
 }
 
+// devReachability is "true" in a binary built with the Makefile's
+// DEV_LDFLAGS (make run, make dev-bin), which also turn on bee's switch for
+// local clusters (libp2p.reachabilityOverridePublic): on loopback autonat
+// never finds a node reachable, and without the switch pushsync never
+// stores a chunk at the closest node, so every upload bounces until it
+// times out. bee's switch is unexported; this one says it was set with it.
+var devReachability string
+
+// devReachabilityWarning is what dev says at start from a binary built
+// without the dev ldflags.
+const devReachabilityWarning = `warning: this binary was built without the dev ldflags (make run or make dev-bin set them:
+  -ldflags "-X github.com/ethersphere/bee/v2/pkg/p2p/libp2p.reachabilityOverridePublic=true -X main.devReachability=true").
+  Without bee's local-cluster reachability switch, live pub/sub works but every upload
+  (a persistent pub, POST /bytes) bounces for about 37 s and fails ("done split failed").
+`
+
+// devCORSAllowedOrigins are the origins the dev cluster allows by default:
+// pages served from this machine's loopback on any port, where a dApp's
+// development server runs. It is safe as a default: the cluster listens on
+// loopback, its chain and batches are throwaway, a page on one of these
+// origins is served by a program the developer runs, and a page on any
+// other name — a rebound one included — is refused by the Host and Origin
+// checks.
+var devCORSAllowedOrigins = []string{"http://localhost:*", "http://127.0.0.1:*", "http://[::1]:*"}
+
 func (c *command) runDev(cmd *cobra.Command) (err error) {
+	if devReachability != "true" {
+		fmt.Fprint(cmd.ErrOrStderr(), devReachabilityWarning)
+	}
 	// Every option is checked before anything starts.
 	v := c.config
 	count := v.GetInt(optionNameDevNodes)
@@ -170,6 +200,12 @@ func (c *command) runDev(cmd *cobra.Command) (err error) {
 		if _, err := devAPIAddr(v.GetString(optionNameAPIAddr), i); err != nil {
 			return err
 		}
+		if v.GetString(optionNameDevKeysDir) == "" {
+			continue
+		}
+		if _, err := devAPIAddr(v.GetString(optionNameAPIAddr), i+devP2PPortOffset); err != nil {
+			return fmt.Errorf("%w (with --%s the p2p port is the API port + %d)", err, optionNameDevKeysDir, devP2PPortOffset)
+		}
 	}
 	out := cmd.OutOrStdout()
 
@@ -194,7 +230,8 @@ func (c *command) runDev(cmd *cobra.Command) (err error) {
 		return err
 	}
 	cleanup = append(cleanup, func() error { return os.RemoveAll(dataDir) })
-	password, err := randomPassword()
+	keysDir := v.GetString(optionNameDevKeysDir)
+	password, err := devPassword(keysDir)
 	if err != nil {
 		return err
 	}
@@ -208,8 +245,14 @@ func (c *command) runDev(cmd *cobra.Command) (err error) {
 	if withStorer {
 		names = append(names, devStorerName)
 	}
+	if err := devKeys(keysDir, dataDir, names, false); err != nil {
+		return err
+	}
 	batches, err := devBatches(dataDir, password, names)
 	if err != nil {
+		return err
+	}
+	if err := devKeys(keysDir, dataDir, names, true); err != nil {
 		return err
 	}
 	chain, err := devchain.New(devchain.Options{BlockTime: blockTime, Logger: logger, Batches: batches})
@@ -251,6 +294,11 @@ func (c *command) runDev(cmd *cobra.Command) (err error) {
 		cfg.Password = password
 		cfg.APIAddr = "127.0.0.1:0"
 		cfg.P2PAddr = "127.0.0.1:0"
+		if keysDir != "" {
+			if cfg.P2PAddr, err = devAPIAddr(v.GetString(optionNameAPIAddr), i+devP2PPortOffset); err != nil {
+				return err
+			}
+		}
 		cfg.NetworkID = cluster.NetworkID
 		cfg.FullNode = i == 0 || fullNodes || name == devStorerName
 		cfg.AllowPrivateCIDRs = true
@@ -534,6 +582,83 @@ func pathErr(err error) error {
 		return le.Err
 	}
 	return err
+}
+
+// devP2PPortOffset places a node's p2p port above its API port when the
+// cluster keeps its keys (--keys-dir): fixed ports, so that the broker's
+// underlay is the same after a restart.
+const devP2PPortOffset = 1000
+
+// devPassword is the password of the nodes' keys: a new random one, or with
+// keysDir the one kept there (made on the first run, readable by the owner
+// only).
+func devPassword(keysDir string) (string, error) {
+	if keysDir == "" {
+		return randomPassword()
+	}
+	if err := os.MkdirAll(keysDir, 0o700); err != nil {
+		return "", fmt.Errorf("--%s: %w", optionNameDevKeysDir, err)
+	}
+	file := filepath.Join(keysDir, "password")
+	b, err := os.ReadFile(file)
+	switch {
+	case err == nil && len(b) > 0:
+		return strings.TrimSpace(string(b)), nil
+	case err != nil && !errors.Is(err, os.ErrNotExist):
+		return "", fmt.Errorf("--%s: %w", optionNameDevKeysDir, err)
+	}
+	pw, err := randomPassword()
+	if err != nil {
+		return "", err
+	}
+	if err := os.WriteFile(file, []byte(pw+"\n"), 0o600); err != nil {
+		return "", fmt.Errorf("--%s: %w", optionNameDevKeysDir, err)
+	}
+	return pw, nil
+}
+
+// devKeys copies each node's keys between keysDir/<name> and the node's
+// data directory: into the data directory before the keys are made (a node
+// whose keys are kept starts with them), and back after (keys made on this
+// run are kept for the next). Without keysDir it does nothing.
+func devKeys(keysDir, dataDir string, names []string, save bool) error {
+	if keysDir == "" {
+		return nil
+	}
+	for _, name := range names {
+		kept, data := filepath.Join(keysDir, name), filepath.Join(dataDir, name, "keys")
+		src, dst := kept, data
+		if save {
+			src, dst = data, kept
+		}
+		entries, err := os.ReadDir(src)
+		if errors.Is(err, os.ErrNotExist) {
+			continue
+		}
+		if err != nil {
+			return fmt.Errorf("--%s: %w", optionNameDevKeysDir, err)
+		}
+		if err := os.MkdirAll(dst, 0o700); err != nil {
+			return fmt.Errorf("--%s: %w", optionNameDevKeysDir, err)
+		}
+		for _, e := range entries {
+			if !e.Type().IsRegular() {
+				continue
+			}
+			to := filepath.Join(dst, e.Name())
+			if _, err := os.Stat(to); err == nil {
+				continue // kept keys are never overwritten
+			}
+			b, err := os.ReadFile(filepath.Join(src, e.Name()))
+			if err != nil {
+				return fmt.Errorf("--%s: %w", optionNameDevKeysDir, err)
+			}
+			if err := os.WriteFile(to, b, 0o600); err != nil {
+				return fmt.Errorf("--%s: %w", optionNameDevKeysDir, err)
+			}
+		}
+	}
+	return nil
 }
 
 func randomPassword() (string, error) {

@@ -263,6 +263,7 @@ func TestStartAPIOptions(t *testing.T) {
 		MaxCohortsPerClient:  api.DefaultMaxCohortsPerClient,
 		MaxKeepAlive:         api.DefaultMaxKeepAlive,
 		CORSAllowedOrigins:   []string{"https://a.example"},
+		AllowedHosts:         []string{},
 	}
 	if !reflect.DeepEqual(o, want) {
 		t.Errorf("defaults:\n got %+v\nwant %+v", o, want)
@@ -272,6 +273,7 @@ func TestStartAPIOptions(t *testing.T) {
 bps-api-max-sessions: 2000
 bps-api-max-sessions-per-client: 7
 bps-api-client-header: X-Real-IP
+bps-api-allowed-hosts: [node.example, .dapps.example]
 `)
 	t.Setenv("BEE_BPS_API_MAX_COHORTS_PER_CLIENT", "3")
 	t.Setenv("BEE_BPS_API_MAX_SESSIONS_PER_CLIENT", "9") // environment over file
@@ -288,6 +290,7 @@ bps-api-client-header: X-Real-IP
 		MaxKeepAlive:         90 * time.Second,
 		ClientHeader:         "X-Forwarded-For",
 		CORSAllowedOrigins:   []string{},
+		AllowedHosts:         []string{"node.example", ".dapps.example"},
 	}
 	if !reflect.DeepEqual(o, want) {
 		t.Errorf("flags, environment and file:\n got %+v\nwant %+v", o, want)
@@ -313,6 +316,8 @@ func TestBadBPSAPIOptionsRefusedByName(t *testing.T) {
 		{"--bps-api-max-keep-alive", "24h0m0s"},
 		{"--bps-api-client-header", "X Forwarded For"},
 		{"--bps-api-client-header", "X-Real-IP:"},
+		{"--bps-api-allowed-hosts", "http://node.example"},
+		{"--bps-api-allowed-hosts", "node.example:1633"},
 	} {
 		t.Run(strings.Join(tc, " "), func(t *testing.T) {
 			refused(t, append([]string{"dev", "--verbosity", "0"}, tc...), []string{tc[0], tc[1]})
@@ -330,6 +335,8 @@ func TestBadBPSAPIOptionsRefusedByName(t *testing.T) {
 		{"--bps-api-max-keep-alive", "1s"},
 		{"--bps-api-max-keep-alive", "1h"},
 		{"--bps-api-client-header", "x-forwarded-for"},
+		{"--bps-api-allowed-hosts", "node.example,.dapps.example"},
+		{"--bps-api-allowed-hosts", "*"},
 	} {
 		if _, err := parseStartAPI(t, append([]string{"--password", "x"}, tc...)...); err != nil {
 			t.Errorf("%v refused: %v", tc, err)

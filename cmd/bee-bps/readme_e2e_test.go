@@ -206,8 +206,8 @@ func shellWords(line string) ([]string, error) {
 			cur.WriteString(line[i : i+j+1])
 			inWord = true
 			i += j
-		case strings.HasPrefix(line[i:], "$(RUN_ARGS)"): // the Makefile's
-			cur.WriteString("$(RUN_ARGS)")
+		case strings.HasPrefix(line[i:], "$(RUN_ARGS)"), strings.HasPrefix(line[i:], "$(RUN_KEYS)"): // the Makefile's
+			cur.WriteString(line[i : i+len("$(RUN_ARGS)")])
 			inWord = true
 			i += len("$(RUN_ARGS)") - 1
 		case strings.IndexByte("$`\\|&;()*?[]~!{}>", c) >= 0:
@@ -330,6 +330,9 @@ func (w walkthrough) run(t *testing.T, bin string, runArgs []string) {
 				if a == "$(RUN_ARGS)" {
 					dev = append(dev, runArgs...)
 					continue
+				}
+				if k, ok := strings.CutSuffix(a, "$(RUN_KEYS)"); ok { // kept in the walkthrough's directory
+					a = k + filepath.Join(work, ".bps-dev-keys")
 				}
 				dev = append(dev, a)
 			}

@@ -177,7 +177,7 @@ func TestDevClusterStamps(t *testing.T) {
 }
 
 // devLDFlags are the Makefile's DEV_LDFLAGS.
-const devLDFlags = "-X github.com/ethersphere/bee/v2/pkg/p2p/libp2p.reachabilityOverridePublic=true"
+const devLDFlags = "-X github.com/ethersphere/bee/v2/pkg/p2p/libp2p.reachabilityOverridePublic=true -X main.devReachability=true"
 
 // startDevProcess builds bee-bps, without the race detector, and runs
 // `bee-bps dev args… --info-file …` as a child process until the test

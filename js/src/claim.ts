@@ -27,6 +27,16 @@ export function claimDigest(challenge: Uint8Array, broker: Uint8Array, index: bi
  * only help a node that is not ours.
  */
 export function answerClaim(key: PrivateKey, f: Record<string, unknown>): { signature: string; event: ClaimEvent } {
+  const { preimage, event } = prepareClaim(key.publicKey().address().toHex(), f)
+  return { signature: key.sign(preimage).toHex(), event }
+}
+
+/**
+ * The checks of answerClaim, for the address own (hex): what to sign (the
+ * preimage, signed as a SOC digest is) and the event; a ClaimError if the
+ * request is not one to sign.
+ */
+export function prepareClaim(own: string, f: Record<string, unknown>): { preimage: Uint8Array; event: ClaimEvent } {
   let challenge: Uint8Array, broker: Uint8Array, index: bigint, addr: string
   try {
     challenge = toBytes(frameString(f.challenge, 'challenge'), 32, 'claim-request.challenge')
@@ -36,7 +46,6 @@ export function answerClaim(key: PrivateKey, f: Record<string, unknown>): { sign
   } catch (e) {
     throw new ClaimError(`malformed claim-request: ${(e as Error).message}`)
   }
-  const own = key.publicKey().address().toHex()
   if (addr !== own) throw new ClaimError(`claim requested for ${addr}, not for this session's key ${own}`)
   const preimage = claimPreimage(challenge, broker, index)
   const digest = keccak(preimage)
@@ -51,6 +60,5 @@ export function answerClaim(key: PrivateKey, f: Record<string, unknown>): { sign
       throw new ClaimError(`the node's claim digest ${hex(theirs)} is not the one its challenge, broker and index make (${hex(digest)}): not signed`)
     }
   }
-  const signature = key.sign(preimage).toHex()
-  return { signature, event: { addr, broker: hex(broker), challenge: hex(challenge), index, digest: hex(digest) } }
+  return { preimage, event: { addr, broker: hex(broker), challenge: hex(challenge), index, digest: hex(digest) } }
 }

@@ -9,7 +9,7 @@ import { Cohort } from './spec.js'
 export interface ClientOptions {
   /** The node's API, e.g. http://127.0.0.1:1633. */
   api: string
-  /** The broker: an underlay multiaddr with /p2p/ (the node dials it), or its overlay in hex (already connected). */
+  /** The broker: its overlay in hex (the node dials it through its addressbook; stable across the broker's restarts), or an underlay multiaddr with /p2p/ (the node dials it). */
   peer: string
 }
 

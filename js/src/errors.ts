@@ -20,6 +20,8 @@ export const CloseCode = {
   TooBig: 1009,
   InternalError: 1011,
   TryAgainLater: 1013,
+  /** A page's session refused before it was one: 4000 + the HTTP status (4400, 4503, …); the session reports it as an HttpError. */
+  RefusedBase: 4000,
 } as const
 
 /** The root of every error this client throws or reports. */
@@ -39,7 +41,9 @@ export class ValidationError extends BpsError {}
 /**
  * The node refused a request before any WebSocket (a session not opened) or a
  * service SOC (POST /pubsub/{topic}/service): its status and bee's JSON
- * error body.
+ * error body. In a browser, which cannot read a refused upgrade, the node
+ * upgrades and closes with 4000 + the status after an error frame with the
+ * same answer: the session reports the same HttpError.
  */
 export class HttpError extends BpsError {
   readonly status: number
@@ -99,7 +103,7 @@ function httpHint(op: string, status: number, reasons: Reason[]): string | undef
     case 402:
       return 'the postage batch is exhausted: buy a new one, or dilute this one'
     case 404:
-      return batch ? 'the batch is not this node\'s: give one GET /stamps lists on this node' : 'give the broker as a multiaddr with /p2p/, and the node dials it'
+      return batch ? 'the batch is not this node\'s: give one GET /stamps lists on this node' : undefined
     case 409:
       return op === 'post service' ? 'open a session as the admin (same cohort, same peer) on this node first, and post a service index above the latest' : undefined
     case 429:

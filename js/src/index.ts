@@ -15,7 +15,7 @@ export { encodeServiceMessage, serviceBody, serviceId } from './service.js'
 export type { ServiceMessage } from './service.js'
 export { answerClaim, claimDigest, claimPreimage } from './claim.js'
 export { addressOf, feedId, mineOwnerId, PO_MIN, proximity, signSOC, socAddress } from './soc.js'
-export type { SignedSOC } from './soc.js'
+export type { SignedSOC, Signer } from './soc.js'
 export { parseFrame } from './json.js'
 export { decodeMessage } from './frames.js'
 

@@ -23,8 +23,8 @@ async function probe(url: string): Promise<BpsError> {
     // the node, or its CORS policy, does not answer a plain request
   }
   return new HandshakeError(
-    'open session: the node refused the upgrade, and a browser does not say why',
-    'the broker may be unreachable, full or backing off (the status a Node client reads); check the origin is allowed (cors-allowed-origins)',
+    'open session: no WebSocket to the node, and a browser does not say why',
+    "CORS or the node: the node does not allow this page's origin (add it to its cors-allowed-origins) or this host name (bps-api-allowed-hosts), or it is not running at this URL; every other refusal reaches the page as a close code",
   )
 }
 

@@ -2,16 +2,16 @@ import { PrivateKey } from '@ethersphere/bee-js'
 import { BytesLike } from './bytes.js'
 import { BpsError, HttpError } from './errors.js'
 import { frameUint, parseFrame } from './json.js'
-import { serviceBody, ServiceMessage } from './service.js'
+import { serviceBodyWith, ServiceMessage } from './service.js'
 import { Cohort, endpoint, resolveCohort, specQuery } from './spec.js'
-import { toKey } from './soc.js'
+import { Signer, toSigner } from './soc.js'
 
 export interface PostServiceOptions {
   api: string
   peer: string
   cohort: Cohort
-  /** The admin's key: the service SOC is signed here. */
-  key: PrivateKey | BytesLike
+  /** The admin's key or signer: the service SOC is signed here. */
+  key: PrivateKey | BytesLike | Signer
   message: ServiceMessage
 }
 
@@ -26,7 +26,7 @@ export interface PostServiceOptions {
 export async function postService(o: PostServiceOptions): Promise<bigint> {
   const c = resolveCohort(o.cohort)
   if (c.binding === undefined || !c.admin) throw new BpsError('a cohort without an admin has no service feed')
-  const body = serviceBody(toKey(o.key), c.topic, o.message)
+  const body = await serviceBodyWith(toSigner(o.key), c.topic, o.message)
   const url = endpoint(o.api, c.topic, '/service', specQuery(c, o.peer), false)
   let res: Response
   try {

@@ -1,7 +1,7 @@
 import { PrivateKey } from '@ethersphere/bee-js'
 import { BytesLike, concat, toBytes, uint64BE, utf8 } from './bytes.js'
 import { ValidationError } from './errors.js'
-import { keccak, signSOC } from './soc.js'
+import { HeldSigner, keccak, signSOC, signSOCWith } from './soc.js'
 
 /** A service message of the admin's service feed (SWIP-60): a roster, or the end of the stream. */
 export interface ServiceMessage {
@@ -54,5 +54,11 @@ export function encodeServiceMessage(m: ServiceMessage): Uint8Array {
  */
 export function serviceBody(admin: PrivateKey, topic: Uint8Array, m: ServiceMessage): Uint8Array {
   const soc = signSOC(admin, serviceId(topic, m.index), encodeServiceMessage(m))
+  return concat(soc.identifier, soc.signature, soc.span, soc.payload)
+}
+
+/** serviceBody signed by any signer (the admin's). */
+export async function serviceBodyWith(admin: HeldSigner, topic: Uint8Array, m: ServiceMessage): Promise<Uint8Array> {
+  const soc = await signSOCWith(admin, serviceId(topic, m.index), encodeServiceMessage(m))
   return concat(soc.identifier, soc.signature, soc.span, soc.payload)
 }

@@ -1,5 +1,5 @@
 import { PrivateKey } from '@ethersphere/bee-js'
-import { answerClaim } from './claim.js'
+import { prepareClaim } from './claim.js'
 import { BytesLike, concat, hex, toBytes, toUint64, uint64BE } from './bytes.js'
 import { Emitter } from './emitter.js'
 import { BpsError, ClaimError, CloseCode, CloseError, HttpError, StateError, TimeoutError, ValidationError } from './errors.js'
@@ -23,7 +23,7 @@ import { parseFrame } from './json.js'
 import { postService } from './post.js'
 import { ServiceMessage } from './service.js'
 import { Cohort, endpoint, explicit, ResolvedCohort, resolveCohort, specQuery } from './spec.js'
-import { feedId, mineOwnerId, PO_MIN, proximity, publicKeyAddress, signSOC, SignedSOC, socAddress, toKey } from './soc.js'
+import { feedId, HeldSigner, mineOwnerId, PO_MIN, proximity, publicKeyAddress, SignedSOC, signSOCWith, Signer, socAddress, toSigner } from './soc.js'
 import { Connect, Socket } from './transport.js'
 import { connect as defaultConnect, randomBytes, sendsHeaders as defaultSendsHeaders } from './platform.js'
 
@@ -40,13 +40,13 @@ export interface ReconnectOptions {
 }
 
 export interface SessionOptions {
-  /** The node's API, e.g. http://127.0.0.1:1633. */
-  api: string
-  /** The broker: an underlay multiaddr with /p2p/, or its overlay in hex. */
-  peer: string
+  /** The node's API, e.g. http://127.0.0.1:1633; a function is read again at each (re)connect. */
+  api: string | (() => string)
+  /** The broker: its overlay in hex (stable across its restarts; the node dials it), or an underlay multiaddr with /p2p/; a function is read again at each (re)connect. */
+  peer: string | (() => string)
   cohort: Cohort
-  /** Publish as this key's address; the key never leaves the client: it signs here. Absent: a subscriber. */
-  key?: PrivateKey | BytesLike
+  /** Publish as this key's address; the key never leaves the client: it signs here. Or a signer (a wallet's session key, a Web Worker): see Signer. Absent: a subscriber. */
+  key?: PrivateKey | BytesLike | Signer
   /** The SOC id a session signs under where the binding fixes it per session: binding 'anchor' without admin, and the GSOC session. */
   id?: BytesLike
   /** A feed publisher's cursor (binding 'feed' with an admin): its first update's index, signed into its claim. Default 0. */
@@ -61,8 +61,8 @@ export interface SessionOptions {
   keepAlive?: number
   /** Reconnect when the connection or the broker's stream is lost (default true). */
   reconnect?: boolean | ReconnectOptions
-  /** Another WebSocket transport (tests, other runtimes). */
-  transport?: { connect: Connect; sendsHeaders: boolean }
+  /** Another WebSocket transport (tests, other runtimes). sendsHeaders is no longer read: every parameter goes in the query. */
+  transport?: { connect: Connect; sendsHeaders?: boolean }
 }
 
 /** A disconnection: why, and whether and when the session tries again. */
@@ -103,6 +103,9 @@ export interface SessionEvents {
 
 const randomId = (): Uint8Array => randomBytes(32)
 
+/** A refused page session closes with this plus the HTTP status. */
+const REFUSED_BASE = 4000
+
 /**
  * One session on a cohort at a broker, through a node: a subscriber, or a
  * publisher signing locally with its key. It reconnects after a lost
@@ -115,9 +118,9 @@ export class Session extends Emitter<SessionEvents> {
   /** The address this session publishes as (hex), if it publishes. */
   readonly addr?: string
   private readonly o: SessionOptions
-  private readonly key?: PrivateKey
+  private readonly key?: HeldSigner
   private readonly id?: Uint8Array
-  private readonly transport: { connect: Connect; sendsHeaders: boolean }
+  private readonly transport: { connect: Connect; sendsHeaders?: boolean }
   private readonly reconnect?: Required<ReconnectOptions>
   private readonly fields: Field[]
   private readonly batch?: Uint8Array
@@ -153,8 +156,8 @@ export class Session extends Emitter<SessionEvents> {
     this.transport = o.transport ?? { connect: defaultConnect, sendsHeaders: defaultSendsHeaders }
     const c = this.cohort
     if (o.key !== undefined) {
-      this.key = toKey(o.key)
-      this.addr = this.key.publicKey().address().toHex()
+      this.key = toSigner(o.key)
+      this.addr = hex(this.key.address)
     }
     if (o.id !== undefined) this.id = toBytes(o.id, 32, 'id')
     this.nextIndex = o.index === undefined ? 0n : toUint64(o.index, 'index')
@@ -179,21 +182,18 @@ export class Session extends Emitter<SessionEvents> {
     }
 
     // The fields: a feed session tracks each publisher's cursor, so it
-    // asks for address and index as well (where it can send headers).
+    // asks for address and index as well. They, like every parameter a
+    // header could carry, go in the query: a browser's WebSocket sends no
+    // headers, and the node reads each from either.
     let fields = o.fields ? [...o.fields] : undefined
     if (fields && fields.some((f, i) => f === 'payload' && i !== fields!.length - 1)) {
       throw new ValidationError('fields: payload must come last')
     }
-    if (c.binding === 'feed' && this.transport.sendsHeaders) {
+    if (c.binding === 'feed') {
       fields = fields ?? ['payload']
       for (const f of ['index', 'address'] as Field[]) if (!fields.includes(f)) fields.unshift(f)
     }
-    const headers = this.headers(fields)
-    if (!this.transport.sendsHeaders && Object.keys(headers).length > 0) {
-      throw new ValidationError(
-        `${Object.keys(headers).join(', ')}: a browser's WebSocket cannot send headers; the node takes these as headers only`,
-      )
-    }
+    this.askFields = fields !== undefined
     this.fields = fields ?? (c.binding === undefined ? ['signature', 'span', 'payload'] : ['payload'])
     this.decodeFields = this.fields
     this.open()
@@ -226,17 +226,27 @@ export class Session extends Emitter<SessionEvents> {
     return min
   }
 
-  private headers(fields?: Field[]): Record<string, string> {
-    const h: Record<string, string> = {}
-    if (fields) h['swarm-soc-fields'] = fields.join(',')
-    if (this.batch) h['swarm-postage-batch-id'] = hex(this.batch)
-    if (this.o.keepAlive !== undefined) h['swarm-keep-alive'] = String(this.o.keepAlive)
-    return h
+  /** The node's API now: the option, read again at each connect if a function. */
+  get api(): string {
+    return typeof this.o.api === 'function' ? this.o.api() : this.o.api
   }
+
+  /** The broker now: the option, read again at each connect if a function. */
+  get peer(): string {
+    return typeof this.o.peer === 'function' ? this.o.peer() : this.o.peer
+  }
+
+  /** Whether the session names its fields (swarm-soc-fields). */
+  private readonly askFields: boolean
 
   private url(): string {
     const c = this.cohort
-    const q = specQuery(c, this.o.peer)
+    const q = specQuery(c, this.peer)
+    // The parameters bee's API takes as headers, as query parameters of the
+    // same names (docs/api.md): a browser's WebSocket sends no headers.
+    if (this.askFields) q.set('swarm-soc-fields', this.fields.join(','))
+    if (this.batch) q.set('swarm-postage-batch-id', hex(this.batch))
+    if (this.o.keepAlive !== undefined) q.set('swarm-keep-alive', String(this.o.keepAlive))
     if (this.key) {
       if (c.binding === undefined) {
         q.set('gsoc-eth-address', this.addr!)
@@ -249,14 +259,15 @@ export class Session extends Emitter<SessionEvents> {
     } else if (this.cursor !== undefined && !this.noCursor) {
       q.set('index', this.cursor.toString())
     }
-    return endpoint(this.o.api, c.topic, '', q, true)
+    return endpoint(this.api, c.topic, '', q, true)
   }
 
   private open(): void {
     this.timer = undefined
     this._state = 'connecting'
     this.nodeReason = undefined
-    const headers = this.transport.sendsHeaders ? this.headers(this.o.fields || this.cohort.binding === 'feed' ? this.fields : undefined) : {}
+    this.nodeRefusal = undefined
+    const headers = {}
     let sock: Socket | undefined
     const current = () => sock !== undefined && sock === this.socket
     sock = this.transport.connect(this.url(), headers, {
@@ -267,10 +278,25 @@ export class Session extends Emitter<SessionEvents> {
       },
       text: (d) => current() && this.onText(d),
       binary: (d) => current() && this.onBinary(d),
-      closed: (code, reason) => current() && this.onEnd(new CloseError(code, reason, this.nodeReason)),
+      closed: (code, reason) => current() && this.onEnd(this.closeError(code, reason)),
       refused: (err) => current() && this.onEnd(err),
     })
     this.socket = sock
+  }
+
+  /**
+   * The error a close makes: a page's session the node refused before it
+   * could be a session closes with 4000 + the HTTP status (docs/api.md), and
+   * is the HttpError a Node program gets; any other close a CloseError.
+   */
+  private closeError(code: number, reason: string): BpsError {
+    if (code >= REFUSED_BASE + 400 && code < REFUSED_BASE + 1000) {
+      const f = this.nodeRefusal
+      const body = f ? JSON.stringify({ message: f.message, reasons: f.reasons }) : reason
+      const ra = f && typeof f.retryAfter === 'number' ? String(f.retryAfter) : undefined
+      return HttpError.fromBody('open session', code - REFUSED_BASE, body, ra)
+    }
+    return new CloseError(code, reason, this.nodeReason)
   }
 
   private becomeReady(e: ReadyEvent | undefined): void {
@@ -301,9 +327,21 @@ export class Session extends Emitter<SessionEvents> {
         }
         case 'claim-request': {
           if (!this.key) throw new ClaimError('claim requested from a subscriber')
-          const { signature, event } = answerClaim(this.key, f)
-          this.socket?.sendText(JSON.stringify({ type: 'claim', signature }))
-          this.emit('claim', event)
+          const { preimage, event } = prepareClaim(this.addr!, f)
+          const sock = this.socket
+          const answer = (sig: Uint8Array) => {
+            if (sig.length !== 65) throw new ClaimError(`signer: a signature is 65 bytes, got ${sig.length}`)
+            if (sock !== this.socket) return // the connection it was asked on is gone
+            sock?.sendText(JSON.stringify({ type: 'claim', signature: hex(sig) }))
+            this.emit('claim', event)
+          }
+          const sig = this.key.sign(preimage)
+          if (sig instanceof Uint8Array) answer(sig)
+          else
+            Promise.resolve(sig).then(
+              (s) => answer(new Uint8Array(s)),
+              (e) => this.fail(e instanceof BpsError ? e : new ClaimError(`the signer refused the claim: ${(e as Error).message}`)),
+            )
           return
         }
         case 'service': {
@@ -334,6 +372,7 @@ export class Session extends Emitter<SessionEvents> {
           return
         case 'error':
           this.nodeReason = String(f.reason ?? '')
+          this.nodeRefusal = typeof f.status === 'number' ? f : undefined
           this.emit('nodeError', this.nodeReason)
           return
       }
@@ -381,6 +420,8 @@ export class Session extends Emitter<SessionEvents> {
     this.emit('message', m)
   }
   private unknownSeen = false
+  /** The error frame of a refused page session: the HTTP answer a program would have read. */
+  private nodeRefusal?: Record<string, unknown>
   /** The node refused the cursor (a node without storage): reconnect without it. */
   private noCursor = false
 
@@ -504,11 +545,58 @@ export class Session extends Emitter<SessionEvents> {
    * binding fixes the id. Returns the signed SOC.
    */
   send(payload: Uint8Array | string, opts: { index?: bigint | number | string; id?: BytesLike } = {}): SignedSOC & { index?: bigint } {
+    const { id, prefix, index } = this.frameFor(payload, opts)
+    if (this.publishing !== undefined) {
+      throw new StateError('publish() calls are still signing: send after them, or use publish() throughout')
+    }
+    const soc = signSOCWith(this.key!, id, typeof payload === 'string' ? new TextEncoder().encode(payload) : payload)
+    if (soc instanceof Promise) {
+      soc.catch(() => undefined) // not sent: the caller is told to publish()
+      throw new StateError("this session's signer answers asynchronously (a Web Worker, a wallet): use publish(), which waits for it")
+    }
+    this.socket!.sendBinary(concat(prefix, soc.signature, soc.span, soc.payload))
+    if (index !== undefined) this.nextIndex = index + 1n
+    return { ...soc, index }
+  }
+
+  /**
+   * send with any signer, synchronous or not (a Web Worker, a wallet's
+   * session key): resolves once the frame is sent. Calls are sent in the
+   * order they were made; a feed update takes its index at the call.
+   */
+  publish(payload: Uint8Array | string, opts: { index?: bigint | number | string; id?: BytesLike } = {}): Promise<SignedSOC & { index?: bigint }> {
+    const { id, prefix, index } = this.frameFor(payload, opts)
+    if (index !== undefined) this.nextIndex = index + 1n
+    const signed = Promise.resolve().then(() => signSOCWith(this.key!, id, typeof payload === 'string' ? new TextEncoder().encode(payload) : payload))
+    const before = this.publishing ?? Promise.resolve()
+    const sent = before.then(
+      () => signed,
+      () => signed,
+    ).then((soc) => {
+      if (this._state !== 'ready' || !this.socket) throw new StateError(`session is ${this._state}: the frame was signed but not sent`)
+      this.socket.sendBinary(concat(prefix, soc.signature, soc.span, soc.payload))
+      return { ...soc, index }
+    })
+    const mine = sent.then(
+      () => undefined,
+      () => undefined,
+    )
+    this.publishing = mine
+    void mine.then(() => {
+      if (this.publishing === mine) this.publishing = undefined
+    })
+    return sent
+  }
+
+  /** The frames publish() is signing or sending, in order; undefined when none. */
+  private publishing?: Promise<void>
+
+  /** The SOC id, the frame's prefix and the feed index of the next publication; refuses what cannot be sent. */
+  private frameFor(payload: Uint8Array | string, opts: { index?: bigint | number | string; id?: BytesLike }): { id: Uint8Array; prefix: Uint8Array; index?: bigint } {
     if (!this.key) throw new StateError('a subscriber session does not publish: open it with a key')
     if (this._state !== 'ready') {
       throw new StateError(`session is ${this._state}: send once it is ready (await session.ready())${this._state === 'waiting' ? '; the node said waiting: the admin\'s roster must name this address' : ''}`)
     }
-    const data = typeof payload === 'string' ? new TextEncoder().encode(payload) : payload
     const c = this.cohort
     let id: Uint8Array
     let prefix: Uint8Array = new Uint8Array(0)
@@ -535,10 +623,9 @@ export class Session extends Emitter<SessionEvents> {
     if (fixed && opts.id !== undefined && hex(toBytes(opts.id, 32, 'id')) !== hex(fixed)) {
       throw new ValidationError(`id: binding ${c.binding ?? 'GSOC'} fixes the id to ${hex(fixed)}`)
     }
-    const soc = signSOC(this.key, id, data)
-    this.socket!.sendBinary(concat(prefix, soc.signature, soc.span, soc.payload))
-    if (index !== undefined) this.nextIndex = index + 1n
-    return { ...soc, index }
+    const data = typeof payload === 'string' ? new TextEncoder().encode(payload) : payload
+    if (data.length < 1 || data.length > 4096) throw new ValidationError(`payload of ${data.length} bytes: a chunk holds 1 to 4096`)
+    return { id, prefix, index }
   }
 
   /**
@@ -550,7 +637,7 @@ export class Session extends Emitter<SessionEvents> {
     const run = async () => {
       if (!this.key) throw new StateError('only the admin\'s session posts service messages: open it with the admin\'s key')
       const index = m.index === undefined ? (this.service ? this.service.index + 1n : 0n) : toUint64(m.index, 'index')
-      const got = await postService({ api: this.o.api, peer: this.o.peer, cohort: this.o.cohort, key: this.key, message: { ...m, index } })
+      const got = await postService({ api: this.api, peer: this.peer, cohort: this.o.cohort, key: this.key, message: { ...m, index } })
       const e: ServiceEvent = { kind: m.kind, index: got, publishers: (m.publishers ?? []).map((p) => hex(toBytes(p, 20, 'publisher'))), gap: false }
       for (const p of e.publishers) this.candidates.add(p)
       if (!this.service || got >= this.service.index) this.service = e

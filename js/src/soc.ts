@@ -9,6 +9,41 @@ import { randomBytes } from './platform.js'
 
 const chunks = new Bee('http://localhost:1633')
 
+/**
+ * What signs for a session: any object that signs as bee-js's
+ * PrivateKey.sign does — EIP-191 over keccak256(data), 65 bytes r ‖ s ‖ v —
+ * as the Ethereum address it names: a wallet's session key, or a Web
+ * Worker holding the key off the page's main thread (sign may then resolve
+ * later). A bee-js PrivateKey or 32 key bytes are signers too.
+ */
+export interface Signer {
+  /** The Ethereum address it signs as: 20 bytes, or hex. */
+  address: BytesLike
+  /** Signs data as PrivateKey.sign does; 65 bytes r ‖ s ‖ v, or a promise of them. */
+  sign(data: Uint8Array): Uint8Array | Promise<Uint8Array>
+}
+
+/** A signer as the client holds it: the address as bytes. */
+export interface HeldSigner {
+  address: Uint8Array
+  sign(data: Uint8Array): Uint8Array | Promise<Uint8Array>
+}
+
+/** Whether key is a Signer object rather than a key. */
+export function isSigner(key: unknown): key is Signer {
+  return typeof key === 'object' && key !== null && !(key instanceof PrivateKey) && !(key instanceof Uint8Array) && typeof (key as Signer).sign === 'function' && 'address' in key
+}
+
+/** Holds a key or a signer: a key's address is derived once, and it signs with bee-js. */
+export function toSigner(key: PrivateKey | BytesLike | Signer): HeldSigner {
+  if (isSigner(key)) {
+    const s = key
+    return { address: toBytes(s.address, 20, 'signer.address'), sign: (d) => s.sign(d) }
+  }
+  const k = toKey(key)
+  return { address: ownerOf(k), sign: (d) => k.sign(d).toUint8Array() }
+}
+
 /** A key as bee-js's PrivateKey (32 bytes, or hex). */
 export function toKey(key: PrivateKey | BytesLike): PrivateKey {
   if (key instanceof PrivateKey) return key
@@ -33,21 +68,59 @@ export interface SignedSOC {
   wrappedAddress: Uint8Array
 }
 
-/** Wraps payload in a content-addressed chunk and signs it as the SOC (id, key), with bee-js. */
+/**
+ * The Ethereum address of each key this client signs with, derived once:
+ * bee-js derives the public key anew at each call, and a SOC needs the
+ * owner's address for its own address. Weak: a key no longer used is
+ * forgotten with it.
+ */
+const owners = new WeakMap<PrivateKey, Uint8Array>()
+
+/** The key's Ethereum address, derived once per key. */
+export function ownerOf(key: PrivateKey): Uint8Array {
+  let a = owners.get(key)
+  if (!a) {
+    a = key.publicKey().address().toUint8Array()
+    owners.set(key, a)
+  }
+  return a
+}
+
+/**
+ * Wraps payload in a content-addressed chunk and signs it as the SOC (id,
+ * key), with bee-js: the chunk's BMT address by bee-js, one signature by
+ * bee-js's PrivateKey.sign over id ‖ that address (the SOC digest bee
+ * checks), and the SOC address keccak256(id ‖ owner) with the owner's
+ * address derived once per key — where bee-js's toSingleOwnerChunk derives
+ * the public key twice a chunk.
+ */
 export function signSOC(key: PrivateKey, id: Uint8Array, payload: Uint8Array): SignedSOC {
+  return signSOCWith(toSigner(key), id, payload) as SignedSOC
+}
+
+/**
+ * signSOC with any signer: the SignedSOC at once if the signer answers at
+ * once, else a promise of it (a Web Worker's).
+ */
+export function signSOCWith(signer: HeldSigner, id: Uint8Array, payload: Uint8Array): SignedSOC | Promise<SignedSOC> {
   if (payload.length < 1 || payload.length > 4096) {
     throw new ValidationError(`payload of ${payload.length} bytes: a chunk holds 1 to 4096`)
   }
   const cac = chunks.makeContentAddressedChunk(payload)
-  const soc = cac.toSingleOwnerChunk(new Identifier(id), key)
-  return {
-    address: soc.address.toUint8Array(),
-    identifier: soc.identifier.toUint8Array(),
-    signature: soc.signature.toUint8Array(),
-    span: soc.span.toUint8Array(),
-    payload: soc.payload.toUint8Array(),
-    wrappedAddress: cac.address.toUint8Array(),
+  const wrappedAddress = cac.address.toUint8Array()
+  const make = (signature: Uint8Array): SignedSOC => {
+    if (signature.length !== 65) throw new ValidationError(`signer: a signature is 65 bytes, got ${signature.length}`)
+    return {
+      address: keccak(id, signer.address),
+      identifier: id.slice(),
+      signature,
+      span: cac.span.toUint8Array(),
+      payload: cac.payload.toUint8Array(),
+      wrappedAddress,
+    }
   }
+  const sig = signer.sign(concat(id, wrappedAddress))
+  return sig instanceof Uint8Array ? make(sig) : Promise.resolve(sig).then((s) => make(new Uint8Array(s)))
 }
 
 /** The SOC address keccak256(id ‖ owner), with bee-js. */

@@ -47,7 +47,6 @@ import (
 	"errors"
 	"fmt"
 	"net/http"
-	"strings"
 	"sync"
 	"time"
 
@@ -118,9 +117,17 @@ type Options struct {
 	// Default DefaultSilentWait.
 	SilentWait time.Duration
 	// CORSAllowedOrigins are the origins besides the node's own that may
-	// open a session, as bee's cors-allowed-origins option ("*": any).
-	// Requests without an Origin header are always allowed.
+	// use /pubsub from a page, as bee's cors-allowed-origins option ("*":
+	// any; "http://localhost:*": that scheme and host on any port). Their
+	// requests are answered with CORS headers, preflights included; a
+	// request from another origin is 403. Requests without an Origin
+	// header are always allowed.
 	CORSAllowedOrigins []string
+	// AllowedHosts are the names besides loopback ones and IP addresses
+	// that the node answers to in a request's Host header ("*": any;
+	// ".example.org": the names below example.org); a request to another
+	// name is 403, which defeats DNS rebinding.
+	AllowedHosts []string
 	// Storage is the node's Swarm storage (SWIP-65): a publishing session
 	// that names swarm-postage-batch-id uploads every update it publishes
 	// through it, and subscribing sessions recover missed feed updates
@@ -344,6 +351,9 @@ func (s *Server) newRouter() *mux.Router {
 
 // ServeHTTP serves /pubsub and the paths below it.
 func (s *Server) ServeHTTP(w http.ResponseWriter, r *http.Request) {
+	if !s.guard(w, r) {
+		return
+	}
 	s.router.ServeHTTP(w, r)
 }
 
@@ -441,26 +451,4 @@ func (s *Server) unregister(ss *wsSession) {
 	s.metrics.SessionsClosed.WithLabelValues(closeCodeLabel(ss.code)).Inc()
 	s.mu.Unlock()
 	s.wg.Done()
-}
-
-// checkOrigin allows requests without an Origin, from the node's own origin,
-// and from the configured origins ("*": any), as bee's API does.
-func (s *Server) checkOrigin(r *http.Request) bool {
-	origin := r.Header.Get("Origin")
-	if origin == "" {
-		return true
-	}
-	scheme := "http"
-	if r.TLS != nil {
-		scheme = "https"
-	}
-	if strings.EqualFold(origin, scheme+"://"+r.Host) {
-		return true
-	}
-	for _, o := range s.opts.CORSAllowedOrigins {
-		if o == "*" || strings.EqualFold(origin, o) {
-			return true
-		}
-	}
-	return false
 }

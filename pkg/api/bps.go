@@ -30,17 +30,19 @@ import (
 func (s *Server) pubsubWsHandler(w http.ResponseWriter, r *http.Request) {
 	logger := s.logger.WithName("pubsub_ws").Build()
 
-	p, msg, reasons := s.parseSession(r)
-	if len(reasons) > 0 {
-		badRequest(w, logger, msg, reasons...)
-		return
+	// A page cannot read a refused upgrade's status: its refusals are
+	// recorded and sent as a close after the upgrade (closeRefused).
+	out := w
+	var rec *refusalRecorder
+	if fromPage(r) {
+		rec = newRefusalRecorder()
+		out = rec
 	}
-	if !s.checkSession(w, r, logger, p) {
-		return
-	}
-	ss, err := s.openSession(r, p, logger)
-	if err != nil {
-		s.openFailed(w, logger, err)
+	ss, gsoc := s.prepareSession(out, r, logger)
+	if ss == nil {
+		if rec != nil {
+			s.closeRefused(w, r, logger, rec, gsoc)
+		}
 		return
 	}
 	ws, err := s.upgrader.Upgrade(w, r, nil)
@@ -51,6 +53,27 @@ func (s *Server) pubsubWsHandler(w http.ResponseWriter, r *http.Request) {
 	}
 	ss.ws.Store(ws)
 	ss.run()
+}
+
+// prepareSession parses and checks a session request and opens the
+// session, ready for its upgrade; on failure it has answered w and returns
+// nil, and whether the request was the GSOC client's (no text frames).
+func (s *Server) prepareSession(w http.ResponseWriter, r *http.Request, logger log.Logger) (*wsSession, bool) {
+	p, msg, reasons := s.parseSession(r)
+	if len(reasons) > 0 {
+		badRequest(w, logger, msg, reasons...)
+		_, binding := r.URL.Query()["binding"]
+		return nil, !binding
+	}
+	if !s.checkSession(w, r, logger, p) {
+		return nil, p.gsoc
+	}
+	ss, err := s.openSession(r, p, logger)
+	if err != nil {
+		s.openFailed(w, logger, err)
+		return nil, p.gsoc
+	}
+	return ss, p.gsoc
 }
 
 // checkSession answers a request that cannot become a session here: not a
@@ -166,6 +189,10 @@ func (s *Server) serviceHandler(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 
+	if reasons := checkQuery(r, serviceQuery{}); len(reasons) > 0 {
+		badRequest(w, logger, "invalid query params", reasons...)
+		return
+	}
 	var q serviceQuery
 	if reasons := s.mapParams(queryGetter(r), &q); len(reasons) > 0 {
 		badRequest(w, logger, "invalid query params", reasons...)

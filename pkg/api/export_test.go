@@ -6,7 +6,6 @@ package api
 
 import (
 	"net/http"
-	"reflect"
 	"strings"
 )
 
@@ -23,25 +22,13 @@ func Routes() []Route {
 }
 
 // SessionParams are the query parameters and headers GET /pubsub/{topic}
-// reads, by their map tags.
+// reads, by their map tags: every header is a query parameter too.
 func SessionParams() (query, headers []string) {
-	return mapNames(sessionQuery{}), mapNames(sessionHeaders{})
+	return mapNames(sessionQuery{}, sessionHeaders{}), mapNames(sessionHeaders{})
 }
 
 // ServiceParams are the query parameters POST /pubsub/{topic}/service reads.
 func ServiceParams() []string { return mapNames(serviceQuery{}) }
-
-func mapNames(v any) []string {
-	t := reflect.TypeOf(v)
-	var out []string
-	for i := range t.NumField() {
-		if tag, ok := t.Field(i).Tag.Lookup(mapTag); ok {
-			name, _, _ := strings.Cut(tag, ",")
-			out = append(out, name)
-		}
-	}
-	return out
-}
 
 // ParseSOCFields exposes the swarm-soc-fields parser.
 func ParseSOCFields(s string, feed bool) ([]string, error) {

@@ -65,6 +65,21 @@ type fakeConnector struct {
 	errs  map[string]error         // what bee answers a dial of the multiaddr, written before use
 	mu    sync.Mutex
 	seen  map[string]bool
+	// book is the node's address book (overlay hex → multiaddr), and
+	// dialled, if set, links the node to the peer a first dial reaches:
+	// written under mu.
+	book    map[string]ma.Multiaddr
+	dialled func(addr string) error
+}
+
+// Underlays answers as bee's addressbook does (api.AddressBook).
+func (f *fakeConnector) Underlays(overlay swarm.Address) ([]ma.Multiaddr, error) {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	if a, ok := f.book[overlay.String()]; ok {
+		return []ma.Multiaddr{a}, nil
+	}
+	return nil, errors.New("addressbook: not found")
 }
 
 func newFakeConnector(peers map[string]swarm.Address) *fakeConnector {
@@ -84,6 +99,11 @@ func (f *fakeConnector) Connect(_ context.Context, addrs []ma.Multiaddr) (*bzz.A
 	}
 	if f.seen[a] {
 		return nil, p2p.ErrAlreadyConnected
+	}
+	if f.dialled != nil {
+		if err := f.dialled(a); err != nil {
+			return nil, err
+		}
 	}
 	f.seen[a] = true
 	return &bzz.Address{Overlay: o, Underlays: addrs}, nil

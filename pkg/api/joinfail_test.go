@@ -7,6 +7,7 @@ package api_test
 import (
 	"errors"
 	"fmt"
+	"io"
 	"net/http"
 	"net/url"
 	"strconv"
@@ -15,9 +16,12 @@ import (
 	"time"
 
 	"github.com/ethersphere/bee/v2/pkg/p2p"
+	"github.com/ethersphere/bee/v2/pkg/swarm"
 	"github.com/ethersphere/bps/pkg/api"
 	"github.com/ethersphere/bps/pkg/bps"
 	"github.com/ethersphere/bps/pkg/session/mock"
+	"github.com/gorilla/websocket"
+	ma "github.com/multiformats/go-multiaddr"
 )
 
 // refusedWith dials a session that must be refused with code, the message
@@ -49,7 +53,10 @@ func TestPublisherJoinFailsBeforeUpgrade(t *testing.T) {
 	t.Run("not connected", func(t *testing.T) {
 		stranger := c.net.NewNode() // no link to a
 		q := as(feedQuery(stranger.Overlay().String(), admin), admin)
-		refusedWith(t, a, "pub-stranger", q, http.StatusNotFound, "not connected to the broker")
+		h := refusedWith(t, a, "pub-stranger", q, http.StatusServiceUnavailable, "not connected to the broker (yet)")
+		if h.Get("Retry-After") != "5" {
+			t.Fatalf("Retry-After %q, want 5", h.Get("Retry-After"))
+		}
 	})
 	t.Run("not BPS", func(t *testing.T) {
 		plain := c.net.NewNode() // speaks no BPS
@@ -134,4 +141,57 @@ func TestConnectFailuresSayWhy(t *testing.T) {
 			}
 		})
 	}
+}
+
+// TestBrokerByOverlayThroughAddressBook: a broker named by overlay that
+// the node is not connected to is dialled at the underlays the node's
+// address book holds for it (bee's addressbook, in a real node), as
+// upstream's API names brokers; without a record it is a 503 (a node that
+// has just started connects to its peers in a while).
+func TestBrokerByOverlayThroughAddressBook(t *testing.T) {
+	t.Parallel()
+	c := newCluster(t, 1, api.Options{})
+	a := c.clients[0]
+	far := newNodeWith(t, c.net, nil, api.Options{}, bps.Options{}) // a broker a has no link to
+	farAddr := peerMultiaddr(t)
+	q := url.Values{"peer": {far.Overlay().String()}}
+	refusedWith(t, a, "by-overlay", q, http.StatusServiceUnavailable, "not connected to the broker")
+
+	under, err := ma.NewMultiaddr(farAddr)
+	if err != nil {
+		t.Fatal(err)
+	}
+	a.conn.mu.Lock()
+	a.conn.book = map[string]ma.Multiaddr{far.Overlay().String(): under}
+	a.conn.peers = map[string]swarm.Address{farAddr: far.Overlay(), c.broker.addr: c.broker.Overlay()}
+	a.conn.dialled = func(string) error { return c.net.Connect(a.Node, far.Node) }
+	a.conn.mu.Unlock()
+	// Another cohort: the node backs off from the one it failed to join.
+	if code, msg, _ := refuse0(t, a, "by-overlay-2", q); code != 0 {
+		t.Fatalf("%d %s", code, msg)
+	}
+	if got := cohortOf(t, far, keccak([]byte("by-overlay-2"))); got.Subscribers == 0 {
+		t.Fatalf("the broker named by overlay holds no stream: %+v", got)
+	}
+
+	// A record that reaches another peer is refused.
+	other := newNodeWith(t, c.net, nil, api.Options{}, bps.Options{})
+	a.conn.mu.Lock()
+	a.conn.book[other.Overlay().String()] = under // far's underlay
+	a.conn.seen, a.conn.dialled = make(map[string]bool), nil
+	a.conn.mu.Unlock()
+	refusedWith(t, a, "stale", url.Values{"peer": {other.Overlay().String()}}, http.StatusBadGateway, "stale underlay")
+}
+
+// refuse0 dials and returns the refusal's status and message, 0 if upgraded.
+func refuse0(t *testing.T, n *tnode, topic string, q url.Values) (int, string, http.Header) {
+	t.Helper()
+	ws, resp, err := websocket.DefaultDialer.Dial(wsURL(n, topic, q), nil)
+	if err == nil {
+		t.Cleanup(func() { _ = ws.Close() })
+		return 0, "", nil
+	}
+	defer resp.Body.Close()
+	b, _ := io.ReadAll(resp.Body)
+	return resp.StatusCode, string(b), resp.Header
 }

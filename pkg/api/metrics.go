@@ -19,14 +19,17 @@ type metrics struct {
 	Sessions       prometheus.Gauge
 	SessionsOpen   *prometheus.GaugeVec   // by role
 	SessionsClosed *prometheus.CounterVec // by close code
-	Delivered      prometheus.Counter
-	Published      prometheus.Counter
-	InvalidFrames  prometheus.Counter
-	SlowSessions   prometheus.Counter
-	ClaimsFailed   prometheus.Counter
-	ServiceRelayed prometheus.Counter
-	Persisted      prometheus.Counter
-	PersistFailed  prometheus.Counter
+	// SessionsRefused counts page sessions refused after the upgrade, by
+	// close code (closeRefusedBase + the HTTP status).
+	SessionsRefused *prometheus.CounterVec
+	Delivered       prometheus.Counter
+	Published       prometheus.Counter
+	InvalidFrames   prometheus.Counter
+	SlowSessions    prometheus.Counter
+	ClaimsFailed    prometheus.Counter
+	ServiceRelayed  prometheus.Counter
+	Persisted       prometheus.Counter
+	PersistFailed   prometheus.Counter
 }
 
 func newMetrics() metrics {
@@ -51,6 +54,8 @@ func newMetrics() metrics {
 			Help: "Open WebSocket sessions by role: publisher (the session publishes) or subscriber."}, []string{"role"}),
 		SessionsClosed: prometheus.NewCounterVec(prometheus.CounterOpts{Namespace: m.Namespace, Subsystem: subsystem, Name: "sessions_closed",
 			Help: "WebSocket sessions ended, by the close code the node ended them with (docs/api.md, Errors and close codes); other: any code not listed there."}, []string{"code"}),
+		SessionsRefused: prometheus.NewCounterVec(prometheus.CounterOpts{Namespace: m.Namespace, Subsystem: subsystem, Name: "sessions_refused",
+			Help: "Session requests from a page refused after the upgrade, by close code: 4000 + the HTTP status a program would get (docs/api.md)."}, []string{"code"}),
 	}
 }
 

@@ -10,6 +10,7 @@ import (
 	"fmt"
 	"net/http"
 	"reflect"
+	"slices"
 	"strconv"
 	"strings"
 
@@ -158,14 +159,71 @@ func queryGetter(r *http.Request) func(string) (string, bool) {
 	}
 }
 
-// headerGetter reads the first value of a header (names are canonicalised).
-func headerGetter(r *http.Request) func(string) (string, bool) {
-	return func(name string) (string, bool) {
-		vs := r.Header.Values(name)
-		if len(vs) == 0 {
-			return "", false
+// mapNames are the parameter names of the mapped fields of the struct
+// types of vs.
+func mapNames(vs ...any) []string {
+	var out []string
+	for _, v := range vs {
+		t := reflect.TypeOf(v)
+		for i := range t.NumField() {
+			if tag, ok := t.Field(i).Tag.Lookup(mapTag); ok {
+				name, _, _ := strings.Cut(tag, ",")
+				out = append(out, name)
+			}
 		}
-		return vs[0], true
+	}
+	return out
+}
+
+// checkQuery refuses what a route would otherwise ignore: a query
+// parameter it does not read (a typo, or a header's name misspelt, would
+// silently change nothing), and one given twice with different values.
+// known are the route's parameter structs.
+func checkQuery(r *http.Request, known ...any) []jsonhttp.Reason {
+	names := mapNames(known...)
+	var reasons []jsonhttp.Reason
+	q := r.URL.Query()
+	keys := make([]string, 0, len(q))
+	for k := range q {
+		keys = append(keys, k)
+	}
+	slices.Sort(keys)
+	for _, k := range keys {
+		vs := q[k]
+		switch {
+		case !slices.Contains(names, k):
+			reasons = append(reasons, jsonhttp.Reason{Field: k, Error: "unknown parameter: this route reads " + strings.Join(names, ", ")})
+		case len(vs) > 1 && slices.ContainsFunc(vs[1:], func(v string) bool { return v != vs[0] }):
+			reasons = append(reasons, jsonhttp.Reason{Field: k, Error: fmt.Sprintf("given %d times with different values", len(vs))})
+		}
+	}
+	return reasons
+}
+
+// headerOrQuery reads a parameter a header carries from the header or,
+// since a browser's WebSocket sends no headers, from the query parameter
+// of the same name. Given both ways with different values, it reports a
+// conflict for the parameter instead (values compared case-insensitively:
+// hex).
+func headerOrQuery(r *http.Request, reasons *[]jsonhttp.Reason) func(string) (string, bool) {
+	q := r.URL.Query()
+	return func(name string) (string, bool) {
+		hv, hok := "", false
+		if vs := r.Header.Values(name); len(vs) > 0 {
+			hv, hok = vs[0], true
+		}
+		qv, qok := "", false
+		if vs := q[name]; len(vs) > 0 {
+			qv, qok = vs[0], true
+		}
+		switch {
+		case hok && qok && !strings.EqualFold(hv, qv):
+			*reasons = append(*reasons, jsonhttp.Reason{Field: name, Error: fmt.Sprintf("given as header (%q) and as query parameter (%q) with different values", hv, qv)})
+			return "", false
+		case hok:
+			return hv, true
+		}
+		return qv, qok
 	}
 }
 

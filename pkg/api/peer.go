@@ -23,6 +23,17 @@ type Connector interface {
 	Connect(ctx context.Context, addrs []ma.Multiaddr) (*bzz.Address, error)
 }
 
+// AddressBook finds a peer's underlays by its overlay: bee's addressbook,
+// which keeps the address record every peer the node met signed. A
+// Connector that is also an AddressBook (pkg/node's is) lets a dApp name
+// the broker by overlay — as upstream's API does — even when the node is
+// not connected to it: the node dials the underlays the book holds, which
+// stay right across the broker's restarts as far as the book has seen
+// them.
+type AddressBook interface {
+	Underlays(overlay swarm.Address) ([]ma.Multiaddr, error)
+}
+
 // peerRef is the peer parameter: a broker overlay, or a multiaddr to dial.
 type peerRef struct {
 	overlay swarm.Address // given directly: no dial
@@ -84,7 +95,7 @@ func (r *peerResolver) canDial() bool { return r.conn != nil }
 // multiaddr.
 func (r *peerResolver) resolve(ctx context.Context, ref peerRef) (swarm.Address, error) {
 	if ref.addr == nil {
-		return ref.overlay, nil
+		return r.resolveOverlay(ctx, ref.overlay)
 	}
 	a, err := r.conn.Connect(ctx, []ma.Multiaddr{ref.addr})
 	switch {
@@ -106,6 +117,35 @@ func (r *peerResolver) resolve(ctx context.Context, ref peerRef) (swarm.Address,
 		return swarm.ZeroAddress, &connectError{err: err}
 	}
 }
+
+// resolveOverlay returns overlay, first connecting to it through the
+// underlays the address book holds, if there is one and it knows the peer;
+// a peer it does not know is tried as it is (the node may be connected to
+// it all the same: bee's topology keeps its own peers).
+func (r *peerResolver) resolveOverlay(ctx context.Context, overlay swarm.Address) (swarm.Address, error) {
+	book, ok := r.conn.(AddressBook)
+	if !ok {
+		return overlay, nil
+	}
+	underlays, err := book.Underlays(overlay)
+	if err != nil || len(underlays) == 0 {
+		return overlay, nil
+	}
+	a, err := r.conn.Connect(ctx, underlays)
+	switch {
+	case err == nil, errors.Is(err, p2p.ErrAlreadyConnected):
+		if a != nil && !a.Overlay.IsZero() && !a.Overlay.Equal(overlay) {
+			return swarm.ZeroAddress, fmt.Errorf("%w: the underlays the address book holds for %s are %s's now", errStaleUnderlay, overlay, a.Overlay)
+		}
+		return overlay, nil
+	default:
+		return swarm.ZeroAddress, &connectError{err: err}
+	}
+}
+
+// errStaleUnderlay: the address book's underlays for the broker reach
+// another peer.
+var errStaleUnderlay = errors.New("stale underlay")
 
 // connectError: bee's p2p service could not connect to the broker.
 type connectError struct{ err error }

@@ -66,7 +66,9 @@ type serviceQuery struct {
 	History    *bool    `map:"history"`
 }
 
-// sessionHeaders are the headers of GET /pubsub/{topic}.
+// sessionHeaders are the headers of GET /pubsub/{topic}; each is also a
+// query parameter of the same name, since a browser's WebSocket sends no
+// headers (headerOrQuery).
 type sessionHeaders struct {
 	KeepAlive *uint64 `map:"swarm-keep-alive" validate:"omitempty,min=1"`
 	SOCFields *string `map:"swarm-soc-fields"`
@@ -209,13 +211,18 @@ func (s *Server) parseSession(r *http.Request) (*plan, string, []jsonhttp.Reason
 	}
 	p := &plan{topic: topic, keepAlive: s.opts.PingPeriod}
 
+	if reasons := checkQuery(r, sessionQuery{}, sessionHeaders{}); len(reasons) > 0 {
+		return nil, "invalid query params", reasons
+	}
 	var q sessionQuery
 	if reasons := s.mapParams(queryGetter(r), &q); len(reasons) > 0 {
 		return nil, "invalid query params", reasons
 	}
 	var h sessionHeaders
-	if reasons := s.mapParams(headerGetter(r), &h); len(reasons) > 0 {
-		return nil, "invalid header params", reasons
+	var conflicts []jsonhttp.Reason
+	hreasons := s.mapParams(headerOrQuery(r, &conflicts), &h)
+	if hreasons = append(conflicts, hreasons...); len(hreasons) > 0 {
+		return nil, "invalid header params", hreasons
 	}
 
 	var reasons reasonList

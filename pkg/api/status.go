@@ -30,6 +30,8 @@ func (s *Server) joinFailed(w http.ResponseWriter, logger log.Logger, err error)
 		var be *session.BackoffError
 		var cbe *p2p.ConnectionBackoffError
 		switch {
+		case errors.Is(err, p2p.ErrPeerNotFound) && !errors.As(err, new(*connectError)):
+			retry = notConnectedRetry
 		case errors.As(err, &be) && !be.Until.IsZero():
 			retry = time.Until(be.Until)
 		case errors.As(err, &cbe):
@@ -39,6 +41,11 @@ func (s *Server) joinFailed(w http.ResponseWriter, logger log.Logger, err error)
 	}
 	jsonhttp.Respond(w, code, msg)
 }
+
+// notConnectedRetry is the Retry-After of a broker overlay the node is not
+// connected to and has no address for: a node that has just started
+// connects to its peers within seconds.
+const notConnectedRetry = 5 * time.Second
 
 // refused answers a session refused by a bound (limitError) or because the
 // Server closed.
@@ -88,6 +95,8 @@ func joinStatus(err error) (int, string) {
 		return http.StatusBadRequest, "peer: this node cannot dial that multiaddr (no supported address)"
 	case errors.Is(err, errUnknownOverlay):
 		return http.StatusBadRequest, err.Error()
+	case errors.Is(err, errStaleUnderlay):
+		return http.StatusBadGateway, "cannot reach the broker: " + err.Error()
 	case errors.Is(err, p2p.ErrPeerBlocklisted):
 		return http.StatusServiceUnavailable, "this node blocklists the broker for now (it misbehaved, or failed the transport check): " + err.Error()
 	case errors.As(err, &cbe):
@@ -97,7 +106,10 @@ func joinStatus(err error) (int, string) {
 	case errors.Is(err, p2p.ErrPeerNotFound) && errors.As(err, &ce):
 		return http.StatusServiceUnavailable, "the broker dropped the connection — its topology takes no more peers like this node, or it blocklists this node: " + err.Error()
 	case errors.Is(err, p2p.ErrPeerNotFound):
-		return http.StatusNotFound, "this node is not connected to the broker: give its multiaddr as peer, and the node dials it"
+		// Not (yet) connected, and no address for it in the addressbook: a
+		// node that has just started connects to its peers in a while, so
+		// this may pass.
+		return http.StatusServiceUnavailable, "this node is not connected to the broker (yet), and its addressbook holds no address for it: try again, or give its multiaddr as peer, and the node dials it"
 	default:
 		return http.StatusBadGateway, "cannot reach or join the broker: " + err.Error()
 	}

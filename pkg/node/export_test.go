@@ -25,6 +25,14 @@ type ProtocolHost = protocolHost
 // Validate runs the configuration checks Start runs first.
 func (c Config) Validate() error { return c.validate() }
 
+// ServeFrontDrained serves the API front on ln and returns its shutdown,
+// which runs drain before it closes the connections left.
+func ServeFrontDrained(ln net.Listener, bee, pubsub http.Handler, drain func() error) func(context.Context) error {
+	f := newFront(ln, log.Noop)
+	f.serve(bee, pubsub)
+	return func(ctx context.Context) error { return f.shutdownWith(ctx, drain) }
+}
+
 // ServeFront serves the API front on ln and returns its shutdown.
 func ServeFront(ln net.Listener, bee, pubsub http.Handler) func(context.Context) error {
 	f := newFront(ln, log.Noop)

@@ -155,6 +155,15 @@ func (b *rateBody) Read(p []byte) (int, error) {
 // shutdown stops accepting, waits (bounded by ctx) for requests in flight,
 // then closes every connection left, hijacked ones (WebSockets) included.
 func (f *front) shutdown(ctx context.Context) error {
+	return f.shutdownWith(ctx, nil)
+}
+
+// shutdownWith is shutdown that runs drain, if set, after the server has
+// stopped accepting and before it closes the connections left: the /pubsub
+// handler's Close, which ends each session with its close frame (1001), so
+// that a dApp learns the node is going away rather than seeing its
+// connection drop (1006). drain's error is reported with the server's.
+func (f *front) shutdownWith(ctx context.Context, drain func() error) error {
 	var err error
 	if f.srv == nil {
 		err = f.ln.Close()
@@ -162,6 +171,9 @@ func (f *front) shutdown(ctx context.Context) error {
 	} else if err = f.srv.Shutdown(ctx); err != nil {
 		err = fmt.Errorf("api server: %w", err)
 		_ = f.srv.Close()
+	}
+	if drain != nil {
+		err = errors.Join(err, drain())
 	}
 	f.ln.closeConns()
 	select {

@@ -227,3 +227,51 @@ func firstLine(s string) string {
 	l, _, _ := bufio.NewReader(strings.NewReader(s)).ReadLine()
 	return string(l)
 }
+
+// TestFrontDrainsBeforeClosing: shutdown runs the /pubsub handler's close
+// after the port stops accepting and before the connections left are
+// dropped, so a session gets its close frame (1001), not a dropped
+// connection (1006).
+func TestFrontDrainsBeforeClosing(t *testing.T) {
+	t.Parallel()
+
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	upgraded := make(chan *websocket.Conn, 1)
+	pubsub := http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		c, err := (&websocket.Upgrader{}).Upgrade(w, r, nil)
+		if err != nil {
+			return
+		}
+		upgraded <- c
+	})
+	drain := func() error {
+		server := <-upgraded
+		defer server.Close()
+		msg := websocket.FormatCloseMessage(websocket.CloseGoingAway, "node shutting down")
+		return server.WriteControl(websocket.CloseMessage, msg, time.Now().Add(5*time.Second))
+	}
+	shutdown := node.ServeFrontDrained(ln, http.NotFoundHandler(), pubsub, drain)
+	client, resp, err := websocket.DefaultDialer.Dial("ws://"+ln.Addr().String()+"/pubsub/t", nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	resp.Body.Close()
+	defer client.Close()
+
+	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+	defer cancel()
+	if err := shutdown(ctx); err != nil {
+		t.Fatal(err)
+	}
+	if err := client.SetReadDeadline(time.Now().Add(10 * time.Second)); err != nil {
+		t.Fatal(err)
+	}
+	_, _, err = client.ReadMessage()
+	var ce *websocket.CloseError
+	if !errors.As(err, &ce) || ce.Code != websocket.CloseGoingAway {
+		t.Fatalf("session ended with %v, want close 1001", err)
+	}
+}

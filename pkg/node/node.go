@@ -233,7 +233,7 @@ func (n *Node) servePubSub(factory PubSubHandlerFactory, beeAPI http.Handler) (e
 	if factory == nil {
 		return nil
 	}
-	conn := storageConn{Connector: n.in.P2P, Storage: &Storage{bee: beeAPI}}
+	conn := storageConn{Connector: n.in.P2P, Storage: &Storage{bee: beeAPI}, book: addressbook.New(n.in.StateStore)}
 	if n.pubsub, err = factory(n.plugin, conn, n.logger); err != nil {
 		err = fmt.Errorf("pubsub api: %w", err)
 		if n.plugin != nil {
@@ -278,18 +278,21 @@ func (n *Node) Close() error {
 	return n.Shutdown(ctx)
 }
 
-// Shutdown stops the API port (requests in flight may finish, WebSockets
-// are closed), the /pubsub handler if it is an io.Closer, the plugin, then
-// bee. It gives up waiting when ctx ends, and then reports the steps that
+// Shutdown stops the API port (requests in flight may finish), closes the
+// /pubsub handler if it is an io.Closer (its sessions get their 1001 close
+// frames), then the connections left, the plugin, then bee. It gives up waiting when ctx ends, and then reports the steps that
 // had not finished; those keep running. Later calls return the first
 // call's result.
 func (n *Node) Shutdown(ctx context.Context) error {
 	n.shutdownOnce.Do(func() {
 		started := time.Now()
-		errs := []error{n.front.shutdown(ctx)}
+		// The /pubsub handler closes its sessions (1001) once the port
+		// accepts no more, before the front drops the connections left.
+		var drain func() error
 		if c, ok := n.pubsub.(io.Closer); ok {
-			errs = append(errs, bounded(ctx, "pubsub api", c.Close))
+			drain = func() error { return bounded(ctx, "pubsub api", c.Close) }
 		}
+		errs := []error{n.front.shutdownWith(ctx, drain)}
 		if n.plugin != nil {
 			errs = append(errs, bounded(ctx, "plugin", n.plugin.Close))
 		}

@@ -14,7 +14,9 @@ import (
 	"net/http"
 	"net/http/httptest"
 
+	"github.com/ethersphere/bee/v2/pkg/addressbook"
 	"github.com/ethersphere/bee/v2/pkg/swarm"
+	ma "github.com/multiformats/go-multiaddr"
 )
 
 // Storage is the node's Swarm storage through bee's own API handler, in
@@ -49,6 +51,18 @@ func (e *StorageError) StatusCode() int { return e.Status }
 type storageConn struct {
 	Connector
 	*Storage
+	book addressbook.Getter
+}
+
+// Underlays are the underlays bee's addressbook holds for overlay, as the
+// peer signed them (api.AddressBook): a dApp may name a broker by overlay
+// and the node dials it, as bee's own topology would.
+func (c storageConn) Underlays(overlay swarm.Address) ([]ma.Multiaddr, error) {
+	a, _, err := c.book.Get(overlay)
+	if err != nil {
+		return nil, err
+	}
+	return a.Underlays, nil
 }
 
 // call runs one request through bee's handler and returns the recorded

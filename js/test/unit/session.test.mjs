@@ -35,7 +35,7 @@ function driver(sendsHeaders = true) {
 }
 
 const text = (c, f) => c.h.text(JSON.stringify(f))
-const ready = (c, extra = {}) => text(c, { type: 'ready', role: 'subscriber', topic, binding: 'feed', broker: 'cd'.repeat(32), fields: c.headers['swarm-soc-fields'] ?? 'payload', ...extra })
+const ready = (c, extra = {}) => text(c, { type: 'ready', role: 'subscriber', topic, binding: 'feed', broker: 'cd'.repeat(32), fields: c.url.searchParams.get('swarm-soc-fields') ?? 'payload', ...extra })
 
 function update(index, payload = 'x') {
   // address ‖ index ‖ payload, as a feed session asks for them
@@ -55,7 +55,8 @@ test('a feed subscriber resumes at its cursor after a lost connection, without c
   const c1 = await d.conn()
   assert.equal(c1.url.searchParams.get('index'), '5')
   assert.equal(c1.url.searchParams.get('admin'), admin)
-  assert.equal(c1.headers['swarm-soc-fields'], 'address,index,payload', 'a feed session asks for address and index')
+  assert.equal(c1.url.searchParams.get('swarm-soc-fields'), 'address,index,payload', 'a feed session asks for address and index')
+  assert.deepEqual(c1.headers, {}, 'every parameter in the query: a browser sends no headers')
   ready(c1)
   text(c1, { type: 'recovered', addr: admin, from: 5, to: 6 })
   c1.h.binary(update(5n))
@@ -122,6 +123,87 @@ test('a refused session: HTTP reasons reach the caller; 503 is retried after Ret
   await assert.rejects(ready2, (err) => err instanceof HttpError && err.status === 400 && err.reasons[0].field === 'peer')
 })
 
+test('a page\'s refusal is a close with 4000 + the status: the same HttpError, 4400 not retried, 4503 retried', async () => {
+  const d = driver(false)
+  const s = new Session({ api: 'http://127.0.0.1:1', peer: 'p', cohort: { topic, binding: 'anchor', admin }, transport: d.transport, reconnect: { initialDelay: 1 } })
+  const c1 = await d.conn()
+  const disc = s.waitFor('disconnect')
+  c1.h.open()
+  text(c1, { type: 'error', reason: 'node session limit', status: 503, message: 'node session limit: 2 sessions', retryAfter: 2 })
+  c1.h.closed(4503, 'node session limit')
+  const e = await disc
+  assert.ok(e.retry, 'a 4503 is retried')
+  assert.ok(e.error instanceof HttpError && e.error.status === 503 && e.error.retryAfter === 2, String(e.error))
+  assert.ok(e.delay >= 2000, `waits the Retry-After: ${e.delay}`)
+  await s.close()
+
+  const s2 = new Session({ api: 'http://127.0.0.1:1', peer: 'p', cohort: { topic, binding: 'anchor', admin }, transport: d.transport, reconnect: { initialDelay: 1 } })
+  const c2 = await d.conn()
+  const ready2 = s2.ready()
+  const disc2 = s2.waitFor('disconnect')
+  c2.h.open()
+  text(c2, { type: 'error', reason: 'invalid query params: peer: is this node', status: 400, message: 'invalid query params', reasons: [{ field: 'peer', error: 'is this node' }] })
+  c2.h.closed(4400, 'invalid query params: peer: is this node')
+  assert.equal((await disc2).retry, false, 'a 4400 is not retried')
+  await assert.rejects(ready2, (err) => err instanceof HttpError && err.status === 400 && err.reasons[0].field === 'peer')
+
+  // Without an error frame (the GSOC session): the close reason is the message.
+  const s3 = new Session({ api: 'http://127.0.0.1:1', peer: 'p', cohort: { topic }, transport: d.transport })
+  const c3 = await d.conn()
+  const closed3 = s3.waitFor('close')
+  c3.h.open()
+  c3.h.closed(4404, 'this node is not connected to the broker')
+  const ce = await closed3
+  assert.ok(ce.error instanceof HttpError && ce.error.status === 404 && /not connected/.test(ce.error.nodeMessage), String(ce.error))
+})
+
+test('api and peer given as functions are read again at each reconnect', async () => {
+  const d = driver()
+  let peer = 'aa'.repeat(32)
+  const s = new Session({ api: () => 'http://127.0.0.1:1', peer: () => peer, cohort: { topic, binding: 'anchor', admin }, transport: d.transport, reconnect: { initialDelay: 1, maxDelay: 2 } })
+  const c1 = await d.conn()
+  assert.equal(c1.url.searchParams.get('peer'), 'aa'.repeat(32))
+  peer = 'bb'.repeat(32)
+  c1.h.open()
+  c1.h.closed(1001, 'node shutting down')
+  const c2 = await d.conn()
+  assert.equal(c2.url.searchParams.get('peer'), 'bb'.repeat(32))
+  const closed = s.close()
+  c2.h.closed(1000, 'bye')
+  await closed
+})
+
+test('a signer that answers later (a Web Worker, a wallet): claims and publish() wait for it, frames in call order', async () => {
+  const d = driver()
+  // The worker: the same key, signing on a later turn, out of order.
+  let n = 0
+  const worker = {
+    address: admin,
+    sign: (data) => new Promise((r) => setTimeout(() => r(key.sign(data).toUint8Array()), n++ % 2 === 0 ? 20 : 1)),
+  }
+  const s = new Session({ api: 'http://127.0.0.1:1', peer: 'p', cohort: { topic, binding: 'feed', admin }, key: worker, transport: d.transport })
+  assert.equal(s.addr, admin)
+  const c = await d.conn()
+  const claimed = s.waitFor('claim')
+  text(c, { type: 'claim-request', topic, addr: admin, broker: 'cd'.repeat(32), challenge: 'ee'.repeat(32), index: '0' })
+  await claimed
+  const sync = new Session({ api: 'http://127.0.0.1:1', peer: 'p', cohort: { topic, binding: 'feed', admin }, key, transport: d.transport })
+  const cs = await d.conn()
+  text(cs, { type: 'claim-request', topic, addr: admin, broker: 'cd'.repeat(32), challenge: 'ee'.repeat(32), index: '0' })
+  assert.equal(JSON.parse(c.sent[0]).signature, JSON.parse(cs.sent[0]).signature, 'the same claim signature as the key itself')
+
+  ready(c, { role: 'publisher' })
+  assert.throws(() => s.send('now'), (e) => e instanceof StateError && /publish\(\)/.test(e.message))
+  const sent = await Promise.all([s.publish('a'), s.publish('b'), s.publish('c')])
+  assert.deepEqual(sent.map((x) => x.index), [0n, 1n, 2n])
+  const frames = c.sent.slice(1)
+  assert.deepEqual(frames.map((f) => new DataView(f.buffer, f.byteOffset).getBigUint64(0)), [0n, 1n, 2n], 'sent in call order')
+  ready(cs, { role: 'publisher' })
+  const want = sync.send('a')
+  assert.equal(hex(frames[0].subarray(8, 73)), hex(want.signature), 'the signature the key makes')
+  await Promise.all([s.close(), sync.close()].map((p, i) => ((i ? cs : c).h.closed(1000, 'bye'), p)))
+})
+
 test('a publisher answers claim-requests, sends only when ready, frames per binding', async () => {
   const d = driver()
   const s = new Session({ api: 'http://127.0.0.1:1', peer: 'p', cohort: { topic, binding: 'feed', admin }, key, index: 3, transport: d.transport })
@@ -160,12 +242,19 @@ test('a publisher answers claim-requests, sends only when ready, frames per bind
   assert.equal(hex(ac.sent[0].subarray(0, 32)), '01'.repeat(32))
 })
 
-test('a browser cannot send headers: asking for persistence there says so', () => {
-  const d = driver(false)
-  assert.throws(
-    () => new Session({ api: 'http://127.0.0.1:1', peer: 'p', cohort: { topic, binding: 'feed', admin }, key, postageBatch: 'aa'.repeat(32), transport: d.transport }),
-    (e) => e instanceof ValidationError && /swarm-postage-batch-id: a browser's WebSocket cannot send headers/.test(e.message),
-  )
+test('a browser persists: the batch, the fields and the keep-alive go in the query, as in Node', async () => {
+  for (const sendsHeaders of [false, true]) {
+    const d = driver(sendsHeaders)
+    const s = new Session({ api: 'http://127.0.0.1:1', peer: 'p', cohort: { topic, binding: 'feed', admin }, key, postageBatch: 'aa'.repeat(32), keepAlive: 30, transport: d.transport })
+    const c = await d.conn()
+    assert.equal(c.url.searchParams.get('swarm-postage-batch-id'), 'aa'.repeat(32))
+    assert.equal(c.url.searchParams.get('swarm-keep-alive'), '30')
+    assert.equal(c.url.searchParams.get('swarm-soc-fields'), 'address,index,payload')
+    assert.deepEqual(c.headers, {})
+    const closed = s.close()
+    c.h.closed(1000, 'bye')
+    await closed
+  }
 })
 
 test('bad arguments are refused before anything is sent', () => {
