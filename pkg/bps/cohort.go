@@ -56,6 +56,9 @@ type cohort struct {
 
 	svc    ServiceFeed // the admin's service feed: roster, next index, end
 	latest []byte      // the latest service SOC, encoded: every new stream's first delivery
+	// svcFrom is the peer whose stream carried the latest service SOC: a
+	// forgotten cohort's feed is remembered on its account (heldFeeds).
+	svcFrom string
 
 	lastAccept time.Time
 	created    time.Time
@@ -125,7 +128,7 @@ func (r rootRole) authority() authority { return cohortAuthority{c: r.c} }
 func (r rootRole) publish(pub publication, msg *pb.Message, from *member) verdict {
 	c := r.c
 	s := c.r.s
-	if !c.r.accept(c, pub, encodeFrame(&pb.Message{Address: msg.Address, Data: msg.Data})) {
+	if !c.r.accept(c, from.peer, pub, encodeFrame(&pb.Message{Address: msg.Address, Data: msg.Data})) {
 		return retransmit // a duplicate, or another publisher stream got there first
 	}
 	s.metrics.Accepted.Inc()
@@ -151,7 +154,7 @@ func (r rootRole) position(children []swarm.Address, streams int) (Position, boo
 func (r rootRole) forgotten() {
 	c := r.c
 	if !c.dead && c.svc.Seen() && !c.svc.Ended() {
-		c.r.feeds.put(c.spec.key, heldFeed{svc: c.svc.clone(), latest: c.latest})
+		c.r.feeds.put(c.spec.key, string(c.spec.Admin), heldFeed{svc: c.svc.clone(), latest: c.latest, from: c.svcFrom})
 	}
 }
 
@@ -239,7 +242,7 @@ func (c *cohort) moveCursor(addr []byte, index uint64) {
 // SOC moves the service cursor and the roster — and queues frame on every
 // member that is neither silent nor bound to the publication's owner. A full
 // queue resets that stream; nobody blocks.
-func (r *registry) accept(c *cohort, pub publication, frame []byte) bool {
+func (r *registry) accept(c *cohort, from swarm.Address, pub publication, frame []byte) bool {
 	c.mu.Lock()
 	defer c.mu.Unlock()
 	if c.dead || c.svc.Ended() {
@@ -252,6 +255,7 @@ func (r *registry) accept(c *cohort, pub publication, frame []byte) bool {
 		if svc, ok = r.serviceLocked(c, pub, frame); !ok {
 			return false
 		}
+		c.svcFrom = from.ByteString()
 	case c.seen != nil:
 		if !c.seen.Add(pub.dedup) {
 			return false

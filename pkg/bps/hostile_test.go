@@ -62,6 +62,61 @@ func TestHostileServiceReplayAfterReclaim(t *testing.T) {
 	}
 }
 
+// TestHostileForgetByOthers: the memory of forgotten cohorts' service
+// feeds is bounded, but shared fairly: a peer that fills it with cohorts
+// of its own — each under an admin key it minted, one roster each, made
+// and forgotten three times over the bound — evicts only its own, so the
+// victim's old roster replayed afterwards is still stale.
+func TestHostileForgetByOthers(t *testing.T) {
+	t.Parallel()
+	const bound = 16
+	_, broker, cl := cluster(t, bps.Options{Bounds: bps.Bounds{EndedCohorts: bound}}, 2)
+	admin, bob := newKey(t), newKey(t)
+	sp := feedSpec(t, "the victim", admin)
+	grant, revoke := rosterMsg(t, admin, sp, 0, bob), rosterMsg(t, admin, sp, 1)
+	a := publish(t, cl[0], broker, sp, admin, 0)
+	send(t, a, grant)
+	send(t, a, revoke)
+	broker.rec.waitN(t, 2, "grant and revocation accepted", kind(bps.EventAccept))
+	if err := a.Close(); err != nil {
+		t.Fatal(err)
+	}
+	broker.rec.wait(t, "the victim's stream left", kind(bps.EventLeave))
+
+	for i := range 3 * bound {
+		k := newKey(t)
+		fsp := feedSpec(t, fmt.Sprint("filler ", i), k)
+		p := publish(t, cl[1], broker, fsp, k, 0)
+		send(t, p, rosterMsg(t, k, fsp, 0))
+		broker.rec.waitN(t, 3+i, "the filler's roster accepted", kind(bps.EventAccept))
+		if err := p.Close(); err != nil {
+			t.Fatal(err)
+		}
+		broker.rec.waitN(t, 2+i, "the filler left", kind(bps.EventLeave))
+	}
+	if n := len(broker.svc.Cohorts()); n != 0 {
+		t.Fatalf("%d cohorts after every stream left", n)
+	}
+	if n := broker.svc.HeldFeeds(); n > bound {
+		t.Fatalf("%d service feeds remembered, bound %d", n, bound)
+	}
+
+	r := openRaw(t, cl[1], broker)
+	relayJoin(t, r, sp)
+	r.send(attestation(t, admin))
+	r.send(&pb.Frame{Kind: &pb.Frame_Message{Message: grant}})
+	// Dropped, or (on a node that forgot) taken as the grant was the first
+	// time: either verdict ends the wait.
+	grantTaken := func(e bps.Event) bool {
+		return e.Kind == bps.EventAccept && e.Cohort == sp.String() && e.Service && e.Index == 0
+	}
+	broker.rec.waitN(t, 2, "the replay judged", func(e bps.Event) bool { return grantTaken(e) || dropped(bps.CounterRetransmit)(e) })
+	c := cohortInfo(t, broker, sp)
+	if c.ServiceNext != 2 || len(c.Roster) != 0 {
+		t.Fatalf("after others' cohorts and the replay: service next %d, roster %x; want 2 and the revocation's empty roster", c.ServiceNext, c.Roster)
+	}
+}
+
 // TestHostileRevokedKeepsReceivingClosed: in a closed cohort a publisher
 // the admin revoked is told the revoking roster and then receives nothing
 // more — it is no longer in the audience of a cohort that admits only by
