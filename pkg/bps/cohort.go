@@ -13,6 +13,7 @@ import (
 
 	"github.com/ethersphere/bee/v2/pkg/swarm"
 	"github.com/ethersphere/bps/pkg/bps/pb"
+	"golang.org/x/time/rate"
 )
 
 // Reasons a broker ends a member stream from outside its handler.
@@ -53,6 +54,7 @@ type cohort struct {
 	extras   map[string]*member   // extra seats, one per absent legitimate publisher
 	cursors  map[string]uint64    // FEED_TOPIC, explicit: lowest index accepted next, per publisher feed
 	seen     *Window              // dedup bindings: recent chunk identifiers
+	owners   *lru[*rate.Limiter]  // anyone authors: a token bucket per owner (rate.go); nil otherwise
 
 	svc    ServiceFeed // the admin's service feed: roster, next index, end
 	latest []byte      // the latest service SOC, encoded: every new stream's first delivery
@@ -208,12 +210,13 @@ type member struct {
 
 	claimTimer *time.Timer // the deadline of an extra seat or a silent stream
 	// reader goroutine only
-	invalid int       // invalid publications so far
-	failed  int       // relayed publications that failed this second
-	failAt  time.Time // the second failed counts in
-	owed    int       // probes that closed before it answered: late answers it may send; under c.mu
-	pending int       // verified claims not taken: not (yet) rostered, or redundant
-	carries [][]byte  // owners whose forwarded claims came up this stream (attest.go)
+	invalid int           // invalid publications so far
+	rate    *rate.Limiter // anyone authors: what this publisher stream publishes itself (rate.go)
+	failed  int           // relayed publications that failed this second
+	failAt  time.Time     // the second failed counts in
+	owed    int           // probes that closed before it answered: late answers it may send; under c.mu
+	pending int           // verified claims not taken: not (yet) rostered, or redundant
+	carries [][]byte      // owners whose forwarded claims came up this stream (attest.go)
 }
 
 // ackDepth is the depth this node states in the Ack to m, its role's: 0 at
@@ -377,6 +380,10 @@ func (c *cohort) publication(msg *pb.Message, from *member) error {
 		}
 	}
 	pub, v := check(c.spec, msg, addr, c.role.authority())
+	if v == accepted && c.rateCut(pub, from, relayed) {
+		c.r.s.count(c, CounterRateLimited)
+		return nil
+	}
 	if v == accepted {
 		v = c.role.publish(pub, msg, from)
 	}

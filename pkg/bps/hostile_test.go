@@ -551,3 +551,60 @@ func attestation(t *testing.T, k key) *pb.Frame {
 	c.Challenge, c.Broker = challenge, broker.Bytes()
 	return &pb.Frame{Kind: &pb.Frame_Claim{Claim: c}}
 }
+
+// TestHostilePublisherRateBounded: under ALL anyone may author, so nothing
+// but a rate bounds one publisher. A spammer publishing far past
+// PublishRate on the cohort is cut at the node that takes its
+// publications — dropped and counted rate_limited, its stream kept —
+// while an honest publisher on the same cohort, within its own rate, is
+// delivered whole.
+func TestHostilePublisherRateBounded(t *testing.T) {
+	t.Parallel()
+	const burst, n = 8, 100
+	_, broker, cl := cluster(t, bps.Options{Bounds: bps.Bounds{PublishRate: 1, PublishBurst: burst}}, 3)
+	sp := mnemonicAll(t, "one spammer", newKey(t))
+	sub := subscribe(t, cl[2], broker, sp)
+	spammer, honest := newKey(t), newKey(t)
+	publishAll := func(c *tnode, k key) *bps.Publisher {
+		p, err := c.svc.Publish(ctxT(t), broker.Overlay(), sp, bps.PublishOptions{Addr: k.addr})
+		if err != nil {
+			t.Fatal(err)
+		}
+		t.Cleanup(func() { _ = p.Close() })
+		return p
+	}
+	sp1, hp := publishAll(cl[0], spammer), publishAll(cl[1], honest)
+	soc := func(k key, id string) *pb.Message {
+		m, err := bps.SOCUpdate(k.signer, topicOf(id), []byte(id))
+		if err != nil {
+			t.Fatal(err)
+		}
+		return m
+	}
+	for i := range n {
+		send(t, sp1, soc(spammer, fmt.Sprint("spam ", i)))
+	}
+	want := make(map[string]bool)
+	for i := range burst / 2 {
+		m := soc(honest, fmt.Sprint("honest ", i))
+		want[swarm.NewAddress(m.Address).ByteString()] = true
+		send(t, hp, m)
+	}
+	// At 1 a second the spammer gets its burst and a token a second since:
+	// far fewer than n in any run that has not already timed out.
+	const cut = n - burst - 20
+	for spam := 0; len(want) > 0; {
+		d := recv(t, sub)
+		if !want[d.Address.ByteString()] {
+			if spam++; spam > n-cut {
+				t.Fatalf("%d of the spammer's %d publications delivered", spam, n)
+			}
+			continue
+		}
+		delete(want, d.Address.ByteString())
+	}
+	broker.rec.waitN(t, cut, "the spam cut", dropped(bps.CounterRateLimited))
+	if got := cohortInfo(t, broker, sp).Counters[bps.CounterRateLimited.String()]; got < cut {
+		t.Fatalf("rate_limited %d, want at least %d", got, cut)
+	}
+}

@@ -13,6 +13,7 @@ import (
 	"github.com/ethersphere/bee/v2/pkg/p2p"
 	"github.com/ethersphere/bee/v2/pkg/swarm"
 	"github.com/ethersphere/bps/pkg/bps/pb"
+	"golang.org/x/time/rate"
 )
 
 // registry holds this node's place in every cohort it takes part in
@@ -219,6 +220,9 @@ func (r *registry) newCohortLocked(sp *Spec, up *Subscription) *cohort {
 		cursors:    make(map[string]uint64),
 		created:    now,
 		lastAccept: now,
+	}
+	if !sp.Explicit() {
+		c.owners = newLRU[*rate.Limiter](maxRatedOwners)
 	}
 	c.mu.Lock()
 	if !(sp.Binding == pb.TopicBinding_FEED_TOPIC && sp.Explicit()) {
