@@ -13,6 +13,7 @@ import (
 
 	"github.com/ethersphere/bee/v2/pkg/swarm"
 	"github.com/ethersphere/bps/pkg/bps/pb"
+	"golang.org/x/time/rate"
 )
 
 // Reasons a broker ends a member stream from outside its handler.
@@ -53,9 +54,13 @@ type cohort struct {
 	extras   map[string]*member   // extra seats, one per absent legitimate publisher
 	cursors  map[string]uint64    // FEED_TOPIC, explicit: lowest index accepted next, per publisher feed
 	seen     *Window              // dedup bindings: recent chunk identifiers
+	owners   *lru[*rate.Limiter]  // anyone authors: a token bucket per owner (rate.go); nil otherwise
 
 	svc    ServiceFeed // the admin's service feed: roster, next index, end
 	latest []byte      // the latest service SOC, encoded: every new stream's first delivery
+	// svcFrom is the peer whose stream carried the latest service SOC: a
+	// forgotten cohort's feed is remembered on its account (heldFeeds).
+	svcFrom string
 
 	lastAccept time.Time
 	created    time.Time
@@ -125,7 +130,7 @@ func (r rootRole) authority() authority { return cohortAuthority{c: r.c} }
 func (r rootRole) publish(pub publication, msg *pb.Message, from *member) verdict {
 	c := r.c
 	s := c.r.s
-	if !c.r.accept(c, pub, encodeFrame(&pb.Message{Address: msg.Address, Data: msg.Data})) {
+	if !c.r.accept(c, from.peer, pub, encodeFrame(&pb.Message{Address: msg.Address, Data: msg.Data})) {
 		return retransmit // a duplicate, or another publisher stream got there first
 	}
 	s.metrics.Accepted.Inc()
@@ -151,7 +156,7 @@ func (r rootRole) position(children []swarm.Address, streams int) (Position, boo
 func (r rootRole) forgotten() {
 	c := r.c
 	if !c.dead && c.svc.Seen() && !c.svc.Ended() {
-		c.r.feeds.put(c.spec.key, heldFeed{svc: c.svc.clone(), latest: c.latest})
+		c.r.feeds.put(c.spec.key, string(c.spec.Admin), heldFeed{svc: c.svc.clone(), latest: c.latest, from: c.svcFrom})
 	}
 }
 
@@ -205,12 +210,13 @@ type member struct {
 
 	claimTimer *time.Timer // the deadline of an extra seat or a silent stream
 	// reader goroutine only
-	invalid int       // invalid publications so far
-	failed  int       // relayed publications that failed this second
-	failAt  time.Time // the second failed counts in
-	owed    int       // probes that closed before it answered: late answers it may send; under c.mu
-	pending int       // verified claims not taken: not (yet) rostered, or redundant
-	carries [][]byte  // owners whose forwarded claims came up this stream (attest.go)
+	invalid int           // invalid publications so far
+	rate    *rate.Limiter // anyone authors: what this publisher stream publishes itself (rate.go)
+	failed  int           // relayed publications that failed this second
+	failAt  time.Time     // the second failed counts in
+	owed    int           // probes that closed before it answered: late answers it may send; under c.mu
+	pending int           // verified claims not taken: not (yet) rostered, or redundant
+	carries [][]byte      // owners whose forwarded claims came up this stream (attest.go)
 }
 
 // ackDepth is the depth this node states in the Ack to m, its role's: 0 at
@@ -239,7 +245,7 @@ func (c *cohort) moveCursor(addr []byte, index uint64) {
 // SOC moves the service cursor and the roster — and queues frame on every
 // member that is neither silent nor bound to the publication's owner. A full
 // queue resets that stream; nobody blocks.
-func (r *registry) accept(c *cohort, pub publication, frame []byte) bool {
+func (r *registry) accept(c *cohort, from swarm.Address, pub publication, frame []byte) bool {
 	c.mu.Lock()
 	defer c.mu.Unlock()
 	if c.dead || c.svc.Ended() {
@@ -252,6 +258,7 @@ func (r *registry) accept(c *cohort, pub publication, frame []byte) bool {
 		if svc, ok = r.serviceLocked(c, pub, frame); !ok {
 			return false
 		}
+		c.svcFrom = from.ByteString()
 	case c.seen != nil:
 		if !c.seen.Add(pub.dedup) {
 			return false
@@ -373,6 +380,10 @@ func (c *cohort) publication(msg *pb.Message, from *member) error {
 		}
 	}
 	pub, v := check(c.spec, msg, addr, c.role.authority())
+	if v == accepted && c.rateCut(pub, from, relayed) {
+		c.r.s.count(c, CounterRateLimited)
+		return nil
+	}
 	if v == accepted {
 		v = c.role.publish(pub, msg, from)
 	}

@@ -60,3 +60,7 @@ func (sub *Subscription) LazyPending() int {
 	defer sub.dmu.Unlock()
 	return len(sub.lz.entries)
 }
+
+// HeldFeeds is how many forgotten cohorts' service feeds the broker
+// remembers.
+func (s *Service) HeldFeeds() int { return s.reg.feeds.len() }

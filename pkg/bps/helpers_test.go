@@ -8,6 +8,7 @@ import (
 	"bufio"
 	"context"
 	"errors"
+	"fmt"
 	"io"
 	"sync"
 	"testing"
@@ -271,8 +272,31 @@ func (r *raw) sendBytes(b []byte) {
 	}
 }
 
+// readTimeout is how long a raw peer waits for one frame: past it the read
+// fails (errNoFrame) and the stream is reset, so that a test whose rule was
+// removed fails in seconds instead of hanging until the binary's timeout.
+const readTimeout = 10 * time.Second
+
+// errNoFrame is a read that no frame answered within readTimeout: never a
+// reset the peer made.
+var errNoFrame = errors.New("no frame within the read deadline")
+
+// read reads one frame, within readTimeout. p2p.Stream has no deadline of
+// its own, so the read runs beside the timer and a timeout resets the
+// stream, which ends it; read waits for it either way.
 func (r *raw) read(m proto.Message) error {
-	return protodelim.UnmarshalOptions{MaxSize: bps.MaxFrameSize}.UnmarshalFrom(r.r, m)
+	done := make(chan error, 1)
+	go func() { done <- protodelim.UnmarshalOptions{MaxSize: bps.MaxFrameSize}.UnmarshalFrom(r.r, m) }()
+	deadline := time.NewTimer(readTimeout)
+	defer deadline.Stop()
+	select {
+	case err := <-done:
+		return err
+	case <-deadline.C:
+		_ = r.s.Reset()
+		<-done
+		return fmt.Errorf("read %T: %w", m, errNoFrame)
+	}
 }
 
 func (r *raw) join(j *pb.Join) *pb.Ack {
@@ -308,7 +332,7 @@ func (r *raw) expectEnd() error {
 
 func expectReset(t *testing.T, r *raw) {
 	t.Helper()
-	if err := r.expectEnd(); err == nil || errors.Is(err, io.EOF) {
+	if err := r.expectEnd(); err == nil || errors.Is(err, io.EOF) || errors.Is(err, errNoFrame) {
 		t.Fatalf("stream ended with %v, want a reset", err)
 	}
 }

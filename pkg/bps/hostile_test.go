@@ -62,6 +62,61 @@ func TestHostileServiceReplayAfterReclaim(t *testing.T) {
 	}
 }
 
+// TestHostileForgetByOthers: the memory of forgotten cohorts' service
+// feeds is bounded, but shared fairly: a peer that fills it with cohorts
+// of its own — each under an admin key it minted, one roster each, made
+// and forgotten three times over the bound — evicts only its own, so the
+// victim's old roster replayed afterwards is still stale.
+func TestHostileForgetByOthers(t *testing.T) {
+	t.Parallel()
+	const bound = 16
+	_, broker, cl := cluster(t, bps.Options{Bounds: bps.Bounds{EndedCohorts: bound}}, 2)
+	admin, bob := newKey(t), newKey(t)
+	sp := feedSpec(t, "the victim", admin)
+	grant, revoke := rosterMsg(t, admin, sp, 0, bob), rosterMsg(t, admin, sp, 1)
+	a := publish(t, cl[0], broker, sp, admin, 0)
+	send(t, a, grant)
+	send(t, a, revoke)
+	broker.rec.waitN(t, 2, "grant and revocation accepted", kind(bps.EventAccept))
+	if err := a.Close(); err != nil {
+		t.Fatal(err)
+	}
+	broker.rec.wait(t, "the victim's stream left", kind(bps.EventLeave))
+
+	for i := range 3 * bound {
+		k := newKey(t)
+		fsp := feedSpec(t, fmt.Sprint("filler ", i), k)
+		p := publish(t, cl[1], broker, fsp, k, 0)
+		send(t, p, rosterMsg(t, k, fsp, 0))
+		broker.rec.waitN(t, 3+i, "the filler's roster accepted", kind(bps.EventAccept))
+		if err := p.Close(); err != nil {
+			t.Fatal(err)
+		}
+		broker.rec.waitN(t, 2+i, "the filler left", kind(bps.EventLeave))
+	}
+	if n := len(broker.svc.Cohorts()); n != 0 {
+		t.Fatalf("%d cohorts after every stream left", n)
+	}
+	if n := broker.svc.HeldFeeds(); n > bound {
+		t.Fatalf("%d service feeds remembered, bound %d", n, bound)
+	}
+
+	r := openRaw(t, cl[1], broker)
+	relayJoin(t, r, sp)
+	r.send(attestation(t, admin))
+	r.send(&pb.Frame{Kind: &pb.Frame_Message{Message: grant}})
+	// Dropped, or (on a node that forgot) taken as the grant was the first
+	// time: either verdict ends the wait.
+	grantTaken := func(e bps.Event) bool {
+		return e.Kind == bps.EventAccept && e.Cohort == sp.String() && e.Service && e.Index == 0
+	}
+	broker.rec.waitN(t, 2, "the replay judged", func(e bps.Event) bool { return grantTaken(e) || dropped(bps.CounterRetransmit)(e) })
+	c := cohortInfo(t, broker, sp)
+	if c.ServiceNext != 2 || len(c.Roster) != 0 {
+		t.Fatalf("after others' cohorts and the replay: service next %d, roster %x; want 2 and the revocation's empty roster", c.ServiceNext, c.Roster)
+	}
+}
+
 // TestHostileRevokedKeepsReceivingClosed: in a closed cohort a publisher
 // the admin revoked is told the revoking roster and then receives nothing
 // more — it is no longer in the audience of a cohort that admits only by
@@ -495,4 +550,61 @@ func attestation(t *testing.T, k key) *pb.Frame {
 	}
 	c.Challenge, c.Broker = challenge, broker.Bytes()
 	return &pb.Frame{Kind: &pb.Frame_Claim{Claim: c}}
+}
+
+// TestHostilePublisherRateBounded: under ALL anyone may author, so nothing
+// but a rate bounds one publisher. A spammer publishing far past
+// PublishRate on the cohort is cut at the node that takes its
+// publications — dropped and counted rate_limited, its stream kept —
+// while an honest publisher on the same cohort, within its own rate, is
+// delivered whole.
+func TestHostilePublisherRateBounded(t *testing.T) {
+	t.Parallel()
+	const burst, n = 8, 100
+	_, broker, cl := cluster(t, bps.Options{Bounds: bps.Bounds{PublishRate: 1, PublishBurst: burst}}, 3)
+	sp := mnemonicAll(t, "one spammer", newKey(t))
+	sub := subscribe(t, cl[2], broker, sp)
+	spammer, honest := newKey(t), newKey(t)
+	publishAll := func(c *tnode, k key) *bps.Publisher {
+		p, err := c.svc.Publish(ctxT(t), broker.Overlay(), sp, bps.PublishOptions{Addr: k.addr})
+		if err != nil {
+			t.Fatal(err)
+		}
+		t.Cleanup(func() { _ = p.Close() })
+		return p
+	}
+	sp1, hp := publishAll(cl[0], spammer), publishAll(cl[1], honest)
+	soc := func(k key, id string) *pb.Message {
+		m, err := bps.SOCUpdate(k.signer, topicOf(id), []byte(id))
+		if err != nil {
+			t.Fatal(err)
+		}
+		return m
+	}
+	for i := range n {
+		send(t, sp1, soc(spammer, fmt.Sprint("spam ", i)))
+	}
+	want := make(map[string]bool)
+	for i := range burst / 2 {
+		m := soc(honest, fmt.Sprint("honest ", i))
+		want[swarm.NewAddress(m.Address).ByteString()] = true
+		send(t, hp, m)
+	}
+	// At 1 a second the spammer gets its burst and a token a second since:
+	// far fewer than n in any run that has not already timed out.
+	const cut = n - burst - 20
+	for spam := 0; len(want) > 0; {
+		d := recv(t, sub)
+		if !want[d.Address.ByteString()] {
+			if spam++; spam > n-cut {
+				t.Fatalf("%d of the spammer's %d publications delivered", spam, n)
+			}
+			continue
+		}
+		delete(want, d.Address.ByteString())
+	}
+	broker.rec.waitN(t, cut, "the spam cut", dropped(bps.CounterRateLimited))
+	if got := cohortInfo(t, broker, sp).Counters[bps.CounterRateLimited.String()]; got < cut {
+		t.Fatalf("rate_limited %d, want at least %d", got, cut)
+	}
 }

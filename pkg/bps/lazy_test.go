@@ -608,7 +608,7 @@ func TestHostileLazyAskFlood(t *testing.T) {
 		t.Fatalf("ack push %s, want LAZY", ack.Push)
 	}
 	pub := publish(t, cl[1], broker, sp, admin, 0)
-	const n = 3
+	const n = 4
 	var sent []*pb.Message
 	for i := range uint64(n) {
 		m := update(t, admin, sp, i, "flood")
@@ -630,8 +630,11 @@ func TestHostileLazyAskFlood(t *testing.T) {
 			t.Fatalf("announcement %d names %x, want the frame key %x", i, keys[i], k)
 		}
 	}
+	// Three of the four asked for: the ask again below is within the total
+	// an ask may reach (one per announcement), so only the rule that each
+	// announcement is asked once refuses it.
 	child.send(&pb.Frame{Kind: &pb.Frame_Ask{Ask: &pb.Ask{Seqs: []uint64{0, 1, 2}}}})
-	for i := range n {
+	for i := range n - 1 {
 		m := readEnvelope(t, child).GetMessage()
 		if m == nil || !bytes.Equal(m.Data, sent[i].Data) {
 			t.Fatalf("ask %d served %v, want the update", i, m)

@@ -24,12 +24,14 @@ const (
 	CounterClaimTimeout                // the extra seat disconnected at the claim deadline
 	CounterRetransmit                  // n < cursor
 	CounterQueueReset                  // a subscriber stream reset for a full queue
+	CounterRateLimited                 // anyone authors: a publication past its owner's or its stream's rate (rate.go)
 	numCounters
 )
 
 var counterNames = [numCounters]string{
 	"invalid_index", "invalid_soc", "wrong_owner", "wrong_stream",
 	"invalid_claim", "claim_timeout", "retransmit", "queue_reset",
+	"rate_limited",
 }
 
 // String is the counter's SWIP-74 name.
@@ -64,6 +66,7 @@ type metrics struct {
 	ClaimTimeout prometheus.Counter
 	Retransmit   prometheus.Counter
 	QueueReset   prometheus.Counter
+	RateLimited  prometheus.Counter
 
 	Accepted    prometheus.Counter
 	Delivered   prometheus.Counter
@@ -111,6 +114,7 @@ func newMetrics() metrics {
 		ClaimTimeout: counter("claim_timeout", "Extra admin seats disconnected at the claim deadline."),
 		Retransmit:   counter("retransmit", "Publications below the cohort cursor."),
 		QueueReset:   counter("queue_reset", "Subscriber streams reset for a full outbound queue."),
+		RateLimited:  counter("rate_limited", "Publications dropped past their owner's or their stream's publish rate, where anyone may author."),
 
 		Accepted:  counter("accepted", "Publications accepted by this broker."),
 		Delivered: counter("delivered", "Frames queued to subscriber streams by this broker."),
@@ -149,6 +153,7 @@ func (mt *metrics) byCounter(c Counter) prometheus.Counter {
 	return [numCounters]prometheus.Counter{
 		mt.InvalidIndex, mt.InvalidSOC, mt.WrongOwner, mt.WrongStream,
 		mt.InvalidClaim, mt.ClaimTimeout, mt.Retransmit, mt.QueueReset,
+		mt.RateLimited,
 	}[c]
 }
 

@@ -61,6 +61,14 @@ type Bounds struct {
 	// ClientCursors bounds the subscriber cursors kept per (topic, admin).
 	// Default 4096; the least recently used is forgotten first.
 	ClientCursors int
+	// PublishRate bounds, where anyone may author (implicit authorship,
+	// ALL), the publications a node takes from one owner address in a
+	// cohort, and from one publisher stream, a second; past it they are
+	// dropped and counted rate_limited. Default 100.
+	PublishRate int
+	// PublishBurst is how many publications past PublishRate an owner or a
+	// stream may send at once. Default 1000.
+	PublishBurst int
 }
 
 // Timing are a node's deadlines, timeouts and backoff.
@@ -191,6 +199,8 @@ const (
 	DefaultClientCursors       = 4096
 	DefaultDedupWindow         = 256
 	DefaultEndedCohorts        = 1024
+	DefaultPublishRate         = 100
+	DefaultPublishBurst        = 1000
 	DefaultEndedTTL            = time.Hour
 	DefaultEndGrace            = 5 * time.Second
 	DefaultProbeWait           = 2 * time.Second
@@ -210,6 +220,8 @@ func DefaultBounds() Bounds {
 		DedupWindow:         DefaultDedupWindow,
 		EndedCohorts:        DefaultEndedCohorts,
 		ClientCursors:       DefaultClientCursors,
+		PublishRate:         DefaultPublishRate,
+		PublishBurst:        DefaultPublishBurst,
 	}
 }
 
@@ -265,6 +277,8 @@ func (b *Bounds) setDefaults() {
 		{&b.DedupWindow, d.DedupWindow},
 		{&b.EndedCohorts, d.EndedCohorts},
 		{&b.ClientCursors, d.ClientCursors},
+		{&b.PublishRate, d.PublishRate},
+		{&b.PublishBurst, d.PublishBurst},
 	} {
 		if *f.v == 0 {
 			*f.v = f.d
@@ -336,6 +350,8 @@ func (b Bounds) validate() error {
 		"ClientCursors":       b.ClientCursors,
 		"DedupWindow":         b.DedupWindow,
 		"EndedCohorts":        b.EndedCohorts,
+		"PublishRate":         b.PublishRate,
+		"PublishBurst":        b.PublishBurst,
 	})
 }
 

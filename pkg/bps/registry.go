@@ -13,6 +13,7 @@ import (
 	"github.com/ethersphere/bee/v2/pkg/p2p"
 	"github.com/ethersphere/bee/v2/pkg/swarm"
 	"github.com/ethersphere/bps/pkg/bps/pb"
+	"golang.org/x/time/rate"
 )
 
 // registry holds this node's place in every cohort it takes part in
@@ -29,7 +30,7 @@ type registry struct {
 	brokered  int                       // places with a broker half, bounded by MaxCohorts
 	peers     map[string]map[string]int // peer overlay -> cohort key -> streams
 	ended     *endedSpecs               // cohorts ended by END_OF_STREAM, remembered for late Joins
-	feeds     *lru[heldFeed]            // the service feeds of cohorts forgotten, by spec key
+	feeds     *heldFeeds                // the service feeds of cohorts forgotten, by spec key
 	referring map[string]bool           // (peer, cohort) asking where else to attach (refer), one at a time
 	closed    bool
 }
@@ -40,6 +41,7 @@ type registry struct {
 type heldFeed struct {
 	svc    ServiceFeed
 	latest []byte
+	from   string // the peer that carried latest (cohort.svcFrom)
 }
 
 func newRegistry(s *Service) *registry {
@@ -48,7 +50,7 @@ func newRegistry(s *Service) *registry {
 		places: make(map[string]*place),
 		peers:  make(map[string]map[string]int),
 		ended:  newEndedSpecs(s.opts.EndedCohorts, s.opts.EndedTTL),
-		feeds:  newLRU[heldFeed](s.opts.EndedCohorts),
+		feeds:  newHeldFeeds(s.opts.EndedCohorts),
 	}
 }
 
@@ -219,6 +221,9 @@ func (r *registry) newCohortLocked(sp *Spec, up *Subscription) *cohort {
 		created:    now,
 		lastAccept: now,
 	}
+	if !sp.Explicit() {
+		c.owners = newLRU[*rate.Limiter](maxRatedOwners)
+	}
 	c.mu.Lock()
 	if !(sp.Binding == pb.TopicBinding_FEED_TOPIC && sp.Explicit()) {
 		c.seen = NewWindow(r.s.opts.DedupWindow)
@@ -229,9 +234,8 @@ func (r *registry) newCohortLocked(sp *Spec, up *Subscription) *cohort {
 		c.role = newRelay(c, up)
 	} else {
 		c.role = rootRole{c: c}
-		if h := r.feeds.get(sp.key); h.svc.Seen() {
-			c.svc, c.latest = h.svc, h.latest
-			r.feeds.remove(sp.key)
+		if h := r.feeds.take(sp.key); h.svc.Seen() {
+			c.svc, c.latest, c.svcFrom = h.svc, h.latest, h.from
 		}
 		r.armInactivity(c, r.s.opts.Inactivity)
 	}
