@@ -56,6 +56,7 @@ type Subscription struct {
 	nextRetry time.Duration   // the wait after the next failed request
 	leaving   bool            // Close is reparenting this relay's children
 	shunned   []swarm.Address // parents dropped for withholding, most recent last; never taken again
+	pstate    parentState     // the parents over time, for the operator (repairlog.go)
 
 	quit   chan struct{} // closed when Close begins or the subscription ends: deliveries stop
 	qonce  sync.Once
@@ -392,6 +393,7 @@ func (sub *Subscription) attachAt(ctx context.Context, peer swarm.Address, under
 	sub.gen++
 	p.gen = sub.gen
 	sub.parents = append(sub.parents, p)
+	sub.parentsChangedLocked(nil, nil)
 	sub.attestTo(p) // before anything this node forwards up p
 	// One parent sends every delivery whole (lazy.go).
 	sub.ensureEagerLocked(nil)
@@ -449,6 +451,7 @@ func (sub *Subscription) lost(p *parent) {
 	sub.mu.Lock()
 	defer sub.mu.Unlock()
 	sub.parents = slices.DeleteFunc(sub.parents, func(q *parent) bool { return q == p })
+	sub.parentsChangedLocked(p, err)
 	sub.ensureEagerLocked(nil) // the lazy parent takes over at once (lazy.go)
 	switch {
 	case sub.closing || sub.fatal != nil:
@@ -476,6 +479,13 @@ func (sub *Subscription) lost(p *parent) {
 			s.metrics.Faults.Inc()
 			s.trace(Event{Kind: EventFault, Cohort: sub.spec.String(), Peer: p.cs.peer, Err: err})
 		}
+		// A loss repairs now: a retry armed for a second parent the tree
+		// had no room for (up to maxRepairWait away) must not hold it.
+		if sub.retry != nil {
+			sub.retry.Stop()
+			sub.retry = nil
+		}
+		sub.nextRetry = 0
 		sub.repairLocked()
 	}
 	sub.finishLocked()
