@@ -406,11 +406,10 @@ func TestSoakProcesses(t *testing.T) {
 	sample := func() {
 		at := time.Since(began)
 		for _, n := range ns {
-			if kb := n.rssKB(); kb > 0 {
-				n.mu.Lock()
-				n.rss = append(n.rss, rssSample{at: at, rss: kb})
-				n.mu.Unlock()
-			}
+			kb := n.rssKB() // 0: down
+			n.mu.Lock()
+			n.rss = append(n.rss, rssSample{at: at, rss: kb})
+			n.mu.Unlock()
 		}
 	}
 	sample()
@@ -609,8 +608,11 @@ func soakReport(t *testing.T, c soakConfig, ns []*soakNode, sentAt []time.Time, 
 			back = append(back, fmt.Sprintf("%.1fs", b.Seconds()))
 		}
 		var lo, hi, last int64
-		for i, s := range n.rss {
-			if i == 0 || s.rss < lo {
+		for _, s := range n.rss {
+			if s.rss == 0 {
+				continue // down
+			}
+			if lo == 0 || s.rss < lo {
 				lo = s.rss
 			}
 			hi = max(hi, s.rss)
@@ -631,13 +633,27 @@ func soakReport(t *testing.T, c soakConfig, ns []*soakNode, sentAt []time.Time, 
 			t.Errorf("node %d never got an update after a restart", n.id)
 		}
 	}
+	// The repairs as the nodes logged them (bps: repaired, bps: reattached).
+	var allRepairs []time.Duration
+	for _, n := range ns {
+		repairs, cut := soakRepairs(t, n)
+		allRepairs = append(allRepairs, repairs...)
+		if len(repairs) > 0 || len(cut) > 0 {
+			t.Logf("node %d: %d repairs, %s; %d times without a parent, %s", n.id, len(repairs), spread(repairs), len(cut), spread(cut))
+		}
+	}
+	t.Logf("repairs at all nodes: %d, %s", len(allRepairs), spread(allRepairs))
 	// RSS over time, every node's, a line per sample.
 	var series []string
 	for i := range ns[0].rss {
 		line := fmt.Sprintf("t=%4.0fs", ns[0].rss[i].at.Seconds())
 		for _, n := range ns {
 			n.mu.Lock()
-			if i < len(n.rss) {
+			switch {
+			case i >= len(n.rss):
+			case n.rss[i].rss == 0:
+				line += fmt.Sprintf(" %6s", "down")
+			default:
 				line += fmt.Sprintf(" %6d", n.rss[i].rss/1024)
 			}
 			n.mu.Unlock()
@@ -653,4 +669,49 @@ func soakReport(t *testing.T, c soakConfig, ns []*soakNode, sentAt []time.Time, 
 			t.Errorf("a killed node came back %.1fs after its restart, want within 5s", backs[len(backs)-1].Seconds())
 		}
 	}
+}
+
+// soakRepairs reads n's logs for its repairs: how long each took from the
+// lost parent to the parents it wants, and how long each time without a
+// parent lasted.
+func soakRepairs(t *testing.T, n *soakNode) (repairs, cut []time.Duration) {
+	t.Helper()
+	field := func(line, name string) (time.Duration, bool) {
+		_, v, ok := strings.Cut(line, `"`+name+`"="`)
+		if !ok {
+			return 0, false
+		}
+		v, _, _ = strings.Cut(v, `"`)
+		d, err := time.ParseDuration(v)
+		return d, err == nil
+	}
+	for run := 1; run <= n.runs; run++ {
+		b, err := os.ReadFile(filepath.Join(n.logDir, fmt.Sprintf("node-%02d.%d.log", n.id, run)))
+		if err != nil {
+			t.Fatal(err)
+		}
+		for line := range strings.Lines(string(b)) {
+			switch {
+			case strings.Contains(line, `"msg"="bps: repaired"`):
+				if d, ok := field(line, "duration"); ok {
+					repairs = append(repairs, d)
+				}
+			case strings.Contains(line, `"msg"="bps: reattached"`):
+				if d, ok := field(line, "without_parent"); ok {
+					cut = append(cut, d)
+				}
+			}
+		}
+	}
+	return repairs, cut
+}
+
+// spread is the median and the longest of ds.
+func spread(ds []time.Duration) string {
+	if len(ds) == 0 {
+		return "none"
+	}
+	ds = slices.Clone(ds)
+	slices.Sort(ds)
+	return fmt.Sprintf("median %s, longest %s", ds[len(ds)/2].Round(time.Millisecond), ds[len(ds)-1].Round(time.Millisecond))
 }
