@@ -8,6 +8,7 @@ package main
 
 import (
 	"bufio"
+	"cmp"
 	"context"
 	"encoding/json"
 	"fmt"
@@ -31,14 +32,15 @@ import (
 // crashed node, on separate processes for as long as an operator's network
 // runs. It is skipped unless BPS_SOAK names a variant:
 //
-//	BPS_SOAK=short  8 nodes, 5 kills 25 s apart (CI: make soak)
+//	BPS_SOAK=short  8 nodes, 5 kills 20 s apart (CI: make soak)
 //	BPS_SOAK=long   20 nodes, 40 kills 45 s apart (30 minutes, by hand)
 //
 // and each setting may be overridden: BPS_SOAK_NODES, BPS_SOAK_KILLS,
 // BPS_SOAK_KILL_EVERY and BPS_SOAK_DOWN (Go durations), BPS_SOAK_RATE
 // (updates a second), BPS_SOAK_SEED; BPS_SOAK_BIN is a bee-bps built with
 // the dev ldflags (make dev-bin) to use instead of building one, and
-// BPS_SOAK_DIR a directory to keep the nodes' data and logs in.
+// BPS_SOAK_DIR a directory to keep the nodes' data and logs in, and
+// BPS_SOAK_VERBOSITY their log level (info: the repairs).
 type soakConfig struct {
 	nodes     int           // bee-bps start processes besides the broker
 	kills     int           // SIGKILLs, one every killEvery
@@ -53,7 +55,7 @@ type soakConfig struct {
 func soakConfigFromEnv(t *testing.T) soakConfig {
 	t.Helper()
 	variant := os.Getenv("BPS_SOAK")
-	c := soakConfig{nodes: 8, kills: 5, killEvery: 25 * time.Second, down: 10 * time.Second, rate: 10,
+	c := soakConfig{nodes: 8, kills: 5, killEvery: 20 * time.Second, down: 10 * time.Second, rate: 10,
 		seed: uint64(time.Now().UnixNano()), bin: os.Getenv("BPS_SOAK_BIN"), dir: os.Getenv("BPS_SOAK_DIR"), short: true}
 	switch variant {
 	case "":
@@ -150,7 +152,7 @@ func (n *soakNode) start(t *testing.T, c soakConfig, cl devCluster) {
 	args := append(cl.join(n.api), "--"+optionNameDataDir, n.dataDir, "--"+optionNamePassword, "soak",
 		"--"+optionNameBPSRelayCapacity, "2", "--"+optionNameBPSMaxStreamsPerCohort, "2",
 		"--"+optionNameBPSDeliveryPrice, "0", "--"+optionNameBPSPublishPrice, "0",
-		"--verbosity", "info")
+		"--verbosity", cmp.Or(os.Getenv("BPS_SOAK_VERBOSITY"), "info"))
 	cmd := exec.Command(c.bin, args...)
 	cmd.Stdout, cmd.Stderr = f, f
 	cmd.SysProcAttr = &syscall.SysProcAttr{Pdeathsig: syscall.SIGKILL}
@@ -402,6 +404,8 @@ func TestSoakProcesses(t *testing.T) {
 		}
 	}()
 	began := time.Now()
+	t.Logf("load average at the start: %s", loadAvg())
+	defer func() { t.Logf("load average at the end: %s", loadAvg()) }()
 	// RSS of every process, sampled while the soak runs.
 	sample := func() {
 		at := time.Since(began)
@@ -714,4 +718,15 @@ func spread(ds []time.Duration) string {
 	ds = slices.Clone(ds)
 	slices.Sort(ds)
 	return fmt.Sprintf("median %s, longest %s", ds[len(ds)/2].Round(time.Millisecond), ds[len(ds)-1].Round(time.Millisecond))
+}
+
+// loadAvg is the machine's load average (1, 5, 15 min): a soak on a shared
+// machine is read against it.
+func loadAvg() string {
+	b, err := os.ReadFile("/proc/loadavg")
+	if err != nil {
+		return "unknown"
+	}
+	f := strings.Fields(string(b))
+	return strings.Join(f[:min(3, len(f))], " ")
 }
