@@ -37,11 +37,12 @@ func TestRestartResumes(t *testing.T) {
 	if bin == "" {
 		bin = buildDevBinary(t)
 	}
-	dir := os.Getenv("BPS_SOAK_DIR")
-	if dir == "" {
-		dir = t.TempDir()
-	} else if err := os.MkdirAll(dir, 0o755); err != nil {
-		t.Fatal(err)
+	dir := t.TempDir()
+	if keep := os.Getenv("BPS_SOAK_DIR"); keep != "" {
+		dir = filepath.Join(keep, "resume") // beside the soak's
+		if err := os.MkdirAll(dir, 0o755); err != nil {
+			t.Fatal(err)
+		}
 	}
 	info := filepath.Join(dir, "cluster.json")
 	cl := runDevBinary(t, bin, "", info, "dev", "--"+optionNameDevInfoFile, info, "--nodes", "2", "--api-addr", "127.0.0.1:0",
