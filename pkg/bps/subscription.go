@@ -58,6 +58,8 @@ type Subscription struct {
 	shunned   []swarm.Address // parents dropped for withholding, most recent last; never taken again
 	pstate    parentState     // the parents over time, for the operator (repairlog.go)
 
+	round context.CancelFunc // ends the repair's current round (a no-op once it ended)
+
 	quit   chan struct{} // closed when Close begins or the subscription ends: deliveries stop
 	qonce  sync.Once
 	ctx    context.Context // ends with quit: bounds the joins of repairs and reparents
@@ -486,6 +488,12 @@ func (sub *Subscription) lost(p *parent) {
 			sub.retry = nil
 		}
 		sub.nextRetry = 0
+		if sub.round != nil {
+			// A round under way, for a second parent, may be waiting on
+			// the backoff of the parent just lost or of the survivor:
+			// it ends, and the repair looks again with what is left.
+			sub.round()
+		}
 		sub.repairLocked()
 	}
 	sub.finishLocked()
@@ -618,9 +626,10 @@ func (sub *Subscription) repair() {
 		if n > 0 {
 			at = sub.parents[0].cs.peer
 		}
+		ctx, cancel := context.WithTimeout(sub.ctx, s.opts.HandshakeTimeout+s.opts.ProbeWait)
+		sub.round = cancel
 		sub.mu.Unlock()
 
-		ctx, cancel := context.WithTimeout(sub.ctx, s.opts.HandshakeTimeout+s.opts.ProbeWait)
 		err := sub.acquire(ctx, at, nil, n > 0, nil)
 		if err != nil && n > 0 && !sub.hasParent(sub.root) {
 			// Nothing usable below the surviving parent: the broker may
@@ -636,7 +645,7 @@ func (sub *Subscription) repair() {
 			continue
 		}
 		sub.mu.Lock()
-		if len(sub.parents) == 0 && sub.relay != nil && !shed && !sub.closing && sub.fatal == nil {
+		if len(sub.parents) == 0 && n == 0 && sub.relay != nil && !shed && !sub.closing && sub.fatal == nil {
 			// Parentless, and no parent ranked above this relay took it:
 			// the free slots may all lie in its own subtree. Its children
 			// get nothing from it meanwhile; it lets them go (each
