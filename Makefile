@@ -79,6 +79,20 @@ test-short:
 bench:
 	$(GO) test -run '^$$' -bench . -benchmem ./pkg/...
 
+# The soak (issue 26): a dev broker and separate bee-bps start processes
+# (relays of capacity 2), a subscriber on each, node 1 publishing, relays
+# SIGKILLed and restarted on a schedule; a report per node. Then a node
+# restarted after a crash resumes a persistent feed (TestRestartResumes).
+# SOAK=short is CI's (8 nodes, 5 kills 20 s apart, under 4 minutes),
+# SOAK=long the operator's (20 nodes, 40 kills 45 s apart, 30 minutes);
+# BPS_SOAK_NODES, BPS_SOAK_KILLS, BPS_SOAK_KILL_EVERY, BPS_SOAK_DOWN,
+# BPS_SOAK_RATE, BPS_SOAK_SEED, BPS_SOAK_DIR (keep the logs) and
+# BPS_SOAK_VERBOSITY override (cmd/bee-bps/soak_e2e_test.go).
+SOAK ?= short
+.PHONY: soak
+soak: dev-bin
+	BPS_SOAK=$(SOAK) BPS_SOAK_BIN=$(CURDIR)/bin/bee-bps-dev $(GO) test ./cmd/bee-bps -run '^(TestSoakProcesses|TestRestartResumes)$$' -count=1 -timeout 0 -v
+
 # bps-sim in virtual time (cmd/bps-sim/virtual.go): the run in a synctest
 # bubble, from the package's test binary; ARGS are bps-sim's flags:
 # make sim-virtual ARGS='-nodes 10000 -cohorts 1 -tree tree.svg'

@@ -90,6 +90,11 @@ type metrics struct {
 	ParentLost prometheus.Counter
 	Escapes    prometheus.Counter
 
+	ParentlessSeconds   prometheus.Counter
+	SingleParentSeconds prometheus.Counter
+	Repairs             prometheus.Counter
+	RepairSeconds       prometheus.Counter
+
 	LazyAsked    prometheus.Counter
 	LazyServed   prometheus.Counter
 	LazyGone     prometheus.Counter
@@ -139,6 +144,11 @@ func newMetrics() metrics {
 		Unchecked:  counter("relayed_unchecked", "Publications a child relayed that were dropped unchecked: its stream made this node check too many that failed this second."),
 		ParentLost: counter("parents_lost", "Parent streams of subscriptions that ended other than by close."),
 		Escapes:    counter("gap_escapes", "Parents left because both parents passed over an update of an explicit feed: the node took a parent the root's probe found instead."),
+
+		ParentlessSeconds:   counter("parentless_seconds", "Seconds subscriptions spent without a parent after their first attach: receiving nothing (SWIP-61)."),
+		SingleParentSeconds: counter("single_parent_seconds", "Seconds subscriptions spent with one parent where they want two: the next failure is not masked (SWIP-61)."),
+		Repairs:             counter("repairs", "Repairs that gave a subscription back the parents it wants after it lost one (SWIP-61)."),
+		RepairSeconds:       counter("repair_seconds", "Seconds from a lost parent to the repair that replaced it, summed over repairs (SWIP-61)."),
 
 		LazyAsked:    counter("lazy_asked", "Announcements of a lazy parent this node's subscriptions asked for (lazy push)."),
 		LazyServed:   counter("lazy_served", "Deliveries this node sent a lazy child that asked for them (lazy push)."),

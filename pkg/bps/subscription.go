@@ -57,6 +57,9 @@ type Subscription struct {
 	retry     *time.Timer     // the next request for a missing second parent, if armed
 	nextRetry time.Duration   // the wait after the next failed request
 	leaving   bool            // Close is reparenting this relay's children
+	pstate    parentState     // the parents over time, for the operator (repairlog.go)
+
+	round context.CancelFunc // ends the repair's current round (a no-op once it ended)
 
 	quit   chan struct{} // closed when Close begins or the subscription ends: deliveries stop
 	qonce  sync.Once
@@ -435,6 +438,7 @@ func (sub *Subscription) adopt(peer swarm.Address, underlays [][]byte, stream p2
 	for _, o := range sub.observers {
 		o.added(p)
 	}
+	sub.pstate.changedLocked(sub, nil, nil)
 	sub.attestTo(p) // before anything this node forwards up p
 	if leaf {
 		sub.rank = belowDeepestOf(sub.parents)
@@ -483,6 +487,7 @@ func (sub *Subscription) lost(p *parent) {
 	sub.mu.Lock()
 	defer sub.unlock()
 	sub.parents = slices.DeleteFunc(sub.parents, func(q *parent) bool { return q == p })
+	sub.pstate.changedLocked(sub, p, err)
 	for _, o := range sub.observers {
 		o.lost(p, sub.closing || sub.fatal != nil) // a lazy parent takes over at once (lazy.go)
 	}
@@ -511,6 +516,19 @@ func (sub *Subscription) lost(p *parent) {
 			sub.faults.Add(1)
 			s.metrics.Faults.Inc()
 			s.trace(Event{Kind: EventFault, Cohort: sub.spec.String(), Peer: p.cs.peer, Err: err})
+		}
+		// A loss repairs now: a retry armed for a second parent the tree
+		// had no room for (up to maxRepairWait away) must not hold it.
+		if sub.retry != nil {
+			sub.retry.Stop()
+			sub.retry = nil
+		}
+		sub.nextRetry = 0
+		if sub.round != nil {
+			// A round under way, for a second parent, may be waiting on
+			// the backoff of the parent just lost or of the survivor:
+			// it ends, and the repair looks again with what is left.
+			sub.round()
 		}
 		sub.repairLocked()
 	}
@@ -645,9 +663,10 @@ func (sub *Subscription) repair() {
 		if n > 0 {
 			at = sub.parents[0].cs.peer
 		}
+		ctx, cancel := context.WithTimeout(sub.ctx, s.opts.HandshakeTimeout+s.opts.ProbeWait)
+		sub.round = cancel
 		sub.mu.Unlock()
 
-		ctx, cancel := context.WithTimeout(sub.ctx, s.opts.HandshakeTimeout+s.opts.ProbeWait)
 		err := sub.acquire(ctx, at, nil, n > 0, nil)
 		if err != nil && n > 0 && !sub.hasParent(sub.root) {
 			// Nothing usable below the surviving parent: the broker may
@@ -675,7 +694,7 @@ func (sub *Subscription) repair() {
 // maxRejoins (rejoins), and then the subscription ends.
 func (sub *Subscription) repairFailed(err error, n int, rejoins *int, shed *bool) bool {
 	sub.mu.Lock()
-	if len(sub.parents) == 0 && sub.relay != nil && !*shed && !sub.closing && sub.fatal == nil {
+	if len(sub.parents) == 0 && n == 0 && sub.relay != nil && !*shed && !sub.closing && sub.fatal == nil {
 		// Parentless, and no parent ranked above this relay took it:
 		// the free slots may all lie in its own subtree. Its children
 		// get nothing from it meanwhile; it lets them go (each
