@@ -301,6 +301,20 @@ type heldCharge struct{ m *meter }
 func (heldCharge) Apply() error { return nil }
 func (heldCharge) Cleanup()     {}
 
+// batchFrames is how many priced frames one write on the meter's stream
+// may carry: at a parent, as many as Settlement.Credit pays for, at least
+// one — a write's charge is held until the next write applies it, so that a
+// batch past that would let a child that cannot pay take a whole batch past
+// bee's disconnect limit, where it would be cut at a moment that depends on
+// how the writer batched (on load). Unbounded (maxBatchFrames) at a child
+// and on an unpriced stream.
+func (m *meter) batchFrames() int {
+	if m == nil || !m.l.parent || m.down == 0 {
+		return maxBatchFrames
+	}
+	return int(max(1, min(m.l.p.settle.Credit/m.down, maxBatchFrames)))
+}
+
 // unit is the price of a Message this node writes on the meter's stream:
 // down at a parent, up at a child.
 func (m *meter) unit() uint64 {

@@ -280,7 +280,14 @@ type batch struct {
 func (ps *peerStream) gather(bt *batch, first outFrame) {
 	bt.frames[0], bt.n = first, 1
 	size := len(first.b)
-	for !bt.frames[bt.n-1].end && bt.n < maxBatchFrames && size < maxBatchBytes {
+	// A priced stream's batch holds at most what its ledger may hold
+	// unapplied (ledger.go, meter.batchFrames): a debtor is cut at the
+	// delivery that passed bee's limit, however the writer batched.
+	most, priced := ps.meter.Load().batchFrames(), 0
+	if pricedOut(&first) {
+		priced++
+	}
+	for !bt.frames[bt.n-1].end && bt.n < maxBatchFrames && size < maxBatchBytes && priced < most {
 		f, ok := ps.queue.pop()
 		if !ok {
 			return
@@ -288,6 +295,9 @@ func (ps *peerStream) gather(bt *batch, first outFrame) {
 		bt.frames[bt.n] = f
 		bt.n++
 		size += len(f.b)
+		if pricedOut(&f) {
+			priced++
+		}
 	}
 }
 
