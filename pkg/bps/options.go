@@ -61,6 +61,15 @@ type Bounds struct {
 	// ClientCursors bounds the subscriber cursors kept per (topic, admin).
 	// Default 4096; the least recently used is forgotten first.
 	ClientCursors int
+	// PeerProbeRounds bounds the probe rounds one peer's Joins start at
+	// this node, over all cohorts: a token bucket of this many, refilled
+	// at this many per 10 s. A Join past it is answered from the pool only
+	// (or held for others' rounds at a crowded root), counted
+	// (docs/protocol.md, "Threat model"). Default 8.
+	PeerProbeRounds int
+	// PrefixProbeRounds bounds the same for all peers whose overlays share
+	// a leading byte, since overlays are cheap to mine. Default 64.
+	PrefixProbeRounds int
 }
 
 // Timing are a node's deadlines, timeouts and backoff.
@@ -196,6 +205,8 @@ const (
 	DefaultProbeWait           = 2 * time.Second
 	DefaultMaxLag              = 8
 	DefaultLazyWait            = 100 * time.Millisecond
+	DefaultPeerProbeRounds     = 8
+	DefaultPrefixProbeRounds   = 64
 )
 
 // DefaultBounds are the bounds a zero Bounds field takes.
@@ -210,6 +221,8 @@ func DefaultBounds() Bounds {
 		DedupWindow:         DefaultDedupWindow,
 		EndedCohorts:        DefaultEndedCohorts,
 		ClientCursors:       DefaultClientCursors,
+		PeerProbeRounds:     DefaultPeerProbeRounds,
+		PrefixProbeRounds:   DefaultPrefixProbeRounds,
 	}
 }
 
@@ -265,6 +278,8 @@ func (b *Bounds) setDefaults() {
 		{&b.DedupWindow, d.DedupWindow},
 		{&b.EndedCohorts, d.EndedCohorts},
 		{&b.ClientCursors, d.ClientCursors},
+		{&b.PeerProbeRounds, d.PeerProbeRounds},
+		{&b.PrefixProbeRounds, d.PrefixProbeRounds},
 	} {
 		if *f.v == 0 {
 			*f.v = f.d
@@ -336,6 +351,8 @@ func (b Bounds) validate() error {
 		"ClientCursors":       b.ClientCursors,
 		"DedupWindow":         b.DedupWindow,
 		"EndedCohorts":        b.EndedCohorts,
+		"PeerProbeRounds":     b.PeerProbeRounds,
+		"PrefixProbeRounds":   b.PrefixProbeRounds,
 	})
 }
 
