@@ -7,6 +7,7 @@ package bps_test
 import (
 	"context"
 	"testing"
+	"time"
 
 	"github.com/ethersphere/bee/v2/pkg/p2p"
 	"github.com/ethersphere/bps/pkg/bps"
@@ -108,5 +109,50 @@ func TestHostileParentBillsGarbage(t *testing.T) {
 	child.svc.Settle()
 	if got, want := acc.balance(evil.Overlay()), -int64(testPrices.Delivery); got != want {
 		t.Fatalf("the child's balance with its parent is %d (%d deliveries), want %d", got, -got/int64(testPrices.Delivery), want)
+	}
+}
+
+// TestPricingCutAtTheDeliveryPastTheLimit: a child that cannot pay is cut
+// at the delivery that took its debt past the limit, however the parent's
+// writer batched: a lagging child whose stream queued 20 deliveries is
+// charged 5 at a limit of 5, not the batch it was written in.
+func TestPricingCutAtTheDeliveryPastTheLimit(t *testing.T) {
+	t.Parallel()
+	net := newNetwork(t, streamtest.WithBufferSize(64))
+	acc := newLedger()
+	const limit = 5
+	acc.disconnect = limit * 7
+	prices := bps.Prices{Delivery: 7}
+	broker := settledNode(t, net, bps.Options{}, acc, prices, bps.Settlement{Credit: 7, Interval: time.Hour, Margin: -1})
+	kid, pubNode := newNode(t, net, bps.Options{}), newNode(t, net, bps.Options{})
+	for _, n := range []*tnode{kid, pubNode} {
+		if err := net.Connect(n.Node, broker.Node); err != nil {
+			t.Fatal(err)
+		}
+	}
+	admin := newKey(t)
+	sp := feedSpec(t, "cut at the limit", admin)
+	child := openRaw(t, kid, broker)
+	if a := child.join(&pb.Join{Cohort: sp.PB()}); a.Status != pb.Status_OK {
+		t.Fatal(a.Status)
+	}
+	p := publish(t, pubNode, broker, sp, admin, 0)
+	const n = 20
+	for i := range uint64(n) {
+		if err := p.PublishUpdate(ctxT(t), admin.signer, i, []byte("update")); err != nil {
+			t.Fatal(err)
+		}
+	}
+	broker.rec.waitN(t, n, "the updates accepted", kind(bps.EventAccept))
+	got := 0
+	for ; got < n; got++ { // the child reads only now: its stream's queue holds what its writer could not write
+		if child.read(new(pb.Message)) != nil {
+			break
+		}
+	}
+	_ = child.s.Reset()
+	acc.waitBalance(t, "broker", kid.Overlay(), limit*7)
+	if got > limit {
+		t.Fatalf("the child read %d deliveries, charged %d", got, limit)
 	}
 }
