@@ -102,6 +102,7 @@ type Service struct {
 	backoff *backoffs    // client side: per (broker, cohort)
 	cursors *cursorCache // client side: per (topic, admin)
 	pricing *pricing     // charging for depth on bee's accounting; nil: free (pricing.go)
+	rations rations      // probe rounds strangers' Joins start (ration.go)
 	ctx     context.Context
 	cancel  context.CancelFunc
 	owned   owned.Group // every goroutine the Service starts or tracks

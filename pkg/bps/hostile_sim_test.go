@@ -175,7 +175,8 @@ func TestHostileLateAnswerAfterManyProbes(t *testing.T) {
 	t.Parallel()
 	net := newNetwork(t)
 	sp := feedSpec(t, "probed often", newKey(t))
-	broker := newNode(t, net, bps.Options{Bounds: bps.Bounds{MaxStreamsPerCohort: 1}, Tree: bps.Tree{ProbeWait: 100 * time.Millisecond}})
+	// The joiner's 41 rounds pass the node's ration (ration.go) by its bound.
+	broker := newNode(t, net, bps.Options{Bounds: bps.Bounds{MaxStreamsPerCohort: 1, PeerProbeRounds: 64, PrefixProbeRounds: 64}, Tree: bps.Tree{ProbeWait: 100 * time.Millisecond}})
 	kid, joiner := newNode(t, net, bps.Options{}), newNode(t, net, bps.Options{})
 	for _, n := range []*tnode{kid, joiner} {
 		if err := net.Connect(n.Node, broker.Node); err != nil {

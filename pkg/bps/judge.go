@@ -144,6 +144,22 @@ func (j *judge) unserved(p *parent) {
 	j.withhold(drop)
 }
 
+// repeated counts a miss against the parent on stream from, which gave a
+// delivery it gave before on the same stream (receiver.charge): a copy the
+// eager/lazy overlap does not explain, which the node does not pay for,
+// and judged as a withheld delivery is — dropped at MaxLag this epoch.
+func (j *judge) repeated(from *clientStream) {
+	j.mu.Lock()
+	var drop []*parent
+	if q := j.from(from); q != nil {
+		if q.missed++; q.missed == j.s.opts.MaxLag && len(j.parents) > 1 {
+			drop = append(drop, q.p)
+		}
+	}
+	j.mu.Unlock()
+	j.withhold(drop)
+}
+
 // withhold shuns each parent in drop — it is not taken as a parent again
 // by this subscription — and asks the subscription to drop it; the caller
 // holds no lock of the judge's.

@@ -142,12 +142,71 @@ func (p *pricing) close(t *tally) {
 // apply its own (lateDelay). A child never holds more than its margin plus
 // max(Credit, one write's price) of charges its own accounting was not
 // told of.
+//
+// A delivery is charged at both ends by one rule (docs/protocol.md,
+// "Prices"): a Message is priced down once per stream, by its address — the
+// parent's writer skips one it has written on the stream within the last
+// deliveryWindow, and the child charges only a delivery it took, valid, and
+// new on that stream within the same window. Both see the stream's Messages
+// in one order, so their windows agree; a parent that sends an invalid
+// chunk is cut (receiver.take), and frames lost with the connection are
+// charged by neither the child nor, past its last write, the parent.
 type meter struct {
 	l    *ledger
 	down uint64 // the price of a Message written down (a delivery)
 	up   uint64 // the price of a Message written up: Publish × the child's depth
 	kill func(error) bool
 	once sync.Once
+	// sent is the addresses of the deliveries priced on the stream, the
+	// most recent deliveryWindow: the parent's written, the child's taken;
+	// under l.mu.
+	sent *Window
+}
+
+// deliveryWindow is how many recent deliveries a stream's meter remembers
+// at each end, so that a copy on the same stream is charged once.
+const deliveryWindow = 256
+
+// freshLocked records a delivery's address on the stream and reports
+// whether it is the first within the window; under l.mu.
+func (m *meter) freshLocked(addr []byte) bool {
+	if len(addr) != swarm.HashSize {
+		return true
+	}
+	if m.sent == nil {
+		m.sent = NewWindow(deliveryWindow)
+	}
+	return m.sent.Add([32]byte(addr))
+}
+
+// took charges, at a child, one delivery the receiver took from the
+// parent, valid: new on the stream, it is held as a frame read is; a copy
+// the stream gave before is not charged, and took reports it (false).
+func (m *meter) took(addr []byte) (fresh bool, err error) {
+	if m == nil || m.l.parent || m.down == 0 {
+		return true, nil
+	}
+	m.l.mu.Lock()
+	defer m.l.mu.Unlock()
+	if !m.freshLocked(addr) {
+		return false, nil
+	}
+	return true, m.l.holdLocked(m.down, 1, true)
+}
+
+// pricedWrite reports whether the writer charges for f: at a parent a
+// delivery it has not written on the stream within the window (recorded),
+// at a child every publication.
+func (m *meter) pricedWrite(f *outFrame) bool {
+	if !pricedOut(f) {
+		return false
+	}
+	if !m.l.parent || m.down == 0 {
+		return true
+	}
+	m.l.mu.Lock()
+	defer m.l.mu.Unlock()
+	return m.freshLocked(messageAddress(f.b))
 }
 
 // ledger is what a node's priced streams with one peer, on one side, hold
@@ -241,6 +300,20 @@ type heldCharge struct{ m *meter }
 
 func (heldCharge) Apply() error { return nil }
 func (heldCharge) Cleanup()     {}
+
+// batchFrames is how many priced frames one write on the meter's stream
+// may carry: at a parent, as many as Settlement.Credit pays for, at least
+// one — a write's charge is held until the next write applies it, so that a
+// batch past that would let a child that cannot pay take a whole batch past
+// bee's disconnect limit, where it would be cut at a moment that depends on
+// how the writer batched (on load). Unbounded (maxBatchFrames) at a child
+// and on an unpriced stream.
+func (m *meter) batchFrames() int {
+	if m == nil || !m.l.parent || m.down == 0 {
+		return maxBatchFrames
+	}
+	return int(max(1, min(m.l.p.settle.Credit/m.down, maxBatchFrames)))
+}
 
 // unit is the price of a Message this node writes on the meter's stream:
 // down at a parent, up at a child.
@@ -572,9 +645,8 @@ func (m *meter) read(cd codec, b []byte) error {
 	switch {
 	case m.l.parent && pricedUp(cd, b):
 		unit = m.up
-	case !m.l.parent && pricedDown(cd, b):
-		unit = m.down
 	}
+	// A child charges a delivery once the receiver took it (took).
 	if unit == 0 {
 		return nil
 	}

@@ -69,6 +69,15 @@ type Bounds struct {
 	// PublishBurst is how many publications past PublishRate an owner or a
 	// stream may send at once. Default 1000.
 	PublishBurst int
+	// PeerProbeRounds bounds the probe rounds one peer's Joins start at
+	// this node, over all cohorts: a token bucket of this many, refilled
+	// at this many per 10 s. A Join past it is answered from the pool only
+	// (or held for others' rounds at a crowded root), counted
+	// (docs/protocol.md, "Threat model"). Default 8.
+	PeerProbeRounds int
+	// PrefixProbeRounds bounds the same for all peers whose overlays share
+	// a leading byte, since overlays are cheap to mine. Default 64.
+	PrefixProbeRounds int
 }
 
 // Timing are a node's deadlines, timeouts and backoff.
@@ -206,6 +215,8 @@ const (
 	DefaultProbeWait           = 2 * time.Second
 	DefaultMaxLag              = 8
 	DefaultLazyWait            = 100 * time.Millisecond
+	DefaultPeerProbeRounds     = 8
+	DefaultPrefixProbeRounds   = 64
 )
 
 // DefaultBounds are the bounds a zero Bounds field takes.
@@ -222,6 +233,8 @@ func DefaultBounds() Bounds {
 		ClientCursors:       DefaultClientCursors,
 		PublishRate:         DefaultPublishRate,
 		PublishBurst:        DefaultPublishBurst,
+		PeerProbeRounds:     DefaultPeerProbeRounds,
+		PrefixProbeRounds:   DefaultPrefixProbeRounds,
 	}
 }
 
@@ -279,6 +292,8 @@ func (b *Bounds) setDefaults() {
 		{&b.ClientCursors, d.ClientCursors},
 		{&b.PublishRate, d.PublishRate},
 		{&b.PublishBurst, d.PublishBurst},
+		{&b.PeerProbeRounds, d.PeerProbeRounds},
+		{&b.PrefixProbeRounds, d.PrefixProbeRounds},
 	} {
 		if *f.v == 0 {
 			*f.v = f.d
@@ -352,6 +367,8 @@ func (b Bounds) validate() error {
 		"EndedCohorts":        b.EndedCohorts,
 		"PublishRate":         b.PublishRate,
 		"PublishBurst":        b.PublishBurst,
+		"PeerProbeRounds":     b.PeerProbeRounds,
+		"PrefixProbeRounds":   b.PrefixProbeRounds,
 	})
 }
 

@@ -163,13 +163,23 @@ func pricedOut(f *outFrame) bool {
 	return f.b != nil && (f.kind == 0 || f.kind == kindMessage)
 }
 
-// pricedDown reports whether a frame read from a parent is a Message: every
-// bare frame is; an envelope says so in its first field.
-func pricedDown(cd codec, b []byte) bool {
-	if cd == codecBare {
-		return true
+// messageAddress is the address of the Message a queued frame b carries
+// (a length-delimited bare Message: its first field), nil if it has none.
+func messageAddress(b []byte) []byte {
+	_, k := protowire.ConsumeVarint(b)
+	if k < 0 {
+		return nil
 	}
-	return envelopeKind(b) == kindMessage
+	b = b[k:]
+	num, typ, n := protowire.ConsumeTag(b)
+	if n < 0 || num != 1 || typ != protowire.BytesType {
+		return nil
+	}
+	v, k := protowire.ConsumeBytes(b[n:])
+	if k < 0 {
+		return nil
+	}
+	return v
 }
 
 // pricedUp reports whether a frame read from a child is a Message. A bare

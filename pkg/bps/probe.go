@@ -341,16 +341,26 @@ func bestCandidates(all []found, exclude swarm.Address) []*pb.Candidate {
 // (SWIP-61) and returns the two shallowest candidates found. Only the root
 // (the broker) holds a join, under the flash-crowd policy (rootJoin); a
 // relay answers at once (probeSubtree).
-func (s *Service) probe(c *cohort, childDepth uint32, exclude swarm.Address, wait time.Duration) []*pb.Candidate {
+//
+// A join whose peer or prefix had its rounds (rationed, ration.go) starts
+// none: a relay answers it from its pool, the root from its pool or, while
+// others' rounds are open or joins held, as a held join once they fed it.
+func (s *Service) probe(c *cohort, childDepth uint32, exclude swarm.Address, wait time.Duration, rationed bool) []*pb.Candidate {
 	c.mu.Lock()
 	root := c.role.holdsJoins()
 	c.mu.Unlock()
 	if !root {
 		// A relay asked to refer — its child repairing — answers as it
 		// answers a probe: a crowd joins at the root.
+		if rationed {
+			c.mu.Lock()
+			defer c.mu.Unlock()
+			return c.pool.take(time.Now(), childDepth, exclude, maxCandidates)
+		}
 		return s.probeSubtree(c, childDepth, exclude, wait)
 	}
 	j := s.newRootJoin(c, childDepth, exclude, wait)
+	j.rationed = rationed
 	defer j.unhold()
 	return j.answer()
 }
@@ -377,6 +387,7 @@ type rootJoin struct {
 	need     int           // from the pool: two at first, one once held (the second parent comes later)
 	woken    bool          // the last hold ended on a round's close
 	busy     bool          // the last round found every child to ask busy
+	rationed bool          // its peer or prefix had its rounds: none of its own (ration.go)
 }
 
 func (s *Service) newRootJoin(c *cohort, depth uint32, joiner swarm.Address, wait time.Duration) *rootJoin {
@@ -435,6 +446,12 @@ func (j *rootJoin) look() ([]*pb.Candidate, turn, *poolWaiter) {
 	}
 	if c.dead || c.svc.Ended() {
 		return nil, turnAnswered, nil
+	}
+	if j.rationed {
+		if len(c.probes) == 0 && len(c.pool.waiting) <= c.pool.gone {
+			return nil, turnAnswered, nil // nobody's rounds to wait for
+		}
+		return nil, turnHold, c.pool.wait()
 	}
 	if len(c.probes) < maxOpenProbes && !j.busy {
 		return nil, turnRound, nil

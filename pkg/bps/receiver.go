@@ -74,6 +74,9 @@ type receiver struct {
 	// if it relays and tells its observers (the judge, lazy push). dup
 	// reports one already taken from another parent.
 	onTake func(from *clientStream, pub publication, msg *pb.Message, key [32]byte, dup bool)
+	// onRepeat, if set, is told of a priced delivery a parent stream gave
+	// twice (charge): the judge's miss. Not under dmu.
+	onRepeat func(from *clientStream)
 	// onGaps, if set, is told the gaps a reorder flush passed over: the
 	// judge's gaps (escape.go).
 	onGaps func(gaps []gapRef)
@@ -194,9 +197,12 @@ func (rc *receiver) readOne(cs *clientStream, fr *frameReader, control func(cs *
 // END_OF_STREAM ends the subscription after it is delivered.
 func (rc *receiver) take(cs *clientStream, msg *pb.Message) error {
 	s := rc.s
-	if !rc.keep && rc.onTake == nil && !mayBeService(rc.spec, msg) {
+	m := cs.meter.Load()
+	if m == nil && !rc.keep && rc.onTake == nil && !mayBeService(rc.spec, msg) {
 		// Nobody takes it: no signature check, and no move of the node's
-		// feed cursors, which a subscription on this node may need.
+		// feed cursors, which a subscription on this node may need. A
+		// priced stream checks it still: a child pays only for what is
+		// valid.
 		return nil
 	}
 	// A frame taken already, byte for byte — the second parent's copy —
@@ -208,6 +214,9 @@ func (rc *receiver) take(cs *clientStream, msg *pb.Message) error {
 		if rc.taken.Contains(key) {
 			rc.onTake(cs, publication{}, msg, key, true)
 			rc.dmu.Unlock()
+			if err := rc.charge(cs, m, msg); err != nil {
+				return err
+			}
 			rc.dropped.Add(1)
 			s.metrics.ClientDropped.Inc()
 			s.trace(Event{Kind: EventClientDrop, Cohort: rc.spec.String(), Peer: cs.peer, Counter: CounterRetransmit})
@@ -216,6 +225,19 @@ func (rc *receiver) take(cs *clientStream, msg *pb.Message) error {
 		rc.dmu.Unlock()
 	}
 	pub, v := check(rc.spec, msg, nil, rc)
+	if m != nil && (v == invalidSOC || v == invalidIndex) {
+		// Every parent verified what it forwards: an invalid chunk from
+		// one that bills for deliveries is provable, and cut
+		// (docs/protocol.md, "Threat model"); an unpriced stream drops
+		// it, as SWIP-74 item 10 says.
+		rc.dropped.Add(1)
+		s.metrics.ClientDropped.Inc()
+		s.trace(Event{Kind: EventClientDrop, Cohort: rc.spec.String(), Peer: cs.peer, Counter: v.counter(), Index: pub.index})
+		return violationf("parent sent an invalid chunk (%s)", v.counter())
+	}
+	if err := rc.charge(cs, m, msg); err != nil {
+		return err
+	}
 	d := Delivery{Index: pub.index, Address: swarm.NewAddress(msg.Address), Owner: pub.owner, Data: msg.Data, Service: pub.service}
 	rc.dmu.Lock()
 	defer rc.dmu.Unlock()
@@ -248,6 +270,18 @@ func (rc *receiver) take(cs *clientStream, msg *pb.Message) error {
 		return nil
 	}
 	return rc.deliver(cs.peer, d)
+}
+
+// charge charges, on a priced stream m, a valid delivery the parent on cs
+// gave (ledger.go, meter.took): once per stream. A copy the same stream
+// gave before is none of the eager/lazy overlap — a second parent's copy
+// is on another stream — and counts against the parent as a miss (onRepeat).
+func (rc *receiver) charge(cs *clientStream, m *meter, msg *pb.Message) error {
+	fresh, err := m.took(msg.Address)
+	if !fresh && rc.onRepeat != nil {
+		rc.onRepeat(cs)
+	}
+	return err
 }
 
 // admitLocked takes a delivery that passed the checks once, whichever

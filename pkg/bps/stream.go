@@ -280,7 +280,14 @@ type batch struct {
 func (ps *peerStream) gather(bt *batch, first outFrame) {
 	bt.frames[0], bt.n = first, 1
 	size := len(first.b)
-	for !bt.frames[bt.n-1].end && bt.n < maxBatchFrames && size < maxBatchBytes {
+	// A priced stream's batch holds at most what its ledger may hold
+	// unapplied (ledger.go, meter.batchFrames): a debtor is cut at the
+	// delivery that passed bee's limit, however the writer batched.
+	most, priced := ps.meter.Load().batchFrames(), 0
+	if pricedOut(&first) {
+		priced++
+	}
+	for !bt.frames[bt.n-1].end && bt.n < maxBatchFrames && size < maxBatchBytes && priced < most {
 		f, ok := ps.queue.pop()
 		if !ok {
 			return
@@ -288,6 +295,9 @@ func (ps *peerStream) gather(bt *batch, first outFrame) {
 		bt.frames[bt.n] = f
 		bt.n++
 		size += len(f.b)
+		if pricedOut(&f) {
+			priced++
+		}
 	}
 }
 
@@ -314,7 +324,7 @@ func (ps *peerStream) putBatch(t *watchdog, bt *batch) (last bool, err error) {
 	if m != nil {
 		priced := 0
 		for i := range frames {
-			if pricedOut(&frames[i]) {
+			if m.pricedWrite(&frames[i]) {
 				priced++
 			}
 		}
@@ -656,7 +666,7 @@ func (cs *clientStream) run(read func(fr *frameReader) error, fr *frameReader, o
 				cs.err = nil
 				_ = cs.stream.FullClose()
 			} else {
-				cs.err = err
+				cs.err = s.blameParent(cs.peer, err)
 				_ = cs.stream.Reset()
 			}
 		}
@@ -670,6 +680,25 @@ func (cs *clientStream) run(read func(fr *frameReader) error, fr *frameReader, o
 		return ErrClosed
 	}
 	return nil
+}
+
+// blameParent is the error that ends a parent stream whose reader failed
+// with err: a violation — what the parent sent is provably wrong, as an
+// invalid chunk — is counted and the parent blocklisted, through the
+// streamer if it blocklists (bee's does), and becomes
+// p2p.NewBlockPeerError as at a broker (unwind); any other err is itself.
+func (s *Service) blameParent(peer swarm.Address, err error) error {
+	var v *violation
+	if !errors.As(err, &v) {
+		return err
+	}
+	s.metrics.Violations.Inc()
+	s.trace(Event{Kind: EventViolation, Peer: peer, Err: err})
+	s.logger.Debug("bps: parent violated the protocol", "peer_address", peer, "error", err)
+	if bl, ok := s.streamer.(p2p.Blocklister); ok {
+		_ = bl.Blocklist(peer, s.opts.BlocklistDuration, err.Error())
+	}
+	return p2p.NewBlockPeerError(s.opts.BlocklistDuration, err)
 }
 
 // closeWrite closes stream for writing, the peer reading EOF after what was

@@ -128,6 +128,7 @@ func (s *Service) Subscribe(ctx context.Context, broker swarm.Address, sp *Spec)
 	sub.judge = newJudge(s, sp, broker, sub, feed)
 	sub.lz.init(&sub.receiver, sub.judge)
 	sub.observers = []observer{sub.judge, &sub.lz}
+	sub.onRepeat = sub.judge.repeated
 	if feed {
 		sub.order = newReorder()
 		sub.onGaps = sub.judge.gaps
