@@ -196,7 +196,6 @@ func (rc *receiver) readOne(cs *clientStream, fr *frameReader, control func(cs *
 // Service SOCs update the roster; a gap in the service feed is reported;
 // END_OF_STREAM ends the subscription after it is delivered.
 func (rc *receiver) take(cs *clientStream, msg *pb.Message) error {
-	s := rc.s
 	m := cs.meter.Load()
 	if m == nil && !rc.keep && rc.onTake == nil && !mayBeService(rc.spec, msg) {
 		// Nobody takes it: no signature check, and no move of the node's
@@ -205,24 +204,9 @@ func (rc *receiver) take(cs *clientStream, msg *pb.Message) error {
 		// valid.
 		return nil
 	}
-	// A frame taken already, byte for byte — the second parent's copy —
-	// is a retransmit before any signature check.
-	var key [32]byte // FrameKey(msg.Address, msg.Data), where a window of taken frames is kept
-	if rc.taken != nil {
-		key = FrameKey(msg.Address, msg.Data)
-		rc.dmu.Lock()
-		if rc.taken.Contains(key) {
-			rc.onTake(cs, publication{}, msg, key, true)
-			rc.dmu.Unlock()
-			if err := rc.charge(cs, m, msg); err != nil {
-				return err
-			}
-			rc.dropped.Add(1)
-			s.metrics.ClientDropped.Inc()
-			s.trace(Event{Kind: EventClientDrop, Cohort: rc.spec.String(), Peer: cs.peer, Counter: CounterRetransmit})
-			return nil
-		}
-		rc.dmu.Unlock()
+	key, seen, err := rc.takenBefore(cs, m, msg)
+	if seen || err != nil {
+		return err
 	}
 	pub, v := check(rc.spec, msg, nil, rc)
 	if m != nil && (v == invalidSOC || v == invalidIndex) {
@@ -230,9 +214,7 @@ func (rc *receiver) take(cs *clientStream, msg *pb.Message) error {
 		// one that bills for deliveries is provable, and cut
 		// (docs/protocol.md, "Threat model"); an unpriced stream drops
 		// it, as SWIP-74 item 10 says.
-		rc.dropped.Add(1)
-		s.metrics.ClientDropped.Inc()
-		s.trace(Event{Kind: EventClientDrop, Cohort: rc.spec.String(), Peer: cs.peer, Counter: v.counter(), Index: pub.index})
+		rc.drop(cs, v.counter(), pub.index)
 		return violationf("parent sent an invalid chunk (%s)", v.counter())
 	}
 	if err := rc.charge(cs, m, msg); err != nil {
@@ -248,28 +230,63 @@ func (rc *receiver) take(cs *clientStream, msg *pb.Message) error {
 		rc.onTake(cs, pub, msg, key, v == retransmit)
 	}
 	if v != accepted {
-		rc.dropped.Add(1)
-		s.metrics.ClientDropped.Inc()
-		s.trace(Event{Kind: EventClientDrop, Cohort: rc.spec.String(), Peer: cs.peer, Counter: v.counter(), Index: pub.index})
+		rc.drop(cs, v.counter(), pub.index)
 		return nil
 	}
 	if d.Gap {
 		rc.faults.Add(1)
 	}
 	if rc.order != nil && pub.feed {
-		// Two parents at different depths interleave: an update ahead of
-		// the next expected one waits for the ones before it.
-		for _, d := range rc.order.push(d, rc.flushHeld) {
-			if err := rc.deliver(cs.peer, d); err != nil {
-				return err
-			}
-		}
-		if g := rc.order.takePassed(); len(g) > 0 && rc.onGaps != nil {
-			rc.onGaps(g)
-		}
-		return nil
+		return rc.inOrder(cs, d)
 	}
 	return rc.deliver(cs.peer, d)
+}
+
+// takenBefore reports whether msg is a frame taken already, byte for byte
+// — the second parent's copy — a retransmit known before any signature
+// check: the observers hear of it, the parent on a priced stream is charged
+// as charge says, and it is dropped. key is the frame's FrameKey where a
+// window of taken frames is kept.
+func (rc *receiver) takenBefore(cs *clientStream, m *meter, msg *pb.Message) (key [32]byte, seen bool, err error) {
+	if rc.taken == nil {
+		return key, false, nil
+	}
+	key = FrameKey(msg.Address, msg.Data)
+	rc.dmu.Lock()
+	if !rc.taken.Contains(key) {
+		rc.dmu.Unlock()
+		return key, false, nil
+	}
+	rc.onTake(cs, publication{}, msg, key, true)
+	rc.dmu.Unlock()
+	if err := rc.charge(cs, m, msg); err != nil {
+		return key, true, err
+	}
+	rc.drop(cs, CounterRetransmit, 0)
+	return key, true, nil
+}
+
+// drop counts a delivery from cs that is not taken, with why.
+func (rc *receiver) drop(cs *clientStream, why Counter, index uint64) {
+	rc.dropped.Add(1)
+	rc.s.metrics.ClientDropped.Inc()
+	rc.s.trace(Event{Kind: EventClientDrop, Cohort: rc.spec.String(), Peer: cs.peer, Counter: why, Index: index})
+}
+
+// inOrder delivers a feed update in index order across parents: two
+// parents at different depths interleave, and an update ahead of the next
+// expected one waits for the ones before it; the indexes passed over are
+// told to onGaps. The caller holds dmu.
+func (rc *receiver) inOrder(cs *clientStream, d Delivery) error {
+	for _, d := range rc.order.push(d, rc.flushHeld) {
+		if err := rc.deliver(cs.peer, d); err != nil {
+			return err
+		}
+	}
+	if g := rc.order.takePassed(); len(g) > 0 && rc.onGaps != nil {
+		rc.onGaps(g)
+	}
+	return nil
 }
 
 // charge charges, on a priced stream m, a valid delivery the parent on cs

@@ -318,20 +318,52 @@ func (ps *peerStream) putBatch(t *watchdog, bt *batch) (last bool, err error) {
 	if end {
 		ps.ending.Store(true)
 	}
+	m := ps.meter.Load()
 	var charge accounting.Action
 	var price uint64
-	m := ps.meter.Load()
 	if m != nil {
-		priced := 0
-		for i := range frames {
-			if m.pricedWrite(&frames[i]) {
-				priced++
-			}
-		}
-		if charge, price, err = m.prepareWrite(priced); err != nil {
+		if charge, price, err = m.prepareWrite(pricedIn(m, frames)); err != nil {
 			return ps.failBatch(frames, err)
 		}
 	}
+	err = ps.writeFrames(t, frames)
+	if charge != nil {
+		if err != nil {
+			charge.Cleanup()
+		} else if err = m.apply(charge, price); err != nil {
+			return ps.failBatch(frames, err)
+		}
+	}
+	ps.written(frames, err)
+	if err != nil {
+		ps.kill(err)
+		return true, fmt.Errorf("write delivery: %w", err)
+	}
+	if end {
+		ps.endTimer = time.AfterFunc(ps.endGrace, func() { ps.kill(errEndGrace) })
+		if _, err := closeWrite(ps.stream); err != nil {
+			ps.kill(err)
+			return true, fmt.Errorf("close at the end: %w", err)
+		}
+		return true, nil
+	}
+	return false, nil
+}
+
+// pricedIn counts the frames of a batch that m charges for (ledger.go,
+// meter.pricedWrite: a delivery once per stream).
+func pricedIn(m *meter, frames []outFrame) (priced int) {
+	for i := range frames {
+		if m.pricedWrite(&frames[i]) {
+			priced++
+		}
+	}
+	return priced
+}
+
+// writeFrames encodes frames in the stream's codec and writes them in one
+// write; a batch of more than one frame is assembled in a pooled buffer.
+func (ps *peerStream) writeFrames(t *watchdog, frames []outFrame) error {
 	var b []byte
 	var buf *[]byte
 	for _, f := range frames {
@@ -347,6 +379,7 @@ func (ps *peerStream) putBatch(t *watchdog, bt *batch) (last bool, err error) {
 			b = append(b, ps.codec.out(f)...)
 		}
 	}
+	var err error
 	if b != nil {
 		err = ps.write(t, b)
 	}
@@ -354,13 +387,13 @@ func (ps *peerStream) putBatch(t *watchdog, bt *batch) (last bool, err error) {
 		*buf = b[:0]
 		batchBufs.Put(buf)
 	}
-	if charge != nil {
-		if err != nil {
-			charge.Cleanup()
-		} else if err = m.apply(charge, price); err != nil {
-			return ps.failBatch(frames, err)
-		}
-	}
+	return err
+}
+
+// written tells each frame of a written batch how its write went (err),
+// records the service update the peer was told, and lets the frames go:
+// the batch holds no frame past its write.
+func (ps *peerStream) written(frames []outFrame, err error) {
 	for i := range frames {
 		f := &frames[i]
 		if f.b != nil && f.done != nil {
@@ -369,21 +402,8 @@ func (ps *peerStream) putBatch(t *watchdog, bt *batch) (last bool, err error) {
 		if err == nil && f.svc > 0 {
 			ps.told.Store(f.svc)
 		}
-		*f = outFrame{} // the batch holds no frame past its write
+		*f = outFrame{}
 	}
-	if err != nil {
-		ps.kill(err)
-		return true, fmt.Errorf("write delivery: %w", err)
-	}
-	if end {
-		ps.endTimer = time.AfterFunc(ps.endGrace, func() { ps.kill(errEndGrace) })
-		if _, err := closeWrite(ps.stream); err != nil {
-			ps.kill(err)
-			return true, fmt.Errorf("close at the end: %w", err)
-		}
-		return true, nil
-	}
-	return false, nil
 }
 
 // failBatch ends the stream with err, which bee's accounting gave for the
