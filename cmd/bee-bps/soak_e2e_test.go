@@ -181,13 +181,24 @@ func (n *soakNode) kill() {
 	n.cmd = nil
 }
 
+// logTail is the end of the node's current log, for a failure's message:
+// the test's directory is gone once it ends.
+func (n *soakNode) logTail() string {
+	b, err := os.ReadFile(filepath.Join(n.logDir, fmt.Sprintf("node-%02d.%d.log", n.id, n.runs)))
+	if err != nil {
+		return err.Error()
+	}
+	const keep = 4 << 10
+	return string(b[max(0, len(b)-keep):])
+}
+
 // up waits until the node's API answers with its overlay.
 func (n *soakNode) up(ctx context.Context, t *testing.T) {
 	t.Helper()
 	waitFor(ctx, t, fmt.Sprintf("node %d up", n.id), func() bool {
 		select {
 		case <-n.dead:
-			t.Fatalf("node %d exited: %v (log in %s)", n.id, n.exit, n.logDir)
+			t.Fatalf("node %d exited: %v (log in %s); its log ends:\n%s", n.id, n.exit, n.logDir, n.logTail())
 		default:
 		}
 		var addrs struct {
