@@ -24,8 +24,7 @@ import (
 type heldFeeds struct {
 	mu     sync.Mutex
 	max    int
-	n      int
-	bySpec map[string]*heldEntry
+	bySpec map[string]*heldEntry // every feed held, by spec
 	peers  map[string]*heldPeer
 }
 
@@ -53,7 +52,7 @@ func (h *heldFeeds) put(spec, admin string, feed heldFeed) {
 	h.mu.Lock()
 	defer h.mu.Unlock()
 	h.removeLocked(spec)
-	for h.n >= h.max && h.n > 0 {
+	for len(h.bySpec) >= h.max && len(h.bySpec) > 0 {
 		h.evictLocked()
 	}
 	p := h.peers[peer]
@@ -69,7 +68,6 @@ func (h *heldFeeds) put(spec, admin string, feed heldFeed) {
 	e := &heldEntry{spec: spec, peer: peer, admin: admin, feed: feed}
 	e.el = l.PushBack(e)
 	p.n++
-	h.n++
 	h.bySpec[spec] = e
 }
 
@@ -90,7 +88,7 @@ func (h *heldFeeds) take(spec string) heldFeed {
 func (h *heldFeeds) len() int {
 	h.mu.Lock()
 	defer h.mu.Unlock()
-	return h.n
+	return len(h.bySpec)
 }
 
 func (h *heldFeeds) removeLocked(spec string) {
@@ -108,7 +106,6 @@ func (h *heldFeeds) removeLocked(spec string) {
 	if p.n--; p.n == 0 {
 		delete(h.peers, e.peer)
 	}
-	h.n--
 }
 
 // evictLocked drops the oldest feed of the admin holding the most under
@@ -121,11 +118,11 @@ func (h *heldFeeds) evictLocked() {
 			top = p
 		}
 	}
-	var oldest *list.List
+	var most *list.List
 	for _, l := range top.admins {
-		if oldest == nil || l.Len() > oldest.Len() {
-			oldest = l
+		if most == nil || l.Len() > most.Len() {
+			most = l
 		}
 	}
-	h.removeLocked(oldest.Front().Value.(*heldEntry).spec)
+	h.removeLocked(most.Front().Value.(*heldEntry).spec)
 }

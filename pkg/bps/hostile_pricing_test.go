@@ -37,6 +37,24 @@ func billingParent(t *testing.T, net *streamtest.Network, raw []byte) *streamtes
 	return evil
 }
 
+// subscribeBilled is a priced child subscribed to sp at a billingParent
+// that writes raw; the subscription is closed when the test ends.
+func subscribeBilled(t *testing.T, net *streamtest.Network, sp *bps.Spec, raw []byte) (child *tnode, evil *streamtest.Node, acc *ledger, sub *bps.Subscription) {
+	t.Helper()
+	evil = billingParent(t, net, raw)
+	acc = newLedger()
+	child = pricedNode(t, net, bps.Options{}, acc, testPrices)
+	if err := net.Connect(child.Node, evil); err != nil {
+		t.Fatal(err)
+	}
+	sub, err := child.svc.Subscribe(ctxT(t), evil.Overlay(), sp)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { _ = sub.Close() })
+	return child, evil, acc, sub
+}
+
 // TestHostileParentBillsDuplicates: a parent that sends one update, then
 // 1,000 copies of it on the same stream, then a second update, is paid for
 // two deliveries, not 1,002: the child charges a delivery it took, once
@@ -52,17 +70,7 @@ func TestHostileParentBillsDuplicates(t *testing.T) {
 		raw = append(raw, one...)
 	}
 	raw = append(raw, bps.EncodeFrame(update(t, admin, sp, 1, "one"))...)
-	evil := billingParent(t, net, raw)
-	acc := newLedger()
-	child := pricedNode(t, net, bps.Options{}, acc, testPrices)
-	if err := net.Connect(child.Node, evil); err != nil {
-		t.Fatal(err)
-	}
-	sub, err := child.svc.Subscribe(ctxT(t), evil.Overlay(), sp)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer func() { _ = sub.Close() }()
+	child, evil, acc, sub := subscribeBilled(t, net, sp, raw)
 	for want := range uint64(2) {
 		if d := recv(t, sub); d.Index != want {
 			t.Fatalf("delivered index %d, want %d", d.Index, want)
@@ -88,17 +96,7 @@ func TestHostileParentBillsGarbage(t *testing.T) {
 	for range 1000 {
 		raw = append(raw, bps.EncodeFrame(bad)...)
 	}
-	evil := billingParent(t, net, raw)
-	acc := newLedger()
-	child := pricedNode(t, net, bps.Options{}, acc, testPrices)
-	if err := net.Connect(child.Node, evil); err != nil {
-		t.Fatal(err)
-	}
-	sub, err := child.svc.Subscribe(ctxT(t), evil.Overlay(), sp)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer func() { _ = sub.Close() }()
+	child, evil, acc, sub := subscribeBilled(t, net, sp, raw)
 	if d := recv(t, sub); d.Index != 0 {
 		t.Fatalf("delivered index %d, want 0", d.Index)
 	}

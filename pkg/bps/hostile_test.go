@@ -34,32 +34,46 @@ func TestHostileServiceReplayAfterReclaim(t *testing.T) {
 	_, broker, cl := cluster(t, bps.Options{}, 2)
 	admin, bob := newKey(t), newKey(t)
 	sp := feedSpec(t, "replayed roster", admin)
-	grant, revoke := rosterMsg(t, admin, sp, 0, bob), rosterMsg(t, admin, sp, 1)
+	grant := grantRevokeForget(t, cl[0], broker, sp, admin, bob)
 
-	a := publish(t, cl[0], broker, sp, admin, 0)
-	send(t, a, grant)
-	send(t, a, revoke)
-	broker.rec.waitN(t, 2, "grant and revocation accepted", kind(bps.EventAccept))
-	if err := a.Close(); err != nil {
-		t.Fatal(err)
-	}
-	broker.rec.wait(t, "the admin's stream left", kind(bps.EventLeave))
 	if n := len(broker.svc.Cohorts()); n != 0 {
 		t.Fatalf("%d cohorts after the last stream left", n)
 	}
 
-	// The strongest replayer: a relay that holds a claim the admin signed
-	// (it bridged the admin once), so that its stream may carry the
-	// admin's publications.
-	r := openRaw(t, cl[1], broker)
-	relayJoin(t, r, sp)
-	r.send(attestation(t, admin))
-	r.send(&pb.Frame{Kind: &pb.Frame_Message{Message: grant}})
+	replayUp(t, cl[1], broker, sp, admin, grant)
 	broker.rec.wait(t, "the replay dropped", dropped(bps.CounterRetransmit))
 	c := cohortInfo(t, broker, sp)
 	if c.ServiceNext != 2 || len(c.Roster) != 0 {
 		t.Fatalf("after the replay: service next %d, roster %x; want 2 and the revocation's empty roster", c.ServiceNext, c.Roster)
 	}
+}
+
+// grantRevokeForget has the admin grant bob and revoke him at broker
+// through from, then leave, so that the cohort is forgotten with its
+// service feed at 2; it returns the grant, for a replay.
+func grantRevokeForget(t *testing.T, from, broker *tnode, sp *bps.Spec, admin, bob key) (grant *pb.Message) {
+	t.Helper()
+	grant = rosterMsg(t, admin, sp, 0, bob)
+	a := publish(t, from, broker, sp, admin, 0)
+	send(t, a, grant)
+	send(t, a, rosterMsg(t, admin, sp, 1))
+	broker.rec.waitN(t, 2, "grant and revocation accepted", kind(bps.EventAccept))
+	if err := a.Close(); err != nil {
+		t.Fatal(err)
+	}
+	broker.rec.wait(t, "the admin's stream left", kind(bps.EventLeave))
+	return grant
+}
+
+// replayUp sends m up a relay stream from from to broker, as the strongest
+// replayer would: a relay that holds a claim the admin signed (it bridged
+// the admin once), so that its stream may carry the admin's publications.
+func replayUp(t *testing.T, from, broker *tnode, sp *bps.Spec, admin key, m *pb.Message) {
+	t.Helper()
+	r := openRaw(t, from, broker)
+	relayJoin(t, r, sp)
+	r.send(attestation(t, admin))
+	r.send(&pb.Frame{Kind: &pb.Frame_Message{Message: m}})
 }
 
 // TestHostileForgetByOthers: the memory of forgotten cohorts' service
@@ -73,15 +87,7 @@ func TestHostileForgetByOthers(t *testing.T) {
 	_, broker, cl := cluster(t, bps.Options{Bounds: bps.Bounds{EndedCohorts: bound}}, 2)
 	admin, bob := newKey(t), newKey(t)
 	sp := feedSpec(t, "the victim", admin)
-	grant, revoke := rosterMsg(t, admin, sp, 0, bob), rosterMsg(t, admin, sp, 1)
-	a := publish(t, cl[0], broker, sp, admin, 0)
-	send(t, a, grant)
-	send(t, a, revoke)
-	broker.rec.waitN(t, 2, "grant and revocation accepted", kind(bps.EventAccept))
-	if err := a.Close(); err != nil {
-		t.Fatal(err)
-	}
-	broker.rec.wait(t, "the victim's stream left", kind(bps.EventLeave))
+	grant := grantRevokeForget(t, cl[0], broker, sp, admin, bob)
 
 	for i := range 3 * bound {
 		k := newKey(t)
@@ -101,10 +107,7 @@ func TestHostileForgetByOthers(t *testing.T) {
 		t.Fatalf("%d service feeds remembered, bound %d", n, bound)
 	}
 
-	r := openRaw(t, cl[1], broker)
-	relayJoin(t, r, sp)
-	r.send(attestation(t, admin))
-	r.send(&pb.Frame{Kind: &pb.Frame_Message{Message: grant}})
+	replayUp(t, cl[1], broker, sp, admin, grant)
 	// Dropped, or (on a node that forgot) taken as the grant was the first
 	// time: either verdict ends the wait.
 	grantTaken := func(e bps.Event) bool {

@@ -9,6 +9,7 @@ import (
 	"time"
 
 	"github.com/ethersphere/bee/v2/pkg/swarm"
+	"golang.org/x/time/rate"
 )
 
 // No stranger makes a node work (docs/protocol.md, "Threat model"): a
@@ -31,28 +32,18 @@ const probeRationWindow = 10 * time.Second
 // rationed.
 const maxRationedPeers = 8192
 
-// bucket is the rounds a peer or a prefix may still start: a token bucket.
-type bucket struct {
-	at     time.Time // when tokens was last brought up to date
-	tokens float64
-}
-
-// level brings b up to date at now for a bound of most, a new bucket full.
-func (b *bucket) level(now time.Time, most int) float64 {
-	if b.at.IsZero() {
-		b.tokens = float64(most)
-	} else if d := now.Sub(b.at); d > 0 {
-		b.tokens = min(float64(most), b.tokens+float64(most)*d.Seconds()/probeRationWindow.Seconds())
-	}
-	b.at = now
-	return b.tokens
-}
-
-// rations are what a node counts to ration probe rounds.
+// rations are what a node counts to ration probe rounds: a token bucket
+// (x/time/rate, as the publish rate's) per peer and per overlay prefix.
 type rations struct {
 	mu       sync.Mutex
-	peers    map[string]*bucket
-	prefixes [256]bucket
+	peers    map[string]*rate.Limiter
+	prefixes [256]*rate.Limiter
+}
+
+// rationLimiter is a bucket of most rounds, refilled at most per
+// probeRationWindow, full when new.
+func rationLimiter(most int) *rate.Limiter {
+	return rate.NewLimiter(rate.Limit(float64(most)/probeRationWindow.Seconds()), most)
 }
 
 // mayProbe reports whether a Join from peer may start a probe round now,
@@ -65,6 +56,8 @@ func (s *Service) mayProbe(peer swarm.Address) bool {
 	return false
 }
 
+// ration takes a round from peer's bucket and its prefix's at now if both
+// have one, and reports whether it did.
 func (s *Service) ration(now time.Time, peer swarm.Address) bool {
 	r := &s.rations
 	r.mu.Lock()
@@ -74,7 +67,7 @@ func (s *Service) ration(now time.Time, peer swarm.Address) bool {
 	if p == nil {
 		if len(r.peers) >= maxRationedPeers {
 			for k, q := range r.peers {
-				if q.level(now, s.opts.PeerProbeRounds) >= float64(s.opts.PeerProbeRounds) {
+				if q.TokensAt(now) >= float64(s.opts.PeerProbeRounds) {
 					delete(r.peers, k)
 				}
 			}
@@ -82,23 +75,24 @@ func (s *Service) ration(now time.Time, peer swarm.Address) bool {
 				return false
 			}
 		}
-		p = new(bucket)
-	}
-	if p.level(now, s.opts.PeerProbeRounds) < 1 {
-		return false
+		p = rationLimiter(s.opts.PeerProbeRounds)
 	}
 	var prefix byte
 	if len(key) > 0 {
 		prefix = key[0]
 	}
-	pre := &r.prefixes[prefix]
-	if pre.level(now, s.opts.PrefixProbeRounds) < 1 {
+	pre := r.prefixes[prefix]
+	if pre == nil {
+		pre = rationLimiter(s.opts.PrefixProbeRounds)
+		r.prefixes[prefix] = pre
+	}
+	if p.TokensAt(now) < 1 || pre.TokensAt(now) < 1 {
 		return false
 	}
-	pre.tokens--
-	p.tokens--
+	p.AllowN(now, 1)
+	pre.AllowN(now, 1)
 	if r.peers == nil {
-		r.peers = make(map[string]*bucket)
+		r.peers = make(map[string]*rate.Limiter)
 	}
 	r.peers[key] = p
 	return true
