@@ -230,33 +230,19 @@ func TestRelayCrashProcesses(t *testing.T) {
 	sent := 0
 	var sentMu sync.Mutex
 	stop := make(chan struct{})
-	pubDone := make(chan error, 1)
-	go func() {
-		tick := time.NewTicker(rate)
-		defer tick.Stop()
-		for {
-			select {
-			case <-stop:
-				pubDone <- nil
-				return
-			case <-ctx.Done():
-				pubDone <- ctx.Err()
-				return
-			case <-tick.C:
-			}
-			sentMu.Lock()
-			k := sent
-			sentMu.Unlock()
-			what := fmt.Sprintf("crash-%d", k)
-			if err := pub.SendSOC(author.signer, swip60Topic(what), []byte(what)); err != nil {
-				pubDone <- err
-				return
-			}
-			sentMu.Lock()
-			sent++
-			sentMu.Unlock()
+	pubDone := steadily(ctx, rate, stop, func() error {
+		sentMu.Lock()
+		k := sent
+		sentMu.Unlock()
+		what := fmt.Sprintf("crash-%d", k)
+		if err := pub.SendSOC(author.signer, swip60Topic(what), []byte(what)); err != nil {
+			return err
 		}
-	}()
+		sentMu.Lock()
+		sent++
+		sentMu.Unlock()
+		return nil
+	})
 	sentNow := func() int {
 		sentMu.Lock()
 		defer sentMu.Unlock()

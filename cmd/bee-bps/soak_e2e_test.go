@@ -181,6 +181,34 @@ func (n *soakNode) kill() {
 	n.cmd = nil
 }
 
+// steadily calls send every period until stop is closed (then nil) or ctx
+// ends (its error), or send fails (that error), and reports which on the
+// channel it returns; the caller owns the goroutine: it closes stop and
+// receives.
+func steadily(ctx context.Context, every time.Duration, stop <-chan struct{}, send func() error) <-chan error {
+	done := make(chan error, 1)
+	go func() {
+		tick := time.NewTicker(every)
+		defer tick.Stop()
+		for {
+			select {
+			case <-stop:
+				done <- nil
+				return
+			case <-ctx.Done():
+				done <- ctx.Err()
+				return
+			case <-tick.C:
+			}
+			if err := send(); err != nil {
+				done <- err
+				return
+			}
+		}
+	}()
+	return done
+}
+
 // logTail is the end of the node's current log, for a failure's message:
 // the test's directory is gone once it ends.
 func (n *soakNode) logTail() string {
@@ -393,31 +421,17 @@ func TestSoakProcesses(t *testing.T) {
 		return len(sentAt)
 	}
 	stop := make(chan struct{})
-	pubDone := make(chan error, 1)
-	go func() {
-		tick := time.NewTicker(time.Second / time.Duration(c.rate))
-		defer tick.Stop()
-		for {
-			select {
-			case <-stop:
-				pubDone <- nil
-				return
-			case <-ctx.Done():
-				pubDone <- ctx.Err()
-				return
-			case <-tick.C:
-			}
-			pmu.Lock()
-			k := len(sentAt)
-			sentAt = append(sentAt, time.Now())
-			pmu.Unlock()
-			what := fmt.Sprintf("soak-%d", k)
-			if err := pub.SendSOC(author.signer, swip60Topic(what), []byte(what)); err != nil {
-				pubDone <- fmt.Errorf("update %d: %w", k, err)
-				return
-			}
+	pubDone := steadily(ctx, time.Second/time.Duration(c.rate), stop, func() error {
+		pmu.Lock()
+		k := len(sentAt)
+		sentAt = append(sentAt, time.Now())
+		pmu.Unlock()
+		what := fmt.Sprintf("soak-%d", k)
+		if err := pub.SendSOC(author.signer, swip60Topic(what), []byte(what)); err != nil {
+			return fmt.Errorf("update %d: %w", k, err)
 		}
-	}()
+		return nil
+	})
 	began := time.Now()
 	t.Logf("load average at the start: %s", loadAvg())
 	defer func() { t.Logf("load average at the end: %s", loadAvg()) }()
@@ -537,7 +551,7 @@ func TestSoakProcesses(t *testing.T) {
 }
 
 // checkPublisher fails the test if the publisher stopped.
-func checkPublisher(t *testing.T, pubDone chan error) {
+func checkPublisher(t *testing.T, pubDone <-chan error) {
 	t.Helper()
 	select {
 	case err := <-pubDone:

@@ -78,10 +78,6 @@ func fromPage(r *http.Request) bool {
 	return r.Header.Get("Origin") != "" && websocket.IsWebSocketUpgrade(r)
 }
 
-// closeRefused upgrades a page's refused session request and closes it with
-// the refusal rec recorded: an error frame (not to the GSOC client, which
-// speaks no text frames) and a close frame with code closeRefusedBase +
-// status. It waits at most closeGrace for the page's close frame.
 // refusedLabel is the sessions_refused label of status: its close code, or
 // "other" outside 400–599 — a bounded set.
 func refusedLabel(status int) string {
@@ -91,6 +87,10 @@ func refusedLabel(status int) string {
 	return strconv.Itoa(closeRefusedBase + status)
 }
 
+// closeRefused upgrades a page's refused session request and closes it with
+// the refusal rec recorded: an error frame (not to the GSOC client, which
+// speaks no text frames) and a close frame with code closeRefusedBase +
+// status. It waits at most closeGrace for the page's close frame.
 func (s *Server) closeRefused(w http.ResponseWriter, r *http.Request, logger log.Logger, rec *refusalRecorder, gsoc bool) {
 	f := refusalFrame{Type: typeError, Status: rec.status}
 	var body jsonhttp.StatusResponse
