@@ -5,7 +5,6 @@
 package bps
 
 import (
-	"bytes"
 	"context"
 	"errors"
 	"fmt"
@@ -118,8 +117,8 @@ func (s *Service) handshake(ctx context.Context, h *handling) error {
 		return fmt.Errorf("read join: %w", err)
 	}
 	sp, status := specFromPB(join.Cohort)
-	if status == pb.Status_OK && join.Addr != nil && len(join.Addr) != AddressSize {
-		status = pb.Status_REJECTED
+	if status == pb.Status_OK && len(join.Addr) != AddressSize {
+		status = pb.Status_REJECTED // Rev 8: every stream declares its 20-byte address
 	}
 	if status != pb.Status_OK {
 		return s.refuse(ctx, peer, stream, status, join)
@@ -155,24 +154,28 @@ func (s *Service) unwind(peer p2p.Peer, stream p2p.Stream, err error) error {
 // subtree.
 func (s *Service) admit(ctx context.Context, h *handling, fr *frameReader, sp *Spec, join *pb.Join) error {
 	peer, stream := h.peer, h.stream
-	ro := joinRole(sp, join)
 	// This node speaks the multihop envelope (SWIP-61): a joiner that
 	// does too gets it on its stream; any other stays bare.
-	ack := &pb.Ack{Status: pb.Status_OK, Multihop: join.Multihop, Attests: join.Multihop && join.Attests}
-	m, status, ended := s.reg.attach(peer.Address, stream, negotiated(join, ack), sp, join.Addr, ro)
+	ack := &pb.Ack{Status: pb.Status_OK, Multihop: join.Multihop}
+	challenge, err := s.challengeFor(ctx, peer.Address, sp, join)
+	if err != nil {
+		return s.refuse(ctx, peer, stream, pb.Status_FULL, join)
+	}
+	m, status, ended := s.reg.attach(peer.Address, stream, negotiated(join, ack), sp, join, challenge)
 	if ended != nil {
 		return s.tellEnded(ctx, peer, stream, sp, join, ended)
 	}
 	if status == pb.Status_FULL && join.Multihop {
+		s.releaseLease(sp, challenge)
 		return s.refer(ctx, peer, stream, sp, join)
 	}
 	if status != pb.Status_OK {
+		s.releaseLease(sp, challenge)
 		return s.refuse(ctx, peer, stream, status, join)
 	}
 	h.m, h.fr, h.sp = m, fr, sp // release detaches m
 
 	ack.Challenge = m.challenge
-	m.attests = ack.Attests // before serve starts m's reader
 	// Lazy push (lazy.go): the Join's mode, where this node speaks it.
 	ack.Push = s.negotiatePush(m, join)
 	// The Ack states this node's own depth in the cohort (SWIP-61;
@@ -183,36 +186,19 @@ func (s *Service) admit(ctx context.Context, h *handling, fr *frameReader, sp *S
 	return s.serve(ctx, h, encodeFrame(ack))
 }
 
-// joinRole is the role a Join asks for. Under implicit authorship there is
-// no claim: a stream that declares an address is a publisher stream at
-// once, and every message it sends is checked against that address. Under
-// explicit authorship a stream is a subscriber until it claims after the
-// Ack, over the challenge the Ack issued it: a claim inside the Join
-// cannot name a challenge not yet issued and is treated as absent, as
-// SWIP-74 rev 3 treats any claim in a Join that does not verify.
-func joinRole(sp *Spec, join *pb.Join) role {
-	if !sp.Explicit() && join.Addr != nil {
-		return rolePublisher
-	}
-	return roleSubscriber
-}
-
 // statusEnded labels the Joins told that their cohort ended (metrics and
 // trace); on the wire they are answered OK.
 const statusEnded = "ENDED"
 
 // tellEnded answers a Join for a cohort that ended: the Ack (with the
 // challenge for a declared address, as for any Join), the cohort's
-// END_OF_STREAM as the stream's first delivery, then the broker closes its
-// side. What the peer sends meanwhile (a claim) is read and dropped until
-// its close, for at most EndGrace.
+// EOS as the stream's first delivery, then the broker closes its side.
+// What the peer sends meanwhile (its claim) is read and dropped until its
+// close, for at most EndGrace.
 func (s *Service) tellEnded(ctx context.Context, peer p2p.Peer, stream p2p.Stream, sp *Spec, join *pb.Join, eos []byte) error {
 	s.metrics.Joins.WithLabelValues(statusEnded).Inc()
 	s.trace(Event{Kind: EventJoin, Cohort: sp.String(), Peer: peer.Address, Status: statusEnded})
-	ack := &pb.Ack{Status: pb.Status_OK, Depth: 0} // an ended cohort's root
-	if join.Addr != nil {
-		ack.Challenge = newChallenge()
-	}
+	ack := &pb.Ack{Status: pb.Status_OK, Challenge: newChallenge()} // an ended cohort's root
 	out := append(encodeFrame(ack), eos...)
 	if err := s.withDeadline(ctx, stream, s.opts.WriteTimeout, func() error {
 		_, err := stream.Write(out)
@@ -369,32 +355,19 @@ func (s *Service) ended(m *member, rerr, werr error) error {
 	return nil // EOF, or the read end closed under the reader
 }
 
-// maxPendingClaims bounds the verified claims a stream may send that are not
-// taken — by an address that is not (yet) a publisher, or again for the
-// address it is already upgraded for — beyond one per service message the
-// cohort accepted since the stream attached: each costs a signature
-// recovery, and an honest client claims again only on a new roster.
-const maxPendingClaims = 4
-
 // readLoop reads the peer's frames for as long as the stream lives and hands
 // each to the cohort's ingest. It returns nil on the peer's clean close, a
-// *violation for misbehaviour, and the transport error otherwise. A frame is
-// decoded by the stream's role when it is read, not when the read began: a
-// roster may upgrade a stream while its reader waits.
+// *violation for misbehaviour, and the transport error otherwise.
 func (s *Service) readLoop(m *member, fr *frameReader) error {
 	c := m.c
 	for {
 		b, err := fr.readRaw()
-		publisher := m.isPub.Load()
 		if err != nil {
-			if !publisher {
-				return s.readErr(c, err, CounterWrongStream)
-			}
 			return s.readErr(c, err, CounterInvalidSOC)
 		}
-		f, k, err := m.codec.decodeUp(b, publisher, c.spec.Explicit())
+		f, err := m.codec.decodeUp(b)
 		if err != nil {
-			s.count(c, k)
+			s.count(c, CounterInvalidSOC)
 			return err
 		}
 		if ok, err := c.lazyUp(f, m); ok {
@@ -407,36 +380,6 @@ func (s *Service) readLoop(m *member, fr *frameReader) error {
 			return err
 		}
 	}
-}
-
-// takeClaim handles a well-formed Claim sent after the Ack, under explicit
-// authorship: one that does not verify is a violation; a verified one
-// upgrades the stream, is held until a roster names its address, or is
-// redundant on a stream already upgraded for it.
-func (s *Service) takeClaim(m *member, claim *pb.Claim) error {
-	c := m.c
-	if err := s.checkClaim(m, claim); err != nil {
-		s.count(c, CounterInvalidClaim)
-		return &violation{err: err}
-	}
-	res, rosters := s.reg.upgrade(m, claim)
-	switch res {
-	case upgraded:
-		s.trace(Event{Kind: EventClaim, Cohort: c.spec.String(), Peer: m.peer, Index: claim.Index})
-		return nil
-	case notPublisher:
-		// SWIP-60: a verified claim by an address the roster does not
-		// (yet) name leaves the stream a spectator (silent in a closed
-		// cohort) until a roster names it; it is counted, not punished.
-		s.count(c, CounterInvalidClaim)
-	case redundant:
-	default:
-		return fmt.Errorf("claim not taken: cohort gone or publisher streams at bound")
-	}
-	if m.pending++; uint64(m.pending) > maxPendingClaims+rosters {
-		return &violation{err: fmt.Errorf("%d claims not taken: %w", m.pending, errClaimNotAdmin)}
-	}
-	return nil
 }
 
 // readErr classifies a read failure: a clean EOF ends the stream normally, a
@@ -452,18 +395,4 @@ func (s *Service) readErr(c *cohort, err error, k Counter) error {
 	default:
 		return err
 	}
-}
-
-// checkClaim verifies a Claim sent after the Ack: it names the declared
-// address, if any (on a publisher stream, the address it publishes as), and
-// its signature recovers to it over this broker's challenge and overlay.
-func (s *Service) checkClaim(m *member, claim *pb.Claim) error {
-	addr := m.declared
-	if m.isPub.Load() {
-		addr = m.addr
-	}
-	if addr != nil && !bytes.Equal(claim.Addr, addr) {
-		return errClaimAddr
-	}
-	return s.verifyClaim(m.challenge, claim)
 }

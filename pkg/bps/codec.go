@@ -214,11 +214,14 @@ func negotiated(join *pb.Join, ack *pb.Ack) codec {
 type frameKind uint8
 
 const (
-	kindMessage    frameKind = 1 // pb.Frame.message
-	kindClaim      frameKind = 2 // pb.Frame.claim
-	kindProbe      frameKind = 3 // pb.Frame.probe
-	kindReparent   frameKind = 4 // pb.Frame.reparent
-	kindCandidates frameKind = 5 // pb.Frame.candidates
+	kindBroadcast  frameKind = 1  // pb.Frame.broadcast
+	kindProbe      frameKind = 3  // pb.Frame.probe
+	kindReparent   frameKind = 4  // pb.Frame.reparent
+	kindCandidates frameKind = 5  // pb.Frame.candidates
+	kindLease      frameKind = 9  // pb.Frame.lease
+	kindLeased     frameKind = 10 // pb.Frame.leased
+	kindRelease    frameKind = 11 // pb.Frame.release
+	kindRoute      frameKind = 12 // pb.Frame.route
 )
 
 // out is what the stream writes for f: its bare bytes as they are, or
@@ -232,7 +235,7 @@ func (cd codec) out(f outFrame) []byte {
 	}
 	kind := f.kind
 	if kind == 0 {
-		kind = kindMessage
+		kind = kindBroadcast
 	}
 	n, k := protowire.ConsumeVarint(f.b)
 	if k < 0 || uint64(len(f.b)-k) != n {
@@ -249,40 +252,26 @@ func (cd codec) out(f outFrame) []byte {
 
 // decodeUp decodes a frame that a child sent up a stream. The envelope says
 // what the frame is; which kinds may travel up is the cohort's to judge
-// (ingest). A bare frame (SWIP-74, SWIP-60) is decoded by the stream's role: a subscriber stream may send only a claim
-// (explicit authorship), a publisher stream publications, and under explicit
-// authorship a claim again — a publication has no field beyond address and
-// data, a claim (addr=1, index=2, auth=3) read as one does. A frame that is
-// none of these is a violation, with the counter it increments.
-func (cd codec) decodeUp(b []byte, publisher, explicit bool) (*pb.Frame, Counter, error) {
+// (ingest). After the handshake a bare stream (SWIP-74 Rev 8, SWIP-60 rev
+// 14) carries nothing but Broadcasts; what one may send is the cohort's to
+// judge by the stream's role.
+func (cd codec) decodeUp(b []byte) (*pb.Frame, error) {
 	if cd == codecEnvelope {
 		f := new(pb.Frame)
 		if err := decodeFrame(b, f); err != nil || f.Kind == nil {
-			return nil, CounterWrongStream, violationf("not an envelope: %w", err)
+			return nil, violationf("not an envelope: %w", err)
 		}
-		return f, 0, nil
+		return f, nil
 	}
-	if !publisher {
-		claim := new(pb.Claim)
-		if err := decodeFrame(b, claim); err != nil || !explicit || !claimWellFormed(claim) {
-			return nil, CounterWrongStream, violationf("subscriber stream sent a frame that is not a claim")
-		}
-		return &pb.Frame{Kind: &pb.Frame_Claim{Claim: claim}}, 0, nil
+	bc := new(pb.Broadcast)
+	if err := decodeFrame(b, bc); err != nil {
+		return nil, &violation{err: err}
 	}
-	msg := new(pb.Message)
-	if err := decodeFrame(b, msg); err != nil {
-		return nil, CounterInvalidSOC, &violation{err: err}
-	}
-	if explicit && len(msg.ProtoReflect().GetUnknown()) > 0 {
-		if claim := new(pb.Claim); decodeFrame(b, claim) == nil && claimWellFormed(claim) {
-			return &pb.Frame{Kind: &pb.Frame_Claim{Claim: claim}}, 0, nil
-		}
-	}
-	return &pb.Frame{Kind: &pb.Frame_Message{Message: msg}}, 0, nil
+	return &pb.Frame{Kind: &pb.Frame_Broadcast{Broadcast: bc}}, nil
 }
 
 // decodeDown decodes a frame that a parent sent down a stream: a bare frame
-// is a delivery (SWIP-74's Message); the envelope says what it is.
+// is a delivery (a Broadcast); the envelope says what it is.
 func (cd codec) decodeDown(b []byte) (*pb.Frame, error) {
 	if cd == codecEnvelope {
 		f := new(pb.Frame)
@@ -294,9 +283,9 @@ func (cd codec) decodeDown(b []byte) (*pb.Frame, error) {
 		}
 		return f, nil
 	}
-	msg := new(pb.Message)
-	if err := decodeFrame(b, msg); err != nil {
+	bc := new(pb.Broadcast)
+	if err := decodeFrame(b, bc); err != nil {
 		return nil, err
 	}
-	return &pb.Frame{Kind: &pb.Frame_Message{Message: msg}}, nil
+	return &pb.Frame{Kind: &pb.Frame_Broadcast{Broadcast: bc}}, nil
 }

@@ -25,14 +25,18 @@ var (
 	errWriteTimeout  = errors.New("write timed out")
 	errEndGrace      = errors.New("peer kept its side open after the end of stream")
 	errRelayGone     = errors.New("this relay's subscription ended")
+	errSuperseded    = errors.New("a newer stream claimed for the same address")
+	errUnnamed       = errors.New("a roster no longer names the pending stream's address")
+	errChallenges    = errors.New("too many frames under another challenge")
 )
 
 // role is what a stream is in its cohort.
 type role int
 
 const (
-	roleSubscriber role = iota // may send a Claim (explicit authorship)
-	rolePublisher              // claimed, or declared under ALL or implicit authorship
+	roleSpectator role = iota // receives every delivery (silent: none), may send nothing until a roster names it
+	rolePending               // explicit authorship, a legitimate publisher's address: outside the bound until its first valid frame
+	rolePublisher             // claimed, or declared under ALL or implicit authorship
 )
 
 // cohort is the broker half of this node's place in one live cohort: its
@@ -48,16 +52,18 @@ type cohort struct {
 	mu   sync.Mutex // guards the fields below but counters; after registry.mu
 
 	children map[*member]struct{} // every attached stream
+	seq      uint64               // attaches so far: each member's seq
 	fanout   int                  // members counted against MaxStreamsPerCohort (extra seats excluded)
 	claimed  map[string]int       // claimed publisher streams per address (explicit authorship)
 	nclaim   int                  // sum of claimed
-	extras   map[string]*member   // extra seats, one per absent legitimate publisher
+	extras   map[string]*member   // pending streams past the bound, one per address
 	cursors  map[string]uint64    // FEED_TOPIC, explicit: lowest index accepted next, per publisher feed
 	seen     *Window              // dedup bindings: recent chunk identifiers
 	owners   *lru[*rate.Limiter]  // anyone authors: a token bucket per owner (rate.go); nil otherwise
 
 	svc    ServiceFeed // the admin's service feed: roster, next index, end
-	latest []byte      // the latest service SOC, encoded: every new stream's first delivery
+	latest []byte      // the latest ROSTER frame, encoded: every new stream's first delivery
+	eos    []byte      // the EOS frame, encoded, once the admin ended the cohort
 	// svcFrom is the peer whose stream carried the latest service SOC: a
 	// forgotten cohort's feed is remembered on its account (heldFeeds).
 	svcFrom string
@@ -69,6 +75,7 @@ type cohort struct {
 	dead       bool
 	counters   counters
 
+	issued     leaseTable            // the root's: challenges it leased in its tree (lease.go)
 	probes     map[uint64]*probeWait // open probes by nonce
 	doneProbes []uint64              // recently closed probe nonces
 	pool       probePool             // candidates probes found and no joiner took yet (probe.go)
@@ -90,7 +97,7 @@ type parentRole interface {
 	// checks against authority: the root accepts it (cursor or window,
 	// fan-out), a relay forwards it up its parents once. It reports
 	// accepted, or retransmit for one taken before.
-	publish(pub publication, msg *pb.Message, from *member) verdict
+	publish(pub publication, b *pb.Broadcast, from *member) verdict
 	// limit is how many counted children the node takes; extraSeats
 	// whether a legitimate publisher may still take an extra seat past it
 	// (SWIP-74's, the root's only).
@@ -100,10 +107,13 @@ type parentRole interface {
 	// states in the Ack to child stream m.
 	depth() uint32
 	ackDepth(m *member) uint32
-	// vouch is told, under c.mu, a claim verified here or forwarded by a
-	// child, for an address that may publish: the root moves the
-	// publisher's cursor, a relay forwards the claim rootward (attest.go).
-	vouch(claim *pb.Claim)
+	// lease answers a child's Lease (lease.go): the root draws the
+	// challenge, a relay asks its parents.
+	lease(from *member, l *pb.Lease)
+	// route and release pass a child's Route and Release on: the root
+	// checks and records, a relay records and passes them up.
+	route(from *member, r *pb.Route)
+	release(from *member, challenges [][]byte)
 	// holdsJoins reports whether a Join's probe may hold it while a crowd
 	// attaches (probe.go): the root's; a relay answers at once.
 	holdsJoins() bool
@@ -127,18 +137,29 @@ func (r rootRole) authority() authority { return cohortAuthority{c: r.c} }
 
 // publish accepts pub at the root (registry.accept) and, for a service
 // SOC that ends the stream, ends the cohort.
-func (r rootRole) publish(pub publication, msg *pb.Message, from *member) verdict {
+func (r rootRole) publish(pub publication, b *pb.Broadcast, from *member) verdict {
 	c := r.c
 	s := c.r.s
-	if !c.r.accept(c, from.peer, pub, encodeFrame(&pb.Message{Address: msg.Address, Data: msg.Data})) {
+	if pub.kind == pb.Kind_AUTH {
+		c.activity() // AUTH: activity, nothing else (Rev 8)
+		return accepted
+	}
+	if !c.r.accept(c, from.peer, pub, encodeFrame(b)) {
 		return retransmit // a duplicate, or another publisher stream got there first
 	}
 	s.metrics.Accepted.Inc()
 	s.trace(Event{Kind: EventAccept, Cohort: c.spec.String(), Peer: from.peer, Index: pub.index, Service: pub.service != nil})
-	if pub.service != nil && pub.service.Kind == pb.ServiceKind_END_OF_STREAM {
+	if pub.service.Ends() {
 		c.r.end(c)
 	}
 	return accepted
+}
+
+// activity counts an AUTH as activity for the inactivity deadline.
+func (c *cohort) activity() {
+	c.mu.Lock()
+	c.lastAccept = time.Now()
+	c.mu.Unlock()
 }
 
 func (r rootRole) limit(o *Options) int  { return o.MaxStreamsPerCohort }
@@ -146,7 +167,6 @@ func (rootRole) extraSeats() bool        { return true }
 func (rootRole) depth() uint32           { return 0 }
 func (rootRole) ackDepth(*member) uint32 { return 0 }
 func (rootRole) holdsJoins() bool        { return true }
-func (r rootRole) vouch(claim *pb.Claim) { r.c.moveCursor(claim.Addr, claim.Index) }
 func (r rootRole) position(children []swarm.Address, streams int) (Position, bool) {
 	return Position{Spec: r.c.spec, Parents: []swarm.Address{}, Children: children, Streams: streams}, true
 }
@@ -192,21 +212,22 @@ func (a cohortAuthority) serviceNext() uint64 {
 type member struct {
 	peerStream
 	c         *cohort
-	declared  []byte // Join.addr, nil if none; never written after attach
-	challenge []byte // issued in the Ack to a stream that declared an address; nil if none
+	declared  []byte // Join.addr (20 bytes; the zero address for a stream that never publishes); never written after attach
+	challenge []byte // issued in the Ack (a root's lease at a relay); never written after attach
+	listen    bool   // Join.listen, or the zero address: the stream never publishes
 	// guarded by the cohort's mu; the member's reader reads addr unlocked
 	// once isPub is set, after which neither changes
 	addr      []byte // declared or claimed address, nil for a plain subscriber
 	role      role
-	counted   bool      // counts against the fan-out bound
-	silent    bool      // closed cohort: receives nothing until it claims
-	revokedAt uint64    // service index + 1 of the roster that revoked addr, 0 if none
-	held      *pb.Claim // a verified claim by an address not (yet) a publisher: taken when a roster names it
-	svcAt     uint64    // the cohort's service cursor when the stream attached
+	seq       uint64 // order of attach in the cohort: the oldest of an address's streams is reset first
+	counted   bool   // counts against the fan-out bound
+	silent    bool   // closed cohort: receives nothing but a roster naming it until it claims
+	revokedAt uint64 // service index + 1 of the roster that revoked addr, 0 if none
+	svcAt     uint64 // the cohort's service cursor when the stream attached
 	isPub     atomic.Bool
 	acked     atomic.Bool // the Ack stated a depth to it (Subscription.mayAttachUnder)
-	attests   bool        // Join and Ack both set attests; never written after attach
 	lz        *lazyOut    // lazy push, if the stream negotiated it (lazy.go)
+	leases    leaseTable  // challenges leased for publisher streams below this child, and their addresses (lease.go); under c.mu
 
 	claimTimer *time.Timer // the deadline of an extra seat or a silent stream
 	// reader goroutine only
@@ -215,8 +236,8 @@ type member struct {
 	failed  int           // relayed publications that failed this second
 	failAt  time.Time     // the second failed counts in
 	owed    int           // probes that closed before it answered: late answers it may send; under c.mu
-	pending int           // verified claims not taken: not (yet) rostered, or redundant
-	carries [][]byte      // owners whose forwarded claims came up this stream (attest.go)
+	foreign int           // frames under another challenge so far
+	authed  []byte        // the AUTH chunk this stream's claim or last heartbeat validated: a repeat is taken unchecked
 }
 
 // ackDepth is the depth this node states in the Ack to m, its role's: 0 at
@@ -232,18 +253,10 @@ func (c *cohort) isPublisherLocked(owner []byte) bool {
 	return c.svc.MayPublish(c.spec, owner)
 }
 
-// moveCursor moves a claimed publisher's feed cursor to at least index; the
-// caller holds c.mu.
-func (c *cohort) moveCursor(addr []byte, index uint64) {
-	if c.spec.Binding == pb.TopicBinding_FEED_TOPIC {
-		c.cursors[string(addr)] = max(c.cursors[string(addr)], index)
-	}
-}
-
-// accept admits a validated publication under the lock — the per-feed cursor
-// or the dedup window arbitrates concurrent publisher streams here; a service
-// SOC moves the service cursor and the roster — and queues frame on every
-// member that is neither silent nor bound to the publication's owner. A full
+// accept admits a validated publication under the lock — the per-publisher
+// cursor or the dedup window arbitrates concurrent publisher streams here; a
+// ROSTER moves the roster cursor and the roster, an EOS ends the cohort —
+// and queues frame on every member meant to receive it (fanOut). A full
 // queue resets that stream; nobody blocks.
 func (r *registry) accept(c *cohort, from swarm.Address, pub publication, frame []byte) bool {
 	c.mu.Lock()
@@ -259,28 +272,46 @@ func (r *registry) accept(c *cohort, from swarm.Address, pub publication, frame 
 			return false
 		}
 		c.svcFrom = from.ByteString()
+	case pub.feed:
+		o := string(pub.owner)
+		n, known := c.cursors[o]
+		if pub.index < n {
+			return false
+		}
+		if !known && !c.spec.Explicit() && len(c.cursors) >= maxAllCursors {
+			for k := range c.cursors { // an arbitrary one: its cursor restarts (rev 14)
+				delete(c.cursors, k)
+				break
+			}
+		}
+		c.cursors[o] = pub.index + 1
 	case c.seen != nil:
 		if !c.seen.Add(pub.dedup) {
 			return false
 		}
-	default:
-		o := string(pub.owner)
-		if pub.index < c.cursors[o] {
-			return false
-		}
-		c.cursors[o] = pub.index + 1
 	}
 	r.deliverLocked(c, pub, frame, svc)
 	return true
 }
 
-// serviceLocked takes a service SOC at c: past the service cursor, it moves
-// the cursor, becomes every new stream's first delivery and is applied
-// (roster, end of stream); it returns the service index + 1 its frames
-// carry, and false for one at or below the cursor. The caller holds c.mu.
+// maxAllCursors bounds the per-publisher cursors of a cohort where anyone
+// authors (ALL) or no admin names the publishers (implicit FEED_TOPIC):
+// past it one is forgotten, and its publisher's cursor restarts, which the
+// text allows; a subscriber's own cursor still judges its updates.
+const maxAllCursors = 1024
+
+// serviceLocked takes a ROSTER or EOS at c: a ROSTER past the roster
+// cursor moves it, becomes every new stream's first delivery and is
+// applied; an EOS ends the cohort. It returns the service index + 1 the
+// frames carry (0 for an EOS, which every stream receives), and false for a
+// stale one. The caller holds c.mu.
 func (r *registry) serviceLocked(c *cohort, pub publication, frame []byte) (uint64, bool) {
 	if c.svc.Apply(pub.service) == Stale {
 		return 0, false
+	}
+	if pub.service.Ends() {
+		c.eos = frame
+		return 0, true
 	}
 	c.latest = frame
 	r.applyService(c, pub.service, c.svc.Next())
@@ -295,17 +326,19 @@ func (r *registry) deliverLocked(c *cohort, pub publication, frame []byte, svc u
 	r.fanOut(c, pub, frame, svc)
 }
 
-// fanOut queues frame on every member that is neither silent nor a
-// publisher stream bound to the publication's owner; a full queue resets
-// that stream, and nobody blocks. The caller holds c.mu.
+// fanOut queues frame on every member meant to receive it: a stream of the
+// fan-out set (a spectator, a publisher stream) that is not bound to the
+// publication's owner, and — for a roster — a pending or silent stream
+// whose address it names (its cue to claim). After an EOS every stream
+// closes, those that do not receive it included. A full queue resets that
+// stream, and nobody blocks. The caller holds c.mu.
 func (r *registry) fanOut(c *cohort, pub publication, frame []byte, svc uint64) {
 	delivered := 0
 	var ann announcement // lazy push: built for the first lazy stream (lazy.go)
+	end := c.svc.Ended()
 	for m := range c.children {
-		// After END_OF_STREAM every stream closes, those that do not
-		// receive it included.
-		f := outFrame{b: frame, svc: svc, end: c.svc.Ended()}
-		if m.silent || (m.role == rolePublisher && bytes.Equal(m.addr, pub.owner)) || m.outOfClosed(svc) {
+		f := outFrame{b: frame, svc: svc, end: end}
+		if !m.receives(pub, svc) {
 			if !f.end {
 				continue
 			}
@@ -319,6 +352,24 @@ func (r *registry) fanOut(c *cohort, pub publication, frame []byte, svc uint64) 
 		}
 	}
 	r.s.metrics.Delivered.Add(float64(delivered))
+}
+
+// receives reports whether m is sent a publication carrying service index
+// + 1 svc (0: content or the end). The caller holds c.mu.
+func (m *member) receives(pub publication, svc uint64) bool {
+	c := m.c
+	switch {
+	case pub.service.Ends():
+		return m.role != rolePending && !m.silent
+	case m.role == rolePending || m.silent:
+		// Nothing but a roster that names its address.
+		return svc != 0 && c.isPublisherLocked(m.declared)
+	case m.role == rolePublisher && bytes.Equal(m.addr, pub.owner):
+		return false // a publisher never gets its own back; nor the admin its rosters
+	case svc != 0 && bytes.Equal(m.declared, c.spec.Admin):
+		return false
+	}
+	return !m.outOfClosed(svc)
 }
 
 // offerOrReset queues f on member m of c without blocking; a full queue
@@ -337,55 +388,70 @@ func (s *Service) offerOrReset(c *cohort, m *member, f outFrame) bool {
 }
 
 // ingest is the one way a frame from a stream enters the cohort at this
-// node. A claim upgrades the stream it came on; a forwarded claim lets a
-// child's stream carry its owner's publications (attest.go); a publication
-// goes to publication. It runs on from's reader goroutine and returns a
-// *violation to end from's stream; any other frame kind has no business
-// travelling up.
+// node. A Broadcast goes to publication; a Lease, Route or Release from a
+// multihop child to the role (lease.go); it runs on from's reader goroutine
+// and returns a *violation to end from's stream; any other frame kind has
+// no business travelling up.
 func (c *cohort) ingest(f *pb.Frame, from *member) error {
 	s := c.r.s
 	switch k := f.Kind.(type) {
-	case *pb.Frame_Claim:
-		if !c.spec.Explicit() {
-			s.count(c, CounterWrongStream)
-			return violationf("a claim where publishing takes none")
-		}
-		if k.Claim.Challenge != nil || k.Claim.Broker != nil {
-			return c.attestation(k.Claim, from)
-		}
-		return s.takeClaim(from, k.Claim)
-	case *pb.Frame_Message:
-		return c.publication(k.Message, from)
+	case *pb.Frame_Broadcast:
+		return c.publication(k.Broadcast, from)
 	case *pb.Frame_Candidates:
 		return c.candidates(from, k.Candidates)
+	case *pb.Frame_Lease:
+		return c.takeLease(from, k.Lease)
+	case *pb.Frame_Route:
+		return c.takeRoute(from, k.Route)
+	case *pb.Frame_Release:
+		return c.takeRelease(from, k.Release)
 	default:
 		s.count(c, CounterWrongStream)
 		return violationf("a %T frame travelled up", f.Kind)
 	}
 }
 
-// publication is ingest's path for a publication: sent on a publisher
-// stream, by its own address, or carried up a child's subscriber stream
-// (relayedAuthor, relay.go). It is validated against the authority of the
-// node's role and handed to the role (publish: the root accepts and fans
-// it out, a relay forwards it up); what fails is counted (refused).
-func (c *cohort) publication(msg *pb.Message, from *member) error {
-	relayed := !from.isPub.Load()
-	addr := from.addr // not written again once isPub is set
-	if relayed {
-		var ok bool
-		var err error
-		if addr, ok, err = c.relayedAuthor(msg, from); !ok {
-			return err
-		}
+// maxForeign is how many frames under another challenge than its own a
+// stream may send before it is reset, without penalty (Rev 8: "MAY
+// reset"): they cost no signature, and a conforming publisher sends at
+// most what it had queued for its previous stream.
+const maxForeign = 64
+
+// publication is ingest's path for a Broadcast (docs/protocol.md,
+// "Validation at the broker"): sent on a publisher stream by its own
+// address; on a pending stream (or a spectator the roster names), whose
+// first valid frame is its claim; or carried up a child's stream under a
+// challenge leased for a publisher below it (lease.go). It is validated
+// against the authority of the node's role and handed to the role
+// (publish: the root accepts and fans it out, a relay forwards it up);
+// what fails is counted (refused).
+func (c *cohort) publication(b *pb.Broadcast, from *member) error {
+	snd, relayed, err := c.senderOf(b, from)
+	if snd == nil {
+		return err
 	}
-	pub, v := check(c.spec, msg, addr, c.role.authority())
+	if !snd.pending && !relayed && b.Kind == pb.Kind_AUTH && bytes.Equal(b.Soc, from.authed) {
+		c.role.publish(publication{kind: pb.Kind_AUTH}, b, from) // a heartbeat: byte for byte the AUTH validated before
+		return nil
+	}
+	pub, v := check(c.spec, b, snd, c.role.authority())
+	if snd.pending && (v == accepted || v == retransmit) {
+		// The first valid frame is the claim (Rev 8): it upgrades the
+		// stream; there is no reply.
+		if !c.r.claim(from) {
+			return errClaimRefused
+		}
+		c.r.s.trace(Event{Kind: EventClaim, Cohort: c.spec.String(), Peer: from.peer, Index: pub.index})
+	}
+	if v == accepted && pub.kind == pb.Kind_AUTH && !relayed {
+		from.authed = bytes.Clone(b.Soc)
+	}
 	if v == accepted && c.rateCut(pub, from, relayed) {
 		c.r.s.count(c, CounterRateLimited)
 		return nil
 	}
 	if v == accepted {
-		v = c.role.publish(pub, msg, from)
+		v = c.role.publish(pub, b, from)
 	}
 	switch v {
 	case accepted:
@@ -394,28 +460,93 @@ func (c *cohort) publication(msg *pb.Message, from *member) error {
 		c.r.s.count(c, CounterRetransmit)
 		return nil
 	}
-	return c.refused(v, from, addr, relayed)
+	return c.refused(v, from, relayed)
+}
+
+// errClaimRefused ends a pending stream whose valid claim the cohort could
+// not take: it ended meanwhile, or the roster dropped the address.
+var errClaimRefused = errors.New("claim not taken: the cohort ended or the address may no longer publish")
+
+// senderOf is who a Broadcast on from is judged as sent by: the stream's
+// own address and challenge (a publisher stream; a pending stream, or a
+// spectator the roster names, claiming), or — a multihop child's stream
+// carrying a publication up — the address the challenge was leased for
+// below it (relayed). A stream that may send nothing gets a violation; a
+// revoked publisher within its grace and a relayed frame under no lease
+// of that stream are dropped and counted.
+func (c *cohort) senderOf(b *pb.Broadcast, from *member) (_ *sender, relayed bool, _ error) {
+	s := c.r.s
+	if from.isPub.Load() {
+		if revoked, told := c.r.revoked(from); revoked {
+			if told {
+				s.count(c, CounterWrongStream)
+				return nil, false, violationf("a frame after the grace of the roster revoking %x", from.addr)
+			}
+			s.count(c, CounterRevoked)
+			return nil, false, nil
+		}
+		return &sender{addr: from.addr, challenge: from.challenge, admin: bytes.Equal(from.addr, c.spec.Admin)}, false, nil
+	}
+	if from.codec == codecEnvelope && !bytes.Equal(b.Challenge, from.challenge) {
+		if addr := c.leasedBelow(from, b.Challenge); addr != nil {
+			return &sender{addr: addr, challenge: b.Challenge, admin: bytes.Equal(addr, c.spec.Admin)}, true, nil
+		}
+	}
+	if c.mayClaim(from) {
+		if !bytes.Equal(b.Challenge, from.challenge) {
+			s.count(c, CounterWrongChallenge)
+			if from.foreign++; from.foreign > maxForeign {
+				return nil, false, errChallenges
+			}
+			return nil, false, nil
+		}
+		return &sender{addr: from.declared, challenge: from.challenge, admin: bytes.Equal(from.declared, c.spec.Admin), pending: true}, false, nil
+	}
+	if from.codec == codecEnvelope && len(b.Challenge) == challengeSize {
+		// A child relaying under a challenge it holds no lease for here:
+		// dropped before any signature, counted against the stream.
+		s.count(c, CounterWrongChallenge)
+		if from.foreign++; from.foreign > maxForeign {
+			return nil, false, errChallenges
+		}
+		return nil, false, nil
+	}
+	s.count(c, CounterWrongStream)
+	return nil, false, violationf("a frame from a stream that may send none")
+}
+
+// mayClaim reports whether from, not a publisher stream, may claim with
+// its next valid frame: a pending stream, or a spectator or silent stream
+// whose declared address the roster in force names (explicit authorship).
+func (c *cohort) mayClaim(from *member) bool {
+	if from.listen || !c.spec.Explicit() {
+		return false
+	}
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	return from.role == rolePending || c.isPublisherLocked(from.declared)
 }
 
 // refused counts a publication that failed verdict v. A relayed one is
 // dropped, never held against the child, but spends its check budget
-// (relay.go); a stream that keeps publishing what fails — or publishes
-// after the roster revoking it was written to it — is a violation.
-func (c *cohort) refused(v verdict, from *member, addr []byte, relayed bool) error {
+// (relay.go); a frame that breaks the protocol (an invalid chunk, a kind
+// the stream may not send) is a violation; a stream that keeps sending
+// what is dropped is one too.
+func (c *cohort) refused(v verdict, from *member, relayed bool) error {
 	s := c.r.s
 	s.count(c, v.counter())
 	if relayed {
 		from.failed++
 		return nil
 	}
-	if v == wrongOwner {
-		// A revoked publisher is tolerated until the roster revoking it
-		// has been written to its stream; after that it is a violation.
-		if revoked, told := c.r.revoked(from); told {
-			return violationf("publication after the roster revoking %x", addr)
-		} else if revoked {
-			return nil
+	if v.violates() {
+		return violationf("%s", v.counter())
+	}
+	if v == wrongChallenge {
+		if from.foreign++; from.foreign > maxForeign {
+			return errChallenges
 		}
+		return nil
 	}
 	if from.invalid++; from.invalid >= s.opts.MaxInvalidFrames {
 		return violationf("%d invalid publications", from.invalid)
@@ -423,42 +554,33 @@ func (c *cohort) refused(v verdict, from *member, addr []byte, relayed bool) err
 	return nil
 }
 
-// applyService acts on a service message c.svc took: a ROSTER marks the
-// streams of revoked publishers and takes the claims held for the
-// addresses it names; END_OF_STREAM has ended the cohort (accept closes its
-// streams, end forgets it). The caller holds c.mu.
-func (r *registry) applyService(c *cohort, svc *pb.ServiceMessage, told uint64) {
-	if svc.Kind == pb.ServiceKind_END_OF_STREAM || !c.spec.Explicit() {
+// applyService acts on a roster c.svc took: the streams of addresses it
+// drops are revoked (tolerated until told and the grace passed), pending
+// streams of addresses it drops are reset without penalty, cursors of
+// addresses it drops are forgotten. The caller holds c.mu.
+func (r *registry) applyService(c *cohort, svc *ServiceMsg, told uint64) {
+	if !c.spec.Explicit() {
 		return // under ALL a roster decides nothing
 	}
 	for m := range c.children {
-		if m.role == rolePublisher && !c.isPublisherLocked(m.addr) && m.revokedAt == 0 {
+		switch {
+		case m.role == rolePending && !c.isPublisherLocked(m.declared):
+			m.kill(errUnnamed)
+		case m.role == rolePublisher && !c.isPublisherLocked(m.addr) && m.revokedAt == 0:
 			m.revokedAt = told
 			if c.spec.Closed {
 				// Told, then silent: it must be named again or leave.
 				m.stopClaimTimer()
-				m.claimTimer = time.AfterFunc(r.s.opts.ClaimDeadline, func() { r.claimDeadline(m) })
+				m.claimTimer = time.AfterFunc(r.s.opts.ClaimDeadline+r.s.opts.RevocationGrace, func() { r.claimDeadline(m) })
 			}
-		} else if c.isPublisherLocked(m.addr) {
+		case m.role == rolePublisher && c.isPublisherLocked(m.addr):
 			m.revokedAt = 0
-			if m.role == rolePublisher {
-				m.stopClaimTimer()
-			}
+			m.stopClaimTimer()
 		}
 	}
 	for o := range c.cursors {
 		if !c.isPublisherLocked([]byte(o)) {
 			delete(c.cursors, o)
-		}
-	}
-	// A claim that reached the broker before this roster is taken now,
-	// whichever came first; the fan-out of this roster that follows is the
-	// upgraded stream's first delivery.
-	for m := range c.children {
-		if h := m.held; h != nil && m.role == roleSubscriber && c.isPublisherLocked(h.Addr) {
-			if r.upgradeLocked(m, h, false) == upgraded {
-				r.s.trace(Event{Kind: EventClaim, Cohort: c.spec.String(), Peer: m.peer, Index: h.Index})
-			}
 		}
 	}
 }
@@ -480,14 +602,18 @@ func (m *member) outOfClosed(svc uint64) bool {
 	return m.c.spec.Closed && m.revokedAt != 0 && svc != m.revokedAt
 }
 
-// revoked reports whether m's address was revoked, and whether the roster
-// revoking it has been written to m's stream (after which a publication is a
-// violation, before it is tolerated).
-func (r *registry) revoked(m *member) (revoked, told bool) {
+// revoked reports whether m's address was revoked, and whether its grace
+// is over: the roster revoking it has been written to m's stream and
+// RevocationGrace has passed since (after which a frame is a violation,
+// before it is tolerated).
+func (r *registry) revoked(m *member) (revoked, over bool) {
 	m.c.mu.Lock()
 	at := m.revokedAt
 	m.c.mu.Unlock()
-	return at > 0, at > 0 && m.told.Load() >= at
+	if at == 0 || m.told.Load() < at {
+		return at > 0, false
+	}
+	return true, time.Since(time.Unix(0, m.toldAt.Load())) >= r.s.opts.RevocationGrace
 }
 
 // count increments counter k of cohort c and its node-wide twin.

@@ -4,18 +4,26 @@
 
 package bps
 
-import "crypto/sha256"
+import (
+	"crypto/sha256"
+	"encoding/binary"
 
-// FrameKey identifies a delivered frame byte for byte: sha256 of its
-// address and data, a microsecond against a signature recovery's tens. It
-// is the one dedup key of deliveries: a node takes each frame once whichever
-// parent brings it, the API's rooms hand it once to each session, and an
-// echo filter knows a session's own messages by it. (Not the chunk address
-// alone: under ANCHOR every message has the same one.)
-func FrameKey(address, data []byte) [32]byte {
+	"github.com/ethersphere/bps/pkg/bps/pb"
+)
+
+// FrameKey identifies a delivered frame byte for byte, independently of
+// its encoding: sha256(byte(kind) ‖ challenge ‖ uint64BE(index) ‖ soc), a
+// microsecond against a signature recovery's tens. It is the one dedup key
+// of deliveries: a node takes each frame once whichever parent brings it,
+// the API's rooms hand it once to each session, an echo filter knows a
+// session's own messages by it, and lazy push announces it. (Not the chunk
+// address alone: under ANCHOR every message has the same one.)
+func FrameKey(b *pb.Broadcast) [32]byte {
 	h := sha256.New()
-	h.Write(address)
-	h.Write(data)
+	h.Write([]byte{byte(b.Kind)})
+	h.Write(b.Challenge)
+	h.Write(binary.BigEndian.AppendUint64(nil, b.Index))
+	h.Write(b.Soc)
 	var k [32]byte
 	h.Sum(k[:0])
 	return k

@@ -84,6 +84,18 @@ func (h *heldFeeds) take(spec string) heldFeed {
 	return e.feed
 }
 
+// peek is the service feed held for spec, without forgetting it: the
+// roster a Join is judged by before its cohort is made again.
+func (h *heldFeeds) peek(spec string) *ServiceFeed {
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	if e := h.bySpec[spec]; e != nil {
+		f := e.feed.svc.clone()
+		return &f
+	}
+	return &ServiceFeed{}
+}
+
 // len is how many feeds are held.
 func (h *heldFeeds) len() int {
 	h.mu.Lock()

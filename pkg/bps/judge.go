@@ -112,7 +112,7 @@ func (j *judge) stop() {
 
 // took is told, under the receiver's dmu, every valid delivery parent
 // stream from gave: dup, one taken before from another parent.
-func (j *judge) took(from *clientStream, pub publication, _ *pb.Message, key [32]byte, dup bool) {
+func (j *judge) took(from *clientStream, pub publication, _ *pb.Broadcast, key [32]byte, dup bool) {
 	j.mu.Lock()
 	drop := j.noteLag(from, key, dup, j.sequenced(pub))
 	j.noteGave(from, pub, key, dup)

@@ -104,34 +104,13 @@ func (a *announcement) of(frame []byte) []byte {
 	return a.b
 }
 
-// frameKeyOf is the FrameKey of an encoded bare Message frame (encodeFrame
-// of a pb.Message: a length prefix, the address, the data).
+// frameKeyOf is the FrameKey of an encoded bare Broadcast frame
+// (encodeFrame of a pb.Broadcast: a length prefix, then the message).
 func frameKeyOf(frame []byte) [32]byte {
 	_, n := protowire.ConsumeVarint(frame)
-	b := frame[max(n, 0):]
-	var addr, data []byte
-	for len(b) > 0 {
-		num, typ, k := protowire.ConsumeTag(b)
-		if k < 0 {
-			break
-		}
-		b = b[k:]
-		k = protowire.ConsumeFieldValue(num, typ, b)
-		if k < 0 {
-			break
-		}
-		if typ == protowire.BytesType {
-			v, _ := protowire.ConsumeBytes(b)
-			switch num {
-			case 1:
-				addr = v
-			case 2:
-				data = v
-			}
-		}
-		b = b[k:]
-	}
-	return FrameKey(addr, data)
+	b := new(pb.Broadcast)
+	_ = decodeFrame(frame[max(n, 0):], b) // the node encoded it
+	return FrameKey(b)
 }
 
 // out is what the fan-out queues to this stream for a content delivery f:
@@ -216,7 +195,7 @@ func (c *cohort) ask(m *member, a *pb.Ask) error {
 		if c.dead {
 			continue
 		}
-		if !s.offerOrReset(c, m, outFrame{b: frame, kind: kindMessage}) {
+		if !s.offerOrReset(c, m, outFrame{b: frame, kind: kindBroadcast}) {
 			return nil
 		}
 		s.metrics.LazyServed.Inc()
@@ -267,7 +246,7 @@ func (c *cohort) serveFrom(m *member, from uint64) {
 		if c.dead || frame == nil {
 			continue
 		}
-		if !s.offerOrReset(c, m, outFrame{b: frame, kind: kindMessage}) {
+		if !s.offerOrReset(c, m, outFrame{b: frame, kind: kindBroadcast}) {
 			return
 		}
 		s.metrics.LazyServed.Inc()
@@ -692,7 +671,7 @@ func (lz *lazyIn) compact() {
 // the eager parent was late lazySwapAfter times in a row — its frame came
 // more than LazyWait after the announcement, or the lazy parent, asked,
 // served first — the lazy parent becomes the eager one.
-func (lz *lazyIn) took(from *clientStream, pub publication, msg *pb.Message, key [32]byte, dup bool) {
+func (lz *lazyIn) took(from *clientStream, pub publication, b *pb.Broadcast, key [32]byte, dup bool) {
 	if lz.rc.s.opts.NoLazyPush {
 		return
 	}
@@ -703,7 +682,7 @@ func (lz *lazyIn) took(from *clientStream, pub publication, msg *pb.Message, key
 		lz.askAllNow()
 	}
 	e := lz.entries[key]
-	if !mayBeService(lz.rc.spec, msg) {
+	if pub.service == nil {
 		lz.settle(from, e)
 	}
 	if e == nil {

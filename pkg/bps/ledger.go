@@ -167,28 +167,25 @@ type meter struct {
 // at each end, so that a copy on the same stream is charged once.
 const deliveryWindow = 256
 
-// freshLocked records a delivery's address on the stream and reports
+// freshLocked records a delivery's FrameKey on the stream and reports
 // whether it is the first within the window; under l.mu.
-func (m *meter) freshLocked(addr []byte) bool {
-	if len(addr) != swarm.HashSize {
-		return true
-	}
+func (m *meter) freshLocked(key [32]byte) bool {
 	if m.sent == nil {
 		m.sent = NewWindow(deliveryWindow)
 	}
-	return m.sent.Add([32]byte(addr))
+	return m.sent.Add(key)
 }
 
 // took charges, at a child, one delivery the receiver took from the
 // parent, valid: new on the stream, it is held as a frame read is; a copy
 // the stream gave before is not charged, and took reports it (false).
-func (m *meter) took(addr []byte) (fresh bool, err error) {
+func (m *meter) took(key [32]byte) (fresh bool, err error) {
 	if m == nil || m.l.parent || m.down == 0 {
 		return true, nil
 	}
 	m.l.mu.Lock()
 	defer m.l.mu.Unlock()
-	if !m.freshLocked(addr) {
+	if !m.freshLocked(key) {
 		return false, nil
 	}
 	return true, m.l.holdLocked(m.down, 1, true)
@@ -206,7 +203,7 @@ func (m *meter) pricedWrite(f *outFrame) bool {
 	}
 	m.l.mu.Lock()
 	defer m.l.mu.Unlock()
-	return m.freshLocked(messageAddress(f.b))
+	return m.freshLocked(frameKeyOf(f.b))
 }
 
 // ledger is what a node's priced streams with one peer, on one side, hold

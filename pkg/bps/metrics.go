@@ -11,27 +11,30 @@ import (
 	"github.com/prometheus/client_golang/prometheus"
 )
 
-// Counter names one of SWIP-74's eight per-cohort counters of silent outcomes.
+// Counter names one of the per-cohort counters of silent outcomes: SWIP-74
+// Rev 8's, SWIP-60 rev 14's invalid_roster, and this project's.
 type Counter int
 
-// The SWIP-74 counters.
+// The counters.
 const (
-	CounterInvalidIndex Counter = iota // id slot not a bare index
-	CounterInvalidSOC                  // not a SOC under the feed id
-	CounterWrongOwner                  // a SOC, but not the admin's
-	CounterWrongStream                 // a subscriber-stream frame that is not a Claim
-	CounterInvalidClaim                // a Claim that fails
-	CounterClaimTimeout                // the extra seat disconnected at the claim deadline
-	CounterRetransmit                  // n < cursor
-	CounterQueueReset                  // a subscriber stream reset for a full queue
-	CounterRateLimited                 // anyone authors: a publication past its owner's or its stream's rate (rate.go)
+	CounterInvalidSOC     Counter = iota // not the chunk the frame says (id, signature, owner, what its kind fixes)
+	CounterWrongOwner                    // a valid chunk whose owner may not publish here (a receiver's roster, an implicit binding's shape)
+	CounterWrongStream                   // a frame from a stream that may send none, or a kind it may not send
+	CounterUnknownKind                   // a kind this node does not know (dropped), or none (a violation)
+	CounterWrongChallenge                // signed for another stream's challenge
+	CounterInvalidRoster                 // a valid ROSTER chunk whose payload is not a Roster
+	CounterClaimTimeout                  // a pending or silent stream cut at the claim deadline
+	CounterRetransmit                    // DATA below its owner's cursor, ROSTER below the roster cursor
+	CounterQueueReset                    // a stream reset for a full queue
+	CounterRevoked                       // frames of a revoked address dropped within its grace
+	CounterRateLimited                   // anyone authors: a publication past its owner's or its stream's rate (rate.go)
 	numCounters
 )
 
 var counterNames = [numCounters]string{
-	"invalid_index", "invalid_soc", "wrong_owner", "wrong_stream",
-	"invalid_claim", "claim_timeout", "retransmit", "queue_reset",
-	"rate_limited",
+	"invalid_soc", "wrong_owner", "wrong_stream", "unknown_kind",
+	"wrong_challenge", "invalid_roster", "claim_timeout", "retransmit",
+	"queue_reset", "revoked", "rate_limited",
 }
 
 // String is the counter's SWIP-74 name.
@@ -58,15 +61,17 @@ func (c *counters) snapshot() Counters {
 
 type metrics struct {
 	// all fields exported: Metrics() collects them by reflection.
-	InvalidIndex prometheus.Counter
-	InvalidSOC   prometheus.Counter
-	WrongOwner   prometheus.Counter
-	WrongStream  prometheus.Counter
-	InvalidClaim prometheus.Counter
-	ClaimTimeout prometheus.Counter
-	Retransmit   prometheus.Counter
-	QueueReset   prometheus.Counter
-	RateLimited  prometheus.Counter
+	InvalidSOC     prometheus.Counter
+	WrongOwner     prometheus.Counter
+	WrongStream    prometheus.Counter
+	UnknownKind    prometheus.Counter
+	WrongChallenge prometheus.Counter
+	InvalidRoster  prometheus.Counter
+	ClaimTimeout   prometheus.Counter
+	Retransmit     prometheus.Counter
+	QueueReset     prometheus.Counter
+	Revoked        prometheus.Counter
+	RateLimited    prometheus.Counter
 
 	Accepted    prometheus.Counter
 	Delivered   prometheus.Counter
@@ -112,15 +117,17 @@ func newMetrics() metrics {
 		return prometheus.NewGauge(prometheus.GaugeOpts{Namespace: m.Namespace, Subsystem: subsystem, Name: name, Help: help})
 	}
 	return metrics{
-		InvalidIndex: counter("invalid_index", "Publications whose id slot is not a bare index."),
-		InvalidSOC:   counter("invalid_soc", "Publications that are not a single-owner chunk under the feed id."),
-		WrongOwner:   counter("wrong_owner", "Publications by an owner that may not publish."),
-		WrongStream:  counter("wrong_stream", "Subscriber-stream frames that are not a claim."),
-		InvalidClaim: counter("invalid_claim", "Claims that failed verification, or that name an address not (yet) a publisher."),
-		ClaimTimeout: counter("claim_timeout", "Extra admin seats disconnected at the claim deadline."),
-		Retransmit:   counter("retransmit", "Publications below the cohort cursor."),
-		QueueReset:   counter("queue_reset", "Subscriber streams reset for a full outbound queue."),
-		RateLimited:  counter("rate_limited", "Publications dropped past their owner's or their stream's publish rate, where anyone may author."),
+		InvalidSOC:     counter("invalid_soc", "Frames whose chunk is not the one the frame says: id, signature, owner, or what its kind fixes."),
+		WrongOwner:     counter("wrong_owner", "Valid chunks by an owner that may not publish here."),
+		WrongStream:    counter("wrong_stream", "Frames from a stream that may send none, or of a kind it may not send."),
+		UnknownKind:    counter("unknown_kind", "Frames of a kind this node does not know (dropped), or of none (a violation)."),
+		WrongChallenge: counter("wrong_challenge", "Frames signed under another stream's challenge."),
+		InvalidRoster:  counter("invalid_roster", "Valid ROSTER chunks whose payload is not a roster of 20-byte addresses."),
+		ClaimTimeout:   counter("claim_timeout", "Pending or silent streams disconnected at the claim deadline."),
+		Retransmit:     counter("retransmit", "DATA below its publisher's cursor, ROSTER below the roster cursor."),
+		QueueReset:     counter("queue_reset", "Streams reset for a full outbound queue."),
+		Revoked:        counter("revoked", "Frames of a revoked publisher dropped within its revocation grace."),
+		RateLimited:    counter("rate_limited", "Publications dropped past their owner's or their stream's publish rate, where anyone may author."),
 
 		Accepted:  counter("accepted", "Publications accepted by this broker."),
 		Delivered: counter("delivered", "Frames queued to subscriber streams by this broker."),
@@ -163,9 +170,9 @@ func newMetrics() metrics {
 // byCounter is the node-wide Prometheus counter for c.
 func (mt *metrics) byCounter(c Counter) prometheus.Counter {
 	return [numCounters]prometheus.Counter{
-		mt.InvalidIndex, mt.InvalidSOC, mt.WrongOwner, mt.WrongStream,
-		mt.InvalidClaim, mt.ClaimTimeout, mt.Retransmit, mt.QueueReset,
-		mt.RateLimited,
+		mt.InvalidSOC, mt.WrongOwner, mt.WrongStream, mt.UnknownKind,
+		mt.WrongChallenge, mt.InvalidRoster, mt.ClaimTimeout, mt.Retransmit,
+		mt.QueueReset, mt.Revoked, mt.RateLimited,
 	}[c]
 }
 

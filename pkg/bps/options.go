@@ -85,9 +85,13 @@ type Timing struct {
 	// Inactivity reclaims a cohort that accepted no message for this long.
 	// Default 10 minutes.
 	Inactivity time.Duration
-	// ClaimDeadline disconnects the extra admin seat if it has not claimed by
-	// then. Default 30 seconds.
+	// ClaimDeadline disconnects a pending or silent stream that has not
+	// claimed by then (SWIP-74 Rev 8). Default 30 seconds.
 	ClaimDeadline time.Duration
+	// RevocationGrace is how long a publisher a roster revoked may still
+	// send, tolerated, after the roster was written to its stream (SWIP-60
+	// rev 14). Default 5 seconds.
+	RevocationGrace time.Duration
 	// BlocklistDuration is how long a violating peer is blocklisted. Default
 	// p2p.DefaultBlocklistTime.
 	BlocklistDuration time.Duration
@@ -200,6 +204,7 @@ const (
 	DefaultQueueLen            = 64
 	DefaultInactivity          = 10 * time.Minute
 	DefaultClaimDeadline       = 30 * time.Second
+	DefaultRevocationGrace     = 5 * time.Second
 	DefaultMaxInvalidFrames    = 8
 	DefaultBackoffMin          = time.Second
 	DefaultBackoffMax          = 30 * time.Second
@@ -243,6 +248,7 @@ func DefaultTiming() Timing {
 	return Timing{
 		Inactivity:        DefaultInactivity,
 		ClaimDeadline:     DefaultClaimDeadline,
+		RevocationGrace:   DefaultRevocationGrace,
 		BlocklistDuration: p2p.DefaultBlocklistTime,
 		BackoffMin:        DefaultBackoffMin,
 		BackoffMax:        DefaultBackoffMax,
@@ -309,6 +315,7 @@ func (t *Timing) setDefaults() {
 	}{
 		{&t.Inactivity, d.Inactivity},
 		{&t.ClaimDeadline, d.ClaimDeadline},
+		{&t.RevocationGrace, d.RevocationGrace},
 		{&t.BlocklistDuration, d.BlocklistDuration},
 		{&t.BackoffMin, d.BackoffMin},
 		{&t.BackoffMax, d.BackoffMax},
@@ -376,6 +383,7 @@ func (t Timing) validate() error {
 	if err := nonNegative(map[string]time.Duration{
 		"Inactivity":        t.Inactivity,
 		"ClaimDeadline":     t.ClaimDeadline,
+		"RevocationGrace":   t.RevocationGrace,
 		"BlocklistDuration": t.BlocklistDuration,
 		"BackoffMin":        t.BackoffMin,
 		"BackoffMax":        t.BackoffMax,

@@ -12,6 +12,7 @@ import (
 
 	"github.com/ethersphere/bee/v2/pkg/soc"
 	"github.com/ethersphere/bee/v2/pkg/swarm"
+	"github.com/ethersphere/bps/pkg/bps/pb"
 	"github.com/ethersphere/bps/pkg/pot"
 )
 
@@ -106,8 +107,8 @@ func (d Delivery) Pot() (*pot.Node, swarm.Address, bool) {
 }
 
 // PotDelivery is update index of owner's feed recovered by pot descent:
-// the wire form of a feed update (the bare index in the id slot) around
-// its wrapped chunk — span ‖ payload, the node's canonical bytes, which is
+// the stored form of a channel update (the channel's id in the id slot)
+// around its wrapped chunk — span ‖ payload, the node's canonical bytes, which is
 // what the chunk held — with no signature (zero bytes): descent does not
 // retrieve the SOC.
 func PotDelivery(sp *Spec, owner []byte, index uint64, payload []byte) (Delivery, error) {
@@ -116,8 +117,8 @@ func PotDelivery(sp *Spec, owner []byte, index uint64, payload []byte) (Delivery
 		return Delivery{}, err
 	}
 	data := make([]byte, socHeaderSize+len(payload))
-	binary.BigEndian.PutUint64(data[bareIndexZeros:idSize], index)
+	copy(data, FeedID(sp.Topic, index))
 	binary.LittleEndian.PutUint64(data[idSize+swarm.SocSignatureSize:socHeaderSize], uint64(len(payload)))
 	copy(data[socHeaderSize:], payload)
-	return Delivery{Index: index, Address: addr, Owner: owner, Data: data, Recovered: true}, nil
+	return Delivery{Kind: pb.Kind_DATA, Index: index, Address: addr, Owner: owner, Data: data, Recovered: true}, nil
 }

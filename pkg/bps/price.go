@@ -14,7 +14,6 @@ import (
 	"math/bits"
 	"time"
 
-	"github.com/ethersphere/bps/pkg/bps/pb"
 	"google.golang.org/protobuf/encoding/protowire"
 )
 
@@ -157,49 +156,19 @@ func price(unit uint64, n int) uint64 {
 	return lo
 }
 
-// pricedOut reports whether the writer charges for f: a Message (a bare
+// pricedOut reports whether the writer charges for f: a Broadcast (a bare
 // frame whose kind is unset is one).
 func pricedOut(f *outFrame) bool {
-	return f.b != nil && (f.kind == 0 || f.kind == kindMessage)
+	return f.b != nil && (f.kind == 0 || f.kind == kindBroadcast)
 }
 
-// messageAddress is the address of the Message a queued frame b carries
-// (a length-delimited bare Message: its first field), nil if it has none.
-func messageAddress(b []byte) []byte {
-	_, k := protowire.ConsumeVarint(b)
-	if k < 0 {
-		return nil
-	}
-	b = b[k:]
-	num, typ, n := protowire.ConsumeTag(b)
-	if n < 0 || num != 1 || typ != protowire.BytesType {
-		return nil
-	}
-	v, k := protowire.ConsumeBytes(b[n:])
-	if k < 0 {
-		return nil
-	}
-	return v
-}
-
-// pricedUp reports whether a frame read from a child is a Message. A bare
-// frame is one unless it is a well-formed Claim — what decodeUp takes for a
-// claim; anything else that is not a Message is a violation that ends the
-// stream anyway. A Message's address is 32 bytes and a claim's 20, so only
-// a frame whose first field is 20 bytes long is decoded.
+// pricedUp reports whether a frame read from a child is a Broadcast: every
+// bare frame is; an envelope's says so.
 func pricedUp(cd codec, b []byte) bool {
 	if cd != codecBare {
-		return envelopeKind(b) == kindMessage
+		return envelopeKind(b) == kindBroadcast
 	}
-	num, typ, n := protowire.ConsumeTag(b)
-	if n < 0 || num != 1 || typ != protowire.BytesType {
-		return true
-	}
-	if v, k := protowire.ConsumeBytes(b[n:]); k < 0 || len(v) != AddressSize {
-		return true
-	}
-	claim := new(pb.Claim)
-	return decodeFrame(b, claim) != nil || !claimWellFormed(claim)
+	return true
 }
 
 // envelopeKind is the kind of an envelope's frame: its first field's

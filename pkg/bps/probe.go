@@ -651,7 +651,7 @@ func (c *cohort) openRound(nonce uint64, frame []byte, depth uint32, exclude swa
 func (c *cohort) askChildren(pw *probeWait, frame []byte, exclude swarm.Address, fanout int) (busy bool) {
 	var peers []swarm.Address // one stream per peer is asked: more identities buy no more say
 	for m := range c.children {
-		if m.codec != codecEnvelope || m.role != roleSubscriber || m.declared != nil || m.silent || m.peer.Equal(exclude) || isDone(m.quit) ||
+		if m.codec != codecEnvelope || m.role != roleSpectator || !m.listen || m.silent || m.peer.Equal(exclude) || isDone(m.quit) ||
 			slices.ContainsFunc(peers, m.peer.Equal) {
 			continue
 		}

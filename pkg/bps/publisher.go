@@ -7,58 +7,26 @@ package bps
 import (
 	"bytes"
 	"context"
-	"encoding/binary"
 	"errors"
 	"fmt"
 	"io"
 	"sync"
 	"sync/atomic"
 
-	"github.com/ethersphere/bee/v2/pkg/cac"
-	"github.com/ethersphere/bee/v2/pkg/crypto"
-	"github.com/ethersphere/bee/v2/pkg/soc"
 	"github.com/ethersphere/bee/v2/pkg/swarm"
 	"github.com/ethersphere/bps/pkg/bps/pb"
-	"google.golang.org/protobuf/proto"
 )
-
-// FeedUpdate builds update index of signer's feed on topic as a frame ready
-// to publish: the SOC is made and signed by bee's soc package under the feed
-// id, and its id slot then carries the bare index (SWIP-74, SWIP-65).
-func FeedUpdate(signer crypto.Signer, topic []byte, index uint64, payload []byte) (*pb.Message, error) {
-	wrapped, err := cac.New(payload)
-	if err != nil {
-		return nil, fmt.Errorf("wrap payload: %w", err)
-	}
-	ch, err := soc.New(FeedID(topic, index), wrapped).Sign(signer)
-	if err != nil {
-		return nil, fmt.Errorf("sign update: %w", err)
-	}
-	data := bytes.Clone(ch.Data())
-	clear(data[:bareIndexZeros])
-	binary.BigEndian.PutUint64(data[bareIndexZeros:idSize], index)
-	return &pb.Message{Address: ch.Address().Bytes(), Data: data}, nil
-}
-
-// with the publisher's key in the SOC convention. It returns r ‖ s ‖ v.
-type ClaimSigner func(ctx context.Context, challenge []byte, broker swarm.Address, index uint64) ([]byte, error)
-
-// KeyClaimSigner signs claims with a local key.
-func KeyClaimSigner(signer Signer) ClaimSigner {
-	return func(_ context.Context, challenge []byte, broker swarm.Address, index uint64) ([]byte, error) {
-		return signer.Sign(ClaimDigest(challenge, broker, index))
-	}
-}
 
 // PublishOptions describe a publisher stream.
 type PublishOptions struct {
-	// Addr is the 20-byte address the stream publishes as.
+	// Addr is the 20-byte address the stream publishes as (SWIP-74 Rev 8:
+	// Join.addr).
 	Addr []byte
-	// Sign signs the claim; the node never needs the key itself.
-	Sign ClaimSigner
-	// Index is the publisher's cursor: its next update has at least this
-	// index. It is signed into the claim and moves the broker's cursor.
-	Index uint64
+	// Signer, if set, is Addr's key: the stream claims at once with an AUTH
+	// at index 0 (docs/protocol.md: our publishers' first frame), and
+	// Update signs with it. Without it the caller sends every chunk,
+	// signed under Challenge, itself — its first valid frame claims.
+	Signer Signer
 	// Receive delivers, on C, what the broker sends this stream: the
 	// messages of the cohort's other publishers (SWIP-60; under SWIP-74
 	// there are none). Without it they are verified and discarded; with it
@@ -66,10 +34,9 @@ type PublishOptions struct {
 	// queue fills.
 	Receive bool
 	// Joined, if set, is called once the broker has taken the Join (its
-	// Ack is OK), before the claim is signed — for a signer that should be
-	// asked only once the join is known to succeed (a dApp behind a
-	// WebSocket the node upgrades only then).
-	Joined func()
+	// Ack is OK), with the stream's challenge, before anything is sent on
+	// it.
+	Joined func(challenge []byte)
 }
 
 // Publisher is a claimed publisher stream to a broker.
@@ -78,8 +45,9 @@ type Publisher struct {
 	receiver
 	addr      []byte
 	challenge []byte // the one this stream's Ack issued
-	sign      ClaimSigner
-	index     uint64
+	signer    Signer // the address's key, if given: the stream claims with an AUTH and Update signs
+	auth      *pb.Broadcast
+	active    atomic.Bool // sent a frame other than an AUTH
 	writeMu   sync.Mutex
 	sentEnd   atomic.Pointer[Delivery] // the admin's END_OF_STREAM, once this stream sent it
 }
@@ -107,39 +75,16 @@ func (p *Publisher) read(fr *frameReader) error {
 	return ErrEndOfStream
 }
 
-// Challenge is the challenge this stream's Ack issued (nil where the
-// cohort takes no claim): a second local session that would share the
-// stream proves its key by signing a claim over it.
+// Challenge is the challenge this stream's Ack issued: every chunk sent
+// on it is signed under the session feed it salts (SWIP-74 Rev 8).
 func (p *Publisher) Challenge() []byte { return p.challenge }
 
-// Reclaim sends the claim again on this stream: under SWIP-60 a claim by an
-// address the roster does not yet name leaves the stream a spectator, and
-// the grantee claims again once it sees itself in a roster.
-func (p *Publisher) Reclaim(ctx context.Context) error {
-	if !p.clientStream.spec.Explicit() {
-		return nil
-	}
-	sig, err := p.sign(ctx, p.challenge, p.peer, p.index)
-	if err != nil {
-		return fmt.Errorf("sign claim: %w", err)
-	}
-	claim, err := ClaimFromSignature(p.addr, p.index, sig)
-	if err != nil {
-		return err
-	}
-	p.writeMu.Lock()
-	defer p.writeMu.Unlock()
-	return p.send(ctx, p.clientStream.s, outFrame{b: encodeFrame(claim), kind: kindClaim})
-}
-
-// Publish joins sp at broker declaring o.Addr and claims the stream right
-// after the Ack, over the challenge the Ack issued (random per stream:
-// SWIP-74 Rev 7). There is no reply to a claim: a claim that was not taken
-// shows as the stream being reset.
-//
+// Publish joins sp at broker declaring o.Addr (SWIP-74 Rev 8). Under
+// explicit authorship the stream is pending until its first valid frame,
+// which claims it — with o.Signer an AUTH at index 0, sent here; there is
+// no reply, and the broker resets a stream whose claim it does not take.
 // A broker at capacity may answer with candidates in its subtree (SWIP-61):
-// the stream then attaches at the first that takes it, a relay, and its
-// publications travel rootward from there.
+// Publish tries them in turn.
 func (s *Service) Publish(ctx context.Context, broker swarm.Address, sp *Spec, o PublishOptions) (*Publisher, error) {
 	p, err := s.publishAt(ctx, broker, nil, sp, o)
 	var full *FullError
@@ -158,8 +103,6 @@ func (s *Service) Publish(ctx context.Context, broker swarm.Address, sp *Spec, o
 	return nil, err
 }
 
-// publishAt joins sp at the node at as a publisher: the broker, or a relay
-// a probe named (connected to at underlays first, if given).
 func (s *Service) publishAt(ctx context.Context, broker swarm.Address, underlays [][]byte, sp *Spec, o PublishOptions) (*Publisher, error) {
 	if err := s.dial(ctx, broker, underlays); err != nil {
 		return nil, err
@@ -167,17 +110,6 @@ func (s *Service) publishAt(ctx context.Context, broker swarm.Address, underlays
 	if len(o.Addr) != AddressSize {
 		return nil, errors.New("bps: publish needs a 20-byte address")
 	}
-	if sp.Explicit() && o.Sign == nil {
-		return nil, errors.New("bps: publishing in this cohort takes a claim: no claim signer given")
-	}
-	sign := func(challenge []byte) (*pb.Claim, error) {
-		sig, err := o.Sign(ctx, challenge, broker, o.Index)
-		if err != nil {
-			return nil, fmt.Errorf("sign claim: %w", err)
-		}
-		return ClaimFromSignature(o.Addr, o.Index, sig)
-	}
-
 	join := &pb.Join{Cohort: sp.PB(), Addr: bytes.Clone(o.Addr), Multihop: true}
 	stream, fr, ack, err := s.join(ctx, broker, sp, join)
 	if err != nil {
@@ -188,20 +120,20 @@ func (s *Service) publishAt(ctx context.Context, broker swarm.Address, underlays
 		return nil, fmt.Errorf("bps: broker issued a %d-byte challenge", len(ack.Challenge))
 	}
 	if o.Joined != nil {
-		o.Joined()
+		o.Joined(bytes.Clone(ack.Challenge))
 	}
 	p := &Publisher{
 		clientStream: newClientStream(s, broker, sp, stream, ack.GetDepth()),
 		addr:         bytes.Clone(o.Addr),
 		challenge:    ack.Challenge,
-		sign:         o.Sign,
-		index:        o.Index,
+		signer:       o.Signer,
 	}
 	p.codec = negotiated(join, ack)
-	if sp.Explicit() {
-		claim, err := sign(ack.Challenge)
+	if sp.Explicit() && o.Signer != nil {
+		auth, err := sp.Chunk(o.Signer, o.Addr, pb.Kind_AUTH, ack.Challenge, 0, nil)
 		if err == nil {
-			err = p.send(ctx, s, outFrame{b: encodeFrame(claim), kind: kindClaim})
+			p.auth = auth
+			err = p.send(ctx, s, outFrame{b: encodeFrame(auth), kind: kindBroadcast})
 		}
 		if err != nil {
 			_ = stream.Reset()
@@ -215,27 +147,26 @@ func (s *Service) publishAt(ctx context.Context, broker swarm.Address, underlays
 	return p, nil
 }
 
-// Send publishes one whole SOC frame. It returns once the frame is written;
-// a rejected frame produces no answer (SWIP-74: no loopback, no reply).
-func (p *Publisher) Send(ctx context.Context, msg *pb.Message) error {
-	frame := encodeFrame(msg)
+// Send publishes one Broadcast, signed under this stream's challenge. It
+// returns once the frame is written; an error means the stream is gone
+// (ErrClaimNotTaken when the broker reset it).
+func (p *Publisher) Send(ctx context.Context, b *pb.Broadcast) error {
+	frame := encodeFrame(b)
 	if len(frame) > MaxFrameSize {
 		return fmt.Errorf("bps: frame of %d bytes exceeds %d", len(frame), MaxFrameSize)
 	}
-	if p.clientStream.spec.Explicit() && bytes.Equal(p.addr, p.clientStream.spec.Admin) {
-		// The admin's own stream never gets its service SOCs back: it
-		// takes its roster from what it sends.
-		if len(msg.Data) >= socHeaderSize {
-			if svc := asService(p.clientStream.spec, msg); svc != nil {
-				defer func() { _ = p.applyService(svc, nil) }()
+	sp := p.clientStream.spec
+	if sp.Explicit() && bytes.Equal(p.addr, sp.Admin) && (b.Kind == pb.Kind_ROSTER || b.Kind == pb.Kind_EOS) {
+		// The admin's own stream never gets its rosters back: it takes
+		// its roster from what it sends. An EOS is noted before the
+		// write: the broker's close may come back at once.
+		if pub, v := check(sp, b, &sender{addr: p.addr, challenge: p.challenge, admin: true}, anyPublisher{}); v == accepted && pub.service != nil {
+			if pub.service.Ends() {
+				d := Delivery{Kind: b.Kind, Index: b.Index, Challenge: b.Challenge, Address: swarm.NewAddress(pub.address), Owner: sp.Admin, Data: b.Soc, Service: pub.service}
+				p.sentEnd.CompareAndSwap(nil, &d)
+			} else {
+				defer func() { _ = p.applyService(pub.service, nil) }()
 			}
-		}
-	}
-	if !p.clientStream.spec.Implicit() && bytes.Equal(p.addr, p.clientStream.spec.Admin) && len(msg.Data) >= socHeaderSize {
-		if svc := asService(p.clientStream.spec, msg); svc != nil && svc.Kind == pb.ServiceKind_END_OF_STREAM {
-			// Before the write: the broker's close may come back at once.
-			d := Delivery{Index: svc.Index, Address: swarm.NewAddress(msg.Address), Owner: p.clientStream.spec.Admin, Data: msg.Data, Service: svc}
-			p.sentEnd.CompareAndSwap(nil, &d)
 		}
 	}
 	p.writeMu.Lock()
@@ -250,16 +181,28 @@ func (p *Publisher) Send(ctx context.Context, msg *pb.Message) error {
 		return ErrClosed
 	default:
 	}
-	return p.send(ctx, p.clientStream.s, outFrame{b: frame, kind: kindMessage})
+	if b.Kind != pb.Kind_AUTH {
+		p.active.Store(true)
+	}
+	return p.send(ctx, p.clientStream.s, outFrame{b: frame, kind: kindBroadcast})
 }
 
-// PublishUpdate signs update index of the feed with signer and sends it.
-func (p *Publisher) PublishUpdate(ctx context.Context, signer crypto.Signer, index uint64, payload []byte) error {
-	msg, err := FeedUpdate(signer, p.clientStream.spec.Topic, index, payload)
+// Update signs a chunk of kind at index wrapping payload with the
+// stream's signer, under its challenge, and sends it.
+func (p *Publisher) Update(ctx context.Context, kind pb.Kind, index uint64, payload []byte) error {
+	if p.signer == nil {
+		return errors.New("bps: this publisher has no signer: sign chunks under Challenge and Send them")
+	}
+	b, err := p.clientStream.spec.Chunk(p.signer, p.addr, kind, p.challenge, index, payload)
 	if err != nil {
 		return err
 	}
-	return p.Send(ctx, msg)
+	return p.Send(ctx, b)
+}
+
+// PublishUpdate signs DATA update index wrapping payload and sends it.
+func (p *Publisher) PublishUpdate(ctx context.Context, index uint64, payload []byte) error {
+	return p.Update(ctx, pb.Kind_DATA, index, payload)
 }
 
 // Close ends the publisher stream cleanly, after the frames already written.
@@ -271,29 +214,3 @@ func (p *Publisher) Close() error {
 
 // Addr is the address this stream publishes as.
 func (p *Publisher) Addr() []byte { return bytes.Clone(p.addr) }
-
-// SOCUpdate builds a single-owner chunk with the given id wrapping payload,
-// signed by signer with bee's soc package, as a frame ready to publish on a
-// cohort whose binding carries full ids (ANCHOR: a GSOC update).
-func SOCUpdate(signer crypto.Signer, id, payload []byte) (*pb.Message, error) {
-	wrapped, err := cac.New(payload)
-	if err != nil {
-		return nil, fmt.Errorf("wrap payload: %w", err)
-	}
-	ch, err := soc.New(id, wrapped).Sign(signer)
-	if err != nil {
-		return nil, fmt.Errorf("sign soc: %w", err)
-	}
-	return &pb.Message{Address: ch.Address().Bytes(), Data: ch.Data()}, nil
-}
-
-// ServiceUpdate builds update svc.Index of the admin's service feed of the
-// cohort on topic, signed by the admin's signer: a SOC under
-// ServiceID(topic, index) wrapping the ServiceMessage.
-func ServiceUpdate(signer crypto.Signer, topic []byte, svc *pb.ServiceMessage) (*pb.Message, error) {
-	payload, err := proto.Marshal(svc)
-	if err != nil {
-		return nil, fmt.Errorf("marshal service message: %w", err)
-	}
-	return SOCUpdate(signer, ServiceID(topic, svc.Index), payload)
-}

@@ -16,13 +16,15 @@ import (
 
 // Delivery is a message received on a subscription, verified end to end.
 type Delivery struct {
-	Index   uint64        // FEED_TOPIC update or service SOC: its index
-	Address swarm.Address // the SOC address
-	Owner   []byte        // the SOC owner (the signer)
-	Data    []byte        // as on the wire: id slot ‖ signature ‖ span ‖ payload
-	// Service is set for a service SOC of the admin's service feed (roster,
-	// end of stream); the subscription has already applied it.
-	Service *pb.ServiceMessage
+	Kind      pb.Kind       // DATA, ROSTER or EOS
+	Index     uint64        // its index on its kind's feed (implicit FEED_TOPIC: the feed index)
+	Challenge []byte        // the challenge of the stream it was published on (unset under implicit authorship)
+	Address   swarm.Address // the SOC address: keccak256(id ‖ owner)
+	Owner     []byte        // the SOC owner (the signer)
+	Data      []byte        // the chunk as on the wire: id ‖ signature ‖ span ‖ payload
+	// Service is set for a ROSTER or EOS of the admin's; the subscription
+	// has already applied it.
+	Service *ServiceMsg
 	// Gap reports service updates missed before this one: a liveness fault
 	// (withholding), never a silent skip.
 	Gap bool
@@ -31,8 +33,13 @@ type Delivery struct {
 	Recovered bool
 }
 
-// ID is the id slot of the SOC as carried (a bare index under FEED_TOPIC).
+// ID is the SOC's id.
 func (d Delivery) ID() []byte { return d.Data[:idSize] }
+
+// Broadcast is the frame the delivery came in.
+func (d Delivery) Broadcast() *pb.Broadcast {
+	return &pb.Broadcast{Soc: d.Data, Kind: d.Kind, Challenge: d.Challenge, Index: d.Index}
+}
 
 // Signature is the SOC signature of the update.
 func (d Delivery) Signature() []byte { return d.Data[idSize : idSize+swarm.SocSignatureSize] }
@@ -73,7 +80,7 @@ type receiver struct {
 	// under dmu: a subscription's took, which fans it out to its children
 	// if it relays and tells its observers (the judge, lazy push). dup
 	// reports one already taken from another parent.
-	onTake func(from *clientStream, pub publication, msg *pb.Message, key [32]byte, dup bool)
+	onTake func(from *clientStream, pub publication, b *pb.Broadcast, key [32]byte, dup bool)
 	// onRepeat, if set, is told of a priced delivery a parent stream gave
 	// twice (charge): the judge's miss. Not under dmu.
 	onRepeat func(from *clientStream)
@@ -95,7 +102,7 @@ type receiver struct {
 
 	mu     sync.Mutex  // guards svc and latest
 	svc    ServiceFeed // the service feed as this node knows it
-	latest []byte      // the latest service SOC taken, encoded: a relay's first delivery to a child
+	latest []byte      // the latest ROSTER taken, encoded: a relay's first delivery to a child
 }
 
 func (rc *receiver) init(s *Service, sp *Spec, keep bool, closing chan struct{}) {
@@ -167,8 +174,8 @@ func (rc *receiver) Dropped() uint64 { return rc.dropped.Load() }
 func (sp *Spec) feedKey(owner []byte) string { return string(sp.Topic) + string(owner) }
 
 // readOne reads one frame a parent sent down cs: a delivery is re-verified
-// and taken (take); a probe or a reparent goes to control, which a
-// subscription sets (a publisher stream ignores them).
+// and taken (take); a probe, a reparent, an answer to a Lease goes to
+// control, which a subscription sets (a publisher stream ignores them).
 func (rc *receiver) readOne(cs *clientStream, fr *frameReader, control func(cs *clientStream, f *pb.Frame) error) error {
 	b, err := fr.readRaw()
 	if err != nil {
@@ -178,56 +185,65 @@ func (rc *receiver) readOne(cs *clientStream, fr *frameReader, control func(cs *
 	if err != nil {
 		return err
 	}
-	msg := f.GetMessage()
-	if msg == nil {
+	bc := f.GetBroadcast()
+	if bc == nil {
 		if control == nil {
 			return nil
 		}
 		return control(cs, f)
 	}
-	return rc.take(cs, msg)
+	return rc.take(cs, bc)
 }
 
-// take re-verifies one delivery (SWIP-74 item 10, SWIP-60): the binding's
-// SOC shape, an owner the node admits (the admin and the roster it holds
-// under explicit authorship), and under FEED_TOPIC an index at or past this
-// node's cursor for that publisher's feed, else a chunk not seen within the
-// dedup window — so that a delivery both parents give is taken once.
-// Service SOCs update the roster; a gap in the service feed is reported;
-// END_OF_STREAM ends the subscription after it is delivered.
-func (rc *receiver) take(cs *clientStream, msg *pb.Message) error {
+// take re-verifies one delivery (SWIP-74 Rev 8, "Receivers"): the id
+// derived from the frame's kind, challenge and index and the spec — the
+// frame's challenge compared with nothing — the owner recovered and
+// admitted (the admin and the roster it holds under explicit authorship;
+// ROSTER and EOS the admin's), and the cursors: under a per-publisher
+// cursor an index at or past this node's for that publisher, else a chunk
+// not seen within the dedup window — so that a delivery both parents give
+// is taken once. A kind it does not know (AUTH included: a parent never
+// delivers one) is dropped. A ROSTER updates the roster; a gap in the
+// rosters is reported; an EOS ends the subscription after it is delivered.
+// A delivery that does not validate ends the parent stream (a parent
+// checks what it forwards).
+func (rc *receiver) take(cs *clientStream, b *pb.Broadcast) error {
 	m := cs.meter.Load()
-	if m == nil && !rc.keep && rc.onTake == nil && !mayBeService(rc.spec, msg) {
+	if m == nil && !rc.keep && rc.onTake == nil && b.Kind == pb.Kind_DATA {
 		// Nobody takes it: no signature check, and no move of the node's
 		// feed cursors, which a subscription on this node may need. A
 		// priced stream checks it still: a child pays only for what is
 		// valid.
 		return nil
 	}
-	key, seen, err := rc.takenBefore(cs, m, msg)
+	if b.Kind == pb.Kind_AUTH || b.Kind > pb.Kind_EOS {
+		rc.drop(cs, CounterUnknownKind, b.Index)
+		return nil
+	}
+	key, seen, err := rc.takenBefore(cs, m, b)
 	if seen || err != nil {
 		return err
 	}
-	pub, v := check(rc.spec, msg, nil, rc)
-	if m != nil && (v == invalidSOC || v == invalidIndex) {
-		// Every parent verified what it forwards: an invalid chunk from
-		// one that bills for deliveries is provable, and cut
-		// (docs/protocol.md, "Threat model"); an unpriced stream drops
-		// it, as SWIP-74 item 10 says.
+	pub, v := check(rc.spec, b, nil, rc)
+	if v.violates() {
 		rc.drop(cs, v.counter(), pub.index)
 		return violationf("parent sent an invalid chunk (%s)", v.counter())
 	}
-	if err := rc.charge(cs, m, msg); err != nil {
+	if v == invalidRoster {
+		rc.drop(cs, v.counter(), pub.index)
+		return nil
+	}
+	if err := rc.charge(cs, m, key); err != nil {
 		return err
 	}
-	d := Delivery{Index: pub.index, Address: swarm.NewAddress(msg.Address), Owner: pub.owner, Data: msg.Data, Service: pub.service}
+	d := Delivery{Kind: b.Kind, Index: pub.index, Challenge: b.Challenge, Address: swarm.NewAddress(pub.address), Owner: pub.owner, Data: b.Soc, Service: pub.service}
 	rc.dmu.Lock()
 	defer rc.dmu.Unlock()
 	if v == accepted {
-		v, d.Gap = rc.admitLocked(pub, msg, key)
+		v, d.Gap = rc.admitLocked(pub, b, key)
 	}
 	if rc.onTake != nil && (v == accepted || v == retransmit) {
-		rc.onTake(cs, pub, msg, key, v == retransmit)
+		rc.onTake(cs, pub, b, key, v == retransmit)
 	}
 	if v != accepted {
 		rc.drop(cs, v.counter(), pub.index)
@@ -242,24 +258,23 @@ func (rc *receiver) take(cs *clientStream, msg *pb.Message) error {
 	return rc.deliver(cs.peer, d)
 }
 
-// takenBefore reports whether msg is a frame taken already, byte for byte
+// takenBefore reports whether b is a frame taken already, byte for byte
 // — the second parent's copy — a retransmit known before any signature
 // check: the observers hear of it, the parent on a priced stream is charged
-// as charge says, and it is dropped. key is the frame's FrameKey where a
-// window of taken frames is kept.
-func (rc *receiver) takenBefore(cs *clientStream, m *meter, msg *pb.Message) (key [32]byte, seen bool, err error) {
+// as charge says, and it is dropped. key is the frame's FrameKey.
+func (rc *receiver) takenBefore(cs *clientStream, m *meter, b *pb.Broadcast) (key [32]byte, seen bool, err error) {
+	key = FrameKey(b)
 	if rc.taken == nil {
 		return key, false, nil
 	}
-	key = FrameKey(msg.Address, msg.Data)
 	rc.dmu.Lock()
 	if !rc.taken.Contains(key) {
 		rc.dmu.Unlock()
 		return key, false, nil
 	}
-	rc.onTake(cs, publication{}, msg, key, true)
+	rc.onTake(cs, publication{kind: b.Kind, index: b.Index}, b, key, true)
 	rc.dmu.Unlock()
-	if err := rc.charge(cs, m, msg); err != nil {
+	if err := rc.charge(cs, m, key); err != nil {
 		return key, true, err
 	}
 	rc.drop(cs, CounterRetransmit, 0)
@@ -293,8 +308,8 @@ func (rc *receiver) inOrder(cs *clientStream, d Delivery) error {
 // gave (ledger.go, meter.took): once per stream. A copy the same stream
 // gave before is none of the eager/lazy overlap — a second parent's copy
 // is on another stream — and counts against the parent as a miss (onRepeat).
-func (rc *receiver) charge(cs *clientStream, m *meter, msg *pb.Message) error {
-	fresh, err := m.took(msg.Address)
+func (rc *receiver) charge(cs *clientStream, m *meter, key [32]byte) error {
+	fresh, err := m.took(key)
 	if !fresh && rc.onRepeat != nil {
 		rc.onRepeat(cs)
 	}
@@ -306,13 +321,13 @@ func (rc *receiver) charge(cs *clientStream, m *meter, msg *pb.Message) error {
 // by the dedup window, the reorder or the node's feed cursor — and reports
 // retransmit for one taken before, and whether a service SOC follows a gap.
 // Under dmu.
-func (rc *receiver) admitLocked(pub publication, msg *pb.Message, key [32]byte) (v verdict, gap bool) {
+func (rc *receiver) admitLocked(pub publication, b *pb.Broadcast, key [32]byte) (v verdict, gap bool) {
 	if rc.taken != nil && !rc.taken.Add(key) {
 		return retransmit, false // the other parent's copy was taken meanwhile
 	}
 	switch {
 	case pub.service != nil:
-		switch rc.applyService(pub.service, msg) {
+		switch rc.applyService(pub.service, b) {
 		case Stale:
 			return retransmit, false // taken already, from another parent
 		case Gap:
@@ -322,11 +337,11 @@ func (rc *receiver) admitLocked(pub publication, msg *pb.Message, key [32]byte) 
 		if !rc.seen.Add(pub.dedup) {
 			return retransmit, false
 		}
-	case rc.order != nil:
+	case rc.order != nil && pub.feed:
 		if !rc.order.admit(pub.owner, pub.index) {
 			return retransmit, false
 		}
-	default:
+	case pub.feed:
 		if !rc.s.cursors.advance(rc.spec.feedKey(pub.owner), pub.index) {
 			return retransmit, false
 		}
@@ -350,7 +365,7 @@ func (rc *receiver) deliver(from swarm.Address, d Delivery) error {
 			return ErrClosed
 		}
 	}
-	if d.Service != nil && d.Service.Kind == pb.ServiceKind_END_OF_STREAM {
+	if d.Service.Ends() {
 		return ErrEndOfStream
 	}
 	return nil
@@ -417,14 +432,14 @@ func (rc *receiver) serviceFeed() ([]byte, ServiceFeed) {
 	return rc.latest, rc.svc.clone()
 }
 
-// applyService applies svc to the service feed the node holds; msg, the
-// SOC that carried it, becomes the latest unless svc is stale.
-func (rc *receiver) applyService(svc *pb.ServiceMessage, msg *pb.Message) Freshness {
+// applyService applies svc to the service feed the node holds; b, the
+// frame that carried it, becomes the latest roster unless svc is stale.
+func (rc *receiver) applyService(svc *ServiceMsg, b *pb.Broadcast) Freshness {
 	rc.mu.Lock()
 	defer rc.mu.Unlock()
 	fr := rc.svc.Apply(svc)
-	if fr != Stale && msg != nil {
-		rc.latest = encodeFrame(&pb.Message{Address: msg.Address, Data: msg.Data})
+	if fr != Stale && b != nil && svc.Kind == pb.Kind_ROSTER {
+		rc.latest = encodeFrame(b)
 	}
 	return fr
 }

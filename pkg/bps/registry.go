@@ -55,11 +55,11 @@ func newRegistry(s *Service) *registry {
 }
 
 // attach creates or attaches the cohort for sp and adds a member for the
-// stream, speaking cd, in the given role, enforcing every bound; a stream
-// is a claimed publisher only once it claims after the Ack (upgrade). A
-// cohort that ended is not attached: attach returns its END_OF_STREAM frame
-// instead, which the Join is told.
-func (r *registry) attach(peer swarm.Address, stream p2p.Stream, cd codec, sp *Spec, addr []byte, ro role) (_ *member, _ pb.Status, ended []byte) {
+// stream, speaking cd, for the Join's declared address, enforcing every
+// bound; its role follows from the address (joinRole). A cohort that ended
+// is not attached: attach returns its EOS frame instead, which the Join is
+// told.
+func (r *registry) attach(peer swarm.Address, stream p2p.Stream, cd codec, sp *Spec, join *pb.Join, challenge []byte) (_ *member, _ pb.Status, ended []byte) {
 	r.mu.Lock()
 	defer r.mu.Unlock()
 	if r.closed {
@@ -74,7 +74,7 @@ func (r *registry) attach(peer swarm.Address, stream p2p.Stream, cd codec, sp *S
 		c.mu.Lock()
 		defer c.mu.Unlock()
 		if c.svc.Ended() {
-			return nil, pb.Status_OK, c.latest // ended, not yet forgotten
+			return nil, pb.Status_OK, c.eos // ended, not yet forgotten
 		}
 	} else if eos := r.ended.get(sp.key); eos != nil {
 		return nil, pb.Status_OK, eos
@@ -86,11 +86,11 @@ func (r *registry) attach(peer swarm.Address, stream p2p.Stream, cd codec, sp *S
 	if pc := r.peers[peer.ByteString()]; pc[sp.key] == 0 && len(pc) >= r.s.opts.MaxCohortsPerPeer {
 		return nil, pb.Status_FULL, nil
 	}
-	if addr == nil && c != nil && c.plainStreams(peer) >= maxPlainStreams {
+	if c != nil && c.peerStreams(peer) >= maxPeerStreams {
 		return nil, pb.Status_FULL, nil
 	}
-	m := r.newMember(peer, stream, cd, sp, addr, ro)
-	extra, ok := r.admitLocked(c, m, limit)
+	m := r.newMember(peer, stream, cd, sp, join, challenge, c)
+	outside, ok := r.admitLocked(c, m, limit)
 	if !ok {
 		return nil, pb.Status_FULL, nil
 	}
@@ -98,7 +98,7 @@ func (r *registry) attach(peer swarm.Address, stream p2p.Stream, cd codec, sp *S
 		c = r.newCohortLocked(sp, pl.feeder())
 		defer c.mu.Unlock()
 	}
-	r.seatLocked(c, m, extra)
+	r.seatLocked(c, m, outside)
 	return m, pb.Status_OK, nil
 }
 
@@ -128,20 +128,18 @@ func (r *registry) referred(peer swarm.Address, sp *Spec) {
 	delete(r.referring, peer.ByteString()+sp.key)
 }
 
-// maxPlainStreams bounds the streams one peer holds in one cohort at a
-// node that declare no address — the streams a probe asks and a tree grows
-// through: a node subscribes once per cohort and parent, a reconnect's
-// overlap aside. Streams that declare an address (a publisher each, as
-// many as a bridge node has local publishers) are bounded by the
-// cohort's own bounds.
-const maxPlainStreams = 2
+// maxPeerStreams bounds the streams one peer connection holds in one
+// cohort at this node, counting every stream whatever it declares —
+// pending, spectator, silent, publisher (SWIP-74 Rev 8; it recommends 2,
+// docs/protocol.md "Bounds" says why 4): a node's shared spectator stream
+// and the publishing identities it bridges, a reconnect's overlap aside.
+const maxPeerStreams = 4
 
-// plainStreams counts peer's streams in c that declare no address; the
-// caller holds c.mu.
-func (c *cohort) plainStreams(peer swarm.Address) int {
+// peerStreams counts peer's streams in c; the caller holds c.mu.
+func (c *cohort) peerStreams(peer swarm.Address) int {
 	n := 0
 	for m := range c.children {
-		if m.declared == nil && m.peer.Equal(peer) {
+		if m.peer.Equal(peer) {
 			n++
 		}
 	}
@@ -166,42 +164,70 @@ func (r *registry) capacityLocked(pl *place, c *cohort) (limit int, ok bool) {
 	return o.MaxStreamsPerCohort, r.brokered < o.MaxCohorts
 }
 
-// newMember is the member for a stream joining in role ro; a stream that
-// declares an address is issued its challenge. A stream of a closed cohort
-// is silent until it claims.
-func (r *registry) newMember(peer swarm.Address, stream p2p.Stream, cd codec, sp *Spec, addr []byte, ro role) *member {
-	m := &member{peerStream: newPeerStream(stream, peer, cd, &r.s.opts), declared: addr, addr: addr, role: ro, counted: true,
-		silent: sp.Closed}
+// newMember is the member for a stream joining with join, issued
+// challenge; its role follows from its declared address (joinRole),
+// judged against c's roster (nil: a cohort not made yet, whose roster is
+// the admin alone — or the one a forgotten cohort's feed kept).
+func (r *registry) newMember(peer swarm.Address, stream p2p.Stream, cd codec, sp *Spec, join *pb.Join, challenge []byte, c *cohort) *member {
+	listen := join.Listen || bytes.Equal(join.Addr, zeroAddress)
+	m := &member{peerStream: newPeerStream(stream, peer, cd, &r.s.opts), declared: join.Addr, challenge: challenge, listen: listen, counted: true}
+	m.role = joinRole(sp, join.Addr, listen, func(a []byte) bool {
+		if c != nil {
+			return c.isPublisherLocked(a)
+		}
+		h := r.feeds.peek(sp.key)
+		return h.MayPublish(sp, a)
+	})
+	m.silent = m.role == roleSpectator && sp.Closed
 	m.heldWriter(r.s.goOwned) // serve writes the Ack before any queued frame
-	if addr != nil {
-		m.challenge = newChallenge()
-	}
-	if ro == rolePublisher {
+	if m.role == rolePublisher {
+		m.addr = join.Addr
 		m.isPub.Store(true)
 	}
 	return m
 }
 
-// admitLocked checks m against c's fan-out limit, past which the root
-// (its role's extraSeats) admits a stream declaring a legitimate publisher's address to a
-// provisional seat — one per address at a time, within the publisher-stream
-// bound — that its claim after the Ack must take within the claim
-// deadline (SWIP-74's extra seat for an absent publisher; with the claim no
-// longer inside the Join, also a returning one's way in). It reports
-// whether m takes such a seat, and false where c is full. The caller holds
-// c.mu.
-func (r *registry) admitLocked(c *cohort, m *member, limit int) (extra, ok bool) {
+// zeroAddress is the address a stream declares that will never publish: no
+// key signs for it (docs/protocol.md, "Streams and their roles").
+var zeroAddress = make([]byte, AddressSize)
+
+// joinRole is the role a stream declaring addr takes at its Join (SWIP-74
+// Rev 8, SWIP-60 rev 14): under ALL and implicit authorship a publisher
+// stream at once; under explicit authorship pending if addr may publish
+// now (the admin, or named by the roster in force), else a spectator
+// (silent in a closed cohort). A stream that never publishes is a
+// spectator everywhere.
+func joinRole(sp *Spec, addr []byte, listen bool, mayPublish func([]byte) bool) role {
+	switch {
+	case listen:
+		return roleSpectator
+	case !sp.Explicit():
+		return rolePublisher
+	case mayPublish(addr):
+		return rolePending
+	}
+	return roleSpectator
+}
+
+// admitLocked checks m against c's fan-out limit: a pending stream stands
+// outside it — one per address at a time, within the publisher-stream
+// bound — and so does the admin's stream under ALL, so that a full chat
+// cannot keep the admin from ending it. It reports whether m stands
+// outside the bound, and false where c is full. The caller holds c.mu.
+func (r *registry) admitLocked(c *cohort, m *member, limit int) (outside, ok bool) {
+	if m.role == rolePending {
+		if c != nil && (c.extras[string(m.declared)] != nil || c.nclaim+len(c.extras) >= r.s.opts.MaxPublisherStreams) {
+			return false, false
+		}
+		return true, true
+	}
 	if c == nil {
 		return false, true
 	}
 	m.svcAt = c.svc.Next()
 	if c.fanout >= limit {
-		a := string(m.addr)
-		if !c.role.extraSeats() || !c.spec.Explicit() || m.addr == nil || !c.isPublisherLocked(m.addr) || c.extras[a] != nil ||
-			c.nclaim+len(c.extras) >= r.s.opts.MaxPublisherStreams {
-			return false, false
-		}
-		return true, true
+		admin := c.spec.Publishers == pb.PublisherRegime_ALL && bytes.Equal(m.declared, c.spec.Admin)
+		return admin, admin
 	}
 	return false, true
 }
@@ -243,10 +269,13 @@ func (r *registry) newCohortLocked(sp *Spec, up *Subscription) *cohort {
 	return c
 }
 
-// seatLocked adds m to c in an extra seat or counted against the fan-out,
-// and queues its first delivery. The caller holds r.mu and c.mu.
-func (r *registry) seatLocked(c *cohort, m *member, extra bool) {
+// seatLocked adds m to c, outside the fan-out bound or counted against it,
+// arms the claim deadline of a pending or silent stream, and queues its
+// first delivery. The caller holds r.mu and c.mu.
+func (r *registry) seatLocked(c *cohort, m *member, outside bool) {
 	m.c = c
+	c.seq++
+	m.seq = c.seq
 	pk := m.peer.ByteString()
 	pc := r.peers[pk]
 	if pc == nil {
@@ -257,23 +286,31 @@ func (r *registry) seatLocked(c *cohort, m *member, extra bool) {
 
 	c.children[m] = struct{}{}
 	r.gauge(m, 1)
-	if extra {
+	switch {
+	case m.role == rolePending:
 		m.counted = false
-		c.extras[string(m.addr)] = m
-	} else {
+		c.extras[string(m.declared)] = m
+	case outside:
+		m.counted = false
+	default:
 		c.fanout++
 	}
-	if extra || m.silent {
+	if m.role == rolePending || m.silent {
 		m.claimTimer = time.AfterFunc(r.s.opts.ClaimDeadline, func() { r.claimDeadline(m) })
 	}
 	r.firstDelivery(m)
 }
 
-// firstDelivery queues the latest service SOC on a stream that is not the
-// admin's and not silent; the caller holds c.mu.
+// firstDelivery queues the latest roster on a new stream (rev 14: a
+// stream's first delivery, before any other): on any stream but the
+// admin's own, and on a pending or silent one only if it names its
+// address — its cue to claim. The caller holds c.mu.
 func (r *registry) firstDelivery(m *member) {
 	c := m.c
-	if c.latest == nil || m.silent || bytes.Equal(m.addr, c.spec.Admin) {
+	if c.latest == nil || bytes.Equal(m.declared, c.spec.Admin) {
+		return
+	}
+	if (m.role == rolePending || m.silent) && !c.isPublisherLocked(m.declared) {
 		return
 	}
 	m.offer(outFrame{b: c.latest, svc: c.svc.Next()}) // a fresh queue has room
@@ -288,54 +325,34 @@ func (r *registry) gauge(m *member, d float64) {
 	}
 }
 
-// upgrade outcomes.
-type upgradeResult int
-
-const (
-	upgraded     upgradeResult = iota
-	notPublisher               // a verified claim by an address not in the publisher set: held
-	redundant                  // a claim on a stream already upgraded for that address
-	upgradeFull                // publisher streams at their bound, or the cohort is gone
-)
-
-// upgrade turns a subscriber member into a claimed publisher stream after a
-// verified claim. A claim by an address that is not (yet) a publisher
-// leaves the stream as it is and is held: the roster that names the address
-// upgrades the stream (SWIP-60: silent, or a spectator, "until the roster
-// names it"). A claim for the address a stream was already upgraded for is
-// redundant: a client cannot tell whether its earlier claim was taken before
-// the stream's first delivery, so it may claim again. upgrade also reports
-// how many service messages the cohort accepted since the stream attached,
-// which bounds the claims a stream may send that are not taken.
-func (r *registry) upgrade(m *member, claim *pb.Claim) (upgradeResult, uint64) {
+// claim upgrades m to a publisher stream on its first valid frame (Rev
+// 8): a pending stream leaves its place outside the bound, a spectator
+// (or silent stream) the roster names leaves the fan-out count. At most
+// MaxPeerPublisherStreams streams per address are claimed: past it the
+// oldest of the address's streams is reset, without penalty (rev 14). It
+// reports false where the cohort ended or the address may no longer
+// publish.
+func (r *registry) claim(m *member) bool {
 	c := m.c
 	c.mu.Lock()
 	defer c.mu.Unlock()
-	rosters := c.svc.Next() - m.svcAt
-	switch {
-	case c.dead || c.svc.Ended():
-		return upgradeFull, rosters
-	case m.role == rolePublisher && bytes.Equal(m.addr, claim.Addr):
-		c.moveCursor(claim.Addr, claim.Index)
-		return redundant, rosters
-	case !c.isPublisherLocked(claim.Addr):
-		m.held = claim
-		return notPublisher, rosters
+	if c.dead || c.svc.Ended() || !c.isPublisherLocked(m.declared) {
+		return false
 	}
-	return r.upgradeLocked(m, claim, true), rosters
-}
-
-// upgradeLocked turns subscriber member m into a claimed publisher stream for
-// the claim's address, which may publish: it leaves the fan-out count and
-// moves the address's cursor forward. A stream that was silent gets its
-// first delivery if deliver is set (the caller that is fanning out a roster
-// delivers that instead). At a relay the claim, verified here, is forwarded
-// rootward (its role's vouch). The caller holds c.mu.
-func (r *registry) upgradeLocked(m *member, claim *pb.Claim, deliver bool) upgradeResult {
-	c := m.c
-	addr, index := claim.Addr, claim.Index
-	if m.role != roleSubscriber || c.nclaim >= r.s.opts.MaxPublisherStreams {
-		return upgradeFull
+	if m.role == rolePublisher {
+		return true
+	}
+	addr := m.declared
+	if c.claimed[string(addr)] >= maxClaimedPerAddress {
+		var oldest *member
+		for o := range c.children {
+			if o.role == rolePublisher && bytes.Equal(o.addr, addr) && (oldest == nil || o.seq < oldest.seq) {
+				oldest = o
+			}
+		}
+		if oldest != nil {
+			oldest.kill(errSuperseded)
+		}
 	}
 	r.gauge(m, -1)
 	if m.counted {
@@ -346,7 +363,6 @@ func (r *registry) upgradeLocked(m *member, claim *pb.Claim, deliver bool) upgra
 		delete(c.extras, string(addr))
 	}
 	m.stopClaimTimer()
-	m.held = nil
 	m.addr = bytes.Clone(addr)
 	m.role = rolePublisher
 	m.isPub.Store(true) // after addr: the reader reads addr once it sees this
@@ -355,13 +371,16 @@ func (r *registry) upgradeLocked(m *member, claim *pb.Claim, deliver bool) upgra
 	r.gauge(m, 1)
 	c.claimed[string(addr)]++
 	c.nclaim++
-	c.moveCursor(addr, index)
-	if wasSilent && deliver {
+	if wasSilent {
 		r.firstDelivery(m)
 	}
-	c.role.vouch(forwarded(claim, m.challenge, r.s.overlay))
-	return upgraded
+	return true
 }
+
+// maxClaimedPerAddress is how many claimed publisher streams one address
+// holds in a cohort (SWIP-60 rev 14 RECOMMENDED): a reconnecting publisher
+// never waits for its old stream, whose seat the newer claim takes.
+const maxClaimedPerAddress = 2
 
 // detach removes a member whose handler is returning. A cohort left with no
 // stream is reclaimed at once (SWIP-74 allows it): its state is forgotten.
@@ -385,8 +404,8 @@ func (r *registry) detach(m *member) {
 			c.nclaim--
 		}
 	}
-	if c.extras[string(m.addr)] == m {
-		delete(c.extras, string(m.addr))
+	if c.extras[string(m.declared)] == m {
+		delete(c.extras, string(m.declared))
 	}
 	m.stopClaimTimer()
 	pk := m.peer.ByteString()
@@ -467,7 +486,7 @@ func (r *registry) claimDeadline(m *member) {
 	}
 	defer r.s.done()
 	m.c.mu.Lock()
-	unclaimed := m.role == roleSubscriber || (m.c.spec.Closed && m.revokedAt != 0)
+	unclaimed := m.role == rolePending || m.silent || (m.c.spec.Closed && m.revokedAt != 0)
 	m.c.mu.Unlock()
 	if unclaimed {
 		r.s.count(m.c, CounterClaimTimeout)
@@ -487,7 +506,7 @@ func (r *registry) end(c *cohort) {
 		return
 	}
 	r.forget(c)
-	r.ended.put(c.spec.key, c.latest)
+	r.ended.put(c.spec.key, c.eos)
 	r.s.metrics.Ended.Inc()
 	r.s.trace(Event{Kind: EventEnd, Cohort: c.spec.String()})
 	r.s.logger.Debug("cohort ended by its admin", "cohort", c.spec.String())

@@ -25,8 +25,8 @@ import (
 // against the roster this node holds) and forwarded up every parent, each
 // frame once within a window so that no loop carries it up for ever
 // (publish); the root alone judges it by the cohort's cursors and dedup
-// window (SWIP-61 item 11). A claim verified here, or forwarded by a
-// child, goes up too (vouch, attest.go).
+// window (SWIP-61 item 11). Publishers below are known by the challenges
+// the root leased for them (lease.go).
 
 var _ parentRole = (*relay)(nil)
 
@@ -55,20 +55,20 @@ func newRelay(c *cohort, sub *Subscription) *relay {
 // authority is a relay's view of who may publish: the roster it holds.
 func (rl *relay) authority() authority { return relayAuthority{c: rl.c} }
 
-// publish forwards a publication that passed the stateless checks up
-// every parent that speaks the envelope, once within the window; a frame
-// forwarded before is a retransmit.
-func (rl *relay) publish(pub publication, msg *pb.Message, from *member) verdict {
+// publish forwards a publication that passed the checks up every parent
+// that speaks the envelope, once within the window; a frame forwarded
+// before is a retransmit. An AUTH goes up too: it is activity at the root.
+func (rl *relay) publish(pub publication, b *pb.Broadcast, from *member) verdict {
 	c := rl.c
 	s := c.r.s
-	k := FrameKey(msg.Address, msg.Data)
+	k := FrameKey(b)
 	c.mu.Lock()
 	fresh := rl.sent.Add(k)
 	c.mu.Unlock()
 	if !fresh {
 		return retransmit
 	}
-	if rl.sub.sendUp(outFrame{b: encodeFrame(&pb.Message{Address: msg.Address, Data: msg.Data}), kind: kindMessage}, nil) > 0 {
+	if rl.sub.sendUp(outFrame{b: encodeFrame(b), kind: kindBroadcast}) > 0 {
 		s.metrics.Forwarded.Inc()
 		s.trace(Event{Kind: EventForward, Cohort: c.spec.String(), Peer: from.peer, Index: pub.index})
 	}
@@ -79,10 +79,7 @@ func (rl *relay) limit(o *Options) int      { return o.RelayCapacity }
 func (*relay) extraSeats() bool             { return false }
 func (rl *relay) depth() uint32             { return rl.sub.depth() }
 func (rl *relay) ackDepth(m *member) uint32 { return rl.sub.ackDepth(m) }
-func (rl *relay) vouch(claim *pb.Claim) {
-	rl.sub.sendUp(outFrame{b: encodeFrame(claim), kind: kindClaim}, claim.Addr)
-}
-func (*relay) holdsJoins() bool { return false }
+func (*relay) holdsJoins() bool             { return false }
 func (*relay) position([]swarm.Address, int) (Position, bool) {
 	return Position{}, false
 }
@@ -91,11 +88,11 @@ func (*relay) position([]swarm.Address, int) (Position, bool) {
 func (rl *relay) forgotten() { rl.sub.swapRelay(rl.c, nil) }
 
 // deliver fans a delivery the relay's subscription took out to the
-// relay's children: a service SOC moves the relay's service cursor, roster
-// and latest SOC first, as at the root.
-func (rl *relay) deliver(pub publication, msg *pb.Message) {
+// relay's children: a ROSTER moves the relay's roster cursor, roster and
+// latest frame first, as at the root; an EOS ends it.
+func (rl *relay) deliver(pub publication, b *pb.Broadcast) {
 	c := rl.c
-	frame := encodeFrame(&pb.Message{Address: msg.Address, Data: msg.Data})
+	frame := encodeFrame(b)
 	c.mu.Lock()
 	defer c.mu.Unlock()
 	if c.dead || c.svc.Ended() {
@@ -236,37 +233,6 @@ func (r *registry) dropRelay(sub *Subscription) {
 	if rl, ok := c.role.(*relay); ok && rl.sub == sub {
 		rl.dropChildren()
 	}
-}
-
-// A child that speaks the envelope may carry publications of its subtree
-// up its subscriber stream (SWIP-61), at the root and at a relay alike:
-// each is judged on its own hash, signature and owner, against the roster
-// this node holds. What fails is dropped, never held against the child —
-// a relay that forwards everything is conformant (SWIP-61 item 11) — but
-// counted against a budget, so that it cannot make this node check garbage
-// without bound.
-
-// relayedAuthor is the owner a publication child stream from carries up
-// must have, and whether it is checked at all: under explicit authorship
-// one whose claim came up that stream first (attest.go), nil otherwise;
-// not once from spent its check budget this second. A stream that does not
-// speak the envelope carries nothing up: a violation.
-func (c *cohort) relayedAuthor(msg *pb.Message, from *member) (addr []byte, ok bool, err error) {
-	s := c.r.s
-	if from.codec != codecEnvelope {
-		s.count(c, CounterWrongStream)
-		return nil, false, violationf("subscriber stream sent a publication")
-	}
-	if c.spec.Explicit() {
-		if addr, err = c.carried(msg, from); addr == nil {
-			return nil, false, err
-		}
-	}
-	if !from.mayCheckRelayed(time.Now()) {
-		s.metrics.Unchecked.Inc()
-		return nil, false, nil
-	}
-	return addr, true, nil
 }
 
 // maxRelayedFailures bounds the relayed publications that fail here one

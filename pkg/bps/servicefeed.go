@@ -35,9 +35,18 @@ type ServiceFeed struct {
 	ended  bool
 }
 
-// Apply takes svc unless it is stale: a ROSTER replaces the roster,
-// END_OF_STREAM ends the feed.
-func (f *ServiceFeed) Apply(svc *pb.ServiceMessage) Freshness {
+// Apply takes svc unless it is stale: a ROSTER at or past the roster
+// cursor replaces the roster (Gap if rosters were missed before it); an
+// EOS ends the feed once. One feed per kind (SWIP-60 rev 14): the end moves
+// no roster cursor.
+func (f *ServiceFeed) Apply(svc *ServiceMsg) Freshness {
+	if svc.Kind == pb.Kind_EOS {
+		if f.ended {
+			return Stale
+		}
+		f.ended = true
+		return Fresh
+	}
 	if f.seen && svc.Index < f.next {
 		return Stale
 	}
@@ -46,14 +55,9 @@ func (f *ServiceFeed) Apply(svc *pb.ServiceMessage) Freshness {
 		fr = Gap
 	}
 	f.seen, f.next = true, svc.Index+1
-	switch svc.Kind {
-	case pb.ServiceKind_ROSTER:
-		f.roster = make(map[string]struct{}, len(svc.Publishers))
-		for _, p := range svc.Publishers {
-			f.roster[string(p)] = struct{}{}
-		}
-	case pb.ServiceKind_END_OF_STREAM:
-		f.ended = true
+	f.roster = make(map[string]struct{}, len(svc.Publishers))
+	for _, p := range svc.Publishers {
+		f.roster[string(p)] = struct{}{}
 	}
 	return fr
 }

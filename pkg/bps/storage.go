@@ -7,7 +7,6 @@ package bps
 import (
 	"bytes"
 	"context"
-	"encoding/binary"
 	"fmt"
 	"net/http"
 
@@ -57,8 +56,8 @@ func (e *BatchError) StatusCode() int { return e.Status }
 // cohort sp (SWIP-65: at keccak256(keccak256(topic ‖ index) ‖ owner), bee's
 // feed addressing, the id from bee's feeds package) and verifies it exactly
 // as a live delivery is verified — a valid SOC at that address, signed by
-// owner, the binding's shape. It returns the update as carried on the wire
-// (the bare index in the id slot).
+// owner. It returns the update as stored (the channel's id in the id slot:
+// no challenge gives it, so it is never valid on a stream), Recovered.
 func FetchUpdate(ctx context.Context, st Storage, sp *Spec, owner []byte, index uint64) (Delivery, error) {
 	addr, err := soc.CreateAddress(FeedID(sp.Topic, index), owner)
 	if err != nil {
@@ -73,12 +72,9 @@ func FetchUpdate(ctx context.Context, st Storage, sp *Spec, owner []byte, index 
 		return Delivery{}, fmt.Errorf("%w: update %d of %x: %d bytes", errMalformed, index, owner, len(data))
 	}
 	wire := bytes.Clone(data)
-	clear(wire[:bareIndexZeros])
-	binary.BigEndian.PutUint64(wire[bareIndexZeros:idSize], index)
-	m := &pb.Message{Address: addr.Bytes(), Data: wire}
-	pub, v := check(sp, m, owner, anyPublisher{})
-	if v != accepted || pub.index != index {
-		return Delivery{}, fmt.Errorf("%w: update %d of %x from storage: %s", errMalformed, index, owner, v.counter())
+	s, err := readSOC(wire)
+	if err != nil || !bytes.Equal(s.ID(), FeedID(sp.Topic, index)) || !bytes.Equal(s.OwnerAddress(), owner) {
+		return Delivery{}, fmt.Errorf("%w: update %d of %x from storage: %s", errMalformed, index, owner, CounterInvalidSOC)
 	}
-	return Delivery{Index: index, Address: addr, Owner: pub.owner, Data: wire}, nil
+	return Delivery{Kind: pb.Kind_DATA, Index: index, Address: addr, Owner: bytes.Clone(owner), Data: wire, Recovered: true}, nil
 }

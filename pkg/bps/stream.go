@@ -45,6 +45,7 @@ type peerStream struct {
 	reason error // why kill was called; read after quit is closed
 
 	told     atomic.Uint64 // service index + 1 of the latest service SOC written to the stream
+	toldAt   atomic.Int64  // when told was last moved (unix nanoseconds): a revocation's grace runs from it
 	ending   atomic.Bool   // the writer took the cohort's end: it closes our side
 	endTimer *time.Timer   // set by the writer before it returns: resets a peer that stays
 
@@ -400,6 +401,7 @@ func (ps *peerStream) written(frames []outFrame, err error) {
 			f.done <- err
 		}
 		if err == nil && f.svc > 0 {
+			ps.toldAt.Store(time.Now().UnixNano())
 			ps.told.Store(f.svc)
 		}
 		*f = outFrame{}

@@ -5,7 +5,6 @@
 package bps
 
 import (
-	"bytes"
 	"context"
 	"errors"
 	"fmt"
@@ -46,18 +45,20 @@ type Subscription struct {
 	mu        sync.Mutex
 	rank      uint32 // the depth this node states while it has parents (depth); changes under rmu too
 	parents   []*parent
-	relay     *cohort         // the cohort of this node's children, a relay's (relay.go: bound and unbound there), nil while it has none
-	attested  []attestedClaim // the claims this relay forwards rootward, oldest first (attest.go)
-	offers    offers          // slots this node offered to probes, not taken yet (probe.go)
-	closing   bool            // Close began
-	fatal     error           // the subscription is over for this reason (nil with closing: closed by us)
-	repairing bool            // a repair goroutine runs
-	gen       uint32          // numbers parents, for the withholding check
-	finished  finishing       // running, then its deliveries to end (finishLocked), then ended (unlock)
-	retry     *time.Timer     // the next request for a missing second parent, if armed
-	nextRetry time.Duration   // the wait after the next failed request
-	leaving   bool            // Close is reparenting this relay's children
-	pstate    parentState     // the parents over time, for the operator (repairlog.go)
+	relay     *cohort                // the cohort of this node's children, a relay's (relay.go: bound and unbound there), nil while it has none
+	asked     map[uint64]*askedLease // Leases sent rootward, not yet answered (lease.go)
+	nonce     uint64                 // numbers the Leases this node asks
+	carried   leaseTable             // leases this node carries rootward: routed up every parent (lease.go)
+	offers    offers                 // slots this node offered to probes, not taken yet (probe.go)
+	closing   bool                   // Close began
+	fatal     error                  // the subscription is over for this reason (nil with closing: closed by us)
+	repairing bool                   // a repair goroutine runs
+	gen       uint32                 // numbers parents, for the withholding check
+	finished  finishing              // running, then its deliveries to end (finishLocked), then ended (unlock)
+	retry     *time.Timer            // the next request for a missing second parent, if armed
+	nextRetry time.Duration          // the wait after the next failed request
+	leaving   bool                   // Close is reparenting this relay's children
+	pstate    parentState            // the parents over time, for the operator (repairlog.go)
 
 	round context.CancelFunc // ends the repair's current round (a no-op once it ended)
 
@@ -354,7 +355,7 @@ func (sub *Subscription) attachAt(ctx context.Context, peer swarm.Address, under
 	if err := s.dial(ctx, peer, underlays); err != nil {
 		return err
 	}
-	join := &pb.Join{Cohort: sub.spec.PB(), Multihop: true, Refer: refer, Attests: true}
+	join := &pb.Join{Cohort: sub.spec.PB(), Addr: zeroAddress, Listen: true, Multihop: true, Refer: refer}
 	if !refer {
 		join.Push = sub.lz.pushFor()
 	}
@@ -421,7 +422,6 @@ func (sub *Subscription) adopt(peer swarm.Address, underlays [][]byte, stream p2
 	cs := &clientStream{}
 	*cs = newClientStream(sub.s, peer, sub.spec, stream, ack.GetDepth())
 	cs.codec = negotiated(join, ack)
-	cs.attests = cs.codec == codecEnvelope && ack.GetAttests()
 	p := &parent{cs: cs, underlays: underlays, lz: lazyOf(join, ack, cs.codec)}
 	sub.mu.Lock()
 	sub.rmu.Unlock() // the parent is in before mu is let go
@@ -440,7 +440,7 @@ func (sub *Subscription) adopt(peer swarm.Address, underlays [][]byte, stream p2
 		o.added(p)
 	}
 	sub.pstate.changedLocked(sub, nil, nil)
-	sub.attestTo(p) // before anything this node forwards up p
+	sub.routeTo(p) // before anything this node forwards up p
 	if leaf {
 		sub.rank = belowDeepestOf(sub.parents)
 	}
@@ -777,27 +777,16 @@ func (sub *Subscription) Parents() []swarm.Address {
 	return out
 }
 
-// sendUp pushes f, which this node relays rootward (relay.go), up every
-// parent stream that takes it — a child's publication (kindMessage) up
-// those that speak the envelope (SWIP-61: publish up both parents), a
-// forwarded claim (kindClaim) up those that take forwarded claims — and
-// reports how many took it; a full queue drops it there. A claim, by
-// claimer, is also kept — the latest per address, at most maxCarried,
-// newest last — for the parents this node attaches to later (attestTo).
-func (sub *Subscription) sendUp(f outFrame, claimer []byte) int {
+// sendUp pushes f, which this node relays rootward (relay.go, lease.go),
+// up every parent stream that speaks the envelope (SWIP-61: publish up
+// both parents), and reports how many took it; a full queue drops it there.
+func (sub *Subscription) sendUp(f outFrame) int {
 	sub.mu.Lock()
-	if f.kind == kindClaim {
-		sub.attested = slices.DeleteFunc(sub.attested, func(a attestedClaim) bool { return bytes.Equal(a.addr, claimer) })
-		if len(sub.attested) >= maxCarried {
-			sub.attested = slices.Delete(sub.attested, 0, 1) // what its parents carry longest
-		}
-		sub.attested = append(sub.attested, attestedClaim{addr: bytes.Clone(claimer), frame: f.b})
-	}
 	parents := slices.Clone(sub.parents)
 	sub.mu.Unlock()
 	n := 0
 	for _, p := range parents {
-		if (f.kind == kindClaim && !p.cs.attests) || p.cs.codec != codecEnvelope {
+		if p.cs.codec != codecEnvelope {
 			continue
 		}
 		if p.cs.push(sub.s, f) {
@@ -819,23 +808,23 @@ type observer interface {
 	// took is told, under the receiver's dmu, every valid delivery parent
 	// stream from gave and its FrameKey; dup: one taken before from
 	// another parent.
-	took(from *clientStream, pub publication, msg *pb.Message, key [32]byte, dup bool)
+	took(from *clientStream, pub publication, b *pb.Broadcast, key [32]byte, dup bool)
 }
 
 // took is told every valid delivery under the receiver's dmu (its onTake):
 // a new one is fanned out to this node's children, if it relays (relay.go);
 // then every observer is told.
-func (sub *Subscription) took(from *clientStream, pub publication, msg *pb.Message, key [32]byte, dup bool) {
+func (sub *Subscription) took(from *clientStream, pub publication, b *pb.Broadcast, key [32]byte, dup bool) {
 	if !dup {
 		sub.mu.Lock()
 		rl := sub.relayLocked()
 		sub.mu.Unlock()
 		if rl != nil {
-			rl.deliver(pub, msg)
+			rl.deliver(pub, b)
 		}
 	}
 	for _, o := range sub.observers {
-		o.took(from, pub, msg, key, dup)
+		o.took(from, pub, b, key, dup)
 	}
 }
 
@@ -939,6 +928,8 @@ func (sub *Subscription) control(p *parent) func(cs *clientStream, f *pb.Frame) 
 			return nil
 		case *pb.Frame_Announce:
 			return sub.lz.announced(p, k.Announce)
+		case *pb.Frame_Leased:
+			return sub.leased(p, k.Leased)
 		default:
 			return fmt.Errorf("%w: a %T frame travelled down", errMalformed, f.Kind)
 		}

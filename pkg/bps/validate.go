@@ -6,15 +6,12 @@ package bps
 
 import (
 	"bytes"
-	"encoding/binary"
 	"fmt"
-	"strconv"
 
 	"github.com/ethersphere/bee/v2/pkg/crypto"
-	"github.com/ethersphere/bee/v2/pkg/feeds"
-	"github.com/ethersphere/bee/v2/pkg/soc"
 	"github.com/ethersphere/bee/v2/pkg/swarm"
 	"github.com/ethersphere/bps/pkg/bps/pb"
+	"github.com/ethersphere/bps/pkg/bps/sessionfeed"
 	"google.golang.org/protobuf/proto"
 )
 
@@ -23,26 +20,27 @@ import (
 // with the topic.
 const PoMin = 16
 
-// serviceDomain separates service-feed ids from feed updates and claims.
-const serviceDomain = "bps-service:v1"
-
 // Chunk layout of a SOC's data: id ‖ signature ‖ span ‖ payload.
 const (
 	idSize         = swarm.HashSize
 	socHeaderSize  = idSize + swarm.SocSignatureSize + swarm.SpanSize
 	maxSOCDataSize = socHeaderSize + swarm.ChunkSize
-	bareIndexZeros = idSize - 8 // leading zero bytes of a bare index
 )
 
-// verdict is the outcome of validating one publication.
+// verdict is the outcome of validating one Broadcast (docs/protocol.md,
+// "Validation at the broker").
 type verdict int
 
 const (
-	accepted     verdict = iota
-	retransmit           // at or below the cursor, or seen within the dedup window
-	invalidIndex         // the id slot is not what the binding carries
-	invalidSOC           // not a single-owner chunk as the binding shapes it
-	wrongOwner           // a valid SOC, but its owner may not publish here
+	accepted       verdict = iota
+	retransmit             // DATA below its owner's cursor, ROSTER below the roster cursor, or seen in the window
+	invalidSOC             // not the chunk the frame says: a violation from a stream that sent it
+	wrongOwner             // a valid chunk whose owner the node does not admit (a receiver's roster)
+	wrongChallenge         // signed for another stream: dropped
+	unknownKind            // a kind above EOS: dropped
+	unsetKind              // KIND_UNSPECIFIED: a violation
+	wrongStream            // a kind this stream may not send: a violation
+	invalidRoster          // a valid ROSTER chunk whose payload is not a Roster
 )
 
 // counter maps a rejecting verdict to the counter it increments.
@@ -50,56 +48,79 @@ func (v verdict) counter() Counter {
 	switch v {
 	case retransmit:
 		return CounterRetransmit
-	case invalidIndex:
-		return CounterInvalidIndex
 	case invalidSOC:
 		return CounterInvalidSOC
+	case wrongChallenge:
+		return CounterWrongChallenge
+	case unknownKind, unsetKind:
+		return CounterUnknownKind
+	case wrongStream:
+		return CounterWrongStream
+	case invalidRoster:
+		return CounterInvalidRoster
 	default:
 		return CounterWrongOwner
 	}
 }
 
-// feedIndex is a sequential feed index as bee's feeds package hashes it:
-// eight bytes big-endian.
-type feedIndex uint64
-
-var _ feeds.Index = feedIndex(0)
-
-func (i feedIndex) MarshalBinary() ([]byte, error) {
-	return binary.BigEndian.AppendUint64(nil, uint64(i)), nil
+// violates reports whether a stream that sent a frame with this verdict
+// broke the protocol (Rev 8: reset and blocklist), rather than sent what is
+// dropped and counted.
+func (v verdict) violates() bool {
+	switch v {
+	case invalidSOC, unsetKind, wrongStream:
+		return true
+	}
+	return false
 }
 
-func (i feedIndex) Next(int64, uint64) feeds.Index { return i + 1 }
-
-func (i feedIndex) String() string { return strconv.FormatUint(uint64(i), 10) }
-
 // FeedID is the signed id of update index of the feed on topic:
-// keccak256(topic ‖ uint64BE(index)), computed by bee's feeds package.
+// keccak256(topic ‖ uint64BE(index)), computed by bee's feeds package — a
+// SWIP-65 channel update, and an implicit FEED_TOPIC cohort's chunk.
 func FeedID(topic []byte, index uint64) []byte {
-	id, err := feeds.Id(topic, feedIndex(index))
+	id, err := sessionfeed.ChannelID(topic, index)
 	if err != nil {
 		panic(fmt.Sprintf("bps: feed id: %v", err)) // cannot fail: marshalling a uint64
 	}
 	return id
 }
 
-// ServiceID is the id of update index of a cohort's service feed:
-// keccak256("bps-service:v1" ‖ topic ‖ uint64BE(index)).
-func ServiceID(topic []byte, index uint64) []byte {
-	return keccak([]byte(serviceDomain), topic, binary.BigEndian.AppendUint64(nil, index))
+// SessionID is the id of the chunk of kind at index on the session feed of
+// the stream whose challenge is challenge, in the cohort on topic (SWIP-74
+// Rev 8): keccak256(keccak256(prefix ‖ topic ‖ challenge) ‖ uint64BE(index)).
+func SessionID(kind pb.Kind, topic, challenge []byte, index uint64) []byte {
+	id, err := sessionfeed.KindID(sessionfeed.Kind(kind), topic, challenge, index)
+	if err != nil {
+		panic(fmt.Sprintf("bps: session id: %v", err)) // cannot fail: hashing bytes
+	}
+	return id
 }
 
-// publication is what validation learned of a message that passed it.
+// ServiceMsg is a validated ROSTER or EOS chunk of the admin's (SWIP-60 rev
+// 14): the kind, its index on its kind's feed, and for a ROSTER the
+// publisher set it names (the admin implied).
+type ServiceMsg struct {
+	Kind       pb.Kind
+	Index      uint64
+	Publishers [][]byte
+}
+
+// Ends reports whether the service chunk ends the channel (EOS).
+func (svc *ServiceMsg) Ends() bool { return svc != nil && svc.Kind == pb.Kind_EOS }
+
+// publication is what validation learned of a Broadcast that passed it.
 type publication struct {
-	index   uint64             // FEED_TOPIC update: the bare index; service: its index
-	feed    bool               // a bare-index feed update (cursor per owner)
-	dedup   [32]byte           // dedup bindings: the chunk identifier of the binding's rule
-	owner   []byte             // the SOC's owner
-	service *pb.ServiceMessage // a service SOC of the admin's service feed
+	kind    pb.Kind
+	index   uint64      // its index on its kind's feed (implicit FEED_TOPIC: the feed index)
+	feed    bool        // a DATA update judged by its owner's cursor
+	address []byte      // the chunk's address: keccak256(id ‖ owner)
+	dedup   [32]byte    // implicit bindings but FEED_TOPIC: the chunk identifier of the binding's rule
+	owner   []byte      // the chunk's owner (forced at a broker, recovered at a receiver)
+	service *ServiceMsg // ROSTER or EOS
 }
 
-// authority is who may publish as the receiver knows it: the admin and the
-// roster it holds (explicit authorship). The broker's cohort and a
+// authority is who may publish as the checking node knows it: the admin
+// and the roster it holds (explicit authorship). The broker's cohort and a
 // subscription implement it.
 type authority interface {
 	isPublisher(owner []byte) bool
@@ -121,207 +142,177 @@ type latecomer interface {
 	passedOver(owner []byte, index uint64) bool
 }
 
-// check validates m in cohort sp. At the broker stream is the address the
-// stream declared or claimed (every message must be that owner's); at a
-// subscriber it is nil. auth answers who may publish and where the cursors
-// stand; the dedup window and the cursor moves are the caller's, under its
-// own lock, after check.
-func check(sp *Spec, m *pb.Message, stream []byte, auth authority) (publication, verdict) {
-	var pub publication
-	if len(m.Address) != swarm.HashSize || len(m.Data) < socHeaderSize || len(m.Data) > maxSOCDataSize {
-		return pub, invalidSOC
-	}
-	slot := m.Data[:idSize]
-	bare := isBareIndex(slot)
-	id := slot
-
-	switch {
-	case !sp.Implicit() && !(sp.Binding == pb.TopicBinding_FEED_TOPIC && bare):
-		// With an admin there is a service feed: its SOCs carry their full
-		// id, recognised before the content path.
-		if svc := asService(sp, m); svc != nil {
-			return checkService(sp, m, stream, auth, svc)
-		}
-		if sp.Binding == pb.TopicBinding_FEED_TOPIC {
-			return pub, invalidIndex
-		}
-	case sp.Binding == pb.TopicBinding_FEED_TOPIC:
-		if !bare {
-			return pub, invalidIndex
-		}
-	}
-
-	data := m.Data
-	if sp.Binding == pb.TopicBinding_FEED_TOPIC {
-		pub.index, pub.feed = binary.BigEndian.Uint64(slot[bareIndexZeros:]), true
-		// The cursor is checked before the signature: it is cheap.
-		if sp.Explicit() && stream != nil && pub.index < auth.feedCursor(stream) {
-			return pub, retransmit
-		}
-		id = FeedID(sp.Topic, pub.index)
-		data = make([]byte, len(m.Data))
-		copy(data, id)
-		copy(data[idSize:], m.Data[idSize:])
-	}
-
-	s, v := parseSOC(m.Address, data)
-	if v != accepted {
-		return pub, v
-	}
-	pub.owner = s.OwnerAddress()
-	if stream != nil && !bytes.Equal(pub.owner, stream) {
-		return pub, wrongOwner
-	}
-	if v := shape(sp, m.Address, id, pub.owner); v != accepted {
-		return pub, v
-	}
-	if sp.Explicit() && !auth.isPublisher(pub.owner) {
-		return pub, wrongOwner
-	}
-	v = pub.fresh(sp, s, m.Address, auth) // before pub is returned: it sets the dedup key
-	return pub, v
+// sender is what a broker (or the relay a publisher attached to) holds of
+// the stream a Broadcast came on: the address it declared, which every
+// chunk on it must be signed by (forced, never recovered), and the
+// challenge it was issued. A receiver checks with none.
+type sender struct {
+	addr      []byte
+	challenge []byte
+	admin     bool // addr is the spec's admin: it may send ROSTER and EOS
+	pending   bool // a claim: the cursor is checked after the signature (Rev 8's order)
 }
 
-// fresh is the binding's dedup rule for an authenticated publication:
-// with explicit authorship a feed update is a retransmit below its
-// owner's cursor (unless a reorder flush passed over it); every other
-// binding takes its dedup key — under ANCHOR the wrapped chunk's address,
-// else the SOC's — for the caller's window.
-func (pub *publication) fresh(sp *Spec, s *soc.SOC, address []byte, auth authority) verdict {
+// check validates b in cohort sp (docs/protocol.md, "Validation at the
+// broker" and "Receivers"). At a broker from is the stream's sender: its
+// challenge must be the frame's and its address the chunk's owner; at a
+// receiver from is nil and the frame's challenge is compared with
+// nothing. auth answers who may publish and where the cursors stand; the
+// window and the cursor moves are the caller's, under its own lock, after
+// check. The cheap checks precede the signature.
+func check(sp *Spec, b *pb.Broadcast, from *sender, auth authority) (publication, verdict) {
+	pub := publication{kind: b.Kind, index: b.Index}
 	switch {
-	case pub.feed && sp.Explicit():
-		if pub.index < auth.feedCursor(pub.owner) && !lateAfterFlush(auth, pub.owner, pub.index) {
-			return retransmit
+	case b.Kind == pb.Kind_KIND_UNSPECIFIED:
+		return pub, unsetKind
+	case b.Kind > pb.Kind_EOS:
+		return pub, unknownKind
+	case len(b.Soc) < socHeaderSize || len(b.Soc) > maxSOCDataSize || b.Index > sessionfeed.MaxIndex:
+		return pub, invalidSOC
+	}
+	var wantID []byte
+	if sp.Implicit() {
+		// No salt, no claim: the binding's own id (SWIP-60).
+		if b.Kind != pb.Kind_DATA {
+			return pub, wrongStream
 		}
-	case sp.Binding == pb.TopicBinding_ANCHOR:
-		copy(pub.dedup[:], s.WrappedChunk().Address().Bytes())
-	default:
-		copy(pub.dedup[:], address)
+		if len(b.Challenge) != 0 {
+			return pub, invalidSOC
+		}
+		if sp.Binding == pb.TopicBinding_FEED_TOPIC {
+			wantID, pub.feed = FeedID(sp.Topic, b.Index), true
+		}
+	} else {
+		if b.Kind.Number() >= pb.Kind_ROSTER.Number() && from != nil && !from.admin {
+			return pub, wrongStream // ROSTER and EOS are the admin's stream's only
+		}
+		if from != nil && !bytes.Equal(b.Challenge, from.challenge) {
+			return pub, wrongChallenge
+		}
+		if len(b.Challenge) != challengeSize || (b.Kind == pb.Kind_EOS && b.Index != 0) {
+			return pub, invalidSOC
+		}
+		// Before the signature: the cursor is cheap (a pending stream's
+		// caller checks it after, Rev 8's order).
+		if from != nil && !from.pending && b.Kind == pb.Kind_DATA && b.Index < auth.feedCursor(from.addr) && !lateAfterFlush(auth, from.addr, b.Index) {
+			return pub, retransmit
+		}
+		wantID, pub.feed = SessionID(b.Kind, sp.Topic, b.Challenge, b.Index), b.Kind == pb.Kind_DATA
+	}
+	if wantID != nil && !bytes.Equal(b.Soc[:idSize], wantID) {
+		return pub, invalidSOC
+	}
+	s, err := readSOC(b.Soc)
+	if err != nil {
+		return pub, invalidSOC
+	}
+	pub.owner = s.OwnerAddress()
+	if from != nil && from.addr != nil && !bytes.Equal(pub.owner, from.addr) {
+		return pub, invalidSOC // not valid at keccak256(id ‖ addr): the owner is forced
+	}
+	a, err := s.Address()
+	if err != nil {
+		return pub, invalidSOC
+	}
+	pub.address = a.Bytes()
+	if v := pub.kindRules(sp, s.WrappedChunk().Data()); v != accepted {
+		return pub, v
+	}
+	if v := shape(sp, pub.address, s.ID(), pub.owner); v != accepted {
+		return pub, v
+	}
+	if sp.Explicit() && b.Kind == pb.Kind_DATA && !auth.isPublisher(pub.owner) {
+		return pub, wrongOwner
+	}
+	return pub, pub.fresh(sp, s.WrappedChunk().Address().Bytes(), auth)
+}
+
+// kindRules checks what a kind fixes of a valid chunk: AUTH and EOS are
+// empty (span 0), a ROSTER's payload is a Roster of 20-byte addresses, and
+// the service kinds are the admin's.
+func (pub *publication) kindRules(sp *Spec, spanData []byte) verdict {
+	empty := len(spanData) == swarm.SpanSize && bytes.Equal(spanData, make([]byte, swarm.SpanSize))
+	switch pub.kind {
+	case pb.Kind_AUTH:
+		if !empty {
+			return invalidSOC
+		}
+	case pb.Kind_EOS, pb.Kind_ROSTER:
+		if !bytes.Equal(pub.owner, sp.Admin) {
+			return invalidSOC // forced to the admin's address: not valid there
+		}
+		if pub.kind == pb.Kind_EOS {
+			if !empty {
+				return invalidSOC
+			}
+			pub.service = &ServiceMsg{Kind: pb.Kind_EOS, Index: pub.index}
+			return accepted
+		}
+		r := new(pb.Roster)
+		if err := proto.Unmarshal(spanData[swarm.SpanSize:], r); err != nil {
+			return invalidRoster
+		}
+		for _, p := range r.Publishers {
+			if len(p) != AddressSize {
+				return invalidRoster
+			}
+		}
+		pub.service = &ServiceMsg{Kind: pb.Kind_ROSTER, Index: pub.index, Publishers: r.Publishers}
 	}
 	return accepted
 }
 
-// parseSOC is soc.Valid's check — the signature recovers an owner that
-// hashes, with the id, to the address — keeping the parsed SOC for its owner
-// and wrapped chunk: one signature recovery, not two. It reads the SOC as
-// soc.FromChunk does, on the fast signature path (readSOC).
-func parseSOC(address, data []byte) (*soc.SOC, verdict) {
-	s, err := readSOC(data)
-	if err != nil {
-		return nil, invalidSOC
+// fresh is the dedup rule for an authenticated chunk: a DATA update judged
+// by its owner's cursor is a retransmit below it (unless a reorder flush
+// passed over it), a ROSTER below the roster cursor; every other binding
+// takes its dedup key — under ANCHOR the wrapped chunk's address, else the
+// SOC's — for the caller's window.
+func (pub *publication) fresh(sp *Spec, wrapped []byte, auth authority) verdict {
+	switch {
+	case pub.feed:
+		if pub.index < auth.feedCursor(pub.owner) && !lateAfterFlush(auth, pub.owner, pub.index) {
+			return retransmit
+		}
+	case pub.kind == pb.Kind_ROSTER:
+		if pub.index < auth.serviceNext() {
+			return retransmit
+		}
+	case pub.kind != pb.Kind_DATA:
+	case sp.Binding == pb.TopicBinding_ANCHOR:
+		copy(pub.dedup[:], wrapped)
+	default:
+		copy(pub.dedup[:], pub.address)
 	}
-	if a, err := s.Address(); err != nil || !bytes.Equal(a.Bytes(), address) {
-		return nil, invalidSOC
-	}
-	return s, accepted
+	return accepted
 }
 
-// shape checks what the binding fixes of a valid SOC (SWIP-60's table).
-// Under explicit authorship the roster decides and only the id rules of the
-// binding remain; under implicit authorship the shape decides who may write.
+// shape checks what the binding fixes of a valid chunk under implicit
+// authorship (SWIP-60's table). Under explicit authorship and ALL every
+// chunk is a session-feed chunk: the id is checked already, the roster
+// decides who writes.
 func shape(sp *Spec, address, id, owner []byte) verdict {
-	implicit := sp.Implicit()
+	if !sp.Implicit() {
+		return accepted
+	}
 	switch sp.Binding {
 	case pb.TopicBinding_ANCHOR:
-		if implicit && !bytes.Equal(address, sp.Topic) {
+		if !bytes.Equal(address, sp.Topic) {
 			return wrongOwner
 		}
 	case pb.TopicBinding_SOC_ID:
 		if !bytes.Equal(id, sp.Topic) {
-			return invalidIndex
+			return invalidSOC
 		}
-		if implicit && swarm.Proximity(address, sp.Topic) < PoMin {
+		if swarm.Proximity(address, sp.Topic) < PoMin {
 			return wrongOwner
 		}
 	case pb.TopicBinding_OWNER:
-		if implicit {
-			h, err := crypto.LegacyKeccak256(owner)
-			if err != nil || !bytes.Equal(h, sp.Topic) || swarm.Proximity(address, sp.Topic) < PoMin {
-				return wrongOwner
-			}
+		h, err := crypto.LegacyKeccak256(owner)
+		if err != nil || !bytes.Equal(h, sp.Topic) || swarm.Proximity(address, sp.Topic) < PoMin {
+			return wrongOwner
 		}
 	}
 	return accepted
-}
-
-// isBareIndex reports whether an id slot carries a bare feed index.
-func isBareIndex(slot []byte) bool {
-	for _, b := range slot[:bareIndexZeros] {
-		if b != 0 {
-			return false
-		}
-	}
-	return true
-}
-
-// asService decodes m as a service SOC of sp's service feed if its payload
-// is a ServiceMessage whose index names the id in the id slot. It checks no
-// signature.
-func asService(sp *Spec, m *pb.Message) *pb.ServiceMessage {
-	svc := new(pb.ServiceMessage)
-	if err := proto.Unmarshal(m.Data[socHeaderSize:], svc); err != nil {
-		return nil
-	}
-	if !bytes.Equal(m.Data[:idSize], ServiceID(sp.Topic, svc.Index)) {
-		return nil
-	}
-	return svc
-}
-
-// mayBeService reports, without a signature check, whether m has the shape
-// of a service SOC of sp (which only a cohort with an admin has).
-func mayBeService(sp *Spec, m *pb.Message) bool {
-	return !sp.Implicit() && len(m.Data) >= socHeaderSize && asService(sp, m) != nil
-}
-
-// checkService validates a service SOC: a valid SOC under its full id, the
-// admin's, a known kind with well-formed addresses, at or past the service
-// cursor.
-func checkService(sp *Spec, m *pb.Message, stream []byte, auth authority, svc *pb.ServiceMessage) (publication, verdict) {
-	pub := publication{index: svc.Index, service: svc}
-	if svc.Index < auth.serviceNext() {
-		return pub, retransmit
-	}
-	switch svc.Kind {
-	case pb.ServiceKind_ROSTER:
-		for _, p := range svc.Publishers {
-			if len(p) != AddressSize {
-				return pub, invalidSOC
-			}
-		}
-	case pb.ServiceKind_END_OF_STREAM:
-		if len(svc.Publishers) != 0 {
-			return pub, invalidSOC
-		}
-	default:
-		return pub, invalidSOC
-	}
-	s, v := parseSOC(m.Address, m.Data)
-	if v != accepted {
-		return pub, v
-	}
-	pub.owner = s.OwnerAddress()
-	if !bytes.Equal(pub.owner, sp.Admin) || (stream != nil && !bytes.Equal(stream, sp.Admin)) {
-		return pub, wrongOwner
-	}
-	return pub, accepted
-}
-
-// staticAuthority is SWIP-74's view of a cohort: the admin alone, one cursor.
-type staticAuthority struct {
-	sp     *Spec
-	cursor uint64
-}
-
-func (a staticAuthority) isPublisher(owner []byte) bool { return bytes.Equal(owner, a.sp.Admin) }
-func (a staticAuthority) feedCursor([]byte) uint64      { return a.cursor }
-func (a staticAuthority) serviceNext() uint64           { return 0 }
-
-// validate runs SWIP-74's validation steps 2–4 of a publication on the
-// admin's stream against cursor, and returns the update's index.
-func validate(sp *Spec, m *pb.Message, cursor uint64) (uint64, verdict) {
-	pub, v := check(sp, m, sp.Admin, staticAuthority{sp: sp, cursor: cursor})
-	return pub.index, v
 }
 
 // anyPublisher admits every owner: what a node can check of a publication
@@ -332,13 +323,18 @@ func (anyPublisher) isPublisher([]byte) bool  { return true }
 func (anyPublisher) feedCursor([]byte) uint64 { return 0 }
 func (anyPublisher) serviceNext() uint64      { return 0 }
 
-// Verify checks a publication as a broker would before it is sent on a
-// stream publishing as addr: the binding's SOC shape, a valid signature, and
-// addr as its owner. Cursors, dedup and the roster are the broker's. A
-// bridge uses it to refuse a dApp's bad frame locally rather than let the
-// broker count it against the node.
-func (sp *Spec) Verify(m *pb.Message, addr []byte) error {
-	if _, v := check(sp, m, addr, anyPublisher{}); v != accepted {
+// Verify checks a Broadcast as a broker would before it is sent on a
+// stream publishing as addr under challenge: the kind, the session-feed id
+// (the binding's own id under implicit authorship), a valid signature by
+// addr, and what the kind fixes. Cursors, dedup and the roster are the
+// broker's. A bridge uses it to refuse a dApp's bad frame locally rather
+// than let the broker count it against the node.
+func (sp *Spec) Verify(b *pb.Broadcast, addr, challenge []byte) error {
+	from := &sender{addr: addr, challenge: challenge, admin: bytes.Equal(addr, sp.Admin)}
+	if sp.Implicit() {
+		from.challenge = nil
+	}
+	if _, v := check(sp, b, from, anyPublisher{}); v != accepted {
 		return fmt.Errorf("bps: publication refused: %s", v.counter())
 	}
 	return nil
