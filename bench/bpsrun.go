@@ -212,7 +212,7 @@ func runBPS(ctx context.Context, cfg config, n int, tree bool) (res result, err 
 
 	pub, err := pubNode.svc.Publish(ctx, broker.st.overlay, spec, bps.PublishOptions{
 		Addr: admin.Bytes(),
-		Sign: bps.KeyClaimSigner(signer),
+		Signer: signer,
 	})
 	if err != nil {
 		return res, fmt.Errorf("publish: %w", err)

@@ -117,13 +117,13 @@ func run(out io.Writer, subscribers, messages int, topic string) error {
 	if err := net.Connect(pubNode, brokerNode); err != nil {
 		return err
 	}
-	pub, err := pubSvc.Publish(ctx, brokerNode.Overlay(), spec, bps.PublishOptions{Addr: admin.Bytes(), Sign: bps.KeyClaimSigner(signer)})
+	pub, err := pubSvc.Publish(ctx, brokerNode.Overlay(), spec, bps.PublishOptions{Addr: admin.Bytes(), Signer: signer})
 	if err != nil {
 		return fmt.Errorf("publisher: %w", err)
 	}
 	for i := range messages {
 		payload := fmt.Sprintf("update %d at %s", i, time.Now().Format(time.TimeOnly))
-		if err := pub.PublishUpdate(ctx, signer, uint64(i), []byte(payload)); err != nil {
+		if err := pub.PublishUpdate(ctx, uint64(i), []byte(payload)); err != nil {
 			return fmt.Errorf("publish %d: %w", i, err)
 		}
 		printf("published  index=%d\n", i)

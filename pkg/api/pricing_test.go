@@ -81,14 +81,14 @@ func TestTopicsPricing(t *testing.T) {
 	defer func() { _ = s.Close() }()
 	// The broker's own publications reach the subscriber through its
 	// cohort: a publisher stream from a free node.
-	p, err := free.svc.Publish(ctx, broker.Overlay(), sp, bps.PublishOptions{Addr: admin.Bytes(), Sign: bps.KeyClaimSigner(signer)})
+	p, err := free.svc.Publish(ctx, broker.Overlay(), sp, bps.PublishOptions{Addr: admin.Bytes(), Signer: signer})
 	if err != nil {
 		t.Fatal(err)
 	}
 	defer func() { _ = p.Close() }()
 	const n = 3
 	for i := range uint64(n) {
-		if err := p.PublishUpdate(ctx, signer, i, []byte("x")); err != nil {
+		if err := p.PublishUpdate(ctx, i, []byte("x")); err != nil {
 			t.Fatal(err)
 		}
 		select {

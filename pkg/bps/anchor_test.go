@@ -37,13 +37,13 @@ func newGSOC(t *testing.T, name string) gsoc {
 	return gsoc{key: k, id: id, spec: sp}
 }
 
-func (g gsoc) message(t *testing.T, payload string) *pb.Message {
+func (g gsoc) message(t *testing.T, payload string) *pb.Broadcast {
 	t.Helper()
-	m, err := bps.SOCUpdate(g.key.signer, g.id, []byte(payload))
+	data, _, err := bps.SignSOC(g.key.signer, g.key.addr, g.id, []byte(payload))
 	if err != nil {
 		t.Fatal(err)
 	}
-	return m
+	return &pb.Broadcast{Soc: data, Kind: pb.Kind_DATA}
 }
 
 // TestAnchorCohort: the implicit ANCHOR cohort of a GSOC (SWIP-60): no
@@ -82,7 +82,7 @@ func TestAnchorCohort(t *testing.T) {
 	}
 	broker.rec.wait(t, "wrong address", dropped(bps.CounterWrongOwner))
 	tampered := g.message(t, "tampered")
-	tampered.Data[len(tampered.Data)-1] ^= 1
+	tampered.Soc[len(tampered.Soc)-1] ^= 1
 	if err := p.Send(ctxT(t), tampered); err != nil {
 		t.Fatal(err)
 	}

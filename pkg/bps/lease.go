@@ -11,7 +11,6 @@ import (
 	"fmt"
 	"maps"
 	"slices"
-	"time"
 
 	"github.com/ethersphere/bee/v2/pkg/swarm"
 	"github.com/ethersphere/bps/pkg/bps/pb"
@@ -86,8 +85,14 @@ func (r *registry) feederOf(sp *Spec) *Subscription {
 // releaseLease gives back a challenge leased for a Join that was not
 // admitted after all.
 func (s *Service) releaseLease(sp *Spec, challenge []byte) {
+	s.releaseLeases(sp, [][]byte{challenge})
+}
+
+// releaseLeases gives back the leases of a child stream that ended, at a
+// relay (at the root detach forgot them).
+func (s *Service) releaseLeases(sp *Spec, chs [][]byte) {
 	if sub := s.reg.feederOf(sp); sub != nil {
-		sub.releaseLeases([][]byte{challenge})
+		sub.releaseLeases(chs)
 	}
 }
 
@@ -412,12 +417,8 @@ func (c *cohort) leasesGone(m *member) [][]byte {
 	for _, ch := range chs {
 		out = append(out, []byte(ch))
 	}
-	if m.role != roleSpectator || !m.listen {
+	if !m.listen {
 		out = append(out, m.challenge)
 	}
 	return out
 }
-
-// leaseDeadline is how long an unclaimed lease may wait at the root: a
-// pending stream's claim deadline, and the time to reach the root.
-func (o *Options) leaseDeadline() time.Duration { return o.ClaimDeadline + o.HandshakeTimeout }

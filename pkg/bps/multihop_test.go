@@ -101,11 +101,11 @@ func (mt *mtree) adminPublisher() *bps.Publisher {
 }
 
 // sendN sends feed updates 0..n-1 with text through p and returns them.
-func (mt *mtree) sendN(p *bps.Publisher, n uint64, text string) []*pb.Message {
+func (mt *mtree) sendN(p *bps.Publisher, n uint64, text string) []*pb.Broadcast {
 	mt.t.Helper()
-	msgs := make([]*pb.Message, 0, n)
+	msgs := make([]*pb.Broadcast, 0, n)
 	for i := range n {
-		m := update(mt.t, mt.admin, mt.sp, i, text)
+		m := update(mt.t, mt.admin, mt.sp, p.Challenge(), i, text)
 		if err := p.Send(ctxT(mt.t), m); err != nil {
 			mt.t.Fatal(err)
 		}
@@ -118,7 +118,7 @@ func (mt *mtree) sendN(p *bps.Publisher, n uint64, text string) []*pb.Message {
 func (mt *mtree) publishN(p *bps.Publisher, from, to uint64) {
 	mt.t.Helper()
 	for i := from; i < to; i++ {
-		if err := p.Send(ctxT(mt.t), update(mt.t, mt.admin, mt.sp, i, fmt.Sprintf("m%d", i))); err != nil {
+		if err := p.Send(ctxT(mt.t), update(mt.t, mt.admin, mt.sp, p.Challenge(), i, fmt.Sprintf("m%d", i))); err != nil {
 			mt.t.Fatalf("publish %d: %v", i, err)
 		}
 	}
@@ -205,18 +205,14 @@ func TestMultihopAckEchoesService(t *testing.T) {
 	mt := newMTree(t, 6, 2, 2, func(a key) *bps.Spec { return feedSpec(t, "multihop-service", a) })
 	p := mt.adminPublisher()
 	grantee := newKey(t)
-	roster, err := bps.ServiceUpdate(mt.admin.signer, mt.sp.Topic, &pb.ServiceMessage{Kind: pb.ServiceKind_ROSTER, Index: 0, Publishers: [][]byte{grantee.addr}})
-	if err != nil {
-		t.Fatal(err)
-	}
-	if err := p.Send(ctxT(t), roster); err != nil {
+	if err := p.Send(ctxT(t), rosterMsg(t, mt.admin, mt.sp, p.Challenge(), 0, grantee)); err != nil {
 		t.Fatal(err)
 	}
 	mt.broker.rec.wait(t, "roster accepted", kind(bps.EventAccept))
 	mt.subscribeAll()
 	for i, sub := range mt.subs {
 		d := recv(t, sub)
-		if d.Service == nil || d.Service.Kind != pb.ServiceKind_ROSTER || d.Gap {
+		if d.Service == nil || d.Service.Kind != pb.Kind_ROSTER || d.Gap {
 			t.Fatalf("node %d: first delivery %+v, want the roster", i, d)
 		}
 		if got := sub.Roster(); len(got) != 1 || !slices.Equal(got[0], grantee.addr) {
@@ -349,16 +345,16 @@ func TestMultihopUnmodifiedLeaf(t *testing.T) {
 		t.Fatal(err)
 	}
 	r := openRaw(t, leaf, relay)
-	ack := r.join(&pb.Join{Cohort: mt.sp.PB()})
-	if ack.GetStatus() != pb.Status_OK || ack.GetMultihop() || len(ack.GetCandidates()) != 0 || len(ack.GetChallenge()) != 0 {
+	ack := r.join(&pb.Join{Cohort: mt.sp.PB(), Addr: bps.ZeroAddress})
+	if ack.GetStatus() != pb.Status_OK || ack.GetMultihop() || len(ack.GetCandidates()) != 0 || len(ack.GetChallenge()) != 32 {
 		t.Fatalf("the relay's Ack to a SWIP-60 leaf: %v, want a bare OK", ack)
 	}
 	p := mt.adminPublisher()
 	mt.publishN(p, 0, 3)
 	for i := range uint64(3) {
 		m := r.recvMessage()
-		if want := update(t, mt.admin, mt.sp, i, fmt.Sprintf("m%d", i)); !slices.Equal(m.Address, want.Address) {
-			t.Fatalf("bare delivery %d: %x, want %x", i, m.Address, want.Address)
+		if want := update(t, mt.admin, mt.sp, p.Challenge(), i, fmt.Sprintf("m%d", i)); !proto.Equal(m, want) {
+			t.Fatalf("bare delivery %d: %v, want %v", i, m, want)
 		}
 	}
 }
@@ -424,7 +420,7 @@ func TestMultihopPublishFromDepth(t *testing.T) {
 	mt.subscribeAll()
 	author := mt.nodes[5]
 	k := newKey(t)
-	pub, err := author.svc.Publish(ctxT(t), mt.broker.Overlay(), mt.sp, bps.PublishOptions{Addr: k.addr})
+	pub, err := author.svc.Publish(ctxT(t), mt.broker.Overlay(), mt.sp, bps.PublishOptions{Addr: k.addr, Signer: k.signer})
 	if err != nil {
 		t.Fatalf("publish from depth: %v", err)
 	}
@@ -432,10 +428,7 @@ func TestMultihopPublishFromDepth(t *testing.T) {
 	if pub.Broker().Equal(mt.broker.Overlay()) {
 		t.Fatal("the publisher attached at the broker, which had no room")
 	}
-	msg, err := bps.SOCUpdate(k.signer, topicOf("any id"), []byte("from depth"))
-	if err != nil {
-		t.Fatal(err)
-	}
+	msg := update(t, k, mt.sp, pub.Challenge(), 0, "from depth")
 	for range 2 {
 		if err := pub.Send(ctxT(t), msg); err != nil {
 			t.Fatal(err)
@@ -443,7 +436,7 @@ func TestMultihopPublishFromDepth(t *testing.T) {
 	}
 	for i, sub := range mt.subs {
 		d := recv(t, sub)
-		if !slices.Equal(d.Address.Bytes(), msg.Address) {
+		if !slices.Equal(d.Data, msg.Soc) {
 			t.Fatalf("node %d got %s, want the publication", i, d.Address)
 		}
 	}
@@ -458,8 +451,10 @@ func TestMultihopPublishFromDepth(t *testing.T) {
 	}
 
 	// A frame that fails the stateless check is dropped at the relay.
-	bad := &pb.Message{Address: msg.Address, Data: append([]byte(nil), msg.Data...)}
-	bad.Data[len(bad.Data)-1] ^= 1
+	bad := proto.Clone(msg).(*pb.Broadcast)
+	bad.Index = 1 // the id no longer matches: invalid
+	bad.Soc = append([]byte(nil), msg.Soc...)
+	bad.Soc[len(bad.Soc)-1] ^= 1
 	if err := pub.Send(ctxT(t), bad); err != nil {
 		t.Fatal(err)
 	}
@@ -515,7 +510,7 @@ func TestMultihopRevocationAtRelay(t *testing.T) {
 	mt := newMTree(t, 4, 2, 2, func(a key) *bps.Spec { return feedSpec(t, "multihop-revocation", a) })
 	p := mt.adminPublisher()
 	bob := newKey(t)
-	send(t, p, rosterMsg(t, mt.admin, mt.sp, 0, bob))
+	send(t, p, rosterMsg(t, mt.admin, mt.sp, p.Challenge(), 0, bob))
 	mt.broker.rec.wait(t, "roster 0", kind(bps.EventAccept))
 	mt.subscribeAll()
 	for _, sub := range mt.subs {
@@ -537,27 +532,25 @@ func TestMultihopRevocationAtRelay(t *testing.T) {
 	if ack.GetStatus() != pb.Status_OK || len(ack.GetChallenge()) != 32 {
 		t.Fatalf("the relay's Ack to bob: %v", ack)
 	}
-	r.send(claimFor(t, bob, ack.Challenge, relay.Overlay(), 0))
-	relay.rec.wait(t, "bob claimed at the relay", kind(bps.EventClaim))
-	if m := r.recvMessage(); len(m.Data) < 105 {
-		t.Fatal("bob's first delivery is not the roster")
+	if m := r.recvMessage(); m.Kind != pb.Kind_ROSTER {
+		t.Fatal("bob's first delivery is not the roster: his cue to claim")
 	}
-	r.send(update(t, bob, mt.sp, 0, "bob from depth"))
+	r.send(auth(t, bob, mt.sp, ack.Challenge))
+	relay.rec.wait(t, "bob claimed at the relay", kind(bps.EventClaim))
+	r.send(update(t, bob, mt.sp, ack.Challenge, 0, "bob from depth"))
 	for i, sub := range mt.subs {
 		if d := recv(t, sub); !slices.Equal(d.Owner, bob.addr) || d.Index != 0 {
 			t.Fatalf("node %d: %+v, want bob's update", i, d)
 		}
 	}
 
-	send(t, p, rosterMsg(t, mt.admin, mt.sp, 1))
+	send(t, p, rosterMsg(t, mt.admin, mt.sp, p.Challenge(), 1))
 	for {
-		m := r.recvMessage()
-		svc := new(pb.ServiceMessage)
-		if proto.Unmarshal(m.Data[105:], svc) == nil && svc.Kind == pb.ServiceKind_ROSTER && svc.Index == 1 {
+		if m := r.recvMessage(); m.Kind == pb.Kind_ROSTER && m.Index == 1 {
 			break
 		}
 	}
-	r.send(update(t, bob, mt.sp, 1, "after the revocation"))
+	r.send(update(t, bob, mt.sp, ack.Challenge, 1, "after the revocation"))
 	expectReset(t, r)
 	waitBlocklisted(t, relay, bobNode)
 }
@@ -800,14 +793,14 @@ func TestLateAfterFlushOverWire(t *testing.T) {
 	second := lazyFakeParent(t, mt.net, 1, down2, up)
 	joiner, sub := mt.joinFirstAt(first, second, relayOptions(2))
 	msgs := mt.sendN(mt.adminPublisher(), 3, "late")
-	down1 <- &pb.Frame{Kind: &pb.Frame_Message{Message: msgs[0]}}
-	down1 <- &pb.Frame{Kind: &pb.Frame_Message{Message: msgs[2]}}
+	down1 <- &pb.Frame{Kind: &pb.Frame_Broadcast{Broadcast: msgs[0]}}
+	down1 <- &pb.Frame{Kind: &pb.Frame_Broadcast{Broadcast: msgs[2]}}
 	for _, want := range []uint64{0, 2} { // 2 after the reorder wait
 		if d := recv(t, sub); d.Index != want {
 			t.Fatalf("delivery %d, want %d", d.Index, want)
 		}
 	}
-	down2 <- &pb.Frame{Kind: &pb.Frame_Message{Message: msgs[1]}}
+	down2 <- &pb.Frame{Kind: &pb.Frame_Broadcast{Broadcast: msgs[1]}}
 	if d := recv(t, sub); d.Index != 1 {
 		t.Fatalf("delivery %d, want the late 1", d.Index)
 	}

@@ -115,7 +115,7 @@ func TestPeerCheckBeforeClaim(t *testing.T) {
 	}
 	mu.Unlock()
 
-	_, err := client.svc.Publish(ctxT(t), broker.Overlay(), sp, bps.PublishOptions{Addr: admin.addr, Sign: bps.KeyClaimSigner(admin.signer)})
+	_, err := client.svc.Publish(ctxT(t), broker.Overlay(), sp, bps.PublishOptions{Addr: admin.addr, Signer: admin.signer})
 	if !errors.Is(err, unbound) {
 		t.Fatalf("publish with a failing check: %v, want %v", err, unbound)
 	}
@@ -127,7 +127,7 @@ func TestPeerCheckBeforeClaim(t *testing.T) {
 	fail = false
 	mu.Unlock()
 	p := publish(t, client, broker, sp, admin, 0)
-	if err := p.PublishUpdate(ctxT(t), admin.signer, 0, []byte("bound")); err != nil {
+	if err := p.PublishUpdate(ctxT(t), 0, []byte("bound")); err != nil {
 		t.Fatal(err)
 	}
 	mu.Lock()

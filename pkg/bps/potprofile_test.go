@@ -75,7 +75,7 @@ func BenchmarkPotPublish(b *testing.B) {
 					}
 					payload = prev
 				}
-				if _, err := bps.FeedUpdate(admin.signer, sp.Topic, uint64(i), payload); err != nil {
+				if _, _, err := bps.StorageUpdate(admin.signer, admin.addr, sp.Topic, uint64(i), payload); err != nil {
 					b.Fatal(err)
 				}
 			}

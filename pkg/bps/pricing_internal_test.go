@@ -109,20 +109,19 @@ func TestPricingAwaitsAccounting(t *testing.T) {
 
 // TestPricingRelayChild: at a parent that stated depth 2 in its Ack (a
 // relay), a child's publication costs Publish × 3, read from the child; a
-// claim it sends is free, and so is a Message that is not one (any frame
-// but a well-formed claim is charged: it is a publication or a violation).
+// lease request on an envelope is free (every bare frame is a Broadcast).
 func TestPricingRelayChild(t *testing.T) {
 	t.Parallel()
 	peer := swarm.MustParseHexAddress("ca1e9f3938cc1425c6061b96ad9eb93e134dfe8734ad490164ef20af9d1cf59c")
 	acc := new(recAccounting)
 	s := &Service{pricing: newPricing(context.Background(), acc, Prices{Delivery: 1, Publish: 10}, Settlement{})}
-	msg := encodeFrame(&pb.Message{Address: bytes.Repeat([]byte{1}, 32), Data: []byte("data")})
-	claim := encodeFrame(&pb.Claim{Addr: bytes.Repeat([]byte{2}, AddressSize), Index: 3, Auth: &pb.Auth{R: make([]byte, 32), S: make([]byte, 32), V: 27}})
-	for _, cd := range []codec{codecBare, codecEnvelope} {
+	msg := encodeFrame(&pb.Broadcast{Soc: bytes.Repeat([]byte{1}, 120), Kind: pb.Kind_DATA})
+	lease := encodeFrame(&pb.Lease{Nonce: 3, Addr: bytes.Repeat([]byte{2}, AddressSize)})
+	for _, cd := range []codec{codecEnvelope} {
 		var in bytes.Buffer
-		in.Write(cd.out(outFrame{b: msg, kind: kindMessage}))
-		in.Write(cd.out(outFrame{b: claim, kind: kindClaim}))
-		in.Write(cd.out(outFrame{b: msg, kind: kindMessage}))
+		in.Write(cd.out(outFrame{b: msg, kind: kindBroadcast}))
+		in.Write(cd.out(outFrame{b: lease, kind: kindLease}))
+		in.Write(cd.out(outFrame{b: msg, kind: kindBroadcast}))
 		ps := &peerStream{peer: peer, codec: cd}
 		fr := newFrameReader(&in)
 		s.priceChild(ps, fr, encodeFrame(&pb.Ack{Status: pb.Status_OK, Depth: 2}))

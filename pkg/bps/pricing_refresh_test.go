@@ -125,7 +125,7 @@ func TestPricingRefreshAcceptedInFull(t *testing.T) {
 	}
 	n := 0
 	for ; n < limit && !paid(); n++ {
-		if err := p.PublishUpdate(ctxT(t), admin.signer, uint64(n), []byte("x")); err != nil {
+		if err := p.PublishUpdate(ctxT(t), uint64(n), []byte("x")); err != nil {
 			t.Fatalf("publication %d: %v", n, err)
 		}
 		select {
@@ -148,7 +148,7 @@ func TestPricingRefreshAcceptedInFull(t *testing.T) {
 	// outcome is the payer's: it blocklists a peer that accepted less than
 	// it expected. Publish once more: the delivery comes over the same
 	// connection.
-	if err := p.PublishUpdate(ctxT(t), admin.signer, uint64(n), []byte("x")); err != nil {
+	if err := p.PublishUpdate(ctxT(t), uint64(n), []byte("x")); err != nil {
 		t.Fatalf("publication %d after the refresh: %v", n, err)
 	}
 	select {
@@ -326,16 +326,16 @@ func measurePublishing(t *testing.T, light bool, rate int, run time.Duration, ma
 		defer func() { _ = s.Close() }()
 		ss = append(ss, s)
 	}
-	p, err := pubNode.svc.Publish(ctx, broker.Overlay(), sp, bps.PublishOptions{Addr: admin.addr, Sign: bps.KeyClaimSigner(admin.signer)})
+	p, err := pubNode.svc.Publish(ctx, broker.Overlay(), sp, bps.PublishOptions{Addr: admin.addr, Signer: admin.signer})
 	if err != nil {
 		t.Fatal(err)
 	}
 	defer func() { _ = p.Close() }()
 	// Sign ahead: the publishing loop only sends.
 	n := rate * int(run/time.Second)
-	msgs := make([]*pb.Message, n)
+	msgs := make([]*pb.Broadcast, n)
 	for i := range msgs {
-		msgs[i] = update(t, admin, sp, uint64(i), "sixty-four bytes of payload, as bench-node sends them, about so")
+		msgs[i] = update(t, admin, sp, p.Challenge(), uint64(i), "sixty-four bytes of payload, as bench-node sends them, about so")
 	}
 	// Drain every subscription, counting; the publishing node's own last.
 	got := make([]atomic.Int64, len(ss))
@@ -459,7 +459,7 @@ func TestPricingManyStreamsToOneParent(t *testing.T) {
 	}
 	for n := range uint64(updates) {
 		for c, p := range pubs {
-			if err := p.PublishUpdate(ctxT(t), admin.signer, n, []byte("x")); err != nil {
+			if err := p.PublishUpdate(ctxT(t), n, []byte("x")); err != nil {
 				t.Fatalf("cohort %d, publication %d: %v", c, n, err)
 			}
 			for i, s := range subs[c] {

@@ -384,13 +384,14 @@ const maxClaimedPerAddress = 2
 
 // detach removes a member whose handler is returning. A cohort left with no
 // stream is reclaimed at once (SWIP-74 allows it): its state is forgotten.
-func (r *registry) detach(m *member) {
+func (r *registry) detach(m *member) (leases [][]byte) {
 	c := m.c
 	r.mu.Lock()
 	defer r.mu.Unlock()
 	c.mu.Lock()
 	defer c.mu.Unlock()
 	if _, ok := c.children[m]; ok {
+		leases = c.leasesGone(m)
 		delete(c.children, m)
 		c.unprobe(m)
 		r.gauge(m, -1)
@@ -424,6 +425,7 @@ func (r *registry) detach(m *member) {
 		close(c.gone)
 		c.gone = nil
 	}
+	return leases
 }
 
 // forget removes a cohort from the registry and tells its role (the root

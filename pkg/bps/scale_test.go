@@ -210,7 +210,7 @@ func TestScaleBounds(t *testing.T) {
 	phase("full")
 	if err := parallel(len(cs), func(i int) error {
 		for k := range uint64(updates) {
-			if err := pubs[i].PublishUpdate(ctx, cs[i].Admin.Signer, k, fmt.Appendf(nil, "%d/%d", i, k)); err != nil {
+			if err := pubs[i].PublishUpdate(ctx, k, fmt.Appendf(nil, "%d/%d", i, k)); err != nil {
 				return fmt.Errorf("cohort %d: publish %d: %w", i, k, err)
 			}
 		}
@@ -317,7 +317,7 @@ func brokerKill(t *testing.T, down time.Duration) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if err := pub.PublishUpdate(t.Context(), c.Admin.Signer, 0, []byte("before")); err != nil {
+	if err := pub.PublishUpdate(t.Context(), 0, []byte("before")); err != nil {
 		t.Fatal(err)
 	}
 	bpsnet.AssertAllReceive(t, fs, 0, []byte("before"))
@@ -387,7 +387,7 @@ func brokerKill(t *testing.T, down time.Duration) {
 	if pub, err = c.Publishers[0].Publish(t.Context(), broker, c.Spec, c.Admin, 1); err != nil {
 		t.Fatal(err)
 	}
-	if err := pub.PublishUpdate(t.Context(), c.Admin.Signer, 1, []byte("after")); err != nil {
+	if err := pub.PublishUpdate(t.Context(), 1, []byte("after")); err != nil {
 		t.Fatal(err)
 	}
 	bpsnet.AssertAllReceive(t, fs, 1, []byte("after"))
@@ -521,7 +521,7 @@ func TestScaleFloodingPeers(t *testing.T) {
 			next += uint64(k)
 			if err := parallel(cohorts, func(i int) error {
 				for x := from; x < from+uint64(k); x++ {
-					if err := pubs[i].PublishUpdate(ctx, cs[i].Admin.Signer, x, fmt.Appendf(nil, "%d/%d", i, x)); err != nil {
+					if err := pubs[i].PublishUpdate(ctx, x, fmt.Appendf(nil, "%d/%d", i, x)); err != nil {
 						return err
 					}
 					time.Sleep(time.Second)
@@ -701,7 +701,7 @@ func scaleRun(b *testing.B, nodes int) {
 
 	start = time.Now()
 	if err := parallel(len(cs), func(i int) error {
-		if err := pubs[i].PublishUpdate(ctx, cs[i].Admin.Signer, 0, make([]byte, 1024)); err != nil {
+		if err := pubs[i].PublishUpdate(ctx, 0, make([]byte, 1024)); err != nil {
 			return err
 		}
 		for _, s := range subs[i] {

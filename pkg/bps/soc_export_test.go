@@ -5,6 +5,8 @@
 package bps
 
 import (
+	"bytes"
+
 	"github.com/ethersphere/bee/v2/pkg/bmt"
 	"github.com/ethersphere/bee/v2/pkg/bmtpool"
 	"github.com/ethersphere/bee/v2/pkg/soc"
@@ -24,8 +26,12 @@ func RecoverOwner(sig, digest []byte) ([]byte, error) { return recoverOwner(sig,
 
 // ValidSOC is validation's verdict on a SOC (address, data): soc.Valid's.
 func ValidSOC(address, data []byte) bool {
-	_, v := parseSOC(address, data)
-	return v == accepted
+	s, err := readSOC(data)
+	if err != nil {
+		return false
+	}
+	a, err := s.Address()
+	return err == nil && bytes.Equal(a.Bytes(), address)
 }
 
 // goroutineHashers is bee's goroutine BMT pool, built before any test can

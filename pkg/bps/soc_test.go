@@ -84,11 +84,11 @@ func refusedAsReplica(s *soc.SOC, data []byte) bool {
 // signedSOC is a SOC by k over id wrapping payload: its address and data.
 func signedSOC(t testing.TB, k key, id, payload []byte) (address, data []byte) {
 	t.Helper()
-	m, err := bps.SOCUpdate(k.signer, id, payload)
+	data, addr, err := bps.SignSOC(k.signer, k.addr, id, payload)
 	if err != nil {
 		t.Fatal(err)
 	}
-	return m.Address, m.Data
+	return addr.Bytes(), data
 }
 
 // withSig is data with its signature's r, s and v replaced (nil keeps one).

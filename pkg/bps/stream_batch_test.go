@@ -50,7 +50,7 @@ func TestStreamBatch(t *testing.T) {
 		var want []byte
 		var dones []chan error
 		for i := range 5 {
-			f := outFrame{b: rawFrame(10+i, byte(i)), kind: kindMessage, svc: uint64(i), done: make(chan error, 1)}
+			f := outFrame{b: rawFrame(10+i, byte(i)), kind: kindBroadcast, svc: uint64(i), done: make(chan error, 1)}
 			dones = append(dones, f.done)
 			want = append(want, cd.out(f)...)
 			if !ps.offer(f) {

@@ -34,10 +34,10 @@ func (*bufStream) Headers() p2p.Headers         { return nil }
 func (*bufStream) ResponseHeaders() p2p.Headers { return nil }
 
 // TestStreamPut: the writer puts a frame in the stream's codec, prepares the
-// charge of a Message before the write and applies it only once written; a
+// charge of a Broadcast before the write and applies it only once written; a
 // claim is free.
 func TestStreamPut(t *testing.T) {
-	frame := encodeFrame(&pb.Message{Address: bytes.Repeat([]byte{1}, 32), Data: []byte("data")})
+	frame := encodeFrame(&pb.Broadcast{Soc: bytes.Repeat([]byte{1}, 120), Kind: pb.Kind_DATA})
 	peer := swarm.MustParseHexAddress("ca1e9f3938cc1425c6061b96ad9eb93e134dfe8734ad490164ef20af9d1cf59c")
 	for _, tc := range []struct {
 		name     string
@@ -47,11 +47,11 @@ func TestStreamPut(t *testing.T) {
 		prepared int
 		applied  []uint64
 	}{
-		{"bare, a claim", codecBare, kindClaim, false, 0, nil},
-		{"bare, a message", codecBare, kindMessage, false, 1, []uint64{5}},
-		{"envelope, a message", codecEnvelope, kindMessage, false, 1, []uint64{5}},
-		{"envelope, a claim", codecEnvelope, kindClaim, false, 0, nil},
-		{"a message, the write fails", codecBare, kindMessage, true, 0, nil},
+		{"envelope, a lease", codecEnvelope, kindLease, false, 0, nil},
+		{"bare, a message", codecBare, kindBroadcast, false, 1, []uint64{5}},
+		{"envelope, a message", codecEnvelope, kindBroadcast, false, 1, []uint64{5}},
+		{"envelope, a claim", codecEnvelope, kindLease, false, 0, nil},
+		{"a message, the write fails", codecBare, kindBroadcast, true, 0, nil},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			st := &bufStream{fail: tc.fail}

@@ -55,7 +55,7 @@ func TestStressLeaveReparentEscapeClose(t *testing.T) {
 			if next%3 == 1 {
 				next++ // skipped on purpose
 			}
-			if err := p.Send(ctxT(t), update(t, mt.admin, mt.sp, next, fmt.Sprintf("m%d", next))); err != nil {
+			if err := p.Send(ctxT(t), update(t, mt.admin, mt.sp, p.Challenge(), next, fmt.Sprintf("m%d", next))); err != nil {
 				t.Fatalf("publish %d: %v", next, err)
 			}
 			next++

@@ -102,12 +102,12 @@ func TestBrokerCapacityFromDistinctNodes(t *testing.T) {
 	t.Logf("broker's kademlia bin 0: %d connected peers (bee takes %d)", topo.Bins["bin_0"].Connected, oversaturationPeers)
 
 	pub := identity(audience, false)
-	p, err := pub.BPS.Publish(ctx, broker.Overlay(), sp, bps.PublishOptions{Addr: admin.addr, Sign: bps.KeyClaimSigner(admin.signer)})
+	p, err := pub.BPS.Publish(ctx, broker.Overlay(), sp, bps.PublishOptions{Addr: admin.addr, Signer: admin.signer})
 	if err != nil {
 		t.Fatalf("publish: %v", err)
 	}
 	t.Cleanup(func() { _ = p.Close() })
-	if err := p.PublishUpdate(ctx, admin.signer, 0, []byte("to all 64")); err != nil {
+	if err := p.PublishUpdate(ctx, 0, []byte("to all 64")); err != nil {
 		t.Fatal(err)
 	}
 	for i, sub := range subs {

@@ -72,13 +72,13 @@ func TestLightAndFullNodes(t *testing.T) {
 				t.Fatalf("subscribe: %v", err)
 			}
 			defer func() { _ = sub.Close() }()
-			p, err := tc.pub.Publish(ctx, broker.Overlay(), sp, bps.PublishOptions{Addr: admin.addr, Sign: bps.KeyClaimSigner(admin.signer)})
+			p, err := tc.pub.Publish(ctx, broker.Overlay(), sp, bps.PublishOptions{Addr: admin.addr, Signer: admin.signer})
 			if err != nil {
 				t.Fatalf("publish: %v", err)
 			}
 			defer func() { _ = p.Close() }()
 			for i, msg := range []string{"one", "two"} {
-				if err := p.PublishUpdate(ctx, admin.signer, uint64(i), []byte(msg)); err != nil {
+				if err := p.PublishUpdate(ctx, uint64(i), []byte(msg)); err != nil {
 					t.Fatalf("publish %q: %v", msg, err)
 				}
 				receive(ctx, t, "subscriber", sub.C(), msg)

@@ -130,7 +130,7 @@ func TestPricingOnBeeAccounting(t *testing.T) {
 		t.Fatal(err)
 	}
 	defer func() { _ = dsub.Close() }()
-	pub, err := svcOf(publisher).Publish(ctx, broker.Overlay(), sp, bps.PublishOptions{Addr: admin.addr, Sign: bps.KeyClaimSigner(admin.signer)})
+	pub, err := svcOf(publisher).Publish(ctx, broker.Overlay(), sp, bps.PublishOptions{Addr: admin.addr, Signer: admin.signer})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -140,7 +140,7 @@ func TestPricingOnBeeAccounting(t *testing.T) {
 	debtorGot := 0
 	for i := range n {
 		want := fmt.Sprintf("update %d", i)
-		if err := pub.PublishUpdate(ctx, admin.signer, uint64(i), []byte(want)); err != nil {
+		if err := pub.PublishUpdate(ctx, uint64(i), []byte(want)); err != nil {
 			t.Fatalf("publish %d: %v", i, err)
 		}
 		receive(ctx, t, "payer", psub.C(), want)
@@ -270,14 +270,14 @@ func TestPricingBatchedOnBeeAccounting(t *testing.T) {
 		t.Fatal(err)
 	}
 	defer func() { _ = psub.Close() }()
-	pub, err := publisher.Plugin().(pricedPlugin).Publish(ctx, broker.Overlay(), sp, bps.PublishOptions{Addr: admin.addr, Sign: bps.KeyClaimSigner(admin.signer)})
+	pub, err := publisher.Plugin().(pricedPlugin).Publish(ctx, broker.Overlay(), sp, bps.PublishOptions{Addr: admin.addr, Signer: admin.signer})
 	if err != nil {
 		t.Fatal(err)
 	}
 	const n, batch = 100, bps.DefaultSettleFrames
 	for i := range n {
 		want := fmt.Sprintf("update %d", i)
-		if err := pub.PublishUpdate(ctx, admin.signer, uint64(i), []byte(want)); err != nil {
+		if err := pub.PublishUpdate(ctx, uint64(i), []byte(want)); err != nil {
 			t.Fatalf("publish %d: %v", i, err)
 		}
 		// The broker applies what its meter holds before a write that

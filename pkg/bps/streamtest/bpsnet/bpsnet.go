@@ -376,13 +376,10 @@ type Key struct {
 	Addr   []byte // 20-byte Ethereum address
 }
 
-// ClaimSigner signs claims with the key.
-func (k Key) ClaimSigner() bps.ClaimSigner { return bps.KeyClaimSigner(k.Signer) }
-
-// Update is update index of the key's feed on topic, as a frame ready to
-// publish.
-func (k Key) Update(topic []byte, index uint64, payload []byte) (*pb.Message, error) {
-	return bps.FeedUpdate(k.Signer, topic, index, payload)
+// Update is DATA update index of the key's session feed in cohort sp on
+// the stream whose challenge is challenge, as a frame ready to publish.
+func (k Key) Update(sp *bps.Spec, challenge []byte, index uint64, payload []byte) (*pb.Broadcast, error) {
+	return sp.Chunk(k.Signer, k.Addr, pb.Kind_DATA, challenge, index, payload)
 }
 
 // keySlot derives a node's key on first use: deriving a public key costs a
@@ -441,5 +438,5 @@ func (nd *Node) Subscribe(ctx context.Context, broker *Node, sp *bps.Spec) (*bps
 // Publish joins sp at broker as the publisher key, claiming with the key,
 // its cursor at index.
 func (nd *Node) Publish(ctx context.Context, broker *Node, sp *bps.Spec, key Key, index uint64) (*bps.Publisher, error) {
-	return nd.svc.Publish(ctx, broker.Overlay(), sp, bps.PublishOptions{Addr: key.Addr, Sign: key.ClaimSigner(), Index: index})
+	return nd.svc.Publish(ctx, broker.Overlay(), sp, bps.PublishOptions{Addr: key.Addr, Signer: key.Signer})
 }

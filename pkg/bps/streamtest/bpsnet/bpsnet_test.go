@@ -40,7 +40,7 @@ func nodes(t *testing.T, n *bpsnet.Network, k int) []*bpsnet.Node {
 
 func publish(t *testing.T, p *bps.Publisher, k bpsnet.Key, index uint64, payload string) {
 	t.Helper()
-	if err := p.PublishUpdate(t.Context(), k.Signer, index, []byte(payload)); err != nil {
+	if err := p.PublishUpdate(t.Context(), index, []byte(payload)); err != nil {
 		t.Fatalf("publish %d: %v", index, err)
 	}
 }
