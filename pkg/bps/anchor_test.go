@@ -141,7 +141,7 @@ func TestAnchorSubscriberSendsNothing(t *testing.T) {
 	g := newGSOC(t, "quiet")
 	subscribe(t, cl[0], broker, g.spec)
 	r := openRaw(t, cl[1], broker)
-	r.join(&pb.Join{Cohort: g.spec.PB()})
+	r.join(&pb.Join{Cohort: g.spec.PB(), Addr: bps.ZeroAddress})
 	r.send(g.message(t, "from a subscriber"))
 	expectReset(t, r)
 	waitBlocklisted(t, broker, cl[1])

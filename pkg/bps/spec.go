@@ -82,7 +82,9 @@ func specFromPB(c *pb.CohortSpec) (*Spec, pb.Status) {
 	switch c.Publishers {
 	case pb.PublisherRegime_PUBLISHER_REGIME_UNSPECIFIED:
 	case pb.PublisherRegime_ALL:
-		if implicit || c.Binding != pb.TopicBinding_MNEMONIC {
+		// Under ALL every chunk is a session-feed chunk whatever the
+		// binding, which only names the cohort (docs/protocol.md).
+		if implicit {
 			return nil, pb.Status_REJECTED
 		}
 	default:

@@ -208,6 +208,9 @@ func check(sp *Spec, b *pb.Broadcast, from *sender, auth authority) (publication
 	}
 	pub.owner = s.OwnerAddress()
 	if from != nil && from.addr != nil && !bytes.Equal(pub.owner, from.addr) {
+		if sp.Implicit() {
+			return pub, wrongOwner // a valid SOC, but not the declared address's: not this stream's to send
+		}
 		return pub, invalidSOC // not valid at keccak256(id ‖ addr): the owner is forced
 	}
 	a, err := s.Address()
