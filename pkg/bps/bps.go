@@ -101,6 +101,7 @@ type Service struct {
 	reg     *registry    // broker side
 	backoff *backoffs    // client side: per (broker, cohort)
 	cursors *cursorCache // client side: per (topic, admin)
+	joinIDs *joinIDs     // client side: the protocol id that worked, per broker
 	pricing *pricing     // charging for depth on bee's accounting; nil: free (pricing.go)
 	rations rations      // probe rounds strangers' Joins start (ration.go)
 	ctx     context.Context
@@ -134,6 +135,7 @@ func New(streamer p2p.Streamer, overlay swarm.Address, o Options) (*Service, err
 	s.reg = newRegistry(s)
 	s.backoff = newBackoffs(o.BackoffMin, o.BackoffMax)
 	s.cursors = newCursorCache(o.ClientCursors)
+	s.joinIDs = newJoinIDs(o.Wire)
 	if o.Accounting != nil && o.Prices != (Prices{}) {
 		s.pricing = newPricing(s.ctx, o.Accounting, o.Prices, o.Settlement)
 		s.pricing.goOwned = s.goOwned
@@ -141,21 +143,7 @@ func New(streamer p2p.Streamer, overlay swarm.Address, o Options) (*Service, err
 	return s, nil
 }
 
-// Protocol is the bee p2p protocol spec to register with AddProtocol.
-func (s *Service) Protocol() p2p.ProtocolSpec {
-	return p2p.ProtocolSpec{
-		Name:    protocolName,
-		Version: protocolVersion,
-		StreamSpecs: []p2p.StreamSpec{
-			{
-				Name:    streamName,
-				Handler: s.handler,
-			},
-		},
-	}
-}
-
-// Overlay is the overlay address this node signs claims against as a broker.
+// Overlay is this node's overlay address.
 func (s *Service) Overlay() swarm.Address { return s.overlay }
 
 // Close ends every stream and cohort, broker and client side, and waits for

@@ -29,7 +29,7 @@ func (s *Service) join(ctx context.Context, broker swarm.Address, sp *Spec, join
 	if err := s.backoff.wait(ctx, key); err != nil {
 		return nil, nil, nil, fmt.Errorf("backoff: %w", err)
 	}
-	stream, err := s.streamer.NewStream(ctx, broker, nil, protocolName, protocolVersion, streamName)
+	stream, id, err := s.openStream(ctx, broker)
 	if err != nil {
 		s.backoff.fail(key)
 		return nil, nil, nil, fmt.Errorf("open stream: %w", err)
@@ -39,6 +39,9 @@ func (s *Service) join(ctx context.Context, broker swarm.Address, sp *Spec, join
 			_ = stream.Reset()
 		}
 	}()
+	if id.upstream() && (sp.Publishers != pb.PublisherRegime_PUBLISHER_REGIME_UNSPECIFIED || sp.Closed || sp.History || sp.Binding != pb.TopicBinding_FEED_TOPIC || sp.Implicit()) {
+		return nil, nil, nil, fmt.Errorf("%w (spec %s, at %s)", errUpstreamSpec, sp, id)
+	}
 	if join.Addr != nil && sp.Explicit() && s.opts.PeerCheck != nil {
 		// A publisher stream claims, signing over the broker's overlay:
 		// the peer must be the one that overlay's record names (SWIP-74

@@ -142,6 +142,7 @@ func (r rootRole) publish(pub publication, b *pb.Broadcast, from *member) verdic
 	s := c.r.s
 	if pub.kind == pb.Kind_AUTH {
 		c.activity() // AUTH: activity, nothing else (Rev 8)
+		s.trace(Event{Kind: EventActivity, Cohort: c.spec.String(), Peer: from.peer})
 		return accepted
 	}
 	if !c.r.accept(c, from.peer, pub, encodeFrame(b)) {

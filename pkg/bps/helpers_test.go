@@ -128,8 +128,10 @@ func newNode(t *testing.T, net *streamtest.Network, o bps.Options) *tnode {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if err := nd.AddProtocol(svc.Protocol()); err != nil {
-		t.Fatal(err)
+	for _, spec := range svc.Protocols() {
+		if err := nd.AddProtocol(spec); err != nil {
+			t.Fatal(err)
+		}
 	}
 	t.Cleanup(func() {
 		if err := svc.Close(); err != nil {

@@ -65,6 +65,17 @@ func (c *lru[V]) get(key string) V {
 	return zero
 }
 
+// peek is the value for key, without making it more recent.
+func (c *lru[V]) peek(key string) (V, bool) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if e, ok := c.items[key]; ok {
+		return e.Value.(*lruItem[V]).val, true
+	}
+	var zero V
+	return zero, false
+}
+
 func (c *lru[V]) put(key string, v V) {
 	c.update(key, func(V, bool) (V, bool) { return v, true })
 }

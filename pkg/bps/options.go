@@ -25,6 +25,7 @@ type Options struct {
 	Timing
 	Tree
 	Pricing
+	Wire
 	Deps
 }
 
@@ -276,6 +277,7 @@ func (o *Options) setDefaults() {
 	o.Bounds.setDefaults()
 	o.Timing.setDefaults()
 	o.Tree.setDefaults()
+	o.Wire.setDefaults()
 	if o.Logger == nil {
 		o.Logger = log.Noop
 	}
@@ -353,6 +355,7 @@ func (o *Options) validate() error {
 		{"timing", o.Timing.validate},
 		{"tree", o.Tree.validate},
 		{"pricing", o.Pricing.validate},
+		{"wire", o.Wire.validate},
 	} {
 		if err := g.check(); err != nil {
 			return fmt.Errorf("bps: options: %s: %w", g.name, err)

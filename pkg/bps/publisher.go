@@ -12,6 +12,7 @@ import (
 	"io"
 	"sync"
 	"sync/atomic"
+	"time"
 
 	"github.com/ethersphere/bee/v2/pkg/swarm"
 	"github.com/ethersphere/bps/pkg/bps/pb"
@@ -46,9 +47,9 @@ type Publisher struct {
 	addr      []byte
 	challenge []byte // the one this stream's Ack issued
 	signer    Signer // the address's key, if given: the stream claims with an AUTH and Update signs
-	auth      *pb.Broadcast
-	active    atomic.Bool // sent a frame other than an AUTH
 	writeMu   sync.Mutex
+	auth      *pb.Broadcast            // the AUTH this stream claimed with (or sent last): the heartbeat; under writeMu
+	beat      *time.Timer              // re-sends auth when nothing was sent for a third of the inactivity deadline; under writeMu
 	sentEnd   atomic.Pointer[Delivery] // the admin's END_OF_STREAM, once this stream sent it
 }
 
@@ -134,6 +135,7 @@ func (s *Service) publishAt(ctx context.Context, broker swarm.Address, underlays
 		if err == nil {
 			p.auth = auth
 			err = p.send(ctx, s, outFrame{b: encodeFrame(auth), kind: kindBroadcast})
+			p.armBeat()
 		}
 		if err != nil {
 			_ = stream.Reset()
@@ -181,10 +183,52 @@ func (p *Publisher) Send(ctx context.Context, b *pb.Broadcast) error {
 		return ErrClosed
 	default:
 	}
-	if b.Kind != pb.Kind_AUTH {
-		p.active.Store(true)
+	if b.Kind == pb.Kind_AUTH {
+		p.auth = b
 	}
-	return p.send(ctx, p.clientStream.s, outFrame{b: frame, kind: kindBroadcast})
+	err := p.send(ctx, p.clientStream.s, outFrame{b: frame, kind: kindBroadcast})
+	p.armBeat()
+	return err
+}
+
+// heartbeatEvery is how long a publisher stream may send nothing before
+// its AUTH is sent again (docs/protocol.md, "AUTH"): a third of the
+// broker's inactivity deadline, so that an idle publisher keeps its cohort
+// at any broker (upstream's form B takes it as its heartbeat).
+func (p *Publisher) heartbeatEvery() time.Duration { return p.clientStream.s.opts.Inactivity / 3 }
+
+// armBeat (re)starts the heartbeat after a frame was sent; the caller holds
+// writeMu.
+func (p *Publisher) armBeat() {
+	if p.auth == nil {
+		return
+	}
+	if p.beat != nil {
+		p.beat.Reset(p.heartbeatEvery())
+		return
+	}
+	p.beat = time.AfterFunc(p.heartbeatEvery(), p.heartbeat)
+}
+
+// heartbeat re-sends the stream's AUTH, byte for byte: no key is needed.
+func (p *Publisher) heartbeat() {
+	s := p.clientStream.s
+	if !s.track() {
+		return
+	}
+	defer s.done()
+	select {
+	case <-p.done:
+		return
+	case <-p.quit:
+		return
+	default:
+	}
+	p.writeMu.Lock()
+	defer p.writeMu.Unlock()
+	if p.send(s.ctx, s, outFrame{b: encodeFrame(p.auth), kind: kindBroadcast}) == nil {
+		p.armBeat()
+	}
 }
 
 // Update signs a chunk of kind at index wrapping payload with the
@@ -209,6 +253,9 @@ func (p *Publisher) PublishUpdate(ctx context.Context, index uint64, payload []b
 func (p *Publisher) Close() error {
 	p.writeMu.Lock()
 	defer p.writeMu.Unlock()
+	if p.beat != nil {
+		p.beat.Stop()
+	}
 	return p.closeClean()
 }
 

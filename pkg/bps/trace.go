@@ -35,10 +35,11 @@ const (
 	EventPromote                     // a subscription set a lazy parent eager (Peer)
 	EventAnnounced                   // a subscription waits for the frame a lazy parent announced (Peer)
 	EventEscape                      // a subscription left one of two parents that both passed over an update, for a parent the root's probe found (Peer: the one left; Index: the update passed over; Err set if no new parent was found)
+	EventActivity                    // the root took an AUTH on a publisher stream as activity (Peer)
 )
 
 var eventNames = [...]string{"join", "claim", "accept", "drop", "violation", "queue_reset", "leave", "reclaim", "deliver", "client_drop", "end",
-	"parent", "parent_lost", "probe", "reparent", "withheld", "fault", "forward", "ask", "promote", "announced", "escape"}
+	"parent", "parent_lost", "probe", "reparent", "withheld", "fault", "forward", "ask", "promote", "announced", "escape", "activity"}
 
 func (k EventKind) String() string {
 	if k < 0 || int(k) >= len(eventNames) {

@@ -21,6 +21,10 @@ import (
 // Plugin is a p2p protocol attached to a running bee node. If it also has
 // Metrics() []prometheus.Collector (bee's metrics.Collector), those are
 // registered with bee's metrics and served by its /metrics.
+//
+// A plugin that serves more than one protocol also has Protocols()
+// []p2p.ProtocolSpec: every spec it returns is registered, Protocol's
+// first.
 type Plugin interface {
 	// Protocol is registered with the node's libp2p service once.
 	Protocol() p2p.ProtocolSpec
@@ -103,8 +107,14 @@ func attach(ctx context.Context, host protocolHost, env PluginEnv, factory Plugi
 		return nil, fmt.Errorf("plugin: %w", err)
 	}
 	spec := pl.Protocol()
-	if err := host.AddProtocol(spec); err != nil {
-		return nil, fmt.Errorf("plugin: add protocol %s/%s: %w", spec.Name, spec.Version, joinClose(err, pl))
+	specs := []p2p.ProtocolSpec{spec}
+	if m, ok := pl.(interface{ Protocols() []p2p.ProtocolSpec }); ok {
+		specs = m.Protocols()
+	}
+	for _, sp := range specs {
+		if err := host.AddProtocol(sp); err != nil {
+			return nil, fmt.Errorf("plugin: add protocol %s/%s: %w", sp.Name, sp.Version, joinClose(err, pl))
+		}
 	}
 	if spec.ConnectOut == nil {
 		return pl, nil

@@ -99,8 +99,10 @@ func NewIdentity(ctx context.Context, o IdentityOptions) (*Identity, error) {
 	if id.BPS, err = bps.New(p2ps, overlay, o.BPS); err != nil {
 		return fail(err)
 	}
-	if err := p2ps.AddProtocol(id.BPS.Protocol()); err != nil {
-		return fail(err)
+	for _, spec := range id.BPS.Protocols() {
+		if err := p2ps.AddProtocol(spec); err != nil {
+			return fail(err)
+		}
 	}
 	if err := p2ps.Ready(); err != nil {
 		return fail(err)
