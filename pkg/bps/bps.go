@@ -3,8 +3,9 @@
 // license that can be found in the LICENSE file.
 
 // Package bps implements Broadcast Pub/Sub for Swarm as a bee p2p protocol
-// (/swarm/pubsub/1.0.0/stream): the broker of SWIP-74 and SWIP-60, the
-// multihop tree of SWIP-61 and the self-indexed feeds of SWIP-65.
+// (/swarm/pubsub/1.0.0/stream, and upstream's two ids): the broker of
+// SWIP-74 Rev 8 and SWIP-60 rev 14, the multihop tree of SWIP-61 and the
+// self-indexed feeds of SWIP-65.
 //
 // One Service is every role a node plays. It answers Joins as the root of
 // the cohorts it brokers or as a relay of those it follows, and joins other
@@ -13,12 +14,12 @@
 // in one file:
 //
 //	broker.go        a Join answered: refusal, admission, the child's reader
-//	registry.go      admission into the broker half (bounds, seats, claims)
+//	registry.go      admission into the broker half (bounds, roles, claims)
 //	cohort.go        the broker half: ingest from children, accept, fan-out;
 //	                 parentRole, the one interface a root and a relay answer
 //	relay.go         the relay role: a subscription's deliveries down to its
 //	                 children, its children's publications up its parents
-//	attest.go        a relay vouching for the claims it carries up
+//	lease.go         publishing from depth: challenges the root leases
 //	probe.go         probes and candidates at a node at capacity; flash crowds
 //	subscription.go  a subscription: parents, repair, reparent, leave; the
 //	                 one seam (took) through which its observers hear
@@ -26,10 +27,12 @@
 //	judge.go, escape.go  the parent judge: lag, withholding, the gap escape
 //	reorder.go       index order across parents
 //	lazy.go          a lazy second parent: announce, ask, promote
-//	publisher.go     a publisher stream; building feed and service updates
+//	publisher.go     a publisher stream: the claim, sending, the heartbeat
+//	chunks.go        what a client signs: session-feed, storage, roster chunks
 //	client.go        joining a node: the handshake and its backoff
-//	claim.go         the challenge and the claim
-//	validate.go, soc.go, owner_*.go  the checks a publication passes
+//	protocols.go     the protocol ids served and joined on
+//	claim.go         the challenge
+//	validate.go, soc.go, owner_*.go  the checks a Broadcast passes
 //	servicefeed.go   the admin's service feed: fresh, stale or gap
 //	held.go          forgotten cohorts' service feeds, shared fairly by peer
 //	rate.go          the publish rate where anyone may publish
