@@ -33,6 +33,8 @@ const (
 	optionNameBPSClaimDeadline       = "bps-claim-deadline"
 	optionNameBPSRelayCapacity       = "bps-relay-capacity"
 	optionNameBPSLazyPush            = "bps-lazy-push"
+	optionNameBPSProtocolIDs         = "bps-protocol-ids"
+	optionNameBPSRevocationGrace     = "bps-revocation-grace"
 
 	optionNameBPSDeliveryPrice = "bps-delivery-price"
 	optionNameBPSPublishPrice  = "bps-publish-price"
@@ -59,7 +61,9 @@ func setBPSFlags(f *pflag.FlagSet, withEnable bool) {
 	f.Int(optionNameBPSMaxCohortsPerPeer, d.MaxCohortsPerPeer, "BPS: cohorts per peer connection")
 	f.Int(optionNameBPSQueueLen, d.QueueLen, "BPS: outbound queue per stream, in frames (full: the stream is reset)")
 	f.Duration(optionNameBPSInactivity, d.Inactivity, "BPS: a cohort without messages for this long is reclaimed")
-	f.Duration(optionNameBPSClaimDeadline, d.ClaimDeadline, "BPS: time an unclaimed publisher seat is held")
+	f.Duration(optionNameBPSClaimDeadline, d.ClaimDeadline, "BPS: time a pending or silent stream has to claim with its first valid frame (SWIP-74 Rev 8)")
+	f.Duration(optionNameBPSRevocationGrace, d.RevocationGrace, "BPS: time a publisher a roster revoked may still send, tolerated, after the roster reached its stream (SWIP-60 rev 14)")
+	f.StringSlice(optionNameBPSProtocolIDs, bps.DefaultProtocolIDs, "BPS: protocol ids this node joins a broker on, in order of preference (the first the broker supports is used, and remembered); it serves all three whatever this says")
 	f.Int(optionNameBPSRelayCapacity, d.RelayCapacity, "BPS: children this node accepts per cohort it follows, as a relay in the cohort's tree (SWIP-61); 0: it does not relay (a light node never does)")
 	f.Bool(optionNameBPSLazyPush, !d.NoLazyPush, "BPS: lazy push: of a node's two parents one sends each delivery whole and the other announces it, sending it when asked (about half the bytes); negotiated per stream; false: every frame whole")
 	f.Uint64(optionNameBPSDeliveryPrice, p.Delivery, "BPS: accounting units a child owes its parent for each delivery, on bee's accounting, settled in batches (default: bee's base price over a relay's default fan-out; both prices 0: BPS charges nothing)")
@@ -93,9 +97,11 @@ func bpsOptions(v *viper.Viper) (bps.Options, error) {
 			QueueLen:            v.GetInt(optionNameBPSQueueLen),
 		},
 		Timing: bps.Timing{
-			Inactivity:    v.GetDuration(optionNameBPSInactivity),
-			ClaimDeadline: v.GetDuration(optionNameBPSClaimDeadline),
+			Inactivity:      v.GetDuration(optionNameBPSInactivity),
+			ClaimDeadline:   v.GetDuration(optionNameBPSClaimDeadline),
+			RevocationGrace: v.GetDuration(optionNameBPSRevocationGrace),
 		},
+		Wire: bps.Wire{ProtocolIDs: v.GetStringSlice(optionNameBPSProtocolIDs)},
 		Tree: bps.Tree{
 			RelayCapacity: v.GetInt(optionNameBPSRelayCapacity),
 			NoLazyPush:    !v.GetBool(optionNameBPSLazyPush),
@@ -124,10 +130,19 @@ func bpsOptions(v *viper.Viper) (bps.Options, error) {
 	}{
 		{optionNameBPSInactivity, o.Inactivity},
 		{optionNameBPSClaimDeadline, o.ClaimDeadline},
+		{optionNameBPSRevocationGrace, o.RevocationGrace},
 	} {
 		if c.v < minBPSDuration {
 			errs = append(errs, fmt.Errorf("--%s %s: must be at least %s", c.name, c.v, minBPSDuration))
 		}
+	}
+	for _, id := range o.ProtocolIDs {
+		if parts := strings.Split(id, "/"); len(parts) != 5 || parts[0] != "" || parts[1] != "swarm" || parts[2] == "" || parts[3] == "" || parts[4] == "" {
+			errs = append(errs, fmt.Errorf("--%s %q: want /swarm/name/version/stream", optionNameBPSProtocolIDs, id))
+		}
+	}
+	if len(o.ProtocolIDs) == 0 {
+		errs = append(errs, fmt.Errorf("--%s: at least one id", optionNameBPSProtocolIDs))
 	}
 	return o, errors.Join(errs...)
 }
