@@ -2,11 +2,10 @@
 // Use of this source code is governed by a BSD-style
 // license that can be found in the LICENSE file.
 
-//go:build rev8todo
-
 package bps_test
 
 import (
+	"bytes"
 	"context"
 	"errors"
 	"fmt"
@@ -179,7 +178,6 @@ func settledNode(t testing.TB, net *streamtest.Network, o bps.Options, acc accou
 	return &tnode{Node: nd, svc: svc, rec: rec}
 }
 
-
 // TestPricingDeliveriesAndPublications: after n publications through a
 // broker, each subscriber owes the broker n × Delivery and the publisher
 // (at depth 1) n × Publish more than its own deliveries; both ends' ledgers
@@ -251,7 +249,7 @@ func TestPricingDeliveriesAndPublications(t *testing.T) {
 // fakeParent answers every Join at nd as a parent at depth stated and then
 // writes deliveries down the stream; it hands a publisher stream's reader
 // to read, if not nil.
-func fakeParent(t *testing.T, nd *streamtest.Node, stated uint32, deliveries []*pb.Message, read func(r *raw)) {
+func fakeParent(t *testing.T, nd *streamtest.Node, stated uint32, deliveries []*pb.Broadcast, read func(r *raw)) {
 	t.Helper()
 	spec := p2p.ProtocolSpec{Name: bps.ProtocolName, Version: bps.ProtocolVersion, StreamSpecs: []p2p.StreamSpec{{
 		Name: bps.StreamName,
@@ -261,15 +259,12 @@ func fakeParent(t *testing.T, nd *streamtest.Node, stated uint32, deliveries []*
 			if err := r.read(join); err != nil {
 				return err
 			}
-			ack := &pb.Ack{Status: pb.Status_OK, Depth: stated}
-			if join.Addr != nil {
-				ack.Challenge = make([]byte, 32)
-			}
-			r.send(ack)
+			// Every stream gets a challenge (Rev 8): the zero one here.
+			r.send(&pb.Ack{Status: pb.Status_OK, Depth: stated, Challenge: make([]byte, 32)})
 			for _, m := range deliveries {
 				r.send(m)
 			}
-			if read != nil && join.Addr != nil {
+			if read != nil && !join.Listen && !bytes.Equal(join.Addr, bps.ZeroAddress) {
 				read(r)
 			}
 			_ = r.expectEnd()
@@ -339,12 +334,13 @@ func TestPricingDepth(t *testing.T) {
 			k := newKey(t)
 			sp := feedSpec(t, "depth", k)
 			parent := net.NewNode()
-			msgs := []*pb.Message{update(t, k, sp, 0, "a"), update(t, k, sp, 1, "b"), update(t, k, sp, 2, "c")}
+			zero := make([]byte, 32) // the fake parent's challenge; a subscriber compares it with nothing
+			msgs := []*pb.Broadcast{update(t, k, sp, zero, 0, "a"), update(t, k, sp, zero, 1, "b"), update(t, k, sp, zero, 2, "c")}
 			read := make(chan int, 1)
 			fakeParent(t, parent, stated, msgs, func(r *raw) {
 				n := 0
 				for {
-					if err := r.read(new(pb.Message)); err != nil {
+					if err := r.read(new(pb.Broadcast)); err != nil {
 						break
 					}
 					n++
@@ -375,7 +371,7 @@ func TestPricingDepth(t *testing.T) {
 			if err != nil {
 				t.Fatal(err)
 			}
-			sent := []*pb.Message{update(t, k, sp, 3, "x"), update(t, k, sp, 4, "y")}
+			sent := []*pb.Broadcast{update(t, k, sp, p.Challenge(), 3, "x"), update(t, k, sp, p.Challenge(), 4, "y")}
 			for _, m := range sent {
 				if err := p.Send(ctxT(t), m); err != nil {
 					t.Fatal(err)
@@ -724,9 +720,9 @@ func benchPricing(b *testing.B, tr benchTransport, priced, bee bool) {
 		b.Fatal(err)
 	}
 	b.Cleanup(func() { _ = p.Close() })
-	msgs := make([]*pb.Message, b.N)
+	msgs := make([]*pb.Broadcast, b.N)
 	for i := range msgs {
-		msgs[i] = update(b, k, sp, uint64(i), "benchmark payload of a modest size")
+		msgs[i] = update(b, k, sp, p.Challenge(), uint64(i), "benchmark payload of a modest size")
 	}
 	b.ReportAllocs()
 	b.ResetTimer()
@@ -769,7 +765,7 @@ func benchPricing(b *testing.B, tr benchTransport, priced, bee bool) {
 type pricingCohort struct {
 	pub  *bps.Publisher
 	subs []*bps.Subscription
-	msgs []*pb.Message
+	msgs []*pb.Broadcast
 }
 
 func newPricingCohort(b *testing.B, tr benchTransport, priced bool, subscribers, n int) *pricingCohort {
@@ -817,7 +813,7 @@ func newPricingCohort(b *testing.B, tr benchTransport, priced bool, subscribers,
 	b.Cleanup(func() { _ = p.Close() })
 	pc.pub = p
 	for i := range n {
-		pc.msgs = append(pc.msgs, update(b, k, sp, uint64(i), "benchmark payload of a modest size"))
+		pc.msgs = append(pc.msgs, update(b, k, sp, p.Challenge(), uint64(i), "benchmark payload of a modest size"))
 	}
 	return pc
 }
