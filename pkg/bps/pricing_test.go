@@ -227,7 +227,7 @@ func TestPricingDeliveriesAndPublications(t *testing.T) {
 		ledgers[c].waitBalance(t, "subscriber", broker.Overlay(), -want)
 		ledgers[broker].waitBalance(t, "broker", c.Overlay(), want)
 	}
-	pubOwes := int64(n * testPrices.Publish)
+	pubOwes := int64((n + 1) * testPrices.Publish) // the updates and the AUTH that claimed the stream, a Broadcast up
 	ledgers[broker].waitBalanceAtLeast(t, "broker", pubNode.Overlay(), pubOwes)
 	for _, c := range subs {
 		waitCharges(t, broker.svc, c.Overlay(), bps.PeerCharges{Debited: n * testPrices.Delivery, Streams: 1})
@@ -323,8 +323,9 @@ func waitCharges(t *testing.T, svc *bps.Service, peer swarm.Address, want bps.Pe
 }
 
 // TestPricingDepth: a child owes a delivery's price whatever the depth its
-// parent stated, and Publish × (stated + 1) for each publication it sends
-// up; a claim is free.
+// parent stated, and Publish × (stated + 1) for each Broadcast it sends
+// up — its updates and, on Rev 8, the AUTH that claims its stream (rev 3's
+// free Claim frame is gone; docs/protocol.md, "Prices").
 func TestPricingDepth(t *testing.T) {
 	t.Parallel()
 	for _, stated := range []uint32{0, 2} {
@@ -378,11 +379,11 @@ func TestPricingDepth(t *testing.T) {
 				}
 			}
 			// The parent's deliveries, and the publications at depth stated+1.
-			want := int64(len(msgs))*int64(testPrices.Delivery) + int64(len(sent))*int64(testPrices.Publish)*int64(stated+1)
+			want := int64(len(msgs))*int64(testPrices.Delivery) + int64(len(sent)+1)*int64(testPrices.Publish)*int64(stated+1)
 			l2.waitBalance(t, "publisher", parent.Overlay(), -want)
 			_ = p.Close()
 			if n := <-read; n != len(sent)+1 {
-				t.Fatalf("parent read %d frames, want the claim and %d publications", n, len(sent))
+				t.Fatalf("parent read %d frames, want the AUTH and %d publications", n, len(sent))
 			}
 		})
 	}
