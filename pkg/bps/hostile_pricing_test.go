@@ -84,7 +84,8 @@ func TestHostileParentBillsDuplicates(t *testing.T) {
 }
 
 // TestHostileParentBillsGarbage: a parent that sends an invalid chunk after
-// a valid one is cut — the stream reset, the parent blocklisted, the
+// a valid one is cut (a delivery that does not validate ends the parent
+// stream; docs/protocol.md, "Receivers") — the stream reset, the parent blocklisted, the
 // violation counted — and the child pays for the valid one only.
 func TestHostileParentBillsGarbage(t *testing.T) {
 	t.Parallel()
@@ -92,8 +93,12 @@ func TestHostileParentBillsGarbage(t *testing.T) {
 	admin := newKey(t)
 	sp := feedSpec(t, "billed garbage", admin)
 	ch := make([]byte, 32)
+	// Invalid on Rev 8: its id is not the one the frame's kind, challenge
+	// and index derive. (A tampered payload is not invalid at a receiver,
+	// which recovers the owner: it reads as another key's chunk, an owner
+	// not admitted — docs/protocol.md, "Receivers".)
 	bad := update(t, admin, sp, ch, 1, "tampered")
-	bad.Soc[len(bad.Soc)-1] ^= 1
+	bad.Soc[0] ^= 1
 	raw := bps.EncodeFrame(update(t, admin, sp, ch, 0, "zero"))
 	for range 1000 {
 		raw = append(raw, bps.EncodeFrame(bad)...)
