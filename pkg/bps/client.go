@@ -5,6 +5,7 @@
 package bps
 
 import (
+	"bytes"
 	"context"
 	"fmt"
 	"time"
@@ -39,10 +40,10 @@ func (s *Service) join(ctx context.Context, broker swarm.Address, sp *Spec, join
 			_ = stream.Reset()
 		}
 	}()
-	if join.Addr != nil && sp.Explicit() && s.opts.PeerCheck != nil {
-		// A publisher stream claims, signing over the broker's overlay:
-		// the peer must be the one that overlay's record names (SWIP-74
-		// item 11).
+	if mayClaim(join) && sp.Explicit() && s.opts.PeerCheck != nil {
+		// A publisher stream claims: the peer must be the one the
+		// broker's overlay's record names (SWIP-74 item 11). A stream
+		// that declares the zero address or listens never claims.
 		if err := s.opts.PeerCheck(ctx, p2p.Peer{Address: broker, FullNode: true}, stream); err != nil {
 			s.backoff.fail(key)
 			return nil, nil, nil, fmt.Errorf("bps: will not claim against broker %s: %w", broker, err)
@@ -142,4 +143,10 @@ func validCandidates(cs []*pb.Candidate) []*pb.Candidate {
 		}
 	}
 	return out
+}
+
+// mayClaim reports whether a stream joining with join may claim: it
+// declares an address other than the zero address and does not listen.
+func mayClaim(join *pb.Join) bool {
+	return len(join.Addr) == AddressSize && !join.Listen && !bytes.Equal(join.Addr, zeroAddress)
 }
