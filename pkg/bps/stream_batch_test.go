@@ -14,6 +14,7 @@ import (
 	"time"
 
 	"github.com/ethersphere/bee/v2/pkg/swarm"
+	"github.com/ethersphere/bps/pkg/bps/pb"
 )
 
 // countStream is a bufStream that counts its writes.
@@ -50,7 +51,9 @@ func TestStreamBatch(t *testing.T) {
 		var want []byte
 		var dones []chan error
 		for i := range 5 {
-			f := outFrame{b: rawFrame(10+i, byte(i)), kind: kindBroadcast, svc: uint64(i), done: make(chan error, 1)}
+			// Distinct Broadcasts: a parent's writer charges a delivery
+			// once per stream, by its FrameKey.
+			f := outFrame{b: encodeFrame(&pb.Broadcast{Soc: bytes.Repeat([]byte{byte(i)}, 10+i), Kind: pb.Kind_DATA, Index: uint64(i)}), kind: kindBroadcast, svc: uint64(i), done: make(chan error, 1)}
 			dones = append(dones, f.done)
 			want = append(want, cd.out(f)...)
 			if !ps.offer(f) {
