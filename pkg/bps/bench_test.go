@@ -2,7 +2,7 @@
 // Use of this source code is governed by a BSD-style
 // license that can be found in the LICENSE file.
 
-//go:build (unix) && rev8todo
+//go:build unix
 
 package bps_test
 
@@ -20,7 +20,6 @@ import (
 	"testing"
 	"time"
 
-	"github.com/ethersphere/bee/v2/pkg/crypto"
 	"github.com/ethersphere/bee/v2/pkg/p2p"
 	"github.com/ethersphere/bee/v2/pkg/soc"
 	"github.com/ethersphere/bee/v2/pkg/swarm"
@@ -53,7 +52,8 @@ import (
 //   - BenchmarkFanoutLibp2p*: the same on bee's libp2p service, yamux over
 //     TCP on loopback (fanout_libp2p_bench_test.go, build tag benchlibp2p).
 //   - BenchmarkValidate vs BenchmarkValidateFloor (bee's soc.Valid) and
-//     BenchmarkVerifyClaim vs BenchmarkVerifyClaimFloor (crypto.Recover);
+//     BenchmarkVerifyAuth vs BenchmarkVerifyAuthFloor (soc.Valid on the
+//     AUTH chunk: SWIP-74 Rev 8's claim, rev 3's claim frame having gone);
 //     the *Paired variants time both alternately in one loop.
 //
 // The fan-out benchmarks report, besides ns/op (per published message),
@@ -199,7 +199,8 @@ func benchFanoutPaced(b *testing.B, tr func(testing.TB) fanoutTransport, n, size
 }
 
 // benchFanout publishes b.N pre-signed updates of size bytes on one claimed
-// publisher stream and waits until each of n subscribers received all of
+// publisher stream (claimed by its AUTH; the updates signed under its
+// challenge, before the subscribers join) and waits until each of n subscribers received all of
 // them: raw streams drained into a buffer (the broker's cost alone), or
 // bps.Subscriptions on n nodes (adding each subscriber's re-verification).
 // A warm-up of the same updates runs first, untimed. Paced (raw streams
@@ -218,7 +219,8 @@ func benchFanout(b *testing.B, newTransport func(testing.TB) fanoutTransport, n,
 		// growth; a few messages grow the stacks.
 		warm = 4
 	}
-	admin, sp, frames := benchFeed.updates(b, size, warm+b.N)
+	admin, sp := benchFeed.feed(b)
+	count := warm + b.N
 
 	var resets, accepts atomic.Int64
 	claimed, warmed := make(chan struct{}), make(chan struct{})
@@ -241,12 +243,27 @@ func benchFanout(b *testing.B, newTransport func(testing.TB) fanoutTransport, n,
 	bnode, broker := tr.node(b, &bps.Options{
 		Bounds: bps.Bounds{
 			MaxStreamsPerCohort: n + 1, // the publisher joins as a subscriber first
-			QueueLen:            len(frames) + 1,
+			QueueLen:            count + 1,
 		},
 		Deps: bps.Deps{
 			Tracer: tracer,
 		},
 	})
+
+	// The publisher first: its stream's challenge is what the updates are
+	// signed under (SWIP-74 Rev 8); its AUTH claims it.
+	pnode, _ := tr.node(b, nil)
+	tr.connect(b, pnode, bnode)
+	pub, ack := joinRaw(b, pnode, bnode.Overlay(), &pb.Join{Cohort: sp.PB(), Addr: admin.addr})
+	if _, err := pub.Write(bps.EncodeFrame(auth(b, admin, sp, ack.Challenge))); err != nil {
+		b.Fatalf("write AUTH: %v", err)
+	}
+	select {
+	case <-claimed:
+	case <-time.After(benchDeadline):
+		b.Fatal("claim not taken")
+	}
+	_, _, frames := benchFeed.updates(b, ack.Challenge, size, count)
 
 	var ms *milestones
 	var subs []*bps.Subscription
@@ -270,34 +287,19 @@ func benchFanout(b *testing.B, newTransport func(testing.TB) fanoutTransport, n,
 			})
 		}
 	} else {
-		// A peer holds at most MaxPlainStreams subscriber streams in a
-		// cohort: the streams come from as many peers as that takes.
+		// A peer holds at most MaxPeerStreams streams in a cohort (Rev 8:
+		// every stream counted): the streams come from as many peers as
+		// that takes. Each declares the zero address: a spectator.
 		streams := make([]p2p.Stream, n)
 		var snode fanoutNode
 		for i := range streams {
-			if i%bps.MaxPlainStreams == 0 {
+			if i%bps.MaxPeerStreams == 0 {
 				snode, _ = tr.node(b, nil)
 				tr.connect(b, snode, bnode)
 			}
-			streams[i], _ = joinRaw(b, snode, bnode.Overlay(), &pb.Join{Cohort: sp.PB()})
+			streams[i], _ = joinRaw(b, snode, bnode.Overlay(), &pb.Join{Cohort: sp.PB(), Addr: bps.ZeroAddress})
 		}
 		ms = drainAll(b, &readers, streams, warmed, byteMilestones(frames, warm, paced)...)
-	}
-
-	pnode, _ := tr.node(b, nil)
-	tr.connect(b, pnode, bnode)
-	pub, ack := joinRaw(b, pnode, bnode.Overlay(), &pb.Join{Cohort: sp.PB(), Addr: admin.addr})
-	claim, err := bps.SignClaim(admin.signer, admin.addr, ack.Challenge, bnode.Overlay(), 0)
-	if err != nil {
-		b.Fatal(err)
-	}
-	if _, err := pub.Write(bps.EncodeFrame(claim)); err != nil {
-		b.Fatalf("write claim: %v", err)
-	}
-	select {
-	case <-claimed:
-	case <-time.After(benchDeadline):
-		b.Fatal("claim not taken")
 	}
 
 	publish := func(f []byte) {
@@ -366,7 +368,7 @@ func byteMilestones(frames [][]byte, warm int, paced bool) []int {
 // broker when frames arrive one at a time.
 func benchFanoutFloor(b *testing.B, newTransport func(testing.TB) fanoutTransport, n, size int, paced, reading bool) {
 	warm := warmup(b, size)
-	_, _, pool := benchFeed.updates(b, size, floorFrames)
+	_, _, pool := benchFeed.updates(b, benchChallenge, size, floorFrames)
 	frames := make([][]byte, warm+b.N)
 	for i := range frames {
 		frames[i] = pool[i%len(pool)]
@@ -489,7 +491,7 @@ const (
 // weigh on small b.N, and more on BPS than on the floor.
 func warmup(tb testing.TB, size int) int {
 	tb.Helper()
-	_, _, frames := benchFeed.updates(tb, size, 1)
+	_, _, frames := benchFeed.updates(tb, benchChallenge, size, 1)
 	return 2*streamtest.DefaultBufferSize/len(frames[0]) + 1
 }
 
@@ -505,7 +507,7 @@ func BenchmarkValidate(b *testing.B) {
 	for _, p := range benchPayloads {
 		b.Run("payload="+p.name, func(b *testing.B) {
 			sp, msg := validationFixture(b, p.size)
-			cpuLoop(b, func() { bps.Validate(sp, msg, 0) })
+			cpuLoop(b, func() { bps.Check(sp, msg, sp.Admin, benchChallenge, 0) })
 		})
 	}
 }
@@ -530,28 +532,31 @@ func BenchmarkValidatePaired(b *testing.B) {
 		b.Run("payload="+p.name, func(b *testing.B) {
 			sp, msg := validationFixture(b, p.size)
 			ch := socChunk(b, sp, msg)
-			paired(b, func() { bps.Validate(sp, msg, 0) }, func() { soc.Valid(ch) })
+			paired(b, func() { bps.Check(sp, msg, sp.Admin, benchChallenge, 0) }, func() { soc.Valid(ch) })
 		})
 	}
 }
 
-func BenchmarkVerifyClaim(b *testing.B) {
-	svc, challenge, claim := claimFixture(b)
-	cpuLoop(b, func() { _ = svc.VerifyClaim(challenge, claim) })
+// BenchmarkVerifyAuth is the broker's check of an AUTH, the frame our
+// publishers claim a stream with (SWIP-74 Rev 8: the first valid frame
+// claims; rev 3's Claim frame and its digest are gone).
+func BenchmarkVerifyAuth(b *testing.B) {
+	sp, msg := authFixture(b)
+	cpuLoop(b, func() { bps.Check(sp, msg, sp.Admin, benchChallenge, 0) })
 }
 
-// BenchmarkVerifyClaimFloor is crypto.Recover alone on the same claim's
-// signature and digest.
-func BenchmarkVerifyClaimFloor(b *testing.B) {
-	sig, digest := recoverFixture(b)
-	cpuLoop(b, func() { _, _ = crypto.Recover(sig, digest) })
+// BenchmarkVerifyAuthFloor is soc.Valid alone on the AUTH chunk.
+func BenchmarkVerifyAuthFloor(b *testing.B) {
+	sp, msg := authFixture(b)
+	ch := socChunk(b, sp, msg)
+	cpuLoop(b, func() { soc.Valid(ch) })
 }
 
-// BenchmarkVerifyClaimPaired is BenchmarkValidatePaired for claims.
-func BenchmarkVerifyClaimPaired(b *testing.B) {
-	svc, challenge, claim := claimFixture(b)
-	sig, digest := recoverFixture(b)
-	paired(b, func() { _ = svc.VerifyClaim(challenge, claim) }, func() { _, _ = crypto.Recover(sig, digest) })
+// BenchmarkVerifyAuthPaired is BenchmarkValidatePaired for AUTH chunks.
+func BenchmarkVerifyAuthPaired(b *testing.B) {
+	sp, msg := authFixture(b)
+	ch := socChunk(b, sp, msg)
+	paired(b, func() { bps.Check(sp, msg, sp.Admin, benchChallenge, 0) }, func() { soc.Valid(ch) })
 }
 
 // paired runs f and floor once each per iteration, in alternating order,
@@ -587,8 +592,19 @@ type feedCache struct {
 	mu     sync.Mutex
 	admin  key
 	spec   *bps.Spec
-	frames map[int][][]byte // payload size -> encoded updates 0, 1, …
+	frames map[frameSet][][]byte // encoded updates 0, 1, …
 }
+
+// frameSet names the updates of one payload size signed for one stream's
+// challenge (SWIP-74 Rev 8: the challenge is in every update's id).
+type frameSet struct {
+	challenge string
+	size      int
+}
+
+// benchChallenge is the challenge the benchmarks that need no broker's
+// stream sign under (validation, the floors): any 32 bytes.
+var benchChallenge = topicOf("bench challenge")
 
 var benchFeed feedCache
 
@@ -606,18 +622,19 @@ func (f *feedCache) initLocked(tb testing.TB) {
 	if f.spec == nil {
 		f.admin = newKey(tb)
 		f.spec = feedSpec(tb, "bench", f.admin)
-		f.frames = make(map[int][][]byte)
+		f.frames = make(map[frameSet][][]byte)
 	}
 }
 
-// updates returns the encoded updates 0 … count-1 with payloads of size
-// bytes, signing the ones not cached yet on every core.
-func (f *feedCache) updates(tb testing.TB, size, count int) (key, *bps.Spec, [][]byte) {
+// updates returns the encoded updates 0 … count-1 under challenge with
+// payloads of size bytes, signing the ones not cached yet on every core.
+func (f *feedCache) updates(tb testing.TB, challenge []byte, size, count int) (key, *bps.Spec, [][]byte) {
 	tb.Helper()
 	f.mu.Lock()
 	defer f.mu.Unlock()
 	f.initLocked(tb)
-	have := f.frames[size]
+	set := frameSet{string(challenge), size}
+	have := f.frames[set]
 	if len(have) >= count {
 		return f.admin, f.spec, have[:count]
 	}
@@ -629,7 +646,7 @@ func (f *feedCache) updates(tb testing.TB, size, count int) (key, *bps.Spec, [][
 	for w := range workers {
 		wg.Go(func() {
 			for i := len(have) + w; i < count; i += workers {
-				m, err := bps.FeedUpdate(f.admin.signer, f.spec.Topic, uint64(i), benchPayload(i, size))
+				m, err := f.spec.Chunk(f.admin.signer, f.admin.addr, pb.Kind_DATA, challenge, uint64(i), benchPayload(i, size))
 				if err != nil {
 					errs[w] = err
 					return
@@ -642,70 +659,56 @@ func (f *feedCache) updates(tb testing.TB, size, count int) (key, *bps.Spec, [][
 	if err := errors.Join(errs...); err != nil {
 		tb.Fatal(err)
 	}
-	f.frames[size] = all
+	f.frames[set] = all
 	return f.admin, f.spec, all
 }
 
 func benchPayload(i, size int) []byte { return bytes.Repeat([]byte{byte(i)}, size) }
 
-// validationFixture is one accepted publication of size payload bytes.
-func validationFixture(tb testing.TB, size int) (*bps.Spec, *pb.Message) {
+// validationFixture is one accepted publication of size payload bytes,
+// under benchChallenge.
+func validationFixture(tb testing.TB, size int) (*bps.Spec, *pb.Broadcast) {
 	tb.Helper()
-	_, sp, frames := benchFeed.updates(tb, size, 1)
-	msg := new(pb.Message)
+	_, sp, frames := benchFeed.updates(tb, benchChallenge, size, 1)
+	msg := new(pb.Broadcast)
 	if err := readExact(bytes.NewReader(frames[0]), msg); err != nil {
 		tb.Fatal(err)
 	}
-	if _, ok := bps.Validate(sp, msg, 0); !ok {
+	if _, ok := bps.Check(sp, msg, sp.Admin, benchChallenge, 0); !ok {
 		tb.Fatal("fixture not accepted")
 	}
 	return sp, msg
 }
 
-// socChunk is the SOC a publication carries, with the feed id in its id
-// slot: what the broker hands to bee's soc package.
-func socChunk(tb testing.TB, sp *bps.Spec, msg *pb.Message) swarm.Chunk {
+// authFixture is the admin's AUTH under benchChallenge, accepted.
+func authFixture(tb testing.TB) (*bps.Spec, *pb.Broadcast) {
 	tb.Helper()
-	n, _ := bps.Validate(sp, msg, 0)
-	data := bytes.Clone(msg.Data)
-	copy(data, bps.FeedID(sp.Topic, n))
-	ch := swarm.NewChunk(swarm.NewAddress(msg.Address), data)
+	admin, sp := benchFeed.feed(tb)
+	msg := auth(tb, admin, sp, benchChallenge)
+	if _, ok := bps.Check(sp, msg, sp.Admin, benchChallenge, 0); !ok {
+		tb.Fatal("AUTH fixture not accepted")
+	}
+	return sp, msg
+}
+
+// socChunk is the SOC a publication carries, its full id included, at its
+// address keccak256(id ‖ owner): what the broker hands to bee's soc
+// package.
+func socChunk(tb testing.TB, sp *bps.Spec, msg *pb.Broadcast) swarm.Chunk {
+	tb.Helper()
+	s, err := soc.FromChunk(swarm.NewChunk(swarm.ZeroAddress, msg.Soc))
+	if err != nil {
+		tb.Fatal(err)
+	}
+	addr, err := s.Address()
+	if err != nil {
+		tb.Fatal(err)
+	}
+	ch := swarm.NewChunk(addr, msg.Soc)
 	if !soc.Valid(ch) {
 		tb.Fatal("fixture not a valid SOC")
 	}
 	return ch
-}
-
-// claimFixture is a broker service, a challenge it issued and a valid claim
-// by the admin of benchFeed over it.
-func claimFixture(tb testing.TB) (*bps.Service, []byte, *pb.Claim) {
-	tb.Helper()
-	admin, _ := benchFeed.feed(tb)
-	_, svc := benchNode(tb, benchNetwork(tb), bps.Options{})
-	challenge := topicOf("a challenge issued on one stream")
-	claim, err := bps.SignClaim(admin.signer, admin.addr, challenge, svc.Overlay(), 0)
-	if err != nil {
-		tb.Fatal(err)
-	}
-	if err := svc.VerifyClaim(challenge, claim); err != nil {
-		tb.Fatal(err)
-	}
-	return svc, challenge, claim
-}
-
-// recoverFixture is a signature and the digest it signs, as a claim's.
-func recoverFixture(tb testing.TB) (sig, digest []byte) {
-	tb.Helper()
-	admin, _ := benchFeed.feed(tb)
-	digest = bps.ClaimDigest(topicOf("challenge"), swarm.NewAddress(topicOf("broker")), 0)
-	sig, err := admin.signer.Sign(digest)
-	if err != nil {
-		tb.Fatal(err)
-	}
-	if _, err := crypto.Recover(sig, digest); err != nil {
-		tb.Fatal(err)
-	}
-	return sig, digest
 }
 
 // benchNetwork, benchNode and benchConnect are newNetwork, newNode and

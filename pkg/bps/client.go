@@ -5,6 +5,7 @@
 package bps
 
 import (
+	"bytes"
 	"context"
 	"fmt"
 	"time"
@@ -42,10 +43,10 @@ func (s *Service) join(ctx context.Context, broker swarm.Address, sp *Spec, join
 	if id.upstream() && (sp.Publishers != pb.PublisherRegime_PUBLISHER_REGIME_UNSPECIFIED || sp.Closed || sp.History || sp.Binding != pb.TopicBinding_FEED_TOPIC || sp.Implicit()) {
 		return nil, nil, nil, fmt.Errorf("%w (spec %s, at %s)", errUpstreamSpec, sp, id)
 	}
-	if join.Addr != nil && sp.Explicit() && s.opts.PeerCheck != nil {
-		// A publisher stream claims, signing over the broker's overlay:
-		// the peer must be the one that overlay's record names (SWIP-74
-		// item 11).
+	if mayClaim(join) && sp.Explicit() && s.opts.PeerCheck != nil {
+		// A publisher stream claims: the peer must be the one the
+		// broker's overlay's record names (SWIP-74 item 11). A stream
+		// that declares the zero address or listens never claims.
 		if err := s.opts.PeerCheck(ctx, p2p.Peer{Address: broker, FullNode: true}, stream); err != nil {
 			s.backoff.fail(key)
 			return nil, nil, nil, fmt.Errorf("bps: will not claim against broker %s: %w", broker, err)
@@ -145,4 +146,10 @@ func validCandidates(cs []*pb.Candidate) []*pb.Candidate {
 		}
 	}
 	return out
+}
+
+// mayClaim reports whether a stream joining with join may claim: it
+// declares an address other than the zero address and does not listen.
+func mayClaim(join *pb.Join) bool {
+	return len(join.Addr) == AddressSize && !join.Listen && !bytes.Equal(join.Addr, zeroAddress)
 }

@@ -75,7 +75,7 @@ type cohort struct {
 	dead       bool
 	counters   counters
 
-	issued     leaseTable            // the root's: challenges it leased in its tree (lease.go)
+	issued     map[string]rootLease  // the root's: challenges it leased in its tree (lease.go)
 	probes     map[uint64]*probeWait // open probes by nonce
 	doneProbes []uint64              // recently closed probe nonces
 	pool       probePool             // candidates probes found and no joiner took yet (probe.go)

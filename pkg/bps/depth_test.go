@@ -28,7 +28,7 @@ func TestAckDepthBroker(t *testing.T) {
 	admin := newKey(t)
 	sp := feedSpec(t, "ack-depth-broker", admin)
 
-	if ack := openRaw(t, cl[1], broker).join(&pb.Join{Cohort: sp.PB()}); ack.GetStatus() != pb.Status_OK || ack.GetDepth() != 0 {
+	if ack := openRaw(t, cl[1], broker).join(&pb.Join{Cohort: sp.PB(), Addr: bps.ZeroAddress}); ack.GetStatus() != pb.Status_OK || ack.GetDepth() != 0 {
 		t.Fatalf("broker's Ack: %v, want OK at depth 0", ack)
 	}
 	sub := subscribe(t, cl[0], broker, sp)

@@ -2,8 +2,6 @@
 // Use of this source code is governed by a BSD-style
 // license that can be found in the LICENSE file.
 
-//go:build rev8todo
-
 package bps_test
 
 import (
@@ -111,16 +109,16 @@ func (c *captured) evil(a swarm.Address) bool {
 
 // publish publishes update i, waits for the honest relay to have it, and
 // has the withholders pass it on if pass says so; it returns the update.
-func (c *captured) publish(t *testing.T, i uint64, pass bool) *pb.Message {
+func (c *captured) publish(t *testing.T, i uint64, pass bool) *pb.Broadcast {
 	t.Helper()
-	m := update(t, c.mt.admin, c.mt.sp, i, fmt.Sprintf("m%d", i))
+	m := update(t, c.mt.admin, c.mt.sp, c.p.Challenge(), i, fmt.Sprintf("m%d", i))
 	if err := c.p.Send(ctxT(t), m); err != nil {
 		t.Fatal(err)
 	}
 	expectUpdates(t, c.mt.subs[0], i, i+1)
 	if pass {
-		c.downA <- &pb.Frame{Kind: &pb.Frame_Message{Message: m}}
-		c.downB <- &pb.Frame{Kind: &pb.Frame_Message{Message: m}}
+		c.downA <- &pb.Frame{Kind: &pb.Frame_Broadcast{Broadcast: m}}
+		c.downB <- &pb.Frame{Kind: &pb.Frame_Broadcast{Broadcast: m}}
 	}
 	return m
 }
@@ -188,7 +186,7 @@ func TestEscapeBoundedWhenPublisherSkips(t *testing.T) {
 		if i%3 == 1 {
 			continue // skipped on purpose
 		}
-		if err := p.Send(ctxT(t), update(t, mt.admin, mt.sp, i, fmt.Sprintf("m%d", i))); err != nil {
+		if err := p.Send(ctxT(t), update(t, mt.admin, mt.sp, p.Challenge(), i, fmt.Sprintf("m%d", i))); err != nil {
 			t.Fatal(err)
 		}
 		// Each gap is passed over (a flush, 1 s) before the next update.
@@ -234,7 +232,7 @@ func TestHostileLateCopyIsNotWithheld(t *testing.T) {
 	c.publish(t, 3, true)
 	expectUpdates(t, c.sub, 0, 2)
 	expectUpdates(t, c.sub, 3, 4) // the flush passed over 2
-	c.downA <- &pb.Frame{Kind: &pb.Frame_Message{Message: late}}
+	c.downA <- &pb.Frame{Kind: &pb.Frame_Broadcast{Broadcast: late}}
 	expectUpdates(t, c.sub, 2, 3) // late, not lost
 	c.publish(t, 4, false)
 	c.publish(t, 5, true)

@@ -32,13 +32,13 @@ func TestHostileStrangerJoinsRationed(t *testing.T) {
 			t.Fatal(err)
 		}
 	}
-	if a := openRaw(t, kid, broker).join(&pb.Join{Cohort: sp.PB(), Multihop: true}); a.Status != pb.Status_OK {
+	if a := openRaw(t, kid, broker).join(&pb.Join{Cohort: sp.PB(), Addr: bps.ZeroAddress, Listen: true, Multihop: true}); a.Status != pb.Status_OK {
 		t.Fatal(a.Status)
 	}
 	const joins = 50
 	began := time.Now()
 	for range joins {
-		if a := openRaw(t, stranger, broker).join(&pb.Join{Cohort: sp.PB(), Multihop: true}); a.Status != pb.Status_FULL {
+		if a := openRaw(t, stranger, broker).join(&pb.Join{Cohort: sp.PB(), Addr: bps.ZeroAddress, Listen: true, Multihop: true}); a.Status != pb.Status_FULL {
 			t.Fatalf("a stranger's join: %v, want FULL", a)
 		}
 	}
@@ -51,7 +51,7 @@ func TestHostileStrangerJoinsRationed(t *testing.T) {
 		t.Fatalf("%d joins rationed, want at least %d", n, joins-most)
 	}
 	before := broker.rec.count(kind(bps.EventProbe))
-	if a := openRaw(t, honest, broker).join(&pb.Join{Cohort: sp.PB(), Multihop: true}); a.Status != pb.Status_FULL {
+	if a := openRaw(t, honest, broker).join(&pb.Join{Cohort: sp.PB(), Addr: bps.ZeroAddress, Listen: true, Multihop: true}); a.Status != pb.Status_FULL {
 		t.Fatalf("an honest join: %v, want FULL", a)
 	}
 	if n := broker.rec.count(kind(bps.EventProbe)); n != before+1 {

@@ -2,25 +2,19 @@
 // Use of this source code is governed by a BSD-style
 // license that can be found in the LICENSE file.
 
-//go:build rev8todo
-
 package bps_test
 
 import (
-	"bufio"
 	"bytes"
-	"context"
 	"crypto/rand"
 	"slices"
 	"testing"
 	"time"
 
-	"github.com/ethersphere/bee/v2/pkg/p2p"
 	"github.com/ethersphere/bee/v2/pkg/swarm"
 	"github.com/ethersphere/bps/pkg/bps"
 	"github.com/ethersphere/bps/pkg/bps/pb"
 	"github.com/ethersphere/bps/pkg/bps/streamtest"
-	"google.golang.org/protobuf/encoding/protodelim"
 	"google.golang.org/protobuf/proto"
 )
 
@@ -106,8 +100,6 @@ func TestLazySecondParent(t *testing.T) {
 		}
 	}
 }
-
-
 
 // TestLazyAskWhenEagerLate: the eager parent sends nothing (a peer that
 // does not speak lazy push, so it stays eager); the lazy parent's
@@ -411,8 +403,8 @@ func lazyPassedOver(t *testing.T, topic string, slow time.Duration) {
 	}
 	msgs := mt.sendN(mt.adminPublisher(), 3, "passed over")
 	joiner.rec.waitN(t, 3, "three announcements", kind(bps.EventAnnounced))
-	down <- &pb.Frame{Kind: &pb.Frame_Message{Message: msgs[0]}}
-	down <- &pb.Frame{Kind: &pb.Frame_Message{Message: msgs[2]}}
+	down <- &pb.Frame{Kind: &pb.Frame_Broadcast{Broadcast: msgs[0]}}
+	down <- &pb.Frame{Kind: &pb.Frame_Broadcast{Broadcast: msgs[2]}}
 	expectUpdates(t, sub, 0, 3)
 }
 
@@ -538,14 +530,14 @@ func TestHostileLazyAskFlood(t *testing.T) {
 	admin := newKey(t)
 	sp := feedSpec(t, "lazy-ask-flood", admin)
 	child := openRaw(t, cl[0], broker)
-	if ack := child.join(&pb.Join{Cohort: sp.PB(), Multihop: true, Push: pb.PushMode_LAZY}); ack.Push != pb.PushMode_LAZY {
+	if ack := child.join(&pb.Join{Cohort: sp.PB(), Addr: bps.ZeroAddress, Listen: true, Multihop: true, Push: pb.PushMode_LAZY}); ack.Push != pb.PushMode_LAZY {
 		t.Fatalf("ack push %s, want LAZY", ack.Push)
 	}
 	pub := publish(t, cl[1], broker, sp, admin, 0)
 	const n = 4
-	var sent []*pb.Message
+	var sent []*pb.Broadcast
 	for i := range uint64(n) {
-		m := update(t, admin, sp, i, "flood")
+		m := update(t, admin, sp, pub.Challenge(), i, "flood")
 		if err := pub.Send(ctxT(t), m); err != nil {
 			t.Fatal(err)
 		}
@@ -560,7 +552,7 @@ func TestHostileLazyAskFlood(t *testing.T) {
 		keys = append(keys, a.Key)
 	}
 	for i, m := range sent {
-		if k := bps.FrameKey(m.Address, m.Data); !bytes.Equal(keys[i], k[:]) {
+		if k := bps.FrameKey(m); !bytes.Equal(keys[i], k[:]) {
 			t.Fatalf("announcement %d names %x, want the frame key %x", i, keys[i], k)
 		}
 	}
@@ -569,8 +561,8 @@ func TestHostileLazyAskFlood(t *testing.T) {
 	// announcement is asked once refuses it.
 	child.send(&pb.Frame{Kind: &pb.Frame_Ask{Ask: &pb.Ask{Seqs: []uint64{0, 1, 2}}}})
 	for i := range n - 1 {
-		m := readEnvelope(t, child).GetMessage()
-		if m == nil || !bytes.Equal(m.Data, sent[i].Data) {
+		m := readEnvelope(t, child).GetBroadcast()
+		if m == nil || !proto.Equal(m, sent[i]) {
 			t.Fatalf("ask %d served %v, want the update", i, m)
 		}
 	}
@@ -584,75 +576,8 @@ func TestHostileLazyAskFlood(t *testing.T) {
 
 	// An ask for an announcement never made.
 	other := openRaw(t, cl[2], broker)
-	other.join(&pb.Join{Cohort: sp.PB(), Multihop: true, Push: pb.PushMode_LAZY})
+	other.join(&pb.Join{Cohort: sp.PB(), Addr: bps.ZeroAddress, Listen: true, Multihop: true, Push: pb.PushMode_LAZY})
 	other.send(&pb.Frame{Kind: &pb.Frame_Ask{Ask: &pb.Ask{Seqs: []uint64{7}}}})
 	expectReset(t, other)
 	waitBlocklisted(t, broker, cl[2])
-}
-
-// TestOneHopLazyNegotiation, on bee's stream recorder: a parent answers a
-// Join's push only on an enveloped stream and only if it speaks lazy push;
-// an ask for an announcement never made and a SetPush without a mode are
-// violations (BlockPeerError); an ask on a stream that did not negotiate
-// it is too.
-func TestOneHopLazyNegotiation(t *testing.T) {
-	t.Parallel()
-	admin := newKey(t)
-	feed := &pb.CohortSpec{Topic: topicOf("lazy negotiation"), Binding: pb.TopicBinding_FEED_TOPIC, Admin: admin.addr}
-	frame := func(f *pb.Frame) []byte { return bps.EncodeFrame(f) }
-	ask := frame(&pb.Frame{Kind: &pb.Frame_Ask{Ask: &pb.Ask{Seqs: []uint64{0}}}})
-	for _, tc := range []struct {
-		name  string
-		off   bool // the parent does not speak lazy push
-		join  *pb.Join
-		more  []byte
-		push  pb.PushMode
-		block bool
-	}{
-		{name: "lazy, spoken", join: &pb.Join{Cohort: feed, Multihop: true, Push: pb.PushMode_LAZY}, push: pb.PushMode_LAZY},
-		{name: "eager, spoken", join: &pb.Join{Cohort: feed, Multihop: true, Push: pb.PushMode_EAGER}, push: pb.PushMode_EAGER},
-		{name: "no envelope", join: &pb.Join{Cohort: feed, Push: pb.PushMode_LAZY}},
-		{name: "the parent does not speak it", off: true, join: &pb.Join{Cohort: feed, Multihop: true, Push: pb.PushMode_LAZY}},
-		{name: "an unknown mode", join: &pb.Join{Cohort: feed, Multihop: true, Push: 7}},
-		{name: "an ask for an announcement never made", join: &pb.Join{Cohort: feed, Multihop: true, Push: pb.PushMode_LAZY}, more: ask, push: pb.PushMode_LAZY, block: true},
-		{name: "an ask without lazy push", off: true, join: &pb.Join{Cohort: feed, Multihop: true, Push: pb.PushMode_LAZY}, more: ask, block: true},
-		{name: "set push without a mode", join: &pb.Join{Cohort: feed, Multihop: true, Push: pb.PushMode_EAGER},
-			more: frame(&pb.Frame{Kind: &pb.Frame_SetPush{SetPush: &pb.SetPush{}}}), push: pb.PushMode_EAGER, block: true},
-		{name: "set push eager from an announcement never made", join: &pb.Join{Cohort: feed, Multihop: true, Push: pb.PushMode_LAZY},
-			more: frame(&pb.Frame{Kind: &pb.Frame_SetPush{SetPush: &pb.SetPush{Mode: pb.PushMode_EAGER, From: 5}}}), push: pb.PushMode_LAZY, block: true},
-	} {
-		t.Run(tc.name, func(t *testing.T) {
-			t.Parallel()
-			h := newOneHop(t, bps.Options{Tree: bps.Tree{NoLazyPush: tc.off}})
-			s, ack := h.join(tc.join)
-			if ack.Status != pb.Status_OK || ack.Push != tc.push {
-				t.Fatalf("ack %v, want OK with push %s", ack, tc.push)
-			}
-			if tc.more != nil {
-				if _, err := s.Write(tc.more); err != nil {
-					t.Fatal(err)
-				}
-			}
-			if !tc.block {
-				_ = s.Close()
-			}
-			recs := h.records()
-			checkBlock(t, recs[0].Err(), tc.block)
-			checkFrames(t, "in", recs[0].In(), append([]proto.Message{tc.join}, moreFrames(t, tc.more)...)...)
-		})
-	}
-}
-
-// moreFrames decodes b, enveloped frames, for checkFrames.
-func moreFrames(t *testing.T, b []byte) []proto.Message {
-	t.Helper()
-	var out []proto.Message
-	r := bufio.NewReader(bytes.NewReader(b))
-	for {
-		f := new(pb.Frame)
-		if err := protodelim.UnmarshalFrom(r, f); err != nil {
-			return out
-		}
-		out = append(out, f)
-	}
 }

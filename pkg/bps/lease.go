@@ -36,6 +36,14 @@ import (
 // per child stream; bounded by maxLeasesPerChild.
 type leaseTable map[string][]byte
 
+// rootLease is a lease the root drew: the address it names and the root
+// child stream its Lease came up, whose end (or Release) alone ends it — a
+// child that routed it (Route) holds a record of it, not the lease.
+type rootLease struct {
+	addr []byte
+	via  *member
+}
+
 // Bounds of the lease tables.
 const (
 	maxLeasesPerChild = 4096  // leases recorded per child stream, at every node
@@ -276,11 +284,19 @@ func (t leaseTable) put(ch, addr []byte) {
 }
 
 // leasedBelow is the address challenge was leased for below child stream
-// from, nil if none.
+// from, nil if none. The root honours only a lease it still holds: a
+// record a Route left on from outlives the lease (its Release or its
+// stream's end at the child it came up) and counts for nothing then.
 func (c *cohort) leasedBelow(from *member, challenge []byte) []byte {
 	c.mu.Lock()
 	defer c.mu.Unlock()
-	return from.leases[string(challenge)]
+	addr := from.leases[string(challenge)]
+	if _, root := c.role.(rootRole); root && addr != nil {
+		if l, ok := c.issued[string(challenge)]; !ok || !bytes.Equal(l.addr, addr) {
+			return nil
+		}
+	}
+	return addr
 }
 
 // takeLease handles a child's Lease: only a multihop child may ask, for a
@@ -324,9 +340,9 @@ func (r rootRole) lease(from *member, l *pb.Lease) {
 	if !c.dead && len(c.issued) < maxLeasesPerTree && len(from.leases) < maxLeasesPerChild {
 		ch = newChallenge()
 		if c.issued == nil {
-			c.issued = make(leaseTable)
+			c.issued = make(map[string]rootLease)
 		}
-		c.issued[string(ch)] = bytes.Clone(l.Addr)
+		c.issued[string(ch)] = rootLease{addr: bytes.Clone(l.Addr), via: from}
 		if from.leases == nil {
 			from.leases = make(leaseTable)
 		}
@@ -343,18 +359,19 @@ func (r rootRole) route(from *member, rt *pb.Route) {
 	c := r.c
 	c.mu.Lock()
 	defer c.mu.Unlock()
-	addr, ok := c.issued[string(rt.Challenge)]
-	if !ok || !bytes.Equal(addr, rt.Addr) {
+	l, ok := c.issued[string(rt.Challenge)]
+	if !ok || !bytes.Equal(l.addr, rt.Addr) {
 		c.counters[CounterWrongChallenge].Add(1)
 		return
 	}
 	if from.leases == nil {
 		from.leases = make(leaseTable)
 	}
-	from.leases.put(rt.Challenge, addr)
+	from.leases.put(rt.Challenge, l.addr)
 }
 
-// release forgets leases at the root.
+// release forgets leases at the root: from's records, and the leases
+// themselves where from is the child they were drawn for.
 func (r rootRole) release(from *member, chs [][]byte) {
 	c := r.c
 	c.mu.Lock()
@@ -362,7 +379,9 @@ func (r rootRole) release(from *member, chs [][]byte) {
 	for _, ch := range chs {
 		if _, ok := from.leases[string(ch)]; ok {
 			delete(from.leases, string(ch))
-			delete(c.issued, string(ch))
+			if l, ok := c.issued[string(ch)]; ok && l.via == from {
+				delete(c.issued, string(ch))
+			}
 		}
 	}
 }
@@ -412,7 +431,9 @@ func (c *cohort) leasesGone(m *member) [][]byte {
 	chs := slices.Collect(maps.Keys(m.leases))
 	if _, ok := c.role.(rootRole); ok {
 		for _, ch := range chs {
-			delete(c.issued, ch)
+			if l, ok := c.issued[ch]; ok && l.via == m {
+				delete(c.issued, ch)
+			}
 		}
 		return nil
 	}

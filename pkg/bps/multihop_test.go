@@ -56,6 +56,7 @@ func newMTreeWith(t *testing.T, n int, brokerOpts bps.Options, relayCap int, sp 
 	for range n {
 		o := relayOptions(relayCap)
 		o.NoLazyPush = brokerOpts.NoLazyPush // the whole tree speaks lazy push, or none of it
+		o.RevocationGrace = brokerOpts.RevocationGrace
 		nd := newNode(t, net, o)
 		for _, o := range all {
 			if err := net.Connect(nd.Node, o.Node); err != nil {
@@ -485,7 +486,7 @@ func TestMultihopCandidatesWithoutProbe(t *testing.T) {
 		t.Fatal(err)
 	}
 	r := openRaw(t, evil, mt.broker)
-	if ack := r.join(&pb.Join{Cohort: mt.sp.PB(), Multihop: true}); !ack.GetMultihop() {
+	if ack := r.join(&pb.Join{Cohort: mt.sp.PB(), Addr: bps.ZeroAddress, Listen: true, Multihop: true}); !ack.GetMultihop() {
 		t.Fatalf("ack %v, want multihop", ack)
 	}
 	r.send(&pb.Frame{Kind: &pb.Frame_Candidates{Candidates: &pb.Candidates{Nonce: 7}}})
@@ -498,16 +499,20 @@ func TestMultihopCandidatesWithoutProbe(t *testing.T) {
 	}
 }
 
-// TestMultihopRevocationAtRelay covers SWIP-61 item 12: a rostered
-// publisher attached at a relay deep in the tree publishes through it (its
-// claim taken there, its publications forwarded rootward to everyone);
-// once the roster revoking it has been written to its stream at the relay
-// — its parent, where enforcement happens — a further publication is a
-// violation there: the stream is reset and the peer blocklisted by the
-// relay. Before that it is dropped and tolerated, as at a broker.
+// TestMultihopRevocationAtRelay covers SWIP-61 item 12 on Rev 8: a
+// rostered publisher attached at a relay deep in the tree claims there with
+// its AUTH under the challenge the root leased it and publishes through it
+// (forwarded rootward to everyone); once the roster revoking it has been
+// written to its stream at the relay — its parent, where enforcement
+// happens — its frames are dropped and counted revoked, never delivered,
+// for the revocation grace (docs/protocol.md, "Revocation, with a grace");
+// a frame after the grace is a violation there: the stream is reset and the
+// peer blocklisted by the relay.
 func TestMultihopRevocationAtRelay(t *testing.T) {
 	t.Parallel()
-	mt := newMTree(t, 4, 2, 2, func(a key) *bps.Spec { return feedSpec(t, "multihop-revocation", a) })
+	const grace = 3 * time.Second
+	mt := newMTreeWith(t, 4, bps.Options{Bounds: bps.Bounds{MaxStreamsPerCohort: 2}, Timing: bps.Timing{RevocationGrace: grace}}, 2,
+		func(a key) *bps.Spec { return feedSpec(t, "multihop-revocation", a) })
 	p := mt.adminPublisher()
 	bob := newKey(t)
 	send(t, p, rosterMsg(t, mt.admin, mt.sp, p.Challenge(), 0, bob))
@@ -550,9 +555,25 @@ func TestMultihopRevocationAtRelay(t *testing.T) {
 			break
 		}
 	}
-	r.send(update(t, bob, mt.sp, ack.Challenge, 1, "after the revocation"))
+	// The relay wrote the revoking roster before bob read it: the grace
+	// runs out at the latest grace after now.
+	over := time.Now().Add(grace)
+	r.send(update(t, bob, mt.sp, ack.Challenge, 1, "within the grace"))
+	relay.rec.wait(t, "bob's frame in the grace dropped", dropped(bps.CounterRevoked))
+	time.Sleep(time.Until(over)) // the clock condition under test, not a synchronisation
+	r.send(update(t, bob, mt.sp, ack.Challenge, 2, "after the grace"))
 	expectReset(t, r)
 	waitBlocklisted(t, relay, bobNode)
+	// Neither frame of the revoked publisher reached anyone: the roster
+	// that revoked him is every subscriber's next delivery.
+	for i, sub := range mt.subs {
+		if d := recv(t, sub); d.Service == nil || d.Index != 1 {
+			t.Fatalf("node %d: %+v, want roster 1", i, d)
+		}
+	}
+	if n := mt.broker.rec.count(func(e bps.Event) bool { return e.Kind == bps.EventAccept && e.Index > 0 && !e.Service }); n != 0 {
+		t.Fatalf("the root accepted %d updates of a revoked publisher", n)
+	}
 }
 
 // joinUnder is a new node of the tree whose two parents are honest and

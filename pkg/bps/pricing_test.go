@@ -2,11 +2,10 @@
 // Use of this source code is governed by a BSD-style
 // license that can be found in the LICENSE file.
 
-//go:build rev8todo
-
 package bps_test
 
 import (
+	"bytes"
 	"context"
 	"errors"
 	"fmt"
@@ -179,7 +178,6 @@ func settledNode(t testing.TB, net *streamtest.Network, o bps.Options, acc accou
 	return &tnode{Node: nd, svc: svc, rec: rec}
 }
 
-
 // TestPricingDeliveriesAndPublications: after n publications through a
 // broker, each subscriber owes the broker n × Delivery and the publisher
 // (at depth 1) n × Publish more than its own deliveries; both ends' ledgers
@@ -229,7 +227,7 @@ func TestPricingDeliveriesAndPublications(t *testing.T) {
 		ledgers[c].waitBalance(t, "subscriber", broker.Overlay(), -want)
 		ledgers[broker].waitBalance(t, "broker", c.Overlay(), want)
 	}
-	pubOwes := int64(n * testPrices.Publish)
+	pubOwes := int64((n + 1) * testPrices.Publish) // the updates and the AUTH that claimed the stream, a Broadcast up
 	ledgers[broker].waitBalanceAtLeast(t, "broker", pubNode.Overlay(), pubOwes)
 	for _, c := range subs {
 		waitCharges(t, broker.svc, c.Overlay(), bps.PeerCharges{Debited: n * testPrices.Delivery, Streams: 1})
@@ -251,7 +249,7 @@ func TestPricingDeliveriesAndPublications(t *testing.T) {
 // fakeParent answers every Join at nd as a parent at depth stated and then
 // writes deliveries down the stream; it hands a publisher stream's reader
 // to read, if not nil.
-func fakeParent(t *testing.T, nd *streamtest.Node, stated uint32, deliveries []*pb.Message, read func(r *raw)) {
+func fakeParent(t *testing.T, nd *streamtest.Node, stated uint32, deliveries []*pb.Broadcast, read func(r *raw)) {
 	t.Helper()
 	spec := p2p.ProtocolSpec{Name: bps.ProtocolName, Version: bps.ProtocolVersion, StreamSpecs: []p2p.StreamSpec{{
 		Name: bps.StreamName,
@@ -261,15 +259,12 @@ func fakeParent(t *testing.T, nd *streamtest.Node, stated uint32, deliveries []*
 			if err := r.read(join); err != nil {
 				return err
 			}
-			ack := &pb.Ack{Status: pb.Status_OK, Depth: stated}
-			if join.Addr != nil {
-				ack.Challenge = make([]byte, 32)
-			}
-			r.send(ack)
+			// Every stream gets a challenge (Rev 8): the zero one here.
+			r.send(&pb.Ack{Status: pb.Status_OK, Depth: stated, Challenge: make([]byte, 32)})
 			for _, m := range deliveries {
 				r.send(m)
 			}
-			if read != nil && join.Addr != nil {
+			if read != nil && !join.Listen && !bytes.Equal(join.Addr, bps.ZeroAddress) {
 				read(r)
 			}
 			_ = r.expectEnd()
@@ -328,8 +323,9 @@ func waitCharges(t *testing.T, svc *bps.Service, peer swarm.Address, want bps.Pe
 }
 
 // TestPricingDepth: a child owes a delivery's price whatever the depth its
-// parent stated, and Publish × (stated + 1) for each publication it sends
-// up; a claim is free.
+// parent stated, and Publish × (stated + 1) for each Broadcast it sends
+// up — its updates and, on Rev 8, the AUTH that claims its stream (rev 3's
+// free Claim frame is gone; docs/protocol.md, "Prices").
 func TestPricingDepth(t *testing.T) {
 	t.Parallel()
 	for _, stated := range []uint32{0, 2} {
@@ -339,12 +335,13 @@ func TestPricingDepth(t *testing.T) {
 			k := newKey(t)
 			sp := feedSpec(t, "depth", k)
 			parent := net.NewNode()
-			msgs := []*pb.Message{update(t, k, sp, 0, "a"), update(t, k, sp, 1, "b"), update(t, k, sp, 2, "c")}
+			zero := make([]byte, 32) // the fake parent's challenge; a subscriber compares it with nothing
+			msgs := []*pb.Broadcast{update(t, k, sp, zero, 0, "a"), update(t, k, sp, zero, 1, "b"), update(t, k, sp, zero, 2, "c")}
 			read := make(chan int, 1)
 			fakeParent(t, parent, stated, msgs, func(r *raw) {
 				n := 0
 				for {
-					if err := r.read(new(pb.Message)); err != nil {
+					if err := r.read(new(pb.Broadcast)); err != nil {
 						break
 					}
 					n++
@@ -375,18 +372,18 @@ func TestPricingDepth(t *testing.T) {
 			if err != nil {
 				t.Fatal(err)
 			}
-			sent := []*pb.Message{update(t, k, sp, 3, "x"), update(t, k, sp, 4, "y")}
+			sent := []*pb.Broadcast{update(t, k, sp, p.Challenge(), 3, "x"), update(t, k, sp, p.Challenge(), 4, "y")}
 			for _, m := range sent {
 				if err := p.Send(ctxT(t), m); err != nil {
 					t.Fatal(err)
 				}
 			}
 			// The parent's deliveries, and the publications at depth stated+1.
-			want := int64(len(msgs))*int64(testPrices.Delivery) + int64(len(sent))*int64(testPrices.Publish)*int64(stated+1)
+			want := int64(len(msgs))*int64(testPrices.Delivery) + int64(len(sent)+1)*int64(testPrices.Publish)*int64(stated+1)
 			l2.waitBalance(t, "publisher", parent.Overlay(), -want)
 			_ = p.Close()
 			if n := <-read; n != len(sent)+1 {
-				t.Fatalf("parent read %d frames, want the claim and %d publications", n, len(sent))
+				t.Fatalf("parent read %d frames, want the AUTH and %d publications", n, len(sent))
 			}
 		})
 	}
@@ -724,9 +721,9 @@ func benchPricing(b *testing.B, tr benchTransport, priced, bee bool) {
 		b.Fatal(err)
 	}
 	b.Cleanup(func() { _ = p.Close() })
-	msgs := make([]*pb.Message, b.N)
+	msgs := make([]*pb.Broadcast, b.N)
 	for i := range msgs {
-		msgs[i] = update(b, k, sp, uint64(i), "benchmark payload of a modest size")
+		msgs[i] = update(b, k, sp, p.Challenge(), uint64(i), "benchmark payload of a modest size")
 	}
 	b.ReportAllocs()
 	b.ResetTimer()
@@ -769,7 +766,7 @@ func benchPricing(b *testing.B, tr benchTransport, priced, bee bool) {
 type pricingCohort struct {
 	pub  *bps.Publisher
 	subs []*bps.Subscription
-	msgs []*pb.Message
+	msgs []*pb.Broadcast
 }
 
 func newPricingCohort(b *testing.B, tr benchTransport, priced bool, subscribers, n int) *pricingCohort {
@@ -817,7 +814,7 @@ func newPricingCohort(b *testing.B, tr benchTransport, priced bool, subscribers,
 	b.Cleanup(func() { _ = p.Close() })
 	pc.pub = p
 	for i := range n {
-		pc.msgs = append(pc.msgs, update(b, k, sp, uint64(i), "benchmark payload of a modest size"))
+		pc.msgs = append(pc.msgs, update(b, k, sp, p.Challenge(), uint64(i), "benchmark payload of a modest size"))
 	}
 	return pc
 }

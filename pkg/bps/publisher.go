@@ -130,21 +130,30 @@ func (s *Service) publishAt(ctx context.Context, broker swarm.Address, underlays
 		signer:       o.Signer,
 	}
 	p.codec = negotiated(join, ack)
+	var auth *pb.Broadcast
 	if sp.Explicit() && o.Signer != nil {
-		auth, err := sp.Chunk(o.Signer, o.Addr, pb.Kind_AUTH, ack.Challenge, 0, nil)
-		if err == nil {
-			p.auth = auth
-			err = p.send(ctx, s, outFrame{b: encodeFrame(auth), kind: kindBroadcast})
-			p.armBeat()
-		}
-		if err != nil {
+		if auth, err = sp.Chunk(o.Signer, o.Addr, pb.Kind_AUTH, ack.Challenge, 0, nil); err != nil {
 			_ = stream.Reset()
 			return nil, fmt.Errorf("claim: %w", err)
 		}
+		p.auth = auth
 	}
 	p.receiver.init(s, sp, o.Receive, p.quit)
 	if err := p.run(p.read, fr, func() { close(p.c) }); err != nil {
 		return nil, err
+	}
+	if auth != nil {
+		// The claiming AUTH is the stream's first frame, written once the
+		// stream is metered: a Broadcast up, priced as the parent prices
+		// it (both ends count the same frames).
+		if err := p.send(ctx, s, outFrame{b: encodeFrame(auth), kind: kindBroadcast}); err != nil {
+			p.abort()
+			<-p.done
+			return nil, fmt.Errorf("claim: %w", err)
+		}
+		p.writeMu.Lock()
+		p.armBeat()
+		p.writeMu.Unlock()
 	}
 	return p, nil
 }

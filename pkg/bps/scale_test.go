@@ -447,7 +447,7 @@ func flood(ctx context.Context, nd *bpsnet.Node, broker swarm.Address, name stri
 	admin := bpsnet.DeriveKey(-1, 0)
 	for i := range count {
 		sp := bpsnet.Spec(fmt.Sprintf("%s-%d", name, i), admin)
-		_, status, err := rawJoin(ctx, nd, broker, &pb.Join{Cohort: sp.PB()})
+		_, status, err := rawJoin(ctx, nd, broker, &pb.Join{Cohort: sp.PB(), Addr: bps.ZeroAddress})
 		switch {
 		case err != nil:
 			return ok, full, fmt.Errorf("join %d: %w", i, err)
