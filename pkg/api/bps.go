@@ -18,6 +18,7 @@ import (
 	"github.com/ethersphere/bee/v2/pkg/log"
 	"github.com/ethersphere/bee/v2/pkg/swarm"
 	"github.com/ethersphere/bps/pkg/bps"
+	"github.com/ethersphere/bps/pkg/bps/pb"
 	"github.com/ethersphere/bps/pkg/session"
 	"github.com/gorilla/mux"
 	"github.com/gorilla/websocket"
@@ -229,6 +230,12 @@ func (s *Server) serviceHandler(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 
+	if rm := s.mux.LookupRoom(broker, sp); rm != nil && b.Kind == pb.Kind_ROSTER {
+		if st := rm.Service(); st.Seen && b.Index < st.Next {
+			jsonhttp.Conflict(w, fmt.Sprintf("stale service index %d: this node holds the admin's rosters up to index %d; the next is %d", b.Index, st.Next-1, st.Next))
+			return
+		}
+	}
 	e := s.mux.HoldPublisher(broker, sp, sp.Admin)
 	if e == nil {
 		jsonhttp.Conflict(w, fmt.Sprintf("no admin stream with this challenge: no session on this node publishes as the admin %x in this cohort at this broker (open GET /pubsub/{topic}?addr=<admin> with this spec and peer)", sp.Admin))

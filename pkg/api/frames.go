@@ -11,7 +11,6 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
-	"slices"
 	"strings"
 
 	"github.com/ethersphere/bee/v2/pkg/soc"
@@ -392,20 +391,7 @@ func serviceChunk(sp *bps.Spec, body []byte) (*pb.Broadcast, *bps.ServiceMsg, er
 		if err := proto.Unmarshal(b.Soc[socMin:], r); err != nil {
 			return nil, nil, fmt.Errorf("a ROSTER's payload is a Roster: %w", err)
 		}
-		svc.Publishers = dedupRoster(r.Publishers, sp.Admin)
+		svc.Publishers = r.Publishers
 	}
 	return b, svc, nil
-}
-
-// dedupRoster is a roster's publishers as a receiver takes them: each
-// once, the admin (implied) not listed.
-func dedupRoster(pubs [][]byte, admin []byte) [][]byte {
-	out := make([][]byte, 0, len(pubs))
-	for _, p := range pubs {
-		if bytes.Equal(p, admin) || slices.ContainsFunc(out, func(q []byte) bool { return bytes.Equal(p, q) }) {
-			continue
-		}
-		out = append(out, bytes.Clone(p))
-	}
-	return out
 }

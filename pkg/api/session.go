@@ -476,7 +476,7 @@ func serviceOf(sp *bps.Spec, b *pb.Broadcast) (*bps.ServiceMsg, swarm.Address, e
 		if err := proto.Unmarshal(b.Soc[socMin:], r); err != nil {
 			return nil, swarm.ZeroAddress, err
 		}
-		svc.Publishers = dedupRoster(r.Publishers, sp.Admin)
+		svc.Publishers = r.Publishers
 	}
 	return svc, addr, nil
 }

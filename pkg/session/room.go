@@ -47,7 +47,8 @@ type Room struct {
 type roomMember struct {
 	MemberOptions
 	receive bool
-	f       *follower // FEED_TOPIC with storage: the session's gap recovery
+	told    *bps.ServiceMsg // the last service chunk handed to it
+	f       *follower       // FEED_TOPIC with storage: the session's gap recovery
 }
 
 // MemberOptions say which messages of the cohort a session does not get:
@@ -102,6 +103,7 @@ func (r *Room) Add(s Session, o MemberOptions, receive bool) {
 	case r.latest != nil && names(r.latest, o.Owner):
 		// A seat not receiving yet (a closed cohort's silent stream) is
 		// told the roster naming it: its cue to claim (SWIP-60 rev 14).
+		rm.told = r.latest
 		if !s.Service(r.latest, false) {
 			r.dropLocked(s)
 		}
@@ -136,8 +138,11 @@ func (r *Room) Receive(s Session) {
 // as a broker tells a new stream (SWIP-60: the latest service SOC first).
 func (r *Room) receiveLocked(s Session, rm *roomMember) {
 	rm.receive = true
-	if r.latest != nil && !s.Service(r.latest, false) {
-		r.dropLocked(s)
+	if r.latest != nil && rm.told != r.latest {
+		rm.told = r.latest
+		if !s.Service(r.latest, false) {
+			r.dropLocked(s)
+		}
 	}
 }
 
@@ -255,6 +260,7 @@ func (r *Room) serviceLocked(d bps.Delivery) {
 		if s.Closed() || !rm.receive && !names(svc, rm.Owner) {
 			continue
 		}
+		rm.told = svc
 		if !s.Service(svc, gap) {
 			r.dropLocked(s)
 		}
