@@ -333,7 +333,7 @@ func (rc *receiver) admitLocked(pub publication, b *pb.Broadcast, key [32]byte) 
 		case Gap:
 			return accepted, true
 		}
-	case rc.seen != nil:
+	case rc.seen != nil && !pub.feed:
 		if !rc.seen.Add(pub.dedup) {
 			return retransmit, false
 		}
