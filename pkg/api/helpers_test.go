@@ -376,6 +376,21 @@ func (c *client) data(index uint64, payload string) {
 	c.send(websocket.BinaryMessage, c.frame(pb.Kind_DATA, index, []byte(payload)))
 }
 
+// persist sends DATA update index wrapping payload as a persistent
+// session's dApp does (SWIP-65 on Rev 8): kind ‖ index ‖ the signature of
+// the update for storage — the same payload under the channel's own id
+// keccak256(topic ‖ index) — ‖ the session-feed chunk.
+func (c *client) persist(index uint64, payload string) {
+	c.t.Helper()
+	stored, _, err := bps.StorageUpdate(c.k.signer, c.k.addr, c.topic, index, []byte(payload))
+	if err != nil {
+		c.t.Fatal(err)
+	}
+	head := binary.BigEndian.AppendUint64([]byte{byte(pb.Kind_DATA)}, index)
+	head = append(head, stored[swarm.HashSize:swarm.HashSize+swarm.SocSignatureSize]...)
+	c.send(websocket.BinaryMessage, append(head, c.chunk(pb.Kind_DATA, index, []byte(payload))...))
+}
+
 // serviceBody is the body of POST …/service: a ROSTER naming pubs (EOS: no
 // pubs) at index, signed by c's key under its challenge.
 func (c *client) serviceBody(kind pb.Kind, index uint64, pubs ...key) []byte {

@@ -201,14 +201,14 @@ func TestAnchorSession(t *testing.T) {
 	}
 	sub := dial(t, c.clients[1], g.topic(), url.Values{"peer": {c.broker.addr}}, nil) // a GSOC client
 	m := g.frame(t, "anchor")
-	pub.send(websocket.BinaryMessage, m)
+	pub.send(websocket.BinaryMessage, inFrame(pb.Kind_DATA, 0, append(bytes.Clone(g.id), m...)))
 	if got := sub.binary(); !bytes.Equal(got, m) {
 		t.Fatalf("got %x, want %x", got, m)
 	}
 	// A frame that is not a SOC of addr under id ends the session; the
 	// broker never sees it.
 	other := newGSOC(t, "elsewhere")
-	pub.send(websocket.BinaryMessage, other.frame(t, "forged"))
+	pub.send(websocket.BinaryMessage, inFrame(pb.Kind_DATA, 0, append(bytes.Clone(other.id), other.frame(t, "forged")...)))
 	pub.control("error")
 	pub.expectClose(websocket.CloseInvalidFramePayloadData, "invalid frame")
 	if n := cohortOf(t, c.broker, g.addr.Bytes()).Counters["wrong_owner"]; n != 0 {
