@@ -32,6 +32,7 @@ import (
 	"github.com/ethersphere/bee/v2/pkg/soc"
 	"github.com/ethersphere/bee/v2/pkg/swarm"
 	"github.com/ethersphere/bps/pkg/bps"
+	"github.com/ethersphere/bps/pkg/bps/pb"
 	"github.com/gorilla/websocket"
 )
 
@@ -126,24 +127,43 @@ func cpuTime(b *testing.B) time.Duration {
 	return time.Duration(ru.Utime.Nano() + ru.Stime.Nano())
 }
 
-// feedFrame is a publishing session's inbound frame for a signed update:
-// index(8, BE) ‖ signature ‖ span ‖ payload (docs/api.md).
-func feedFrame(m interface{ GetData() []byte }, index uint64) []byte {
-	return append(binary.BigEndian.AppendUint64(nil, index), m.GetData()[swarm.HashSize:]...)
+// feedFrame is update index wrapping payload as a publishing session's
+// dApp sends it (docs/api.md): kind(1) ‖ index(8, BE) ‖ soc, the soc signed
+// by signer under the session feed of the stream's challenge (SWIP-74 Rev
+// 8); it also returns the chunk as bee knows it.
+func feedFrame(signer crypto.Signer, owner, topic, challenge []byte, index uint64, payload []byte) ([]byte, swarm.Chunk, error) {
+	b, err := liveChunk(signer, owner, pb.Kind_DATA, topic, challenge, index, payload)
+	if err != nil {
+		return nil, nil, err
+	}
+	addr, err := soc.CreateAddress(b.Soc[:swarm.HashSize], owner)
+	if err != nil {
+		return nil, nil, err
+	}
+	frame := append(binary.BigEndian.AppendUint64([]byte{byte(pb.Kind_DATA)}, index), b.Soc...)
+	return frame, swarm.NewChunk(addr, b.Soc), nil
+}
+
+// liveChunk is a chunk of kind signed by the admin on the live stream
+// (topic, admin) under challenge.
+func liveChunk(signer crypto.Signer, admin []byte, kind pb.Kind, topic, challenge []byte, index uint64, payload []byte) (*pb.Broadcast, error) {
+	sp, err := bps.NewFeedSpec(topic, admin)
+	if err != nil {
+		return nil, err
+	}
+	return sp.Chunk(signer, admin, kind, challenge, index, payload)
 }
 
 // dialFeed opens a session on the live stream (topic, admin) at the node
 // whose API is api, on a plain gorilla connection, as the floor's client
-// is: a subscriber (signer nil) or a publisher as signer (the admin, so the
-// node claims at once, and the benchmark writes frames signed beforehand).
-// It answers a claim request by signing the node's digest (docs/api.md
-// tells a dApp how to check it; a benchmark on its own cluster need not),
-// and returns once the node says ready.
-func dialFeed(ctx context.Context, api, broker string, topic, admin []byte, fields string, signer crypto.Signer) (*websocket.Conn, error) {
+// is: a subscriber (signer nil) or a publisher as signer (the admin, which
+// claims with an AUTH under the challenge the node hands it, and writes
+// frames signed under it). It returns once the node says ready, with the
+// stream's challenge (nil for a subscriber).
+func dialFeed(ctx context.Context, api, broker string, topic, admin []byte, fields string, signer crypto.Signer) (*websocket.Conn, []byte, error) {
 	q := url.Values{"peer": {broker}, "binding": {"feed"}, "admin": {hex.EncodeToString(admin)}}
 	if signer != nil {
 		q.Set("addr", hex.EncodeToString(admin))
-		q.Set("index", "0")
 	}
 	h := http.Header{}
 	if fields != "" {
@@ -152,45 +172,41 @@ func dialFeed(ctx context.Context, api, broker string, topic, admin []byte, fiel
 	u := strings.Replace(api, "http", "ws", 1) + "/pubsub/" + hex.EncodeToString(topic) + "?" + q.Encode()
 	ws, err := dialWS(ctx, u, h)
 	if err != nil {
-		return nil, err
+		return nil, nil, err
 	}
 	stop := context.AfterFunc(ctx, func() { _ = ws.Close() })
 	defer stop()
+	var challenge []byte
 	for {
-		var f struct {
-			Type, Reason, Challenge, Broker string
-			Index                           uint64 `json:",string"`
-		}
+		var f struct{ Type, Reason, Challenge string }
 		if err := ws.ReadJSON(&f); err != nil {
 			ws.Close()
-			return nil, err
+			return nil, nil, err
 		}
 		switch f.Type {
 		case "ready":
-			return ws, nil
-		case "claim-request":
+			return ws, challenge, nil
+		case "challenge":
 			if signer == nil {
 				ws.Close()
-				return nil, errors.New("claim request to a subscriber")
+				return nil, nil, errors.New("a challenge to a subscriber")
 			}
-			challenge, err1 := hex.DecodeString(f.Challenge)
-			broker, err2 := hex.DecodeString(f.Broker)
-			if err := errors.Join(err1, err2); err != nil {
+			if challenge, err = hex.DecodeString(f.Challenge); err != nil {
 				ws.Close()
-				return nil, fmt.Errorf("claim request: %w", err)
+				return nil, nil, fmt.Errorf("challenge: %w", err)
 			}
-			sig, err := signer.Sign(bps.ClaimDigest(challenge, swarm.NewAddress(broker), f.Index))
+			auth, err := liveChunk(signer, admin, pb.Kind_AUTH, topic, challenge, 0, nil)
 			if err != nil {
 				ws.Close()
-				return nil, err
+				return nil, nil, err
 			}
-			if err := ws.WriteJSON(map[string]string{"type": "claim", "signature": hex.EncodeToString(sig)}); err != nil {
+			if err := ws.WriteMessage(websocket.BinaryMessage, append([]byte{byte(pb.Kind_AUTH), 0, 0, 0, 0, 0, 0, 0, 0}, auth.Soc...)); err != nil {
 				ws.Close()
-				return nil, err
+				return nil, nil, err
 			}
 		case "error":
 			ws.Close()
-			return nil, fmt.Errorf("session: %s", f.Reason)
+			return nil, nil, fmt.Errorf("session: %s", f.Reason)
 		}
 	}
 }
@@ -258,31 +274,28 @@ func BenchmarkWSRoundTrip(b *testing.B) {
 
 			n := benchWarmup + b.N
 			payload := bytes.Repeat([]byte{0xb5}, p.size)
-			frames := make([][]byte, n)
-			chunks := make([]swarm.Chunk, 0, 256)
-			for i := range n {
-				m, err := bps.FeedUpdate(signer, topic, uint64(i), payload)
-				if err != nil {
-					b.Fatal(err)
-				}
-				frames[i] = feedFrame(m, uint64(i))
-				if len(chunks) < cap(chunks) {
-					// The SOC as bee knows it: the signed id, not the bare index.
-					data := bytes.Clone(m.Data)
-					copy(data, bps.FeedID(topic, uint64(i)))
-					chunks = append(chunks, swarm.NewChunk(swarm.NewAddress(m.Address), data))
-				}
-			}
-
-			sub, err := dialFeed(ctx, cl.Nodes[2].API, broker, topic, admin.Bytes(), "index,payload", nil)
+			sub, _, err := dialFeed(ctx, cl.Nodes[2].API, broker, topic, admin.Bytes(), "index,payload", nil)
 			if err != nil {
 				b.Fatal(err)
 			}
 			defer closeWS(sub)
 			defer context.AfterFunc(ctx, func() { _ = sub.Close() })() // a lost update fails the run
-			pub, err := dialFeed(ctx, cl.Nodes[1].API, broker, topic, admin.Bytes(), "", signer)
+			pub, challenge, err := dialFeed(ctx, cl.Nodes[1].API, broker, topic, admin.Bytes(), "", signer)
 			if err != nil {
 				b.Fatal(err)
+			}
+			// Signed under the stream's challenge, before the timer.
+			frames := make([][]byte, n)
+			chunks := make([]swarm.Chunk, 0, 256)
+			for i := range n {
+				frame, ch, err := feedFrame(signer, admin.Bytes(), topic, challenge, uint64(i), payload)
+				if err != nil {
+					b.Fatal(err)
+				}
+				frames[i] = frame
+				if len(chunks) < cap(chunks) {
+					chunks = append(chunks, ch)
+				}
 			}
 			drained := drain(pub) // a publisher receives others' messages; there are none
 			defer func() {
@@ -467,7 +480,7 @@ func BenchmarkIdleSessions(b *testing.B) {
 	// named topic.
 	subscribeTo := func(topic string) *websocket.Conn {
 		t, _ := crypto.LegacyKeccak256([]byte(topic))
-		ws, err := dialFeed(ctx, cl.Nodes[1].API, broker, t, admin.Bytes(), "", nil)
+		ws, _, err := dialFeed(ctx, cl.Nodes[1].API, broker, t, admin.Bytes(), "", nil)
 		if err != nil {
 			b.Fatalf("session on %s: %v", topic, err)
 		}

@@ -235,7 +235,7 @@ func TestRelayCrashProcesses(t *testing.T) {
 		k := sent
 		sentMu.Unlock()
 		what := fmt.Sprintf("crash-%d", k)
-		if err := pub.SendSOC(author.signer, swip60Topic(what), []byte(what)); err != nil {
+		if err := pub.SendUpdate(author.signer, uint64(k), []byte(what)); err != nil {
 			return err
 		}
 		sentMu.Lock()

@@ -8,6 +8,8 @@ import (
 	"bufio"
 	"bytes"
 	"context"
+	"crypto/sha256"
+	"encoding/binary"
 	"encoding/hex"
 	"encoding/json"
 	"errors"
@@ -21,8 +23,6 @@ import (
 
 	"github.com/ethersphere/bee/v2/pkg/crypto"
 	"github.com/ethersphere/bee/v2/pkg/swarm"
-	"github.com/ethersphere/bps/pkg/bps"
-	"github.com/ethersphere/bps/pkg/bps/pb"
 	"github.com/ethersphere/bps/pkg/wsclient"
 	"github.com/spf13/cobra"
 )
@@ -253,7 +253,7 @@ type publisher struct {
 
 	pub, rcv *wsclient.Session
 	wg       sync.WaitGroup // the two session readers
-	receipts chan [65]byte  // signatures of messages received
+	receipts chan [32]byte  // receipt keys of messages received (receiptKey)
 	failed   chan error     // a session ended
 	cancel   context.CancelFunc
 
@@ -262,7 +262,7 @@ type publisher struct {
 }
 
 type sentUpdate struct {
-	sig      [65]byte
+	sig      [32]byte // its receipt key
 	what     string
 	index    uint64 // feed mode
 	deadline time.Time
@@ -313,6 +313,12 @@ func (p *publisher) open(ctx context.Context) error {
 	ctx, p.cancel = context.WithCancel(ctx)
 	ro := p.o
 	ro.Fields = "signature,payload"
+	if p.o.Mode == wsclient.Feed {
+		// A live update is signed under the publishing stream's
+		// challenge (SWIP-74 Rev 8), re-signed under a new one after a
+		// rejoin: it is recognised by its index and payload.
+		ro.Fields = "index,payload"
+	}
 	rcv, err := wsclient.Subscribe(ctx, ro)
 	if err != nil {
 		return fmt.Errorf("open the receiving session that confirms delivery: %w", err)
@@ -326,7 +332,7 @@ func (p *publisher) open(ctx context.Context) error {
 	if err != nil {
 		return fmt.Errorf("open the publishing session: %w", err)
 	}
-	p.receipts = make(chan [65]byte, receiptWindow)
+	p.receipts = make(chan [32]byte, receiptWindow)
 	p.failed = make(chan error, 2)
 	p.wg.Add(2)
 	go p.readReceipts(ctx)
@@ -349,8 +355,7 @@ func (p *publisher) readReceipts(ctx context.Context) {
 			p.failed <- fmt.Errorf("the receiving session ended: %w", err)
 			return
 		}
-		var sig [65]byte
-		copy(sig[:], m.Signature)
+		sig := p.receiptKey(m.Index, m.Signature, m.Payload)
 		select {
 		case p.receipts <- sig:
 		case <-ctx.Done():
@@ -422,17 +427,16 @@ func (p *publisher) send(msg []byte, what string) error {
 	// The signature is what the receiving session recognises: sign as the
 	// session will (bee's signer is deterministic).
 	u := sentUpdate{what: what, index: p.next}
-	var m *pb.Message
 	var err error
 	if p.o.Mode == wsclient.Feed {
-		m, err = bps.FeedUpdate(p.signer, p.o.Topic, p.next, msg)
+		u.sig = p.receiptKey(p.next, nil, msg)
 	} else {
-		m, err = bps.SOCUpdate(p.signer, p.id, msg)
+		frame, err := wsclient.GSOCFrame(p.signer, p.id, msg) // signature ‖ span ‖ payload
+		if err != nil {
+			return fmt.Errorf("%s: %w", what, err)
+		}
+		u.sig = p.receiptKey(0, frame[:swarm.SocSignatureSize], msg)
 	}
-	if err != nil {
-		return fmt.Errorf("%s: %w", what, err)
-	}
-	copy(u.sig[:], m.Data[swarm.HashSize:]) // id ‖ signature ‖ span ‖ payload
 	if p.o.Mode == wsclient.Feed {
 		err = p.pub.SendFeedUpdate(p.signer, p.next, msg)
 	} else {
@@ -448,6 +452,23 @@ func (p *publisher) send(msg []byte, what string) error {
 	u.deadline = time.Now().Add(p.timeout)
 	p.pending = append(p.pending, u)
 	return nil
+}
+
+// receiptKey is what recognises a message of this run coming back: in feed
+// mode its index and payload (a live update's signature is under the
+// publishing stream's challenge), in GSOC mode its signature (bee's signer
+// is deterministic: the same as the session's).
+func (p *publisher) receiptKey(index uint64, sig, payload []byte) [32]byte {
+	h := sha256.New()
+	if p.o.Mode == wsclient.Feed {
+		h.Write(binary.BigEndian.AppendUint64(nil, index))
+	} else {
+		h.Write(sig)
+	}
+	h.Write(payload)
+	var k [32]byte
+	copy(k[:], h.Sum(nil))
+	return k
 }
 
 // await handles one event: a receipt, a session's end, or the oldest

@@ -19,6 +19,8 @@ import (
 	"time"
 
 	"github.com/ethersphere/bee/v2/pkg/crypto"
+	"github.com/ethersphere/bps/pkg/bps"
+	"github.com/ethersphere/bps/pkg/bps/pb"
 	"github.com/ethersphere/bps/pkg/wsclient"
 	"github.com/gorilla/websocket"
 )
@@ -136,7 +138,7 @@ func TestDevClusterPubSub(t *testing.T) {
 		}
 	})
 
-	t.Run("bad claim", func(t *testing.T) {
+	t.Run("bad AUTH", func(t *testing.T) {
 		topic, _ := crypto.LegacyKeccak256([]byte("e2e-bad-claim"))
 		q := url.Values{"peer": {broker}, "binding": {"feed"}, "admin": {hex.EncodeToString(admin.Bytes())}, "addr": {hex.EncodeToString(admin.Bytes())}}
 		u := strings.Replace(cl.Nodes[1].API, "http", "ws", 1) + "/pubsub/" + hex.EncodeToString(topic) + "?" + q.Encode()
@@ -147,12 +149,22 @@ func TestDevClusterPubSub(t *testing.T) {
 		resp.Body.Close()
 		defer ws.Close()
 		var req map[string]any
-		if err := ws.ReadJSON(&req); err != nil || req["type"] != "claim-request" {
+		if err := ws.ReadJSON(&req); err != nil || req["type"] != "challenge" {
 			t.Fatalf("first frame %v (%v)", req, err)
 		}
+		// An AUTH signed by another key: refused by the node (1007), never
+		// sent to the broker.
+		challenge, _ := hex.DecodeString(req["challenge"].(string))
+		sp, err := bps.NewFeedSpec(topic, admin.Bytes())
+		if err != nil {
+			t.Fatal(err)
+		}
 		other, _ := crypto.GenerateSecp256k1Key()
-		sig, _ := crypto.NewDefaultSigner(other).Sign(make([]byte, 32))
-		if err := ws.WriteJSON(map[string]string{"type": "claim", "signature": hex.EncodeToString(sig)}); err != nil {
+		auth, err := sp.Chunk(crypto.NewDefaultSigner(other), admin.Bytes(), pb.Kind_AUTH, challenge, 0, nil)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if err := ws.WriteMessage(websocket.BinaryMessage, append([]byte{byte(pb.Kind_AUTH), 0, 0, 0, 0, 0, 0, 0, 0}, auth.Soc...)); err != nil {
 			t.Fatal(err)
 		}
 		var reason string
@@ -160,8 +172,8 @@ func TestDevClusterPubSub(t *testing.T) {
 			_, _, err := ws.ReadMessage()
 			var ce *websocket.CloseError
 			if errors.As(err, &ce) {
-				if ce.Code != websocket.ClosePolicyViolation || ce.Text == "" {
-					t.Fatalf("closed %d %q, want 1008 with a reason", ce.Code, ce.Text)
+				if ce.Code != websocket.CloseInvalidFramePayloadData || ce.Text == "" {
+					t.Fatalf("closed %d %q, want 1007 with a reason", ce.Code, ce.Text)
 				}
 				reason = ce.Text
 				break
@@ -170,7 +182,7 @@ func TestDevClusterPubSub(t *testing.T) {
 				t.Fatal(err)
 			}
 		}
-		t.Logf("bad claim closed with %q", reason)
+		t.Logf("bad AUTH closed with %q", reason)
 	})
 
 	t.Run("bee endpoints on the same port", func(t *testing.T) {

@@ -427,7 +427,7 @@ func TestSoakProcesses(t *testing.T) {
 		sentAt = append(sentAt, time.Now())
 		pmu.Unlock()
 		what := fmt.Sprintf("soak-%d", k)
-		if err := pub.SendSOC(author.signer, swip60Topic(what), []byte(what)); err != nil {
+		if err := pub.SendUpdate(author.signer, uint64(k), []byte(what)); err != nil {
 			return fmt.Errorf("update %d: %w", k, err)
 		}
 		return nil

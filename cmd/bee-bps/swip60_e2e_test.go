@@ -18,6 +18,7 @@ import (
 	"time"
 
 	"github.com/ethersphere/bee/v2/pkg/crypto"
+	"github.com/ethersphere/bps/pkg/bps"
 	"github.com/ethersphere/bps/pkg/bps/pb"
 	"github.com/ethersphere/bps/pkg/wsclient"
 	"github.com/gorilla/websocket"
@@ -63,7 +64,7 @@ func TestDevClusterSWIP60(t *testing.T) {
 			}
 		}
 		r.atBroker(api(0), o, 3, nil)
-		r.post(o, alice, &pb.ServiceMessage{Kind: pb.ServiceKind_END_OF_STREAM})
+		r.post(sa, eos())
 		for _, s := range append(audience, sa) {
 			r.ended(s, 0)
 		}
@@ -71,7 +72,8 @@ func TestDevClusterSWIP60(t *testing.T) {
 
 	// spectator-jam: binding=feed, an admin and a roster. B's session on
 	// node-2 waits until the admin's session on node-1 posts a roster naming
-	// B; then node-2 asks B's dApp for its claim and B is ready. Both
+	// B; then B's dApp claims with an AUTH on its spectator stream and B is
+	// ready. Both
 	// publish; the audience on node-3 hears both, each publisher the other.
 	// A revocation puts B back to waiting.
 	t.Run("spectator-jam", func(t *testing.T) {
@@ -88,12 +90,12 @@ func TestDevClusterSWIP60(t *testing.T) {
 		}
 
 		o.API = api(1)
-		r.post(o, alice, roster(0, bob))
+		r.post(sa, roster(0, bob))
 		for _, s := range []*wsclient.Session{sa, audience, sb} {
 			r.roster(s, 0, bob)
 		}
-		r.await(sb, "ready")
-		r.claimed(sb) // asked when the roster admitted B, answered by B's signer
+		r.await(sb, "ready") // B's session claimed with an AUTH on its cue
+		r.claimed(sb)
 
 		if err := sa.SendFeedUpdate(alice.signer, 0, []byte("alice 0")); err != nil {
 			t.Fatal(err)
@@ -107,7 +109,7 @@ func TestDevClusterSWIP60(t *testing.T) {
 
 		// The admin revokes B: the announcement reaches every session, and
 		// B's says B may not publish any more.
-		r.post(o, alice, roster(1))
+		r.post(sa, roster(1))
 		for _, s := range []*wsclient.Session{sa, audience, sb} {
 			r.roster(s, 1)
 		}
@@ -133,7 +135,7 @@ func TestDevClusterSWIP60(t *testing.T) {
 		o := wsclient.Options{Peer: broker, Topic: swip60Topic("e2e-jam"), Binding: wsclient.BindingAnchor, Admin: alice.addr, Closed: true}
 		o.API = api(1)
 		sa := r.publish(o, alice, wsclient.StateReady)
-		r.post(o, alice, roster(0, bob))
+		r.post(sa, roster(0, bob))
 		r.roster(sa, 0, bob)
 
 		o.API = api(2)
@@ -144,42 +146,38 @@ func TestDevClusterSWIP60(t *testing.T) {
 		}
 		r.roster(sb, 0, bob)
 
-		if err := sb.SendSOC(bob.signer, swip60Topic("bob 1"), []byte("bob plays")); err != nil {
+		if err := sb.SendUpdate(bob.signer, 1, []byte("bob plays")); err != nil {
 			t.Fatal(err)
 		}
 		r.payload(sa, "bob plays")
-		if err := sa.SendSOC(alice.signer, swip60Topic("alice 1"), []byte("alice plays")); err != nil {
+		if err := sa.SendUpdate(alice.signer, 1, []byte("alice plays")); err != nil {
 			t.Fatal(err)
 		}
 		r.payload(sb, "alice plays")
 
-		// C's seat on the admin's node is not admitted yet: it waits and
-		// hears nothing. The grant posted there makes node-1 claim again on
-		// C's silent stream; C's dApp signs the reclaim and joins the talk.
+		// C's seat on the admin's node is not in the roster yet: it waits
+		// on its silent stream and hears nothing. The grant reaches it as a
+		// service frame, its cue: C's dApp claims with an AUTH on the
+		// stream it holds and joins the talk.
 		o.API = api(1)
 		sc := r.publish(o, carol, "")
 		r.claimed(sc)
-		if sc.State() != wsclient.StateWaiting || !strings.Contains(fmt.Sprint(sc.Waiting["reason"]), "not admitted") {
+		if sc.State() != wsclient.StateWaiting || !strings.Contains(fmt.Sprint(sc.Waiting["reason"]), "not in the roster") {
 			t.Fatalf("C: state %q, %v", sc.State(), sc.Waiting)
 		}
-		r.post(o, alice, roster(1, bob, carol))
+		r.post(sa, roster(1, bob, carol))
 		r.roster(sa, 1, bob, carol)
 		r.roster(sb, 1, bob, carol)
-		// node-1 may or may not claim again for C (it holds the roster
-		// before the broker's delivery tells it C was admitted): either way
-		// C is admitted.
-		r.await(sc, "ready")
 		r.roster(sc, 1, bob, carol)
-		if err := sc.SendSOC(carol.signer, swip60Topic("carol 1"), []byte("carol plays")); err != nil {
+		r.await(sc, "ready")
+		if err := sc.SendUpdate(carol.signer, 1, []byte("carol plays")); err != nil {
 			t.Fatal(err)
 		}
 		r.payload(sa, "carol plays")
 		r.payload(sb, "carol plays")
-		// Two rosters, three messages. A claim the broker read before the
-		// roster naming its address is counted invalid_claim (and
-		// tolerated): B's, C's first and C's second, depending on the order.
-		// Nothing else is counted.
-		r.atBroker(api(0), o, 5, map[string]uint64{"invalid_claim": 3})
+		// Two rosters, three messages; nothing counted (SWIP-74 Rev 8: each
+		// seat claims only once a roster names it).
+		r.atBroker(api(0), o, 5, nil)
 
 		o.API = api(3)
 		_, err := wsclient.Subscribe(r.ctx, o)
@@ -211,12 +209,12 @@ func TestDevClusterSWIP60(t *testing.T) {
 			members = append(members, member{key: k, s: r.publish(o, k, wsclient.StateReady)})
 		}
 		for i, m := range members {
-			id := swip60Topic(fmt.Sprint("chat ", i))
 			say := fmt.Sprintf("hello from node-%d", i+1)
-			if err := m.s.SendSOC(m.key.signer, id, []byte(say)); err != nil {
+			if err := m.s.SendUpdate(m.key.signer, uint64(i), []byte(say)); err != nil {
 				t.Fatal(err)
 			}
-			addr, _ := wsclient.GSOCAddress(id, m.key.addr)
+			ch, _ := m.s.Challenge()
+			addr, _ := wsclient.GSOCAddress(bps.SessionID(pb.Kind_DATA, o.Topic, ch, uint64(i)), m.key.addr)
 			for j, other := range members {
 				if j == i {
 					continue
@@ -228,7 +226,7 @@ func TestDevClusterSWIP60(t *testing.T) {
 		}
 		r.atBroker(api(0), o, 3, nil)
 		o.API = api(1)
-		r.post(o, members[0].key, &pb.ServiceMessage{Kind: pb.ServiceKind_END_OF_STREAM})
+		r.post(members[0].s, eos())
 		for _, m := range members {
 			r.ended(m.s, 0)
 		}
@@ -297,13 +295,23 @@ func swip60Topic(s string) []byte {
 	return h
 }
 
-func roster(index uint64, pubs ...swip60Key) *pb.ServiceMessage {
-	svc := &pb.ServiceMessage{Kind: pb.ServiceKind_ROSTER, Index: index}
+// service is a service chunk the admin's dApp signs: its kind, index and
+// roster.
+type service struct {
+	kind       string
+	index      uint64
+	publishers [][]byte
+}
+
+func roster(index uint64, pubs ...swip60Key) service {
+	svc := service{kind: wsclient.KindRoster, index: index}
 	for _, p := range pubs {
-		svc.Publishers = append(svc.Publishers, p.addr)
+		svc.publishers = append(svc.publishers, p.addr)
 	}
 	return svc
 }
+
+func eos() service { return service{kind: wsclient.KindEndOfStream} }
 
 // swip60Run is one configuration's run: its deadline, against which every
 // wait on a frame is made, and its sessions, closed when it ends.
@@ -349,12 +357,12 @@ func (r *swip60Run) publish(o wsclient.Options, k swip60Key, state string) *wscl
 	return s
 }
 
-// claimed checks that the node asked s's dApp for a claim (which the
-// session answered with its signer).
+// claimed checks that the node handed s's dApp its stream's challenge
+// (SWIP-74 Rev 8: the session claims with an AUTH under it when it may).
 func (r *swip60Run) claimed(s *wsclient.Session) {
 	r.t.Helper()
-	if req := r.await(s, "claim-request"); req["challenge"] == nil || req["digest"] != nil {
-		r.t.Fatalf("claim-request %v", req)
+	if f := r.await(s, "challenge"); f["challenge"] == nil || f["seq"] != float64(1) {
+		r.t.Fatalf("challenge %v", f)
 	}
 }
 
@@ -385,10 +393,11 @@ func (r *swip60Run) roster(s *wsclient.Session, index uint64, pubs ...swip60Key)
 	}
 }
 
-// post signs svc as the admin k and posts it through o's node.
-func (r *swip60Run) post(o wsclient.Options, k swip60Key, svc *pb.ServiceMessage) {
+// post signs svc as the admin of its publishing session sa, under sa's
+// stream's challenge, and posts it through sa's node.
+func (r *swip60Run) post(sa *wsclient.Session, svc service) {
 	r.t.Helper()
-	if err := wsclient.PostService(r.ctx, o, k.signer, svc); err != nil {
+	if err := sa.PostService(r.ctx, svc.kind, svc.index, svc.publishers); err != nil {
 		r.t.Fatal(err)
 	}
 }
@@ -470,19 +479,19 @@ func (r *swip60Run) atBroker(brokerAPI string, o wsclient.Options, accepted uint
 	r.t.Fatalf("the broker lists no cohort of topic %x under admin %x", o.Topic, o.Admin)
 }
 
-// ended checks that s gets the admin's END_OF_STREAM of index, then the
+// ended checks that s gets the admin's EOS of index, then the
 // close frame 1000 that ends the cohort attributably.
 func (r *swip60Run) ended(s *wsclient.Session, index uint64) {
 	r.t.Helper()
 	v, err := s.AwaitService(r.ctx)
 	if err != nil || v.Kind != wsclient.KindEndOfStream || v.Index != index {
-		r.t.Fatalf("service %+v (%v), want END_OF_STREAM %d", v, err, index)
+		r.t.Fatalf("service %+v (%v), want EOS %d", v, err, index)
 	}
 	for err == nil {
 		_, _, err = s.Next(r.ctx) // what was queued before the end, then the close
 	}
 	var ce *websocket.CloseError
 	if !errors.As(err, &ce) || ce.Code != websocket.CloseNormalClosure || !strings.Contains(ce.Text, "end of stream") {
-		r.t.Fatalf("after END_OF_STREAM: %v, want close 1000 end of stream", err)
+		r.t.Fatalf("after EOS: %v, want close 1000 end of stream", err)
 	}
 }

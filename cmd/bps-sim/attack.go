@@ -57,7 +57,7 @@ var attacks = []attackDef{
 	{"probe-flood", "send -attack-flood probes to each child with every message"},
 	{"candidate-flood", "send -attack-flood unasked Candidates to each parent with every message"},
 	{"refer-flood", "open -attack-flood refer Joins at each parent, once a second"},
-	{"claim-replay", "present a publisher's claim, as another node saw it, on streams of its own at the root, once a second"},
+	{"claim-replay", "present a publisher's claiming chunk (its first frame: an AUTH under its stream's challenge, as a node on its path saw it) on streams of its own at the root declaring the publisher's address, once a second (SWIP-74 Rev 8: signed under another stream's challenge, it claims nothing)"},
 }
 
 // attackNames lists the attacks for -h.
@@ -134,10 +134,11 @@ type attackNode struct {
 	referBsy atomic.Bool
 }
 
-// sniffedClaim is a publisher's claim as the node it went through saw it.
+// sniffedClaim is a publisher's claiming chunk (its stream's first frame
+// after the Join) as the node it went through saw it.
 type sniffedClaim struct {
 	join  *pb.Join
-	claim *pb.Claim
+	claim *pb.Broadcast
 }
 
 // newAdversary picks the attackers among the subscribers of s and wraps
@@ -653,10 +654,8 @@ func envelope(env bool, f *pb.Frame) []byte {
 		return frame(f)
 	}
 	switch k := f.Kind.(type) {
-	case *pb.Frame_Message:
-		return frame(k.Message)
-	case *pb.Frame_Claim:
-		return frame(k.Claim)
+	case *pb.Frame_Broadcast:
+		return frame(k.Broadcast)
 	}
 	return nil // control frames exist only in the envelope
 }
@@ -770,7 +769,7 @@ func (s *attackStream) onRead(b []byte) {
 	s.mu.Lock()
 	env := s.env
 	s.mu.Unlock()
-	var msg *pb.Message
+	var msg *pb.Broadcast
 	if env {
 		f := new(pb.Frame)
 		if proto.Unmarshal(b, f) != nil {
@@ -786,9 +785,9 @@ func (s *attackStream) onRead(b []byte) {
 			}
 			s.mu.Unlock()
 		}
-		msg = f.GetMessage()
+		msg = f.GetBroadcast()
 	} else {
-		msg = new(pb.Message)
+		msg = new(pb.Broadcast)
 		if proto.Unmarshal(b, msg) != nil {
 			return
 		}
@@ -800,7 +799,7 @@ func (s *attackStream) onRead(b []byte) {
 }
 
 // fromParent acts on a message the attacker's parent delivered.
-func (s *attackStream) fromParent(msg *pb.Message, env bool) {
+func (s *attackStream) fromParent(msg *pb.Broadcast, env bool) {
 	an := s.an
 	switch s.a.kind {
 	case "replay":
@@ -814,8 +813,8 @@ func (s *attackStream) fromParent(msg *pb.Message, env bool) {
 		if old != nil && env {
 			// Up, as a publication of its subtree: each costs the
 			// relays above it and the root a check.
-			m := new(pb.Message)
-			if proto.Unmarshal(body(old), m) == nil && s.write(envelope(env, &pb.Frame{Kind: &pb.Frame_Message{Message: m}})) == nil {
+			m := new(pb.Broadcast)
+			if proto.Unmarshal(body(old), m) == nil && s.write(envelope(env, &pb.Frame{Kind: &pb.Frame_Broadcast{Broadcast: m}})) == nil {
 				s.a.count("replay up", 1)
 			}
 		}
@@ -918,11 +917,11 @@ func (s *attackStream) onWrite(f []byte) []byte {
 			return f
 		}
 	} else {
-		m := new(pb.Message)
+		m := new(pb.Broadcast)
 		if proto.Unmarshal(b, m) != nil {
 			return f
 		}
-		fr = &pb.Frame{Kind: &pb.Frame_Message{Message: m}}
+		fr = &pb.Frame{Kind: &pb.Frame_Broadcast{Broadcast: m}}
 	}
 	if cs := fr.GetCandidates(); cs != nil && s.dialed {
 		return s.forge(f, cs)
@@ -930,7 +929,7 @@ func (s *attackStream) onWrite(f []byte) []byte {
 	s.mu.Lock()
 	child := !s.dialed && s.join != nil && len(s.join.GetAddr()) == 0
 	s.mu.Unlock()
-	if m := fr.GetMessage(); m != nil && child {
+	if m := fr.GetBroadcast(); m != nil && child {
 		return s.toChild(f, m, env)
 	}
 	return f
@@ -971,7 +970,7 @@ func (s *attackStream) forge(f []byte, cs *pb.Candidates) []byte {
 }
 
 // toChild returns what goes to a child instead of message frame f.
-func (s *attackStream) toChild(f []byte, m *pb.Message, env bool) []byte {
+func (s *attackStream) toChild(f []byte, m *pb.Broadcast, env bool) []byte {
 	s.mu.Lock()
 	s.sent++
 	n := s.sent
@@ -1000,9 +999,9 @@ func (s *attackStream) toChild(f []byte, m *pb.Message, env bool) []byte {
 		if old != nil {
 			s.a.count("replay down", 1)
 			if env {
-				om := new(pb.Message)
+				om := new(pb.Broadcast)
 				if proto.Unmarshal(body(old), om) == nil {
-					return append(f, envelope(true, &pb.Frame{Kind: &pb.Frame_Message{Message: om}})...)
+					return append(f, envelope(true, &pb.Frame{Kind: &pb.Frame_Broadcast{Broadcast: om}})...)
 				}
 			}
 			return append(f, old...)
@@ -1035,22 +1034,10 @@ func (a *adversary) randomOverlay() []byte {
 	return b
 }
 
-// service reports whether m is an update of the cohort's service feed (by
-// its id: ServiceID(topic, i) for a small i).
-func (s *attackStream) service(m *pb.Message) bool {
-	d := m.GetData()
-	s.mu.Lock()
-	topic := s.join.GetCohort().GetTopic()
-	s.mu.Unlock()
-	if len(d) < swarm.HashSize {
-		return false
-	}
-	for i := range uint64(16) {
-		if string(bps.ServiceID(topic, i)) == string(d[:swarm.HashSize]) {
-			return true
-		}
-	}
-	return false
+// service reports whether m is a chunk of the admin's service feeds
+// (SWIP-60 rev 14: ROSTER and EOS are kinds of their own).
+func (s *attackStream) service(m *pb.Broadcast) bool {
+	return m.GetKind() == pb.Kind_ROSTER || m.GetKind() == pb.Kind_EOS
 }
 
 // hijack picks where to Reparent the child: into its own subtree (a child
@@ -1155,9 +1142,10 @@ func (s *attackStream) referFlood() {
 	}()
 }
 
-// claimReplay presents the claim a publisher sent (as a node on its path
-// saw it) on a publisher stream of the attacker's own at its cohort's
-// root, at most once a second.
+// claimReplay presents the claiming chunk a publisher sent (as a node on
+// its path saw it) on a stream of the attacker's own at its cohort's root,
+// declaring the publisher's address, at most once a second: under Rev 8 it
+// is signed for the publisher's stream's challenge, not this one's.
 func (s *attackStream) claimReplay() {
 	a, an := s.a, s.an
 	c, ok := a.cohort[an.overlay().ByteString()]
@@ -1187,10 +1175,10 @@ func (s *attackStream) claimReplay() {
 }
 
 // handshake opens a stream from nd to peer, sends join, reads the Ack and,
-// if the stream was accepted and claim is set, sends the claim and waits
+// if the stream was accepted and claim is set, sends the chunk and waits
 // for the peer's verdict; all within attackHandshak. It reports whether
 // the Join went out.
-func (a *adversary) handshake(nd *bpsnet.Node, peer swarm.Address, join *pb.Join, claim *pb.Claim) bool {
+func (a *adversary) handshake(nd *bpsnet.Node, peer swarm.Address, join *pb.Join, claim *pb.Broadcast) bool {
 	ctx, cancel := context.WithTimeout(a.ctx, attackHandshak)
 	defer cancel()
 	st, err := nd.NewStream(ctx, peer, nil, "pubsub", "1.0.0", "stream")
@@ -1207,7 +1195,7 @@ func (a *adversary) handshake(nd *bpsnet.Node, peer swarm.Address, join *pb.Join
 	if err := readFrame(st, ack); err != nil || ack.GetStatus() != pb.Status_OK || claim == nil {
 		return true
 	}
-	if _, err := st.Write(envelope(ack.GetMultihop(), &pb.Frame{Kind: &pb.Frame_Claim{Claim: claim}})); err != nil {
+	if _, err := st.Write(envelope(ack.GetMultihop(), &pb.Frame{Kind: &pb.Frame_Broadcast{Broadcast: claim}})); err != nil {
 		return true
 	}
 	// The verdict: a reset (refused) or, were it taken, deliveries.
@@ -1243,8 +1231,8 @@ func readFrame(r io.Reader, m proto.Message) error {
 	return proto.Unmarshal(b, m)
 }
 
-// sniffStream sees the claims a publisher node writes: what the node it
-// attaches through, or the bridge that carried the claim, sees.
+// sniffStream sees the claiming chunk a publisher node writes: what the
+// node it attaches through, or the bridge that carried it, sees.
 type sniffStream struct {
 	p2p.Stream
 	a      *adversary
@@ -1281,10 +1269,10 @@ func (s *sniffStream) Write(p []byte) (int, error) {
 				}
 				continue
 			}
-			var claim *pb.Claim
-			if fr := new(pb.Frame); proto.Unmarshal(b, fr) == nil && fr.GetClaim() != nil {
-				claim = fr.GetClaim()
-			} else if c := new(pb.Claim); proto.Unmarshal(b, c) == nil && len(c.GetAddr()) == 20 && c.GetAuth() != nil {
+			var claim *pb.Broadcast
+			if fr := new(pb.Frame); proto.Unmarshal(b, fr) == nil && len(fr.GetBroadcast().GetSoc()) > 0 {
+				claim = fr.GetBroadcast()
+			} else if c := new(pb.Broadcast); proto.Unmarshal(b, c) == nil && len(c.GetSoc()) > 0 {
 				claim = c
 			}
 			if claim != nil {

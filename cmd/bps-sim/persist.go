@@ -87,8 +87,9 @@ type PersistResult struct {
 	Unrecovered uint64 `json:"unrecovered"`  // missed updates not recovered (not stored, or past the bound)
 }
 
-// upload stores what a publisher published: msg is update index of the
-// feed on sp's topic as carried on the wire (the bare index in the id slot).
+// upload stores what a publisher published: data is update index of the
+// feed on sp's topic for storage (bps.StorageUpdate: under the channel's
+// own id).
 func (st *simStorage) upload(ctx context.Context, sp *bps.Spec, owner []byte, index uint64, data []byte) error {
 	const idSize, sigSize = swarm.HashSize, swarm.SocSignatureSize
 	if len(data) < idSize+sigSize+swarm.SpanSize {

@@ -216,7 +216,7 @@ func (s *sim) collect(res *Result, wireBytes uint64, end time.Time) {
 		}
 	}
 	s.counts.mu.Unlock()
-	for c := bps.CounterInvalidIndex; c <= bps.CounterQueueReset; c++ {
+	for c := bps.CounterInvalidSOC; c <= bps.CounterRateLimited; c++ {
 		res.Counters[c.String()] += 0
 	}
 	s.mu.Lock()

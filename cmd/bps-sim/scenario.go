@@ -709,22 +709,36 @@ func (p *publisher) run(duration, period, phase time.Duration) {
 		t.Reset(period)
 		p.ensure()
 		binary.BigEndian.PutUint64(payload, uint64(time.Now().UnixNano()))
-		msg, err := p.cs.c.Admin.Update(p.cs.c.Spec.Topic, p.next, payload)
-		if err != nil {
-			p.sim.counts.add("publish failed")
-			continue
-		}
-		p.sim.mu.Lock()
-		p.sim.socSize = len(msg.GetData())
-		p.sim.mu.Unlock()
-		sent := false
+		// Each stream has its own challenge (SWIP-74 Rev 8): the update
+		// is signed under each stream's session feed.
+		sent, failed := false, false
 		for _, ps := range p.streams {
-			if ps != nil && ps.Send(p.sim.ctx, msg) == nil {
+			if ps == nil {
+				continue
+			}
+			msg, err := p.cs.c.Admin.Update(p.cs.c.Spec, ps.Challenge(), p.next, payload)
+			if err != nil {
+				failed = true
+				continue
+			}
+			p.sim.mu.Lock()
+			p.sim.socSize = len(msg.GetSoc())
+			p.sim.mu.Unlock()
+			if ps.Send(p.sim.ctx, msg) == nil {
 				sent = true
 			}
 		}
+		if failed {
+			p.sim.counts.add("publish failed")
+		}
 		if sent && p.sim.store != nil {
-			if err := p.sim.store.upload(p.sim.ctx, p.cs.c.Spec, p.cs.c.Admin.Addr, p.next, msg.GetData()); err != nil {
+			// SWIP-65 on Rev 8: the update for storage is the same payload
+			// under the channel's own id, signed by the publisher.
+			stored, _, err := bps.StorageUpdate(p.cs.c.Admin.Signer, p.cs.c.Admin.Addr, p.cs.c.Spec.Topic, p.next, payload)
+			if err == nil {
+				err = p.sim.store.upload(p.sim.ctx, p.cs.c.Spec, p.cs.c.Admin.Addr, p.next, stored)
+			}
+			if err != nil {
 				p.sim.counts.add("upload failed")
 			}
 		}

@@ -100,21 +100,20 @@ type Options struct {
 	PingPeriod time.Duration
 	// WriteTimeout bounds one frame written to a dApp. Default 10 s.
 	WriteTimeout time.Duration
-	// ClaimTimeout bounds the wait for a dApp's claim signature. Default
-	// bps.DefaultClaimDeadline (30 s).
-	ClaimTimeout time.Duration
 	// JoinTimeout bounds reaching the broker and joining it before a
 	// session is upgraded. Default bps.DefaultHandshakeTimeout (30 s).
 	JoinTimeout time.Duration
 	// SessionQueue is the outbound queue of one session, in frames; a full
 	// queue closes the session with 1008. Default 64.
 	SessionQueue int
-	// SilentWait bounds how long a publisher stream in a closed cohort may
-	// stay silent — its claim not taken, its address not in the broker's
-	// roster — before the node closes it. It must be shorter than the
-	// broker's claim deadline (SWIP-74: 30 s), at which the broker
-	// disconnects the stream as a violation and blocklists the whole node.
-	// Default DefaultSilentWait.
+	// SilentWait bounds how long a publishing session's stream may stay
+	// unclaimed where the broker holds it to a claim deadline (SWIP-74 Rev
+	// 8): a pending stream (the admin's, or a rostered address's) whose
+	// dApp sent no AUTH, or a closed cohort's silent stream that no roster
+	// names. The node closes it then (1008). It must be shorter than the
+	// broker's claim deadline (30 s), at which the broker disconnects the
+	// stream as a violation and blocklists the whole node. Default
+	// DefaultSilentWait.
 	SilentWait time.Duration
 	// CORSAllowedOrigins are the origins besides the node's own that may
 	// use /pubsub from a page, as bee's cors-allowed-origins option ("*":
@@ -191,9 +190,6 @@ func (o *Options) setDefaults() {
 	if o.WriteTimeout == 0 {
 		o.WriteTimeout = DefaultWriteTimeout
 	}
-	if o.ClaimTimeout == 0 {
-		o.ClaimTimeout = bps.DefaultClaimDeadline
-	}
 	if o.JoinTimeout == 0 {
 		o.JoinTimeout = bps.DefaultHandshakeTimeout
 	}
@@ -222,7 +218,7 @@ func (o *Options) validate() error {
 	}
 	for name, d := range map[string]time.Duration{
 		"PingPeriod": o.PingPeriod, "WriteTimeout": o.WriteTimeout,
-		"ClaimTimeout": o.ClaimTimeout, "JoinTimeout": o.JoinTimeout, "SilentWait": o.SilentWait,
+		"JoinTimeout": o.JoinTimeout, "SilentWait": o.SilentWait,
 		"MaxKeepAlive": o.MaxKeepAlive, "PersistTimeout": o.PersistTimeout,
 	} {
 		if d < 0 {
@@ -301,7 +297,7 @@ func NewWith(svc Protocol, conn Connector, logger log.Logger, o Options) (*Serve
 		validate: newValidator(),
 		sessions: make(map[*wsSession]struct{}),
 		clients:  make(map[string]*clientShare),
-		mux: session.NewMux(svc, session.MuxOptions{JoinTimeout: o.JoinTimeout, ClaimTimeout: o.ClaimTimeout, SilentWait: o.SilentWait,
+		mux: session.NewMux(svc, session.MuxOptions{JoinTimeout: o.JoinTimeout, SilentWait: o.SilentWait,
 			Storage: o.Storage, RecoverMax: o.RecoverMax, RecoverTimeout: o.RecoverTimeout, Logger: logger}),
 	}
 	s.ctx, s.cancel = context.WithCancel(context.Background())

@@ -5,6 +5,7 @@
 package api
 
 import (
+	"bytes"
 	"context"
 	"encoding/hex"
 	"errors"
@@ -17,6 +18,7 @@ import (
 	"github.com/ethersphere/bee/v2/pkg/log"
 	"github.com/ethersphere/bee/v2/pkg/swarm"
 	"github.com/ethersphere/bps/pkg/bps"
+	"github.com/ethersphere/bps/pkg/bps/pb"
 	"github.com/ethersphere/bps/pkg/session"
 	"github.com/gorilla/mux"
 	"github.com/gorilla/websocket"
@@ -135,18 +137,15 @@ func (s *Server) openSession(r *http.Request, p *plan, logger log.Logger) (_ *ws
 			return nil, err
 		}
 	}
-	switch {
-	case p.publish && !p.claims():
-		ss.pre, err = s.mux.Publish(ctx, ss.room, p.streamOptions(), nil)
-	case p.claims() && (p.spec.Closed || ss.room.Rostered(p.addr)):
-		// The stream opens at once (the admin, a closed cohort, an address
-		// the roster names): joined before the upgrade, so that a broker
-		// that cannot be joined is an HTTP status; the dApp signs the claim
+	if p.publish {
+		// Joined before the upgrade, declaring addr (SWIP-74 Rev 8), so
+		// that a broker that cannot be joined is an HTTP status; the
+		// session learns the stream's challenge from its Ack and hands it
+		// to the dApp, which signs every chunk — its claiming AUTH first —
 		// once upgraded.
-		ss.pre, err = s.mux.StartPublish(ctx, ss.room, p.streamOptions(), ss)
-	}
-	if err != nil {
-		return nil, err
+		if ss.stream, err = s.mux.Publish(ctx, ss.room, p.streamOptions()); err != nil {
+			return nil, err
+		}
 	}
 	// The session is a member of its room before the dApp sees the upgrade:
 	// a session that receives at once receives everything accepted after.
@@ -167,20 +166,18 @@ func (s *Server) openFailed(w http.ResponseWriter, logger log.Logger, err error)
 	}
 }
 
-// maxServiceBody is the largest service SOC: id ‖ signature ‖ span ‖ a
-// 4096-byte payload.
-const maxServiceBody = idSize + socFrameMax
+// maxServiceBody bounds the body of a service request: the JSON of a
+// service chunk's fields, its soc in hex (2 × (id ‖ signature ‖ span ‖ a
+// 4096-byte payload)), with room for the rest.
+const maxServiceBody = 2*socMax + 512
 
 // serviceHandler serves POST /pubsub/{topic}/service: the admin's control
-// plane (SWIP-60). The body is a service SOC the admin's dApp signed —
-// id(32) ‖ signature(65) ‖ span(8, LE) ‖ payload, the payload a
-// ServiceMessage, the id keccak256("bps-service:v1" ‖ topic ‖
-// uint64BE(index)) — which the node checks as the broker will (the admin's
-// signature at keccak256(id ‖ admin), a service SOC of this topic, newer
-// than the service index the node holds) and relays on the admin's
-// publisher stream of a session on this node: the node holds no keys, so
-// it cannot claim the admin's stream itself. The broker answers nothing;
-// 202 means relayed.
+// plane (SWIP-60 rev 14). The body is a ROSTER or EOS chunk the admin's
+// dApp signed under the challenge of the admin's stream on this node —
+// {"kind","index","challenge","soc"} — which the node checks as the broker
+// will (bps.Spec.Verify at the admin's address under that challenge) and
+// relays on that stream: the node holds no keys. The broker answers
+// nothing; 200 means written.
 func (s *Server) serviceHandler(w http.ResponseWriter, r *http.Request) {
 	logger := s.logger.WithName("pubsub_service").Build()
 	topic, err := ParseTopic(mux.Vars(r)["topic"])
@@ -210,16 +207,16 @@ func (s *Server) serviceHandler(w http.ResponseWriter, r *http.Request) {
 	if err != nil {
 		var tooLarge *http.MaxBytesError
 		if errors.As(err, &tooLarge) {
-			jsonhttp.RequestEntityTooLarge(w, fmt.Sprintf("a service SOC is at most %d bytes", maxServiceBody))
+			jsonhttp.RequestEntityTooLarge(w, fmt.Sprintf("a service request is at most %d bytes", maxServiceBody))
 			return
 		}
 		badRequest(w, logger, "read body: "+err.Error())
 		return
 	}
-	msg, svc, status, err := serviceSOC(sp, body)
+	b, svc, err := serviceChunk(sp, body)
 	if err != nil {
-		logger.Debug("service SOC refused", "error", err)
-		jsonhttp.Respond(w, status, err.Error())
+		logger.Debug("service chunk refused", "error", err)
+		badRequest(w, logger, err.Error())
 		return
 	}
 
@@ -233,29 +230,40 @@ func (s *Server) serviceHandler(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 
-	if rm := s.mux.LookupRoom(broker, sp); rm != nil {
-		if st := rm.Service(); st.Seen && svc.Index < st.Next {
-			jsonhttp.Conflict(w, fmt.Sprintf("stale service index %d: this node holds the admin's service feed up to index %d; the next is %d", svc.Index, st.Next-1, st.Next))
+	if rm := s.mux.LookupRoom(broker, sp); rm != nil && b.Kind == pb.Kind_ROSTER {
+		if st := rm.Service(); st.Seen && b.Index < st.Next {
+			jsonhttp.Conflict(w, fmt.Sprintf("stale service index %d: this node holds the admin's rosters up to index %d; the next is %d", b.Index, st.Next-1, st.Next))
 			return
 		}
 	}
 	e := s.mux.HoldPublisher(broker, sp, sp.Admin)
 	if e == nil {
-		jsonhttp.Conflict(w, fmt.Sprintf("no admin session on this node: open GET /pubsub/{topic}?addr=%x (with this spec and peer) first", sp.Admin))
+		jsonhttp.Conflict(w, fmt.Sprintf("no admin stream with this challenge: no session on this node publishes as the admin %x in this cohort at this broker (open GET /pubsub/{topic}?addr=<admin> with this spec and peer)", sp.Admin))
 		return
 	}
 	defer e.Release()
-	if err := e.Send(ctx, msg); err != nil {
+	if ch, _ := e.Challenge(); !bytes.Equal(ch, b.Challenge) {
+		jsonhttp.Conflict(w, "no admin stream with this challenge: the admin's stream on this node has another (it was joined again: sign under the latest challenge frame)")
+		return
+	}
+	if err := e.Send(ctx, b); err != nil {
+		var se *session.StaleError
+		if errors.As(err, &se) {
+			jsonhttp.Conflict(w, "no admin stream with this challenge: the admin's stream was joined again: sign under the latest challenge frame")
+			return
+		}
 		logger.Debug("relay failed", "error", err)
 		jsonhttp.BadGateway(w, "relay: "+err.Error())
 		return
 	}
 	s.metrics.ServiceRelayed.Inc()
-	// The node takes what it relayed as the roster in force: the admin's
-	// stream never gets its own service SOCs back, and a session here may
-	// be waiting for this very roster.
-	e.Room().Deliver(bps.Delivery{Index: svc.Index, Address: swarm.NewAddress(msg.Address), Owner: sp.Admin, Data: msg.Data, Service: svc})
-	jsonhttp.Accepted(w, serviceResponse{Index: svc.Index})
+	// The node takes what it relayed as the service feed in force: the
+	// admin's stream never gets its own back, and a session here may be
+	// waiting for this very roster.
+	if _, addr, err := serviceOf(sp, b); err == nil {
+		e.Room().Deliver(bps.Delivery{Kind: b.Kind, Index: b.Index, Challenge: b.Challenge, Address: addr, Owner: sp.Admin, Data: b.Soc, Service: svc})
+	}
+	jsonhttp.OK(w, serviceResponse{Index: svc.Index})
 }
 
 // topicsHandler serves GET /pubsub/: the cohorts this node brokers, then the

@@ -205,7 +205,7 @@ func TestHeaderParamsAsQuery(t *testing.T) {
 	pub := dial(t, a, "query", pq, nil)
 	claim(t, pub, alice.signer, c.broker.Overlay(), 0)
 	pub.control("ready")
-	pub.send(websocket.BinaryMessage, feedFrame(t, alice, topic, 0, "persisted"))
+	pub.persist(0, "persisted")
 	got := audience.binary()
 	if len(got) != 8+len("persisted") || string(got[8:]) != "persisted" {
 		t.Fatalf("audience got %x", got)

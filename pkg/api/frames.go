@@ -11,7 +11,6 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
-	"net/http"
 	"strings"
 
 	"github.com/ethersphere/bee/v2/pkg/soc"
@@ -137,140 +136,184 @@ func encodeFields(v *session.View, fields []socField) ([]byte, error) {
 // errInvalidFrame marks a dApp frame that is not a valid publication.
 var errInvalidFrame = errors.New("invalid frame")
 
-// assemble turns a dApp's binary frame into the message the node publishes,
-// validated exactly as the broker validates it (bps.Spec.Verify: the
-// binding's SOC shape, the signature, addr as the owner), so the node never
-// sends a frame the broker would count against it — enough of those and the
-// broker blocklists the node. The frame is signature(65) ‖ span(8, LE) ‖
-// payload, prefixed per the session's layout:
-//
-//   - layoutIndex: index(8, BE); signed as update index of addr's feed on
-//     the topic (id keccak256(topic ‖ index)), sent with the bare index in
-//     the id slot (SWIP-74, SWIP-65).
-//   - layoutID: the 32-byte id the dApp signed under.
-//   - layoutTopicID, layoutSessionID: nothing; the id is the topic, or the
-//     session's.
-//
-// A service SOC is refused here: it goes through POST
-// /pubsub/{topic}/service, so that the node knows the roster it relays.
-func (p *plan) assemble(frame []byte) (*pb.Message, error) {
-	var slot, id []byte
-	switch p.layout {
-	case layoutIndex:
-		if len(frame) < indexSize {
-			return nil, fmt.Errorf("%w: %d bytes, want index(8) ‖ signature(65) ‖ span(8) ‖ payload(≤4096)", errInvalidFrame, len(frame))
-		}
-		slot = make([]byte, idSize)
-		copy(slot[bareIndexZero:], frame[:indexSize])
-		id = bps.FeedID(p.spec.Topic, binary.BigEndian.Uint64(frame[:indexSize]))
-		frame = frame[indexSize:]
-	case layoutID:
-		if len(frame) < idSize {
-			return nil, fmt.Errorf("%w: %d bytes, want id(32) ‖ signature(65) ‖ span(8) ‖ payload(≤4096)", errInvalidFrame, len(frame))
-		}
-		slot, id = frame[:idSize], frame[:idSize]
-		frame = frame[idSize:]
-	case layoutTopicID:
-		slot, id = p.spec.Topic, p.spec.Topic
-	default:
-		slot, id = p.id, p.id
-	}
-	if len(frame) < socFrameMin || len(frame) > socFrameMax {
-		return nil, fmt.Errorf("%w: %d bytes after the prefix, want signature(65) ‖ span(8) ‖ payload(≤4096)", errInvalidFrame, len(frame))
-	}
-	addr, err := soc.CreateAddress(id, p.addr)
-	if err != nil {
-		return nil, fmt.Errorf("%w: %w", errInvalidFrame, err)
-	}
-	data := make([]byte, idSize+len(frame))
-	copy(data, slot)
-	copy(data[idSize:], frame)
-	msg := &pb.Message{Address: addr.Bytes(), Data: data}
-	if !p.spec.Implicit() && asService(p.spec, slot, frame[socFrameMin:]) != nil {
-		return nil, fmt.Errorf("%w: a service SOC: POST it to /pubsub/{topic}/service", errInvalidFrame)
-	}
-	if err := p.spec.Verify(msg, p.addr); err != nil {
-		return nil, fmt.Errorf("%w: not a publication of %x in this cohort (%w)", errInvalidFrame, p.addr, err)
-	}
-	return msg, nil
+// Sizes of the prefix of an inbound frame (docs/api.md).
+const (
+	kindSize    = 1
+	headerSize  = kindSize + indexSize // kind(1) ‖ index(8, BE)
+	socMin      = idSize + socFrameMin // id ‖ signature ‖ span
+	socMax      = idSize + socFrameMax
+	storageSize = sigSize // a persistent DATA frame's storage signature
+)
+
+// inFrame is a dApp's binary frame, parsed: the Broadcast the node sends
+// (its challenge set by the session: the stream's) and, for a persistent
+// DATA frame under a session feed, the signature of the update for storage
+// (SWIP-65 on Rev 8).
+type inFrame struct {
+	b          *pb.Broadcast
+	storageSig []byte
 }
 
-// asService decodes a SOC as a service SOC of sp's service feed: its payload
-// a ServiceMessage whose index names the id in the id slot. It checks no
-// signature.
-func asService(sp *bps.Spec, id, payload []byte) *pb.ServiceMessage {
-	svc := new(pb.ServiceMessage)
-	if err := proto.Unmarshal(payload, svc); err != nil {
-		return nil
+// parse reads a dApp's binary frame. Every session with a binding sends
+// kind(1) ‖ index(8, BE) ‖ soc, soc = id(32) ‖ signature(65) ‖ span(8, LE)
+// ‖ payload — a persistent session's DATA frame under a session feed
+// (explicit authorship, ALL) with the storage signature(65) before the soc;
+// under implicit authorship the kind is DATA and the id the binding's own.
+// The GSOC client sends signature(65) ‖ span(8, LE) ‖ payload under its id.
+// It checks the layout only: signatures are the session's (Spec.Verify).
+func (p *plan) parse(frame []byte) (*inFrame, error) {
+	if p.gsoc {
+		if len(frame) < socFrameMin || len(frame) > socFrameMax {
+			return nil, fmt.Errorf("%w: %d bytes, want signature(65) ‖ span(8) ‖ payload(≤4096)", errInvalidFrame, len(frame))
+		}
+		return &inFrame{b: &pb.Broadcast{Kind: pb.Kind_DATA, Soc: append(bytes.Clone(p.id), frame...)}}, nil
 	}
-	if !bytes.Equal(id, bps.ServiceID(sp.Topic, svc.Index)) {
-		return nil
+	if len(frame) < headerSize {
+		return nil, fmt.Errorf("%w: %d bytes, want kind(1) ‖ index(8) ‖ soc", errInvalidFrame, len(frame))
 	}
-	return svc
+	kind, index := pb.Kind(frame[0]), binary.BigEndian.Uint64(frame[kindSize:headerSize])
+	rest := frame[headerSize:]
+	f := &inFrame{b: &pb.Broadcast{Kind: kind, Index: index}}
+	switch kind {
+	case pb.Kind_DATA:
+		if p.batch != nil && p.salted() {
+			if len(rest) < storageSize {
+				return nil, fmt.Errorf("%w: a persistent DATA frame is kind(1) ‖ index(8) ‖ storage signature(65) ‖ soc", errInvalidFrame)
+			}
+			f.storageSig, rest = rest[:storageSize], rest[storageSize:]
+		}
+	case pb.Kind_AUTH:
+		if index != 0 {
+			return nil, fmt.Errorf("%w: an AUTH at index %d: AUTH is sent at index 0", errInvalidFrame, index)
+		}
+	case pb.Kind_ROSTER, pb.Kind_EOS:
+		if !p.isAdmin() || !p.spec.Explicit() {
+			return nil, fmt.Errorf("%w: a %s frame: only the admin's publishing session sends ROSTER and EOS", errInvalidFrame, kind)
+		}
+	default:
+		return nil, fmt.Errorf("%w: kind %d: want DATA (1), AUTH (2), ROSTER (3) or EOS (4)", errInvalidFrame, frame[0])
+	}
+	if p.spec.Implicit() && kind != pb.Kind_DATA {
+		return nil, fmt.Errorf("%w: a %s frame under implicit authorship: only DATA", errInvalidFrame, kind)
+	}
+	if len(rest) < socMin || len(rest) > socMax {
+		return nil, fmt.Errorf("%w: a soc of %d bytes, want id(32) ‖ signature(65) ‖ span(8) ‖ payload(≤4096)", errInvalidFrame, len(rest))
+	}
+	f.b.Soc = bytes.Clone(rest)
+	return f, nil
+}
+
+// verify checks b as a broker checks it on a stream publishing as addr
+// under challenge (bps.Spec.Verify: the kind, the session-feed id, or the
+// binding's own under implicit authorship, a valid signature by addr, what
+// the kind fixes), so the node never sends a frame the broker would count
+// against it — enough of those and the broker blocklists the node.
+func (p *plan) verify(b *pb.Broadcast, challenge []byte) error {
+	if p.salted() {
+		b.Challenge = challenge
+	}
+	if err := p.spec.Verify(b, p.addr, challenge); err != nil {
+		return fmt.Errorf("%w: not a %s of %x on this stream (%w)", errInvalidFrame, b.Kind, p.addr, err)
+	}
+	return nil
+}
+
+// storageUpdate is the SWIP-65 update for storage of a persistent DATA
+// frame: under a session feed the same wrapped payload under the channel's
+// own id keccak256(topic ‖ index), signed by addr with storageSig —
+// checked here, before anything is sent; under implicit authorship the
+// chunk itself. It returns the id, signature and span ‖ payload to upload.
+func (p *plan) storageUpdate(f *inFrame) (id, sig, data []byte, err error) {
+	soc0 := f.b.Soc
+	data = soc0[idSize+sigSize:]
+	if f.storageSig == nil {
+		return soc0[:idSize], soc0[idSize : idSize+sigSize], data, nil
+	}
+	id = bps.FeedID(p.spec.Topic, f.b.Index)
+	addr, err := soc.CreateAddress(id, p.addr)
+	if err != nil {
+		return nil, nil, nil, err
+	}
+	chunk := make([]byte, 0, idSize+sigSize+len(data))
+	chunk = append(append(append(chunk, id...), f.storageSig...), data...)
+	s, err := soc.FromChunk(swarm.NewChunk(addr, chunk))
+	if err != nil || !bytes.Equal(s.OwnerAddress(), p.addr) {
+		return nil, nil, nil, fmt.Errorf("%w: the storage signature is not %x's over keccak256(topic ‖ %d) and the payload", errInvalidFrame, p.addr, f.b.Index)
+	}
+	return id, f.storageSig, data, nil
 }
 
 // Text frames of the session protocol (docs/api.md). Hex strings carry no
 // 0x prefix; the node accepts either from the dApp.
 const (
-	typeClaimRequest = "claim-request"
-	typeClaim        = "claim"
-	typeReady        = "ready"
-	typeWaiting      = "waiting"
-	typeService      = "service"
-	typeError        = "error"
+	typeChallenge = "challenge"
+	typeReady     = "ready"
+	typeWaiting   = "waiting"
+	typeStale     = "stale"
+	typeService   = "service"
+	typeError     = "error"
 )
 
-// claimRequest asks the dApp for a claim: the fields it signs, from which
-// it derives the digest itself — ClaimDigest(challenge, broker, index), in
-// the SOC convention — and answers with a claim frame. The node never hands
-// it a digest: a dApp that signed one it was given could be made to sign
-// anything, a SOC as the admin included. The index travels as a decimal
-// string, which JavaScript keeps exact past 2^53.
-type claimRequest struct {
+// challengeFrame hands a publishing session under a session feed
+// (explicit authorship, ALL) the challenge of its stream's join seq: the
+// dApp signs every chunk under it (SWIP-74 Rev 8), under explicit
+// authorship an AUTH first.
+type challengeFrame struct {
 	Type      string `json:"type"`
+	Challenge string `json:"challenge"`
+	Seq       int    `json:"seq"`
 	Topic     string `json:"topic"`
 	Addr      string `json:"addr"`
 	Broker    string `json:"broker"`
-	Challenge string `json:"challenge"`
-	Index     string `json:"index"`
 }
 
 // readyFrame tells the dApp the session is set up: a subscriber receives from
 // now on, a publisher may send.
 type readyFrame struct {
-	Type    string  `json:"type"`
-	Role    string  `json:"role"` // "subscriber" or "publisher"
-	Topic   string  `json:"topic"`
-	Binding string  `json:"binding"`
-	Broker  string  `json:"broker"`
-	Addr    string  `json:"addr,omitempty"`
-	Index   *uint64 `json:"index,omitempty"`
-	Fields  string  `json:"fields"` // the swarm-soc-fields in effect
+	Type      string  `json:"type"`
+	Role      string  `json:"role"` // "subscriber" or "publisher"
+	Topic     string  `json:"topic"`
+	Binding   string  `json:"binding"`
+	Broker    string  `json:"broker"`
+	Addr      string  `json:"addr,omitempty"`
+	Index     *uint64 `json:"index,omitempty"`     // the dApp's own cursor hint, echoed
+	Challenge string  `json:"challenge,omitempty"` // a session feed's: the challenge the session publishes under
+	Seq       int     `json:"seq,omitempty"`       // and its stream's join
+	Fields    string  `json:"fields"`              // the swarm-soc-fields in effect
 }
 
 // waitingFrame tells a publishing session that it may not publish yet, or
-// no longer: its address is not in the roster, the broker has not admitted
-// it to a closed cohort, or a roster revoked it. A later ready frame ends
-// the wait.
+// no longer: its address is not in the roster, or a roster revoked it. A
+// later ready frame ends the wait.
 type waitingFrame struct {
 	Type   string `json:"type"`
 	Addr   string `json:"addr"`
 	Reason string `json:"reason"`
 }
 
-// serviceFrame is a service SOC of the admin's service feed (SWIP-60), as
-// the node verified it: a roster, or the end of the stream. gap reports
-// service updates the node never received before this one (a liveness
-// fault: withholding).
+// staleFrame answers a frame signed under a challenge that is not the
+// stream's now: it was not sent; the dApp re-signs the same payload at the
+// same index under the challenge of join seq and sends it again.
+type staleFrame struct {
+	Type  string `json:"type"`
+	Kind  string `json:"kind"`
+	Index uint64 `json:"index"`
+	Seq   int    `json:"seq"`
+}
+
+// serviceFrame is a service chunk of the admin's (SWIP-60 rev 14), as the
+// node verified it: a roster, or the end of the channel. gap reports
+// rosters the node never received before this one (a liveness fault:
+// withholding).
 type serviceFrame struct {
 	Type       string   `json:"type"`
-	Kind       string   `json:"kind"` // "ROSTER" or "END_OF_STREAM"
+	Kind       string   `json:"kind"` // "ROSTER" or "EOS"
 	Index      uint64   `json:"index"`
 	Publishers []string `json:"publishers"` // hex addresses, the admin not included
 	Gap        bool     `json:"gap"`
 }
 
-func newServiceFrame(svc *pb.ServiceMessage, gap bool) []byte {
+func newServiceFrame(svc *bps.ServiceMsg, gap bool) []byte {
 	f := serviceFrame{Type: typeService, Kind: svc.Kind.String(), Index: svc.Index, Publishers: make([]string, len(svc.Publishers)), Gap: gap}
 	for i, p := range svc.Publishers {
 		f.Publishers[i] = hex.EncodeToString(p)
@@ -286,10 +329,10 @@ type errorFrame struct {
 	Reason string `json:"reason"`
 }
 
-// controlIn is a text frame from the dApp.
+// controlIn is a text frame from the dApp: none is defined (the claim
+// frames of rev 3 are gone); its type names it in the refusal.
 type controlIn struct {
-	Type      string `json:"type"`
-	Signature string `json:"signature"`
+	Type string `json:"type"`
 }
 
 func fieldNames(fields []socField) string {
@@ -300,48 +343,55 @@ func fieldNames(fields []socField) string {
 	return strings.Join(names, ",")
 }
 
-// serviceSOC checks a posted service SOC of sp as the broker will, and
-// returns it as a message, with the status to answer if it is refused: 400
-// for what is not a service SOC of this cohort, 403 for one the admin did
-// not sign.
-func serviceSOC(sp *bps.Spec, body []byte) (*pb.Message, *pb.ServiceMessage, int, error) {
-	if len(body) < idSize+socFrameMin {
-		return nil, nil, http.StatusBadRequest, fmt.Errorf("%d bytes: want id(32) ‖ signature(65) ‖ span(8) ‖ payload", len(body))
+// serviceBody is the body of POST /pubsub/{topic}/service: a ROSTER or EOS
+// the admin's dApp signed under the challenge of the admin's stream.
+type serviceBody struct {
+	Kind      string  `json:"kind"`
+	Index     *uint64 `json:"index"`
+	Challenge string  `json:"challenge"`
+	SOC       string  `json:"soc"`
+}
+
+// serviceChunk checks a posted service chunk of sp as the broker will on
+// the admin's stream whose challenge it names, and returns it with what it
+// says: 400 for what is not one.
+func serviceChunk(sp *bps.Spec, body []byte) (*pb.Broadcast, *bps.ServiceMsg, error) {
+	var in serviceBody
+	dec := json.NewDecoder(bytes.NewReader(body))
+	dec.DisallowUnknownFields()
+	if err := dec.Decode(&in); err != nil {
+		return nil, nil, fmt.Errorf(`want {"kind":"ROSTER"|"EOS","index":N,"challenge":"<hex>","soc":"<hex>"}: %w`, err)
 	}
-	id, payload := body[:idSize], body[idSize+socFrameMin:]
-	svc := asService(sp, id, payload)
-	if svc == nil {
-		return nil, nil, http.StatusBadRequest, errors.New(`not a service SOC of this topic: the payload must be a ServiceMessage and the id keccak256("bps-service:v1" ‖ topic ‖ uint64BE(index))`)
-	}
-	switch svc.Kind {
-	case pb.ServiceKind_ROSTER:
-		for _, p := range svc.Publishers {
-			if len(p) != bps.AddressSize {
-				return nil, nil, http.StatusBadRequest, fmt.Errorf("roster names a %d-byte address, want 20", len(p))
-			}
-		}
-	case pb.ServiceKind_END_OF_STREAM:
-		if len(svc.Publishers) != 0 {
-			return nil, nil, http.StatusBadRequest, errors.New("an end of stream names no publishers")
-		}
+	b := &pb.Broadcast{}
+	switch in.Kind {
+	case "ROSTER":
+		b.Kind = pb.Kind_ROSTER
+	case "EOS":
+		b.Kind = pb.Kind_EOS
 	default:
-		return nil, nil, http.StatusBadRequest, fmt.Errorf("unknown service kind %d", svc.Kind)
+		return nil, nil, fmt.Errorf("kind %q: want ROSTER or EOS", in.Kind)
 	}
-	addr, err := soc.CreateAddress(id, sp.Admin)
-	if err != nil {
-		return nil, nil, http.StatusBadRequest, err
+	if in.Index == nil {
+		return nil, nil, errors.New("index: required")
 	}
-	data := bytes.Clone(body)
-	parsed, err := soc.FromChunk(swarm.NewChunk(addr, data))
-	if err != nil {
-		return nil, nil, http.StatusBadRequest, fmt.Errorf("not a single-owner chunk: %w", err)
+	b.Index = *in.Index
+	var err error
+	if b.Challenge, err = decodeHex(in.Challenge); err != nil || len(b.Challenge) != 32 {
+		return nil, nil, fmt.Errorf("challenge: want 32 bytes of hex (the admin stream's challenge)")
 	}
-	if owner := parsed.OwnerAddress(); !bytes.Equal(owner, sp.Admin) {
-		return nil, nil, http.StatusForbidden, fmt.Errorf("signed by %x, not by the admin %x", owner, sp.Admin)
+	if b.Soc, err = decodeHex(in.SOC); err != nil || len(b.Soc) < socMin || len(b.Soc) > socMax {
+		return nil, nil, fmt.Errorf("soc: want the hex of id(32) ‖ signature(65) ‖ span(8) ‖ payload(≤4096)")
 	}
-	msg := &pb.Message{Address: addr.Bytes(), Data: data}
-	if err := sp.Verify(msg, sp.Admin); err != nil {
-		return nil, nil, http.StatusBadRequest, err
+	if err := sp.Verify(b, sp.Admin, b.Challenge); err != nil {
+		return nil, nil, fmt.Errorf("not a %s of the admin %x under that challenge (%w)", b.Kind, sp.Admin, err)
 	}
-	return msg, svc, 0, nil
+	svc := &bps.ServiceMsg{Kind: b.Kind, Index: b.Index}
+	if b.Kind == pb.Kind_ROSTER {
+		r := new(pb.Roster)
+		if err := proto.Unmarshal(b.Soc[socMin:], r); err != nil {
+			return nil, nil, fmt.Errorf("a ROSTER's payload is a Roster: %w", err)
+		}
+		svc.Publishers = r.Publishers
+	}
+	return b, svc, nil
 }

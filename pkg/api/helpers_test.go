@@ -8,6 +8,7 @@ import (
 	"bytes"
 	"context"
 	"crypto/rand"
+	"encoding/binary"
 	"encoding/hex"
 	"encoding/json"
 	"errors"
@@ -298,10 +299,124 @@ func (c *gateConn) release() {
 	c.gate = nil
 }
 
-// client is a dApp's WebSocket session.
+// client is a dApp's WebSocket session. A publishing dApp signs every
+// chunk itself under the challenge of its session's stream (SWIP-74 Rev
+// 8): k, topic and challenge are what the last challenge frame told it.
 type client struct {
 	t  *testing.T
 	ws *websocket.Conn
+
+	k         *key
+	topic     []byte
+	challenge []byte
+	seq       int
+}
+
+// takeChallenge reads the challenge frame of a session publishing as k and
+// signs under it from now on; it returns the frame's fields.
+func (c *client) takeChallenge(k key) map[string]any {
+	c.t.Helper()
+	m := c.control("challenge")
+	c.learn(m, k)
+	return m
+}
+
+// learn takes the challenge of a challenge frame m for k.
+func (c *client) learn(m map[string]any, k key) {
+	c.t.Helper()
+	ch, err := hex.DecodeString(m["challenge"].(string))
+	if err != nil || len(ch) != 32 || m["addr"] != hex.EncodeToString(k.addr) {
+		c.t.Fatalf("challenge frame %v for %x", m, k.addr)
+	}
+	topic, err := hex.DecodeString(m["topic"].(string))
+	if err != nil || len(topic) != 32 {
+		c.t.Fatalf("challenge frame %v: topic", m)
+	}
+	seq, _ := m["seq"].(float64)
+	if int(seq) <= c.seq {
+		c.t.Fatalf("challenge frame %v: seq %v after %d", m, m["seq"], c.seq)
+	}
+	c.k, c.topic, c.challenge, c.seq = &k, topic, ch, int(seq)
+}
+
+// chunk is a chunk of kind at index wrapping payload, signed by c's key
+// under its challenge: id ‖ signature ‖ span ‖ payload.
+func (c *client) chunk(kind pb.Kind, index uint64, payload []byte) []byte {
+	c.t.Helper()
+	if c.k == nil {
+		c.t.Fatal("no challenge taken: the dApp cannot sign")
+	}
+	data, _, err := bps.SignSOC(c.k.signer, c.k.addr, bps.SessionID(kind, c.topic, c.challenge, index), payload)
+	if err != nil {
+		c.t.Fatal(err)
+	}
+	return data
+}
+
+// frame is a chunk as the dApp sends it: kind(1) ‖ index(8, BE) ‖ soc.
+func (c *client) frame(kind pb.Kind, index uint64, payload []byte) []byte {
+	c.t.Helper()
+	return inFrame(kind, index, c.chunk(kind, index, payload))
+}
+
+// inFrame is kind(1) ‖ index(8, BE) ‖ soc.
+func inFrame(kind pb.Kind, index uint64, soc []byte) []byte {
+	return append(binary.BigEndian.AppendUint64([]byte{byte(kind)}, index), soc...)
+}
+
+// auth sends the claiming AUTH (index 0, empty) under c's challenge.
+func (c *client) auth() {
+	c.t.Helper()
+	c.send(websocket.BinaryMessage, c.frame(pb.Kind_AUTH, 0, nil))
+}
+
+// data sends DATA update index wrapping payload under c's challenge.
+func (c *client) data(index uint64, payload string) {
+	c.t.Helper()
+	c.send(websocket.BinaryMessage, c.frame(pb.Kind_DATA, index, []byte(payload)))
+}
+
+// persist sends DATA update index wrapping payload as a persistent
+// session's dApp does (SWIP-65 on Rev 8): kind ‖ index ‖ the signature of
+// the update for storage — the same payload under the channel's own id
+// keccak256(topic ‖ index) — ‖ the session-feed chunk.
+func (c *client) persist(index uint64, payload string) {
+	c.t.Helper()
+	stored, _, err := bps.StorageUpdate(c.k.signer, c.k.addr, c.topic, index, []byte(payload))
+	if err != nil {
+		c.t.Fatal(err)
+	}
+	head := binary.BigEndian.AppendUint64([]byte{byte(pb.Kind_DATA)}, index)
+	head = append(head, stored[swarm.HashSize:swarm.HashSize+swarm.SocSignatureSize]...)
+	c.send(websocket.BinaryMessage, append(head, c.chunk(pb.Kind_DATA, index, []byte(payload))...))
+}
+
+// serviceBody is the body of POST …/service: a ROSTER naming pubs (EOS: no
+// pubs) at index, signed by c's key under its challenge.
+func (c *client) serviceBody(kind pb.Kind, index uint64, pubs ...key) []byte {
+	c.t.Helper()
+	return c.serviceBodyUnder(c.challenge, kind, index, pubs...)
+}
+
+func (c *client) serviceBodyUnder(challenge []byte, kind pb.Kind, index uint64, pubs ...key) []byte {
+	c.t.Helper()
+	var payload []byte
+	if kind == pb.Kind_ROSTER {
+		addrs := [][]byte{}
+		for _, p := range pubs {
+			addrs = append(addrs, p.addr)
+		}
+		var err error
+		if payload, err = bps.RosterPayload(addrs); err != nil {
+			c.t.Fatal(err)
+		}
+	}
+	data, _, err := bps.SignSOC(c.k.signer, c.k.addr, bps.SessionID(kind, c.topic, challenge, index), payload)
+	if err != nil {
+		c.t.Fatal(err)
+	}
+	b, _ := json.Marshal(map[string]any{"kind": kind.String(), "index": index, "challenge": hex.EncodeToString(challenge), "soc": hex.EncodeToString(data)})
+	return b
 }
 
 func wsURL(n *tnode, topic string, q url.Values) string {
@@ -424,15 +539,12 @@ func keccak(b []byte) []byte {
 	return h
 }
 
-// feedFrame is update index of k's feed on topic as a dApp sends it:
-// index(8, BE) ‖ signature ‖ span ‖ payload.
+// feedFrame is update index of k's feed on topic under implicit
+// FEED_TOPIC, as a dApp sends it: kind(1) ‖ index(8, BE) ‖ soc, the soc
+// under the channel's own id keccak256(topic ‖ index).
 func feedFrame(t *testing.T, k key, topic []byte, index uint64, payload string) []byte {
 	t.Helper()
-	m, err := bps.FeedUpdate(k.signer, topic, index, []byte(payload))
-	if err != nil {
-		t.Fatal(err)
-	}
-	return m.Data[swarm.HashSize-8:] // the id slot carries the bare index
+	return inFrame(pb.Kind_DATA, index, socData(t, k, bps.FeedID(topic, index), payload))
 }
 
 // gsoc is a GSOC: a shared key and an id; its SOC address is the topic.
@@ -544,32 +656,17 @@ func as(q url.Values, k key) url.Values {
 // span ‖ payload — the frame a dApp sends where each frame carries its id.
 func socData(t *testing.T, k key, id []byte, payload string) []byte {
 	t.Helper()
-	m, err := bps.SOCUpdate(k.signer, id, []byte(payload))
+	data, _, err := bps.SignSOC(k.signer, k.addr, id, []byte(payload))
 	if err != nil {
 		t.Fatal(err)
 	}
-	return m.Data
+	return data
 }
 
-// serviceData is update index of admin's service feed on topic, as the
-// admin's dApp posts it: id ‖ signature ‖ span ‖ ServiceMessage.
-func serviceData(t *testing.T, signer key, topic []byte, kind pb.ServiceKind, index uint64, pubs ...key) []byte {
-	t.Helper()
-	svc := &pb.ServiceMessage{Kind: kind, Index: index}
-	for _, p := range pubs {
-		svc.Publishers = append(svc.Publishers, p.addr)
-	}
-	m, err := bps.ServiceUpdate(signer.signer, topic, svc)
-	if err != nil {
-		t.Fatal(err)
-	}
-	return m.Data
-}
-
-// postService posts a service SOC and returns the status and the JSON body.
+// postService posts a service chunk and returns the status and the JSON body.
 func postService(t *testing.T, n *tnode, topic string, q url.Values, body []byte) (int, map[string]any) {
 	t.Helper()
-	resp, err := http.Post(n.srv.URL+"/pubsub/"+topic+"/service?"+q.Encode(), "application/octet-stream", bytes.NewReader(body))
+	resp, err := http.Post(n.srv.URL+"/pubsub/"+topic+"/service?"+q.Encode(), "application/json", bytes.NewReader(body))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -581,12 +678,12 @@ func postService(t *testing.T, n *tnode, topic string, q url.Values, body []byte
 	return resp.StatusCode, out
 }
 
-// relay posts a service SOC and fails unless it is relayed.
+// relay posts a service chunk and fails unless it is relayed.
 func relay(t *testing.T, n *tnode, topic string, q url.Values, body []byte, index uint64) {
 	t.Helper()
 	code, out := postService(t, n, topic, q, body)
-	if code != http.StatusAccepted || out["index"] != float64(index) {
-		t.Fatalf("POST service: %d %v, want 202 with index %d", code, out, index)
+	if code != http.StatusOK || out["index"] != float64(index) {
+		t.Fatalf("POST service: %d %v, want 200 with index %d", code, out, index)
 	}
 }
 

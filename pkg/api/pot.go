@@ -6,7 +6,6 @@ package api
 
 import (
 	"context"
-	"encoding/binary"
 	"encoding/hex"
 	"encoding/json"
 	"fmt"
@@ -60,12 +59,12 @@ func (ss *wsSession) Equivocation(ctx context.Context, e *session.EquivocationEr
 // along the pot), and its payload is the node bps.PotNext makes over the
 // previous one; a session's first update is only checked to be a node.
 // Called by the session's reader only.
-func (ss *wsSession) checkPot(msg *pb.Message) error {
+func (ss *wsSession) checkPot(b *pb.Broadcast) error {
 	if !ss.plan.pot {
 		return nil
 	}
-	index := binary.BigEndian.Uint64(msg.Data[bareIndexZero:idSize])
-	payload := msg.Data[idSize+socFrameMin:]
+	index := b.Index
+	payload := b.Soc[socMin:]
 	var prev []byte
 	if ss.potPrev != nil {
 		if index != ss.potIndex+1 {

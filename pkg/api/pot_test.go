@@ -61,7 +61,7 @@ func TestPotProfileSessions(t *testing.T) {
 	pub.control("ready")
 	payloads := potPayloads(t, 6)
 	for i := range uint64(5) {
-		pub.send(websocket.BinaryMessage, feedFrame(t, alice, topic, i, string(payloads[i])))
+		pub.persist(i, string(payloads[i]))
 		want, _ := soc.CreateAddress(bps.FeedID(topic, i), alice.addr)
 		st.awaitUpload(t, want)
 	}
@@ -81,7 +81,7 @@ func TestPotProfileSessions(t *testing.T) {
 	}
 	late := dial(t, b, "pot", q, nil)
 	late.control("ready")
-	pub.send(websocket.BinaryMessage, feedFrame(t, alice, topic, 5, string(payloads[5])))
+	pub.persist(5, string(payloads[5]))
 	if r := late.control("recovered"); r["from"] != float64(0) || r["to"] != float64(4) {
 		for range 8 {
 			typ, b, err := late.next()
@@ -98,16 +98,16 @@ func TestPotProfileSessions(t *testing.T) {
 
 	// Not the next node: update 6 over update 4's node.
 	wrong, _ := bps.PotNext(payloads[4], 2000, []byte("update 6"))
-	pub.send(websocket.BinaryMessage, feedFrame(t, alice, topic, 6, string(wrong)))
+	pub.persist(6, string(wrong))
 	pub.expectClose(websocket.CloseInvalidFramePayloadData, "not the next node")
 
 	// A skipped index: followers could not count along the pot.
-	topic2 := keccak([]byte("pot-skip"))
+	// topic "pot-skip": the dApp signs under the topic its challenge frame names
 	pub2 := dial(t, a, "pot-skip", as(q, alice), http.Header{"Swarm-Postage-Batch-Id": {hex.EncodeToString(goodBatch)}})
 	claim(t, pub2, alice.signer, c.broker.Overlay(), 0)
 	pub2.control("ready")
-	pub2.send(websocket.BinaryMessage, feedFrame(t, alice, topic2, 0, string(payloads[0])))
-	pub2.send(websocket.BinaryMessage, feedFrame(t, alice, topic2, 2, string(payloads[1])))
+	pub2.persist(0, string(payloads[0]))
+	pub2.persist(2, string(payloads[1]))
 	pub2.expectClose(websocket.CloseInvalidFramePayloadData, "publishes every index")
 }
 

@@ -15,7 +15,6 @@ import (
 	"net/url"
 	"reflect"
 	"slices"
-	"strconv"
 	"strings"
 	"testing"
 	"time"
@@ -26,6 +25,7 @@ import (
 	"github.com/ethersphere/bee/v2/pkg/swarm"
 	"github.com/ethersphere/bps/pkg/api"
 	"github.com/ethersphere/bps/pkg/bps"
+	"github.com/ethersphere/bps/pkg/bps/pb"
 	"github.com/ethersphere/bps/pkg/session/mock"
 	"github.com/gorilla/websocket"
 )
@@ -35,37 +35,32 @@ func feedQuery(peer string, k key) url.Values {
 	return url.Values{"peer": {peer}, "binding": {"feed"}, "admin": {"0x" + hex.EncodeToString(k.addr)}}
 }
 
-// claim answers the claim-request of a publishing session with signer's
-// signature over the digest, after checking the request.
-func claim(t *testing.T, c *client, signer crypto.Signer, broker swarm.Address, index uint64) {
+// claim reads the challenge frame of a session publishing as signer's
+// address, checks it names broker, and sends the claiming AUTH signed under
+// it (SWIP-74 Rev 8): the dApp derives every id itself from the challenge
+// and the topic.
+func claim(t *testing.T, c *client, signer crypto.Signer, broker swarm.Address, _ uint64) {
 	t.Helper()
-	answerClaim(t, c, c.control("claim-request"), signer, broker, index)
+	m := c.takeChallenge(keyOf(t, signer))
+	if m["broker"] != broker.String() {
+		t.Fatalf("challenge %v: want broker %s", m, broker)
+	}
+	c.auth()
 }
 
-// answerClaim answers the claim-request req after checking it.
-func answerClaim(t *testing.T, c *client, req map[string]any, signer crypto.Signer, broker swarm.Address, index uint64) {
+// keyOf is the key of signer.
+func keyOf(t *testing.T, signer crypto.Signer) key {
 	t.Helper()
-	challenge, err := hex.DecodeString(req["challenge"].(string))
-	if err != nil || len(challenge) != 32 {
-		t.Fatalf("challenge %v: %v", req["challenge"], err)
-	}
-	if req["broker"] != broker.String() || req["index"] != strconv.FormatUint(index, 10) {
-		t.Fatalf("claim-request %v: want broker %s index %q", req, broker, strconv.FormatUint(index, 10))
-	}
-	if d, ok := req["digest"]; ok {
-		t.Fatalf("the node handed the dApp a digest to sign: %v", d)
-	}
-	// The dApp derives what it signs from the fields, never from the node.
-	sig, err := signer.Sign(bps.ClaimDigest(challenge, broker, index)) // EIP-191 prefixed, as bee-js signs
+	a, err := signer.EthereumAddress()
 	if err != nil {
 		t.Fatal(err)
 	}
-	b, _ := json.Marshal(map[string]string{"type": "claim", "signature": "0x" + hex.EncodeToString(sig)})
-	c.send(websocket.TextMessage, b)
+	return key{signer: signer, addr: a.Bytes()}
 }
 
-// TestFeedSessions: a publisher session on A claims through the session
-// protocol and publishes three updates; three subscriber sessions on B share
+// TestFeedSessions: a publisher session on A is handed its stream's
+// challenge, claims with an AUTH its dApp signs under it (SWIP-74 Rev 8) and
+// publishes three updates; three subscriber sessions on B share
 // one subscriber stream and receive them in the field layout each asked for.
 func TestFeedSessions(t *testing.T) {
 	t.Parallel()
@@ -92,7 +87,8 @@ func TestFeedSessions(t *testing.T) {
 	q.Set("index", "0")
 	pub := dial(t, a, "feed-sessions", q, nil)
 	claim(t, pub, admin.signer, c.broker.Overlay(), 0)
-	if r := pub.control("ready"); r["role"] != "publisher" || r["addr"] != hex.EncodeToString(admin.addr) || r["index"] != float64(0) {
+	if r := pub.control("ready"); r["role"] != "publisher" || r["addr"] != hex.EncodeToString(admin.addr) || r["index"] != float64(0) ||
+		r["challenge"] != hex.EncodeToString(pub.challenge) || r["seq"] != float64(1) {
 		t.Fatalf("ready %v", r)
 	}
 
@@ -102,7 +98,7 @@ func TestFeedSessions(t *testing.T) {
 	}
 	for i := range uint64(3) {
 		payload := fmt.Sprintf("update %d", i)
-		frame := feedFrame(t, admin, topic, i, payload)
+		frame := pub.frame(pb.Kind_DATA, i, []byte(payload))
 		pub.send(websocket.BinaryMessage, frame)
 
 		if got := sub.binary(); string(got) != payload {
@@ -113,11 +109,13 @@ func TestFeedSessions(t *testing.T) {
 		}
 		// address ‖ recoveredPubKey ‖ identifier ‖ signature ‖ wrappedAddress ‖ span ‖ index ‖ payload
 		got := sub3.binary()
-		id := bps.FeedID(topic, i)
+		// The identifier is the chunk's own: the session feed's id.
+		id := bps.SessionID(pb.Kind_DATA, topic, pub.challenge, i)
 		addr, _ := soc.CreateAddress(id, admin.addr)
 		wrapped, _ := cac.New([]byte(payload))
-		want := slices.Concat(addr.Bytes(), crypto.EncodeSecp256k1PublicKey(pk), id, frame[8:8+65],
-			wrapped.Address().Bytes(), frame[8+65:8+73], frame[:8], []byte(payload))
+		const sig = 1 + 8 + 32 // kind ‖ index ‖ id
+		want := slices.Concat(addr.Bytes(), crypto.EncodeSecp256k1PublicKey(pk), id, frame[sig:sig+65],
+			wrapped.Address().Bytes(), frame[sig+65:sig+73], frame[1:9], []byte(payload))
 		if !bytes.Equal(got, want) {
 			t.Fatalf("sub3 got\n%x\nwant\n%x", got, want)
 		}
@@ -203,14 +201,14 @@ func TestAnchorSession(t *testing.T) {
 	}
 	sub := dial(t, c.clients[1], g.topic(), url.Values{"peer": {c.broker.addr}}, nil) // a GSOC client
 	m := g.frame(t, "anchor")
-	pub.send(websocket.BinaryMessage, m)
+	pub.send(websocket.BinaryMessage, inFrame(pb.Kind_DATA, 0, append(bytes.Clone(g.id), m...)))
 	if got := sub.binary(); !bytes.Equal(got, m) {
 		t.Fatalf("got %x, want %x", got, m)
 	}
 	// A frame that is not a SOC of addr under id ends the session; the
 	// broker never sees it.
 	other := newGSOC(t, "elsewhere")
-	pub.send(websocket.BinaryMessage, other.frame(t, "forged"))
+	pub.send(websocket.BinaryMessage, inFrame(pb.Kind_DATA, 0, append(bytes.Clone(other.id), other.frame(t, "forged")...)))
 	pub.control("error")
 	pub.expectClose(websocket.CloseInvalidFramePayloadData, "invalid frame")
 	if n := cohortOf(t, c.broker, g.addr.Bytes()).Counters["wrong_owner"]; n != 0 {
@@ -218,23 +216,36 @@ func TestAnchorSession(t *testing.T) {
 	}
 }
 
-// TestBadClaim: a claim not signed by addr ends the session with a reason,
-// and is never sent to the broker (which would blocklist the node).
-func TestBadClaim(t *testing.T) {
+// TestBadAuth: an AUTH not signed by addr ends the session with a reason
+// (1007), and is never sent to the broker (which would count it against the
+// node); a DATA frame before the AUTH is refused (1008): the first frame
+// after a challenge is an AUTH.
+func TestBadAuth(t *testing.T) {
 	t.Parallel()
 	c := newCluster(t, 1, api.Options{})
 	a := c.clients[0]
-	admin := newKey(t)
+	admin, mallory := newKey(t), newKey(t)
 	q := feedQuery(c.broker.addr, admin)
 	q.Set("addr", hex.EncodeToString(admin.addr))
 	pub := dial(t, a, "bad-claim", q, nil)
-	claim(t, pub, newKey(t).signer, c.broker.Overlay(), 0)
-	if e := pub.control("error"); !strings.Contains(e["reason"].(string), "not by addr") {
+	pub.takeChallenge(admin)
+	pub.k = &mallory // signs as another key
+	pub.auth()
+	if e := pub.control("error"); !strings.Contains(e["reason"].(string), "invalid frame") {
 		t.Fatalf("error %v", e)
 	}
-	pub.expectClose(websocket.ClosePolicyViolation, "claim")
-	if blocked, _ := c.broker.Blocklisted(a.Overlay()); blocked {
-		t.Fatal("broker blocklisted the node")
+	pub.expectClose(websocket.CloseInvalidFramePayloadData, "invalid frame")
+
+	pub = dial(t, a, "bad-claim", q, nil)
+	pub.takeChallenge(admin)
+	pub.data(0, "before the AUTH")
+	if e := pub.control("error"); !strings.Contains(e["reason"].(string), "must be an AUTH") {
+		t.Fatalf("error %v", e)
+	}
+	pub.expectClose(websocket.ClosePolicyViolation, "must be an AUTH")
+	notBlocklisted(t, c.broker, a)
+	if ci := cohortOf(t, c.broker, keccak([]byte("bad-claim"))); ci.Counters["wrong_owner"]+ci.Counters["invalid_soc"]+ci.Counters["wrong_stream"] != 0 {
+		t.Fatalf("the broker counted a bad frame: %v", ci.Counters)
 	}
 	// The node still publishes for a dApp that signs properly.
 	pub = dial(t, a, "bad-claim", q, nil)
@@ -242,17 +253,20 @@ func TestBadClaim(t *testing.T) {
 	pub.control("ready")
 }
 
-// TestClaimTimeout: a dApp that does not answer the claim-request in time.
-func TestClaimTimeout(t *testing.T) {
+// TestNoAuthTimeout: a dApp that sends no AUTH on its pending stream within
+// SilentWait is closed (1008) before the broker's claim deadline, which the
+// broker enforces by blocklisting the node.
+func TestNoAuthTimeout(t *testing.T) {
 	t.Parallel()
-	c := newCluster(t, 1, api.Options{ClaimTimeout: 50 * time.Millisecond})
+	c := newCluster(t, 1, api.Options{SilentWait: 50 * time.Millisecond})
 	admin := newKey(t)
 	q := feedQuery(c.broker.addr, admin)
 	q.Set("addr", hex.EncodeToString(admin.addr))
 	pub := dial(t, c.clients[0], "claim-timeout", q, nil)
-	pub.control("claim-request")
+	pub.takeChallenge(admin)
 	pub.control("error")
-	pub.expectClose(websocket.ClosePolicyViolation, "no claim within")
+	pub.expectClose(websocket.ClosePolicyViolation, "no AUTH")
+	notBlocklisted(t, c.broker, c.clients[0])
 }
 
 // TestBadRequests: a malformed request is answered 400 before any upgrade,
@@ -273,9 +287,7 @@ func TestBadRequests(t *testing.T) {
 		{"bad admin", "binding=feed&admin=zz&peer=" + peer, "", "", "admin"},
 		{"short admin", "binding=feed&admin=abcd&peer=" + peer, "", "", "admin"},
 		{"bad index", "binding=feed&admin=" + admin + "&addr=" + admin + "&index=x&peer=" + peer, "", "", "index"},
-		{"index without a claim", "binding=feed&addr=" + admin + "&index=1&peer=" + peer, "", "", "index"},
 		{"index under anchor", "binding=anchor&admin=" + admin + "&addr=" + admin + "&index=1&peer=" + peer, "", "", "index"},
-		{"publishers", "binding=feed&admin=" + admin + "&publishers=all&peer=" + peer, "", "", "publishers"},
 		{"publishers without admin", "binding=mnemonic&publishers=all&peer=" + peer, "", "", "publishers"},
 		{"history", "binding=anchor&admin=" + admin + "&history=true&peer=" + peer, "", "", "history"},
 		{"closed without admin", "binding=mnemonic&closed=true&addr=" + admin + "&peer=" + peer, "", "", "closed"},
@@ -524,13 +536,12 @@ func TestBrokerEndsStreams(t *testing.T) {
 	}
 }
 
-// TestSessionRidingRefused: a second session on the same node naming the
-// address of a publisher stream another session claimed does not ride
-// that claim: the node asks it for a claim over the stream's challenge and
-// shares the stream only if it signs with the key of the address. One that
-// cannot is ended with a reason (close 1008) and never publishes; one that
-// can shares the stream.
-func TestSessionRidingRefused(t *testing.T) {
+// TestSessionsShareAStream: sessions on one node publishing as the same
+// address in one cohort share one stream and its challenge (each is handed
+// it); no proof is needed, as every frame must be signed by the address: a
+// session whose dApp does not hold the key cannot send a valid AUTH, and is
+// ended (1007) without its frame reaching the broker.
+func TestSessionsShareAStream(t *testing.T) {
 	t.Parallel()
 	c := newCluster(t, 1, api.Options{})
 	a := c.clients[0]
@@ -542,16 +553,22 @@ func TestSessionRidingRefused(t *testing.T) {
 	owner.control("ready")
 
 	rider := dial(t, a, "ride", q, nil)
-	claim(t, rider, newKey(t).signer, c.broker.Overlay(), 0)
-	if e := rider.control("error"); !strings.Contains(e["reason"].(string), "not by addr") {
-		t.Fatalf("error %v", e)
+	rider.takeChallenge(admin)
+	if !bytes.Equal(rider.challenge, owner.challenge) {
+		t.Fatal("two sessions of one address got two challenges")
 	}
-	rider.expectClose(websocket.ClosePolicyViolation, "claim")
+	mallory := newKey(t)
+	rider.k = &mallory
+	rider.auth()
+	rider.control("error")
+	rider.expectClose(websocket.CloseInvalidFramePayloadData, "invalid frame")
 
 	second := dial(t, a, "ride", q, nil)
 	claim(t, second, admin.signer, c.broker.Overlay(), 0)
 	second.control("ready")
+	second.data(0, "shared")
 	if ci := cohortOf(t, c.broker, keccak([]byte("ride"))); ci.Publishers != 1 {
 		t.Fatalf("%d publisher streams at the broker, want the one both sessions share", ci.Publishers)
 	}
+	notBlocklisted(t, c.broker, a)
 }

@@ -76,8 +76,11 @@ type sessionHeaders struct {
 	PostageBatch hexBytes `map:"swarm-postage-batch-id" validate:"omitempty,len=32"`
 }
 
-// layout is the shape of a dApp's binary frame: what precedes signature(65)
-// ‖ span(8, LE) ‖ payload, and so where the signed SOC id comes from.
+// layout is where the SOC id of a session's chunks comes from. Every
+// session with a binding sends kind(1) ‖ index(8, BE) ‖ soc, the soc
+// carrying its id (docs/api.md); the layout says what that id must be
+// under implicit authorship, and the GSOC client's frame is signature(65)
+// ‖ span(8, LE) ‖ payload under its session's id.
 type layout int
 
 const (
@@ -87,11 +90,11 @@ const (
 	layoutSessionID layout = iota
 	// layoutTopicID: nothing; the id is the topic (SOC_ID).
 	layoutTopicID
-	// layoutIndex: index(8, BE); the id is keccak256(topic ‖ index)
-	// (FEED_TOPIC, SWIP-65's bare index).
+	// layoutIndex: FEED_TOPIC: implicit, keccak256(topic ‖ index); under
+	// a session feed, the session feed's id.
 	layoutIndex
-	// layoutID: id(32), chosen by the dApp per message (explicit ANCHOR,
-	// OWNER, MNEMONIC).
+	// layoutID: chosen by the dApp (implicit OWNER, MNEMONIC), or the
+	// session feed's (explicit authorship, ALL).
 	layoutID
 )
 
@@ -103,9 +106,9 @@ type plan struct {
 	spec      *bps.Spec
 	peer      peerRef
 	publish   bool
-	addr      []byte // the address the session publishes as
-	id        []byte // layoutSessionID: the SOC id the dApp signs under
-	index     uint64 // explicit FEED_TOPIC: the publisher's cursor, signed into its claim
+	addr      []byte  // the address the session publishes as
+	id        []byte  // layoutSessionID: the SOC id the dApp signs under
+	indexHint *uint64 // a FEED_TOPIC publisher's index: its dApp's own cursor, echoed in ready
 	fields    []socField
 	keepAlive time.Duration
 	batch     []byte  // swarm-postage-batch-id: every update published is uploaded, stamped with it
@@ -117,8 +120,14 @@ type plan struct {
 // protocol; the GSOC client gets binary frames only.
 func (p *plan) control() bool { return !p.gsoc }
 
-// claims reports whether publishing takes a claim (explicit authorship).
+// claims reports whether publishing takes a claim (explicit authorship):
+// the session's AUTH, signed by its dApp under the stream's challenge.
 func (p *plan) claims() bool { return p.publish && p.spec.Explicit() }
+
+// salted reports whether the session publishes under a session feed
+// (SWIP-74 Rev 8): explicit authorship or ALL, every chunk signed under
+// its stream's challenge.
+func (p *plan) salted() bool { return p.publish && !p.spec.Implicit() }
 
 // isAdmin reports whether the session publishes as the cohort's admin.
 func (p *plan) isAdmin() bool { return p.publish && bytes.Equal(p.addr, p.spec.Admin) }
@@ -130,18 +139,16 @@ func (p *plan) isAdmin() bool { return p.publish && bytes.Equal(p.addr, p.spec.A
 func (p *plan) echoes() bool { return p.publish && p.layout == layoutSessionID }
 
 // spectates reports whether the session needs the node's subscriber stream:
-// a session without addr; a GSOC publisher (above); and a session publishing
-// as a non-admin address in an open explicit cohort, which watches the
-// cohort — and its roster — until the roster names it. Other publishers
-// receive on their own publisher stream (SWIP-60: publishers receive), and a
-// closed cohort has no audience.
-func (p *plan) spectates() bool {
-	return !p.publish || p.echoes() || (p.claims() && !p.isAdmin() && !p.spec.Closed)
-}
+// a session without addr, and a GSOC publisher (above). Other publishers
+// receive on their own publisher stream (SWIP-60: publishers receive;
+// SWIP-74 Rev 8: an address the roster does not name holds a spectator
+// stream, which receives, in an open cohort), and a closed cohort has no
+// audience.
+func (p *plan) spectates() bool { return !p.publish || p.echoes() }
 
 // streamOptions describe the publisher stream the session publishes on.
 func (p *plan) streamOptions() session.StreamOptions {
-	return session.StreamOptions{Addr: p.addr, Index: p.index, Receive: !p.echoes()}
+	return session.StreamOptions{Addr: p.addr, Receive: !p.echoes()}
 }
 
 // memberOptions say which messages the session does not receive: its own.
@@ -372,7 +379,7 @@ func buildSpec(topic []byte, sp specParams, reasons *reasonList) *bps.Spec {
 		case "history":
 			reason = "history only with binding=feed and an admin: a self-indexed feed's history is read from storage (SWIP-65); no other history is delivered"
 		case "publishers":
-			reason = "publishers=all takes an admin and binding=mnemonic (group chat)"
+			reason = "publishers=all takes an admin"
 		case "closed":
 			reason = "closed takes an admin and not publishers=all: under ALL and implicit authorship everyone attached may publish"
 		}
@@ -429,10 +436,11 @@ func parseBinding(p *plan, q *sessionQuery, reasons *reasonList) {
 		switch {
 		case p.layout == layoutIndex && !p.publish:
 			p.from = q.Index // a subscriber resuming: SWIP-65 recovery from there
-		case p.layout != layoutIndex || !p.claims():
-			bad("index", "only with binding=feed: with admin and addr the cursor signed into the claim, without addr the index a subscriber resumes at")
+		case p.layout == layoutIndex:
+			p.indexHint = q.Index // the dApp's own cursor: echoed, nothing else
+		default:
+			bad("index", "only with binding=feed: without addr the index a subscriber resumes at, with addr the dApp's own feed cursor (echoed in ready)")
 		}
-		p.index = *q.Index
 	}
 	if q.Pot != nil {
 		if sp.Binding != pb.TopicBinding_FEED_TOPIC {
@@ -463,8 +471,8 @@ func idRule(l layout) string {
 	case layoutTopicID:
 		return "the id is the topic"
 	case layoutIndex:
-		return "the id is keccak256(topic ‖ index), the index prefixing each frame"
+		return "the id is keccak256(topic ‖ index), or the session feed's under an admin"
 	default:
-		return "each frame carries its id"
+		return "each frame's soc carries its id"
 	}
 }

@@ -12,7 +12,7 @@ import (
 	"fmt"
 	"io"
 	"net"
-	"strconv"
+	"slices"
 	"strings"
 	"sync"
 	"sync/atomic"
@@ -20,11 +20,13 @@ import (
 	"unicode/utf8"
 
 	"github.com/ethersphere/bee/v2/pkg/log"
+	"github.com/ethersphere/bee/v2/pkg/soc"
 	"github.com/ethersphere/bee/v2/pkg/swarm"
 	"github.com/ethersphere/bps/pkg/bps"
 	"github.com/ethersphere/bps/pkg/bps/pb"
 	"github.com/ethersphere/bps/pkg/session"
 	"github.com/gorilla/websocket"
+	"google.golang.org/protobuf/proto"
 )
 
 // outFrame is one frame queued for a session's writer.
@@ -47,19 +49,17 @@ type wsSession struct {
 	broker  swarm.Address
 	entered bool // counted in the client's cohorts at broker
 	room    *session.Room
-	hub     *session.Hub                      // nil unless the session watches the subscriber stream
-	pre     *session.PubStream                // the publisher stream opened before the upgrade, if any
-	pub     atomic.Pointer[session.PubStream] // set while the session may publish
-	echo    *session.EchoFilter               // GSOC publishers, which receive on the subscriber stream
+	hub     *session.Hub        // nil unless the session watches the subscriber stream
+	stream  *session.PubStream  // a publishing session's stream, opened before the upgrade
+	echo    *session.EchoFilter // GSOC publishers, which receive on the subscriber stream
 	queue   chan outFrame
-	claims  chan []byte // claim signatures read from the dApp
-	claimOK atomic.Bool // a claim-request is outstanding
 
-	// Publishing under explicit authorship: the session's goroutine looks
-	// again at its state when poked (a roster, the stream admitted).
-	wake    chan struct{}
-	waiting atomic.Pointer[string] // why the session may not publish now
-	told    string                 // the waiting reason last sent; the session's goroutine only
+	// Publishing under a session feed (explicit authorship, ALL): the
+	// session's goroutine looks again at its state when poked (a roster,
+	// the stream joined again), and so does the reader after each frame.
+	wake chan struct{}
+	pmu  sync.Mutex
+	pub  pubState // under pmu
 
 	potPrev  []byte // pot profile: the payload of the session's last update; the reader only
 	potIndex uint64 // its index
@@ -82,7 +82,6 @@ func newSession(s *Server, p *plan, client string, logger log.Logger) *wsSession
 	ss := &wsSession{
 		s: s, plan: p, client: client, logger: logger,
 		queue:      make(chan outFrame, s.opts.SessionQueue),
-		claims:     make(chan []byte, 1),
 		wake:       make(chan struct{}, 1),
 		quit:       make(chan struct{}),
 		readerDone: make(chan struct{}),
@@ -344,7 +343,8 @@ func (ss *wsSession) readFailed(err error) {
 	}
 }
 
-// onText handles a text frame: the session protocol's claim.
+// onText handles a text frame: the dApp sends none (rev 3's claim frames
+// are gone): one that parses is an unknown type, 1008.
 func (ss *wsSession) onText(data []byte) {
 	if !ss.plan.control() {
 		ss.fail(websocket.CloseUnsupportedData, "a GSOC session takes binary frames only")
@@ -355,62 +355,89 @@ func (ss *wsSession) onText(data []byte) {
 		ss.fail(websocket.CloseInvalidFramePayloadData, "invalid control frame: "+err.Error())
 		return
 	}
-	switch in.Type {
-	case typeClaim:
-		if !ss.claimOK.Load() {
-			ss.fail(websocket.ClosePolicyViolation, "claim without a claim-request")
-			return
-		}
-		sig, err := decodeHex(in.Signature)
-		if err != nil {
-			ss.fail(websocket.CloseInvalidFramePayloadData, "claim signature: "+err.Error())
-			return
-		}
-		select {
-		case ss.claims <- sig:
-		default:
-			ss.fail(websocket.ClosePolicyViolation, "claim already given")
-		}
-	default:
-		ss.fail(websocket.ClosePolicyViolation, fmt.Sprintf("unknown control frame type %q", in.Type))
-	}
+	ss.fail(websocket.ClosePolicyViolation, fmt.Sprintf("unknown control frame type %q: a dApp sends binary frames only", in.Type))
 }
 
-// onBinary publishes a dApp's frame, validated first.
+// onBinary publishes a dApp's frame, validated first exactly as the broker
+// will validate it: an invalid frame closes the session (1007) and is
+// never sent.
 func (ss *wsSession) onBinary(data []byte) {
-	e := ss.pub.Load()
+	p, e := ss.plan, ss.stream
 	if e == nil {
-		if why := ss.waiting.Load(); why != nil {
-			// The broker would drop the frame, or — once the roster that
-			// revoked the address reached the stream — break the
-			// connection and blocklist the node.
-			ss.fail(websocket.ClosePolicyViolation, "not a publisher now: "+*why)
-		} else if ss.plan.publish {
+		if p.publish {
 			ss.fail(websocket.ClosePolicyViolation, "publishing before ready")
 		} else {
 			ss.fail(websocket.ClosePolicyViolation, "this session does not publish: give addr (or gsoc-eth-address and gsoc-topic)")
 		}
 		return
 	}
-	msg, err := ss.plan.assemble(data)
-	if err == nil {
-		err = ss.checkPot(msg)
-	}
+	f, err := p.parse(data)
 	if err != nil {
-		ss.s.metrics.InvalidFrames.Inc()
-		ss.fail(websocket.CloseInvalidFramePayloadData, err.Error())
+		ss.invalid(err)
 		return
 	}
-	if ss.echo != nil {
-		ss.echo.Add(bps.FrameKey(msg.Address, msg.Data))
+	b := f.b
+	var challenge []byte
+	seq := 0
+	if p.salted() {
+		ctx, cancel := context.WithTimeout(ss.s.ctx, 2*ss.s.opts.JoinTimeout)
+		challenge, seq, err = e.Wait(ctx)
+		cancel()
+		if err != nil {
+			ss.fail(websocket.CloseInternalServerErr, "publish: "+err.Error())
+			return
+		}
+		ss.announce(challenge, seq)
 	}
-	if err := e.Send(ss.s.ctx, msg); err != nil {
+	if err := p.verify(b, challenge); err != nil {
+		if old := ss.signedUnder(b); old != 0 {
+			ss.stale(b, seq)
+			return
+		}
+		ss.invalid(err)
+		return
+	}
+	if why := ss.mayPublish(b.Kind, seq); why != "" {
+		ss.fail(websocket.ClosePolicyViolation, why)
+		return
+	}
+	var sid, ssig, sdata []byte
+	if p.batch != nil && b.Kind == pb.Kind_DATA {
+		if sid, ssig, sdata, err = p.storageUpdate(f); err != nil {
+			ss.invalid(err)
+			return
+		}
+	}
+	if b.Kind == pb.Kind_DATA {
+		if err := ss.checkPot(b); err != nil {
+			ss.invalid(err)
+			return
+		}
+	}
+	if ss.echo != nil {
+		ss.echo.Add(bps.FrameKey(b))
+	}
+	if err := e.Send(ss.s.ctx, b); err != nil {
+		var se *session.StaleError
+		if errors.As(err, &se) {
+			ss.announceCurrent()
+			ss.stale(b, se.Seq)
+			return
+		}
 		ss.fail(websocket.CloseInternalServerErr, "publish: "+err.Error())
 		return
 	}
+	if b.Kind == pb.Kind_AUTH {
+		ss.claimed(seq)
+		return
+	}
 	ss.s.metrics.Published.Inc()
-	if ss.plan.batch != nil {
-		if err := ss.persist(msg); err != nil {
+	if b.Kind == pb.Kind_ROSTER || b.Kind == pb.Kind_EOS {
+		ss.relayed(b)
+		return
+	}
+	if p.batch != nil {
+		if err := ss.persist(sid, ssig, sdata); err != nil {
 			ss.s.metrics.PersistFailed.Inc()
 			ss.fail(websocket.CloseInternalServerErr, "persist: "+err.Error())
 			return
@@ -419,77 +446,57 @@ func (ss *wsSession) onBinary(data []byte) {
 	}
 }
 
-// errClaim marks a claim the dApp did not sign, or signed wrongly, in time.
-var errClaim = errors.New("claim")
-
-// SignClaim asks the dApp to sign a claim (session.Session): a claim-request
-// text frame out, a claim text frame back within ClaimTimeout. The
-// signature is checked here — 65 bytes, v 27 or 28, recovering to the
-// session's addr over the digest — because the broker answers a bad claim
-// by blocklisting this node.
-func (ss *wsSession) SignClaim(ctx context.Context, challenge []byte, broker swarm.Address, index uint64) ([]byte, error) {
-	select {
-	case <-ss.claims: // a late answer to an earlier request
-	default:
-	}
-	ss.claimOK.Store(true)
-	defer ss.claimOK.Store(false)
-	if !ss.sendControl(claimRequest{
-		Type:      typeClaimRequest,
-		Topic:     hex.EncodeToString(ss.plan.spec.Topic),
-		Addr:      hex.EncodeToString(ss.plan.addr),
-		Broker:    broker.String(),
-		Challenge: hex.EncodeToString(challenge),
-		Index:     strconv.FormatUint(index, 10),
-	}) {
-		return nil, fmt.Errorf("%w: session queue full", errClaim)
-	}
-	t := time.NewTimer(ss.s.opts.ClaimTimeout)
-	defer t.Stop()
-	select {
-	case sig := <-ss.claims:
-		if err := verifyClaim(sig, ss.plan.addr, challenge, broker, index); err != nil {
-			return nil, err
-		}
-		return sig, nil
-	case <-t.C:
-		return nil, fmt.Errorf("%w: no claim within %s", errClaim, ss.s.opts.ClaimTimeout)
-	case <-ss.quit:
-		return nil, fmt.Errorf("%w: session closed", errClaim)
-	case <-ctx.Done():
-		return nil, ctx.Err()
-	}
+// invalid closes the session for a frame that is not a valid publication.
+func (ss *wsSession) invalid(err error) {
+	ss.s.metrics.InvalidFrames.Inc()
+	ss.fail(websocket.CloseInvalidFramePayloadData, err.Error())
 }
 
-// verifyClaim checks a claim signature as the broker will
-// (bps.VerifyClaim).
-func verifyClaim(sig, addr, challenge []byte, broker swarm.Address, index uint64) error {
-	c, err := bps.ClaimFromSignature(addr, index, sig)
-	if err == nil {
-		err = bps.VerifyClaim(c, challenge, broker)
-	}
+// relayed takes a ROSTER or EOS the admin's session sent as the service
+// feed in force on this node: the admin's stream never gets its own back,
+// and a session here may be waiting for this very roster.
+func (ss *wsSession) relayed(b *pb.Broadcast) {
+	sp := ss.plan.spec
+	svc, addr, err := serviceOf(sp, b)
 	if err != nil {
-		return fmt.Errorf("%w: %w", errClaim, err)
+		return // verified before it was sent: cannot happen
 	}
-	return nil
+	ss.room.Deliver(bps.Delivery{Kind: b.Kind, Index: b.Index, Challenge: b.Challenge, Address: addr, Owner: sp.Admin, Data: b.Soc, Service: svc})
+}
+
+// serviceOf is what a verified ROSTER or EOS says, and its chunk address.
+func serviceOf(sp *bps.Spec, b *pb.Broadcast) (*bps.ServiceMsg, swarm.Address, error) {
+	addr, err := soc.CreateAddress(b.Soc[:idSize], sp.Admin)
+	if err != nil {
+		return nil, swarm.ZeroAddress, err
+	}
+	svc := &bps.ServiceMsg{Kind: b.Kind, Index: b.Index}
+	if b.Kind == pb.Kind_ROSTER {
+		r := new(pb.Roster)
+		if err := proto.Unmarshal(b.Soc[socMin:], r); err != nil {
+			return nil, swarm.ZeroAddress, err
+		}
+		svc.Publishers = r.Publishers
+	}
+	return svc, addr, nil
 }
 
 // join makes the opened session a member of its room — receiving at once
-// unless it publishes and may not yet — and of its hub: from then on it
-// holds everything accepted.
+// unless it publishes in a closed cohort and has not claimed yet — of its
+// hub, and of its publisher stream: from then on it holds everything
+// accepted. A session publishing under a session feed is told its
+// stream's challenge first.
 func (ss *wsSession) join() {
 	p, rm := ss.plan, ss.room
 	receive := true
 	switch {
-	case ss.pre != nil && !p.claims():
-		ss.attachPub(ss.pre)
 	case !p.publish:
-		ss.ready("subscriber")
-	case p.claims() && ss.hub != nil && !rm.Rostered(p.addr):
-		// An open cohort: the session watches it until a roster names addr.
-		ss.wait(reasonNotRostered)
+		ss.ready("subscriber", nil, 0)
+	case !p.salted():
+		ss.ready("publisher", nil, 0)
 	default:
-		receive = false // from its ready frame on
+		ss.announceCurrent()
+		receive = !p.spec.Closed // a closed cohort's seat: from its ready frame on
 	}
 	rm.Add(ss, p.memberOptions(ss.echo), receive)
 	if ss.hub != nil {
@@ -497,12 +504,16 @@ func (ss *wsSession) join() {
 			ss.End(err) // the hub ended between Subscribe and here
 		}
 	}
+	if ss.stream != nil {
+		if err := ss.stream.Add(ss); err != nil {
+			ss.End(err)
+		}
+	}
 }
 
 // run runs the upgraded session: registered, its reader and writer
-// started, and, where publishing takes a claim, its publisher state kept up
-// to date (negotiate) — until it ends. Where publishing takes a claim, the
-// publisher stream opened before the upgrade is joined, its claim pending.
+// started, and, under a session feed, its publisher state kept up to date
+// (negotiate) — until it ends.
 func (ss *wsSession) run() {
 	s := ss.s
 	defer s.unregister(ss)
@@ -511,27 +522,25 @@ func (ss *wsSession) run() {
 	}
 	go ss.writeLoop()
 	go ss.readLoop()
-
-	held := ss.pre // the publisher stream this session holds a reference to
-	if ss.plan.claims() {
-		held = ss.negotiate(ss.pre)
+	if ss.stream != nil && ss.plan.salted() {
+		ss.negotiate()
 	}
 	<-ss.readerDone
 	<-ss.writerDone
-	ss.release(held)
+	ss.release()
 }
 
 // abort ends a session that was set up but never ran: closed with reason,
 // detached from what it holds, its reservation released.
 func (ss *wsSession) abort(reason string) {
 	ss.close(websocket.CloseGoingAway, reason, nil)
-	ss.release(ss.pre)
+	ss.release()
 	ss.s.unreserve(ss.client)
 }
 
 // release detaches an ended session from its room, hub and publisher
 // stream, and takes it out of the client's cohorts.
-func (ss *wsSession) release(held *session.PubStream) {
+func (ss *wsSession) release() {
 	ss.hard.Stop() // set: the session is closed
 	if ss.room != nil {
 		ss.room.Remove(ss)
@@ -540,9 +549,9 @@ func (ss *wsSession) release(held *session.PubStream) {
 		h.Remove(ss)
 		h.Release()
 	}
-	if held != nil {
-		held.Remove(ss)
-		held.Release()
+	if e := ss.stream; e != nil {
+		e.Remove(ss)
+		e.Release()
 	}
 	if ss.room != nil {
 		ss.room.Release()
@@ -550,16 +559,6 @@ func (ss *wsSession) release(held *session.PubStream) {
 	if ss.entered {
 		ss.s.leaveCohort(ss.client, ss.broker, cohortKey(ss.broker, ss.plan.spec))
 	}
-}
-
-// attachPub lets the session publish on e and tells the dApp it may.
-func (ss *wsSession) attachPub(e *session.PubStream) {
-	if err := e.Add(ss); err != nil {
-		ss.End(err)
-		return
-	}
-	ss.pub.Store(e)
-	ss.ready("publisher")
 }
 
 // Deliver queues a content message, encoded in the session's fields — once
@@ -580,7 +579,7 @@ func (ss *wsSession) Deliver(v *session.View) bool {
 }
 
 // Service queues a service frame; the GSOC client gets none (session.Session).
-func (ss *wsSession) Service(svc *pb.ServiceMessage, gap bool) bool {
+func (ss *wsSession) Service(svc *bps.ServiceMsg, gap bool) bool {
 	if !ss.plan.control() {
 		return true
 	}
@@ -591,9 +590,9 @@ func (ss *wsSession) Service(svc *pb.ServiceMessage, gap bool) bool {
 	return true
 }
 
-// EndOfCohort closes the session once its queue is out, with the END_OF_STREAM
+// EndOfCohort closes the session once its queue is out, with the EOS
 // service frame last if it receives (session.Session).
-func (ss *wsSession) EndOfCohort(final *pb.ServiceMessage, gap bool) {
+func (ss *wsSession) EndOfCohort(final *bps.ServiceMsg, gap bool) {
 	var frame []byte
 	if final != nil && ss.plan.control() {
 		frame = newServiceFrame(final, gap)
@@ -604,8 +603,8 @@ func (ss *wsSession) EndOfCohort(final *pb.ServiceMessage, gap bool) {
 // End closes the session because the stream it depends on ended
 // (session.Session).
 func (ss *wsSession) End(err error) {
-	var re *session.ReclaimError
-	if errors.As(err, &re) && errors.Is(re.Err, errClaim) {
+	var na *session.NotAdmittedError
+	if errors.As(err, &na) {
 		ss.s.metrics.ClaimsFailed.Inc()
 	}
 	code, reason := endStatus(err)
@@ -616,146 +615,191 @@ var _ session.Session = (*wsSession)(nil)
 
 // Reasons a session publishing under explicit authorship waits.
 const (
-	reasonNotRostered = "not in the roster: the admin's roster does not name addr; the node claims when one does"
-	reasonNotAdmitted = "closed cohort: claim sent, not admitted yet: the broker admits addr once its roster names it"
+	reasonNotRostered = "not in the roster: the admin's roster does not name addr; send an AUTH when a roster that names it arrives"
+	reasonFirstAuth   = "the first frame after a challenge must be an AUTH (kind 2, index 0, empty) signed under it"
 )
 
-// negotiate keeps a session publishing under explicit authorship in step
-// with the roster the node holds and with its publisher stream, until the
-// session closes; it returns the publisher stream it holds, if any.
-//
-// The stream is opened — and the claim signed by the dApp — at once for the
-// admin and in a closed cohort, where a claim is the only way in; in an open
-// cohort only once a roster the node verified names addr, so that the claim
-// is taken: the broker gives no answer to a claim, and a node that misjudged
-// it would send a publication on a subscriber stream, or a claim on a
-// publisher stream, against itself. The session may publish while the
-// stream is a publisher stream (session.PubStream.Taken) and the roster names addr;
-// a roster revoking addr makes it wait again — in an open cohort it lets
-// go of the stream, and claims anew on a later grant.
-func (ss *wsSession) negotiate(pre *session.PubStream) *session.PubStream {
-	e := pre
-	if e != nil {
-		e = ss.attachOpened(e)
+// keepChallenges bounds the challenges of earlier joins a session
+// remembers, to tell a frame signed under one (stale: re-sign) from an
+// invalid one.
+const keepChallenges = 4
+
+// pubState is a publishing session's view of its stream under a session
+// feed (explicit authorship, ALL); wsSession.pmu guards it.
+type pubState struct {
+	seq        int      // the stream's join last announced (challenge frame sent)
+	challenges [][]byte // the challenges announced, the latest last, at most keepChallenges
+	authed     int      // explicit authorship: the join this session's AUTH claimed; 0: none, or revoked since
+	readySeq   int      // the join the last ready frame was sent for; 0: none since a wait
+	told       string   // the waiting reason last sent
+}
+
+// announceCurrent announces the stream's join now, if it is newer than
+// what the session was told.
+func (ss *wsSession) announceCurrent() {
+	if ch, seq := ss.stream.Challenge(); seq > 0 {
+		ss.announce(ch, seq)
 	}
+}
+
+// announce sends the challenge frame of the stream's join seq, once, and
+// under ALL the ready frame right after it (no claim is needed there).
+func (ss *wsSession) announce(challenge []byte, seq int) {
+	ss.pmu.Lock()
+	defer ss.pmu.Unlock()
+	st := &ss.pub
+	if seq <= st.seq {
+		return
+	}
+	st.seq = seq
+	st.challenges = append(st.challenges, challenge)
+	if len(st.challenges) > keepChallenges {
+		st.challenges = st.challenges[1:]
+	}
+	p := ss.plan
+	if !ss.sendControl(challengeFrame{Type: typeChallenge, Challenge: hex.EncodeToString(challenge), Seq: seq,
+		Topic: hex.EncodeToString(p.spec.Topic), Addr: hex.EncodeToString(p.addr), Broker: ss.broker.String()}) {
+		ss.slow()
+		return
+	}
+	if !p.claims() {
+		st.readySeq = seq
+		ss.ready("publisher", challenge, seq)
+	}
+}
+
+// signedUnder reports the join, among the earlier ones the session was
+// told, whose challenge b was signed under (0: none).
+func (ss *wsSession) signedUnder(b *pb.Broadcast) int {
+	ss.pmu.Lock()
+	st := ss.pub
+	old := slices.Clone(st.challenges)
+	ss.pmu.Unlock()
+	for i := len(old) - 2; i >= 0; i-- {
+		c := &pb.Broadcast{Soc: b.Soc, Kind: b.Kind, Index: b.Index}
+		if ss.plan.verify(c, old[i]) == nil {
+			return st.seq - (len(old) - 1 - i)
+		}
+	}
+	return 0
+}
+
+// stale tells the dApp a frame was signed under an earlier challenge and
+// not sent: it re-signs it under the challenge of join seq.
+func (ss *wsSession) stale(b *pb.Broadcast, seq int) {
+	if !ss.sendControl(staleFrame{Type: typeStale, Kind: b.Kind.String(), Index: b.Index, Seq: seq}) {
+		ss.slow()
+	}
+}
+
+// mayPublish is why a frame of kind, validated under the challenge of join
+// seq, may not be sent ("" : it may). Under explicit authorship a session
+// claims each join with an AUTH before anything else, and sends nothing
+// while the roster the node holds does not name addr: the broker would
+// hold the frame a violation (a spectator or silent stream), or — once a
+// revoking roster reached the stream and its grace passed — break the
+// connection and blocklist the node.
+func (ss *wsSession) mayPublish(kind pb.Kind, seq int) string {
+	p := ss.plan
+	if !p.claims() {
+		return ""
+	}
+	ss.pmu.Lock()
+	defer ss.pmu.Unlock()
+	if !ss.room.Rostered(p.addr) {
+		why := ss.pub.told
+		if why == "" {
+			why = reasonNotRostered
+		}
+		return "not a publisher now: " + why
+	}
+	if kind != pb.Kind_AUTH && ss.pub.authed != seq {
+		return reasonFirstAuth
+	}
+	return ""
+}
+
+// claimed notes the session's AUTH sent on join seq: the session may
+// publish (ready), and receives from now on.
+func (ss *wsSession) claimed(seq int) {
+	if !ss.plan.claims() {
+		return
+	}
+	ss.pmu.Lock()
+	st := &ss.pub
+	st.authed = seq
+	send := st.readySeq != seq
+	var challenge []byte
+	if send {
+		st.readySeq, st.told = seq, ""
+		challenge = st.challenges[len(st.challenges)-1]
+	}
+	ss.pmu.Unlock()
+	if send {
+		ss.ready("publisher", challenge, seq)
+		ss.room.Receive(ss)
+	}
+}
+
+// negotiate keeps a session publishing under a session feed in step with
+// its stream and the roster the node holds, until the session closes: it
+// announces each new join's challenge, and under explicit authorship
+// tells the dApp to wait while the roster does not name addr (a roster
+// naming it reaches the session as a service frame: its cue to send an
+// AUTH, which claims — ready follows), and that a roster revoked it.
+func (ss *wsSession) negotiate() {
 	for {
-		e = ss.evaluate(e)
+		ss.evaluate()
 		select {
 		case <-ss.wake:
 		case <-ss.quit:
-			return e
+			return
 		}
 	}
 }
 
-// attachOpened waits for the publisher stream the session started before
-// its upgrade (Mux.StartPublish) to be open — its claim signed — and
-// attaches the session; it returns the stream it holds after.
-func (ss *wsSession) attachOpened(e *session.PubStream) *session.PubStream {
-	select {
-	case <-e.Ready():
-	case <-ss.quit:
-		return e
-	}
-	err := e.Err()
-	if err == nil {
-		err = e.Prove(ss.s.ctx, ss)
-	}
-	if err != nil {
-		e.Release()
-		if errors.Is(err, errClaim) {
-			ss.s.metrics.ClaimsFailed.Inc()
-		}
-		ss.fail(closeStatus(err), "publish: "+err.Error())
-		return nil
-	}
-	if err := e.Add(ss); err != nil {
-		ss.End(err)
-	}
-	return e
-}
-
-// evaluate looks at the session's publisher state once; e is the stream it
-// holds, and it returns the one it holds after.
-func (ss *wsSession) evaluate(e *session.PubStream) *session.PubStream {
-	s, p, rm := ss.s, ss.plan, ss.room
+// evaluate looks at the session's publisher state once.
+func (ss *wsSession) evaluate() {
 	if ss.Closed() {
-		return e
-	}
-	if e == nil {
-		if !p.spec.Closed && !rm.Rostered(p.addr) {
-			ss.wait(reasonNotRostered)
-			return nil
-		}
-		ctx, cancel := context.WithTimeout(s.ctx, s.opts.JoinTimeout+2*s.opts.ClaimTimeout)
-		var err error
-		e, err = s.mux.Publish(ctx, rm, p.streamOptions(), ss)
-		if err == nil {
-			// A stream another session opened is shared only with a
-			// session that proves the key of its address.
-			if err = e.Prove(ctx, ss); err != nil {
-				e.Release()
-			}
-		}
-		cancel()
-		if err != nil {
-			if errors.Is(err, errClaim) {
-				s.metrics.ClaimsFailed.Inc()
-			}
-			ss.fail(closeStatus(err), "publish: "+err.Error())
-			return nil
-		}
-		if err := e.Add(ss); err != nil {
-			ss.End(err)
-			return e
-		}
-	}
-	switch {
-	case !e.Taken():
-		ss.wait(reasonNotAdmitted)
-	case rm.Rostered(p.addr):
-		ss.allow(e)
-	default:
-		st := rm.Service()
-		ss.wait(fmt.Sprintf("revoked: the admin's roster %d does not name addr", st.Next-1))
-		if !p.spec.Closed {
-			e.Remove(ss)
-			e.Release()
-			return nil
-		}
-	}
-	return e
-}
-
-// wait stops the session publishing and tells the dApp why, once per
-// reason.
-func (ss *wsSession) wait(reason string) {
-	ss.pub.Store(nil)
-	ss.waiting.Store(&reason)
-	if reason == ss.told {
 		return
 	}
-	ss.told = reason
+	ss.announceCurrent()
+	p := ss.plan
+	if !p.claims() {
+		return
+	}
+	rostered := ss.room.Rostered(p.addr)
+	ss.pmu.Lock()
+	defer ss.pmu.Unlock()
+	st := &ss.pub
+	switch {
+	case rostered:
+		if st.told != "" && st.readySeq != st.seq {
+			st.told = "" // a roster names addr: the dApp claims with an AUTH
+		}
+	case st.authed != 0:
+		st.authed, st.readySeq = 0, 0
+		ss.wait(fmt.Sprintf("revoked: the admin's roster %d does not name addr; send an AUTH when a roster that names it arrives", ss.room.Service().Next-1))
+	default:
+		ss.wait(reasonNotRostered)
+	}
+}
+
+// wait tells the dApp why it may not publish, once per reason; the caller
+// holds pmu.
+func (ss *wsSession) wait(reason string) {
+	if reason == ss.pub.told {
+		return
+	}
+	ss.pub.told = reason
 	if !ss.sendControl(waitingFrame{Type: typeWaiting, Addr: hex.EncodeToString(ss.plan.addr), Reason: reason}) {
 		ss.slow()
 	}
 }
 
-// allow lets the session publish on e: the ready frame, and deliveries from
-// then on.
-func (ss *wsSession) allow(e *session.PubStream) {
-	if ss.pub.Load() == e {
-		return
-	}
-	ss.told = ""
-	ss.pub.Store(e)
-	ss.waiting.Store(nil)
-	ss.ready("publisher")
-	ss.room.Receive(ss)
-}
-
-// ready sends the ready frame (not to the GSOC client).
-func (ss *wsSession) ready(role string) {
+// ready sends the ready frame (not to the GSOC client); a publisher under a
+// session feed is told the challenge it publishes under, and its join.
+func (ss *wsSession) ready(role string, challenge []byte, seq int) {
 	if !ss.plan.control() {
 		return
 	}
@@ -769,8 +813,9 @@ func (ss *wsSession) ready(role string) {
 	}
 	if role == "publisher" {
 		f.Addr = hex.EncodeToString(ss.plan.addr)
-		if ss.plan.claims() && ss.plan.layout == layoutIndex {
-			f.Index = &ss.plan.index
+		f.Index = ss.plan.indexHint
+		if challenge != nil {
+			f.Challenge, f.Seq = hex.EncodeToString(challenge), seq
 		}
 	}
 	if !ss.sendControl(f) {

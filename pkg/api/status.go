@@ -120,8 +120,6 @@ func joinStatus(err error) (int, string) {
 func closeStatus(err error) int {
 	var be *session.BackoffError
 	switch {
-	case errors.Is(err, errClaim):
-		return websocket.ClosePolicyViolation
 	case errors.As(err, &be), errors.Is(err, bps.ErrFull):
 		return websocket.CloseTryAgainLater
 	case errors.Is(err, bps.ErrRejected):
@@ -138,7 +136,6 @@ func closeStatus(err error) int {
 func endStatus(err error) (int, string) {
 	var (
 		na *session.NotAdmittedError
-		re *session.ReclaimError
 		se *session.StreamEndError
 	)
 	switch {
@@ -150,8 +147,6 @@ func endStatus(err error) (int, string) {
 		return websocket.ClosePolicyViolation, err.Error()
 	case errors.As(err, &na):
 		return websocket.ClosePolicyViolation, err.Error()
-	case errors.As(err, &re):
-		return closeStatus(re.Err), err.Error()
 	case errors.As(err, &se) && se.Err == nil:
 		return websocket.CloseGoingAway, err.Error()
 	default:

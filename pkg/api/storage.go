@@ -6,7 +6,6 @@ package api
 
 import (
 	"context"
-	"encoding/binary"
 	"encoding/hex"
 	"encoding/json"
 	"errors"
@@ -15,9 +14,7 @@ import (
 
 	"github.com/ethersphere/bee/v2/pkg/jsonhttp"
 	"github.com/ethersphere/bee/v2/pkg/log"
-	"github.com/ethersphere/bee/v2/pkg/swarm"
 	"github.com/ethersphere/bps/pkg/bps"
-	"github.com/ethersphere/bps/pkg/bps/pb"
 	"github.com/ethersphere/bps/pkg/session"
 	"github.com/gorilla/websocket"
 )
@@ -53,24 +50,17 @@ func (s *Server) checkBatch(w http.ResponseWriter, r *http.Request, logger log.L
 	return false
 }
 
-// persist uploads msg, just published, through the node's storage stamped
-// with the session's batch (SWIP-65: publish is upload): the SOC under its
-// signed id — for a feed update keccak256(topic ‖ index), not the bare
-// index the frame carries — and its wrapped chunk. It returns once bee has
-// pushed both, so an update a follower sees live has every earlier update of
-// the session stored.
-func (ss *wsSession) persist(msg *pb.Message) error {
-	p := ss.plan
-	slot := msg.Data[:idSize]
-	id := slot
-	if p.spec.Binding == pb.TopicBinding_FEED_TOPIC && p.layout == layoutIndex {
-		id = bps.FeedID(p.spec.Topic, binary.BigEndian.Uint64(slot[idSize-indexSize:]))
-	}
-	sig := msg.Data[idSize : idSize+swarm.SocSignatureSize]
-	data := msg.Data[idSize+swarm.SocSignatureSize:]
+// persist uploads the update just published through the node's storage,
+// stamped with the session's batch (SWIP-65: publish is upload): the SOC
+// id, sig, data (span ‖ payload) — under a session feed the update for
+// storage the dApp signed under the channel's own id keccak256(topic ‖
+// index) (plan.storageUpdate), under implicit authorship the chunk itself —
+// and its wrapped chunk. It returns once bee has pushed both, so an update
+// a follower sees live has every earlier update of the session stored.
+func (ss *wsSession) persist(id, sig, data []byte) error {
 	ctx, cancel := context.WithTimeout(ss.s.ctx, ss.s.opts.PersistTimeout)
 	defer cancel()
-	return ss.s.opts.Storage.Upload(ctx, p.batch, p.addr, id, sig, data)
+	return ss.s.opts.Storage.Upload(ctx, ss.plan.batch, ss.plan.addr, id, sig, data)
 }
 
 // Text frame types of SWIP-65 recovery.

@@ -164,7 +164,7 @@ func TestPersistUploadsEachUpdate(t *testing.T) {
 	pub.control("ready")
 	for i := range uint64(3) {
 		payload := "update " + string(rune('0'+i))
-		pub.send(websocket.BinaryMessage, feedFrame(t, alice, topic, i, payload))
+		pub.persist(i, payload)
 		audience.payload(payload)
 		want, err := soc.CreateAddress(bps.FeedID(topic, i), alice.addr)
 		if err != nil {
@@ -187,7 +187,7 @@ func TestPersistUploadsEachUpdate(t *testing.T) {
 	st.mu.Lock()
 	st.fail = &bps.BatchError{Status: http.StatusPaymentRequired, Reason: "batch exhausted"}
 	st.mu.Unlock()
-	pub.send(websocket.BinaryMessage, feedFrame(t, alice, topic, 3, "update 3"))
+	pub.persist(3, "update 3")
 	pub.expectClose(websocket.CloseInternalServerErr, "persist: postage batch: batch exhausted")
 }
 
@@ -210,7 +210,7 @@ func TestPersistSubscriberResumes(t *testing.T) {
 	claim(t, pub, alice.signer, c.broker.Overlay(), 0)
 	pub.control("ready")
 	for i := range uint64(3) {
-		pub.send(websocket.BinaryMessage, feedFrame(t, alice, topic, i, fmt.Sprint("update ", i)))
+		pub.persist(i, fmt.Sprint("update ", i))
 		want, _ := soc.CreateAddress(bps.FeedID(topic, i), alice.addr)
 		st.awaitUpload(t, want)
 	}
@@ -219,7 +219,7 @@ func TestPersistSubscriberResumes(t *testing.T) {
 	rq.Set("index", "0")
 	sub := dial(t, b, "resume", rq, nil)
 	sub.control("ready")
-	pub.send(websocket.BinaryMessage, feedFrame(t, alice, topic, 3, "update 3"))
+	pub.persist(3, "update 3")
 	if r := sub.control("recovered"); r["from"] != float64(0) || r["to"] != float64(2) || r["addr"] != hex.EncodeToString(alice.addr) {
 		t.Fatalf("recovered frame %v", r)
 	}
@@ -239,7 +239,7 @@ func TestPersistSubscriberResumes(t *testing.T) {
 	lq.Set("index", "1")
 	late := dial(t, a, "resume", lq, nil)
 	late.control("ready")
-	pub.send(websocket.BinaryMessage, feedFrame(t, alice, topic, 4, "update 4"))
+	pub.persist(4, "update 4")
 	sub.payload("update 4")
 	if r := late.control("recovered"); r["from"] != float64(1) || r["to"] != float64(1) {
 		t.Fatalf("recovered frame %v", r)
@@ -278,7 +278,7 @@ func TestPersistRecoveryBurst(t *testing.T) {
 	pub.control("ready")
 	const n = 12
 	for i := range uint64(n) {
-		pub.send(websocket.BinaryMessage, feedFrame(t, alice, topic, i, fmt.Sprint("update ", i)))
+		pub.persist(i, fmt.Sprint("update ", i))
 		want, _ := soc.CreateAddress(bps.FeedID(topic, i), alice.addr)
 		st.awaitUpload(t, want)
 		watch.payload(fmt.Sprint("update ", i))
@@ -287,7 +287,7 @@ func TestPersistRecoveryBurst(t *testing.T) {
 	rq.Set("index", "0")
 	sub := dial(t, b, "burst", rq, nil)
 	sub.control("ready")
-	pub.send(websocket.BinaryMessage, feedFrame(t, alice, topic, n, fmt.Sprint("update ", n)))
+	pub.persist(n, fmt.Sprint("update ", n))
 	if r := sub.control("recovered"); r["from"] != float64(0) || r["to"] != float64(n-1) {
 		t.Fatalf("recovered frame %v", r)
 	}

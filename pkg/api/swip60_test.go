@@ -30,12 +30,13 @@ import (
 // every message and claim signed by the test's "dApp".
 
 // TestSWIP60Jam: a closed cohort over ANCHOR with explicit authorship. The
-// admin grants a seat with a roster posted through the bridge; the seat on
-// another node claims, is admitted (its stream's first delivery) and talks
-// with the admin, each frame carrying the id it chose. A third seat on the
-// admin's node, not yet rostered, waits and receives nothing; when the admin
-// grants it, the node claims again on its silent stream (Reclaim) and it
-// joins the talk.
+// admin grants a seat with a roster its dApp signs under its stream's
+// challenge, posted through the bridge; the seat on another node is told
+// the roster naming it (its stream's first delivery: the cue), claims with
+// an AUTH and talks with the admin. A third seat on the admin's node, not
+// yet rostered, waits and receives nothing; when the admin grants it, the
+// roster reaches it (a service frame), its dApp sends its AUTH on the
+// stream it holds, and it joins the talk.
 func TestSWIP60Jam(t *testing.T) {
 	t.Parallel()
 	c := newCluster(t, 2, api.Options{})
@@ -47,42 +48,41 @@ func TestSWIP60Jam(t *testing.T) {
 
 	sa := dial(t, a, "jam-tuesday", as(q, alice), nil)
 	claim(t, sa, alice.signer, broker, 0)
-	if r := sa.control("ready"); r["role"] != "publisher" || r["binding"] != "anchor" || r["index"] != nil {
+	if r := sa.control("ready"); r["role"] != "publisher" || r["binding"] != "anchor" || r["index"] != nil || r["seq"] != float64(1) {
 		t.Fatalf("ready %v", r)
 	}
-	relay(t, a, "jam-tuesday", q, serviceData(t, alice, topic, pb.ServiceKind_ROSTER, 0, bob), 0)
+	relay(t, a, "jam-tuesday", q, sa.serviceBody(pb.Kind_ROSTER, 0, bob), 0)
 	sa.service("ROSTER", 0, bob)
 
 	sb := dial(t, b, "jam-tuesday", as(q, bob), nil)
-	claim(t, sb, bob.signer, broker, 0)
+	sb.takeChallenge(bob)
+	sb.awaitControl("service")
+	sb.auth()
 	sb.awaitControl("ready")
-	sb.service("ROSTER", 0, bob)
 
 	sc := dial(t, a, "jam-tuesday", as(q, carol), nil)
-	claim(t, sc, carol.signer, broker, 0)
-	if w := sc.control("waiting"); !strings.Contains(w["reason"].(string), "not admitted") || w["addr"] != hex.EncodeToString(carol.addr) {
+	sc.takeChallenge(carol)
+	if w := sc.control("waiting"); !strings.Contains(w["reason"].(string), "not in the roster") || w["addr"] != hex.EncodeToString(carol.addr) {
 		t.Fatalf("waiting %v", w)
 	}
 
-	sb.send(websocket.BinaryMessage, socData(t, bob, topicID("bob", 1), "bob plays"))
+	sb.data(1, "bob plays")
 	sa.payload("bob plays")
-	sa.send(websocket.BinaryMessage, socData(t, alice, topicID("alice", 1), "alice plays"))
+	sa.data(1, "alice plays")
 	sb.payload("alice plays")
 
-	// The grant: carol's node learns the roster from the admin's post, and
-	// claims again on carol's silent stream.
-	relay(t, a, "jam-tuesday", q, serviceData(t, alice, topic, pb.ServiceKind_ROSTER, 1, bob, carol), 1)
+	// The grant: carol's session is told the roster naming her, and her
+	// dApp claims on the stream she holds. She heard nothing of the talk.
+	relay(t, a, "jam-tuesday", q, sa.serviceBody(pb.Kind_ROSTER, 1, bob, carol), 1)
 	sa.service("ROSTER", 1, bob, carol)
 	sb.service("ROSTER", 1, bob, carol)
-	// The broker may admit carol's pending claim on the roster itself, or
-	// take the claim the node sends again: either way she is ready, and
-	// that is her first frame since the wait — she heard nothing of the talk.
-	reclaimUntilReady(t, sc, carol.signer, broker, 0)
 	sc.service("ROSTER", 1, bob, carol)
-	sc.send(websocket.BinaryMessage, socData(t, carol, topicID("carol", 1), "carol plays"))
+	sc.auth()
+	sc.awaitControl("ready")
+	sc.data(1, "carol plays")
 	sa.payload("carol plays")
 	sb.payload("carol plays")
-	sb.send(websocket.BinaryMessage, socData(t, bob, topicID("bob", 2), "bob again"))
+	sb.data(2, "bob again")
 	sa.payload("bob again")
 	sc.payload("bob again")
 
@@ -98,31 +98,6 @@ func TestSWIP60Jam(t *testing.T) {
 	notBlocklisted(t, c.broker, b)
 }
 
-// reclaimUntilReady reads c's frames until ready, answering a claim-request
-// if one comes first and skipping waiting frames.
-func reclaimUntilReady(t *testing.T, c *client, signer crypto.Signer, broker swarm.Address, index uint64) {
-	t.Helper()
-	for {
-		typ, b, err := c.next()
-		if err != nil || typ != websocket.TextMessage {
-			t.Fatalf("read ready: %d %q %v", typ, b, err)
-		}
-		var f map[string]any
-		if err := json.Unmarshal(b, &f); err != nil {
-			t.Fatal(err)
-		}
-		switch f["type"] {
-		case "ready":
-			return
-		case "waiting":
-		case "claim-request":
-			answerClaim(t, c, f, signer, broker, index)
-		default:
-			t.Fatalf("got %s, want claim-request or ready", b)
-		}
-	}
-}
-
 // topicID is a SOC id a dApp picks for its message: any 32 bytes.
 func topicID(who string, n int) []byte { return keccak([]byte(fmt.Sprint(who, n))) }
 
@@ -130,8 +105,8 @@ func topicID(who string, n int) []byte { return keccak([]byte(fmt.Sprint(who, n)
 // publishers. A session without addr is refused up front (its stream would
 // be silent, then cut off at the claim deadline as a violation). A session
 // whose address is not in the roster waits, hears nothing of the cohort,
-// and the node closes its stream before the broker's claim deadline: the
-// node is not blocklisted.
+// and the node closes its silent stream before the broker's claim
+// deadline: the node is not blocklisted.
 func TestSWIP60ClosedIntruders(t *testing.T) {
 	t.Parallel()
 	c := newCluster(t, 2, api.Options{SilentWait: 500 * time.Millisecond})
@@ -150,20 +125,21 @@ func TestSWIP60ClosedIntruders(t *testing.T) {
 	sa := dial(t, a, "private-jam", as(q, alice), nil)
 	claim(t, sa, alice.signer, broker, 0)
 	sa.control("ready")
-	relay(t, a, "private-jam", q, serviceData(t, alice, topic, pb.ServiceKind_ROSTER, 0, bob), 0)
+	relay(t, a, "private-jam", q, sa.serviceBody(pb.Kind_ROSTER, 0, bob), 0)
 	sa.service("ROSTER", 0, bob)
 	sb := dial(t, b, "private-jam", as(q, bob), nil)
-	claim(t, sb, bob.signer, broker, 0)
+	sb.takeChallenge(bob)
+	sb.awaitControl("service")
+	sb.auth()
 	sb.awaitControl("ready")
-	sb.service("ROSTER", 0, bob)
 
 	sd := dial(t, b, "private-jam", as(q, dave), nil)
-	claim(t, sd, dave.signer, broker, 0)
+	sd.takeChallenge(dave)
 	sd.control("waiting")
-	sa.send(websocket.BinaryMessage, socData(t, alice, topicID("alice", 1), "for the seats only"))
+	sa.data(1, "for the seats only")
 	sb.payload("for the seats only")
 	// Dave's next frame is the end of his wait, not the message.
-	if e := sd.control("error"); !strings.Contains(e["reason"].(string), "did not admit") {
+	if e := sd.control("error"); !strings.Contains(e["reason"].(string), "no roster named") {
 		t.Fatalf("error %v", e)
 	}
 	sd.expectClose(websocket.ClosePolicyViolation, "closed cohort")
@@ -173,17 +149,18 @@ func TestSWIP60ClosedIntruders(t *testing.T) {
 		t.Fatalf("cohort at the broker: %+v", ci)
 	}
 	// B still publishes in the cohort: its seat was not punished for dave.
-	sb.send(websocket.BinaryMessage, socData(t, bob, topicID("bob", 1), "still here"))
+	sb.data(1, "still here")
 	sa.payload("still here")
 }
 
 // TestSWIP60SpectatorJam: FEED_TOPIC with an admin, before an audience. A
-// grantee's session watches the cohort while the roster does not name it
-// (waiting), is told of its grant (a service frame), signs its claim, and
-// publishes on its own feed; the audience receives both publishers, and each
-// publisher the other. Revocation after the announcement: the grantee's
-// session is told (a service frame, then waiting) and its next frame ends
-// it — refused by the node, which would otherwise be blocklisted.
+// grantee's session holds a spectator stream while the roster does not name
+// it (waiting), receiving the cohort; it is told of its grant (a service
+// frame), its dApp claims with an AUTH on that stream, and publishes on its
+// own feed; the audience receives both publishers, and each publisher the
+// other. Revocation after the announcement: the grantee's session is told
+// (a service frame, then waiting) and its next frame ends it — refused by
+// the node, which would otherwise be blocklisted.
 func TestSWIP60SpectatorJam(t *testing.T) {
 	t.Parallel()
 	c := newCluster(t, 2, api.Options{})
@@ -199,37 +176,38 @@ func TestSWIP60SpectatorJam(t *testing.T) {
 	claim(t, sa, alice.signer, broker, 0)
 	sa.control("ready")
 	sb := dial(t, b, "spectator-jam", as(q, bob), nil)
+	sb.takeChallenge(bob)
 	if w := sb.control("waiting"); !strings.Contains(w["reason"].(string), "not in the roster") {
 		t.Fatalf("waiting %v", w)
 	}
 
-	sa.send(websocket.BinaryMessage, feedFrame(t, alice, topic, 0, "alice 0"))
+	sa.data(0, "alice 0")
 	audience.payload("alice 0")
-	sb.payload("alice 0") // a waiting session watches
+	sb.payload("alice 0") // a waiting session watches, on its spectator stream
 
-	relay(t, a, "spectator-jam", q, serviceData(t, alice, topic, pb.ServiceKind_ROSTER, 0, bob), 0)
+	relay(t, a, "spectator-jam", q, sa.serviceBody(pb.Kind_ROSTER, 0, bob), 0)
 	sa.service("ROSTER", 0, bob)
 	audience.service("ROSTER", 0, bob)
 	sb.service("ROSTER", 0, bob)
-	claim(t, sb, bob.signer, broker, 0)
+	sb.auth()
 	if r := sb.control("ready"); r["role"] != "publisher" || r["addr"] != hex.EncodeToString(bob.addr) {
 		t.Fatalf("ready %v", r)
 	}
 
-	sb.send(websocket.BinaryMessage, feedFrame(t, bob, topic, 0, "bob 0"))
+	sb.data(0, "bob 0")
 	audience.payload("bob 0")
 	sa.payload("bob 0")
-	sa.send(websocket.BinaryMessage, feedFrame(t, alice, topic, 1, "alice 1"))
+	sa.data(1, "alice 1")
 	audience.payload("alice 1")
 	sb.payload("alice 1")
 
 	if ci := cohortBy(t, c.broker, topic, alice.addr); ci.Publishers != 2 || len(ci.Roster) != 1 || ci.Cursors[hex.EncodeToString(bob.addr)] != 1 {
 		t.Fatalf("cohort at the broker: %+v", ci)
 	}
-	// One entry for the cohort at B: its sessions share a subscriber
-	// stream (two sessions) and bob's publisher stream (one).
+	// One entry for the cohort at B: the audience's subscriber stream and
+	// bob's publisher stream.
 	e := topicEntry(t, b, topic, "publisher")
-	if e["sessions"] != float64(3) || e["streams"] != float64(2) || e["serviceNext"] != float64(1) || e["roster"].([]any)[0] != hex.EncodeToString(bob.addr) ||
+	if e["streams"] != float64(2) || e["serviceNext"] != float64(1) || e["roster"].([]any)[0] != hex.EncodeToString(bob.addr) ||
 		e["taken"] != true || e["addr"] != hex.EncodeToString(bob.addr) {
 		t.Fatalf("B's entry %v", e)
 	}
@@ -238,30 +216,30 @@ func TestSWIP60SpectatorJam(t *testing.T) {
 	}
 
 	// Revocation, announced: the reduced roster reaches everyone.
-	relay(t, a, "spectator-jam", q, serviceData(t, alice, topic, pb.ServiceKind_ROSTER, 1), 1)
+	relay(t, a, "spectator-jam", q, sa.serviceBody(pb.Kind_ROSTER, 1), 1)
 	sa.service("ROSTER", 1)
 	audience.service("ROSTER", 1)
 	sb.service("ROSTER", 1)
 	if w := sb.control("waiting"); !strings.Contains(w["reason"].(string), "revoked") {
 		t.Fatalf("waiting %v", w)
 	}
-	sb.send(websocket.BinaryMessage, feedFrame(t, bob, topic, 1, "after revocation"))
+	sb.data(1, "after revocation")
 	if e := sb.control("error"); !strings.Contains(e["reason"].(string), "revoked") {
 		t.Fatalf("error %v", e)
 	}
 	sb.expectClose(websocket.ClosePolicyViolation, "not a publisher now")
 	notBlocklisted(t, c.broker, b)
-	if ci := cohortBy(t, c.broker, topic, alice.addr); ci.Counters["wrong_owner"] != 0 || len(ci.Roster) != 0 {
+	if ci := cohortBy(t, c.broker, topic, alice.addr); ci.Counters["wrong_owner"]+ci.Counters["revoked"] != 0 || len(ci.Roster) != 0 {
 		t.Fatalf("cohort at the broker: %+v", ci)
 	}
 	// The audience goes on.
-	sa.send(websocket.BinaryMessage, feedFrame(t, alice, topic, 2, "alice 2"))
+	sa.data(2, "alice 2")
 	audience.payload("alice 2")
 }
 
 // TestSWIP60LiveStream: FEED_TOPIC with the admin alone (SWIP-74's cohort):
 // the audience receives its updates in the layout each asked for, the
-// streamer receives nothing (no other publisher), and END_OF_STREAM closes
+// streamer receives nothing (no other publisher), and EOS closes
 // every session of the cohort, attributably — a viewer whose writer is
 // behind first gets the frames queued before the end.
 func TestSWIP60LiveStream(t *testing.T) {
@@ -281,7 +259,7 @@ func TestSWIP60LiveStream(t *testing.T) {
 	sa.control("ready")
 	for i := range uint64(3) {
 		payload := fmt.Sprint("frame ", i)
-		sa.send(websocket.BinaryMessage, feedFrame(t, alice, topic, i, payload))
+		sa.data(i, payload)
 		v1.payload(payload)
 		if got := v2.binary(); !bytes.Equal(got, append(binary.BigEndian.AppendUint64(nil, i), payload...)) {
 			t.Fatalf("v2 got %x", got)
@@ -295,15 +273,15 @@ func TestSWIP60LiveStream(t *testing.T) {
 	// queue when the end comes.
 	gate := b.ln.conn(t, v2.ws)
 	gate.hold()
-	sa.send(websocket.BinaryMessage, feedFrame(t, alice, topic, 3, "frame 3"))
-	sa.send(websocket.BinaryMessage, feedFrame(t, alice, topic, 4, "the last frame"))
+	sa.data(3, "frame 3")
+	sa.data(4, "the last frame")
 	v1.payload("frame 3")
 	v1.payload("the last frame")
-	relay(t, a, "live", q, serviceData(t, alice, topic, pb.ServiceKind_END_OF_STREAM, 0), 0)
-	v1.service("END_OF_STREAM", 0)
+	relay(t, a, "live", q, sa.serviceBody(pb.Kind_EOS, 0), 0)
+	v1.service("EOS", 0)
 	v1.expectClose(websocket.CloseNormalClosure, "end of stream: the admin ended the cohort")
 	// The streamer's next frame is the end: it received nothing before.
-	sa.service("END_OF_STREAM", 0)
+	sa.service("EOS", 0)
 	sa.expectClose(websocket.CloseNormalClosure, "end of stream: the admin ended the cohort")
 
 	gate.release()
@@ -312,14 +290,15 @@ func TestSWIP60LiveStream(t *testing.T) {
 			t.Fatalf("v2 got %q, want %q", got, payload)
 		}
 	}
-	v2.service("END_OF_STREAM", 0)
+	v2.service("EOS", 0)
 	v2.expectClose(websocket.CloseNormalClosure, "end of stream: the admin ended the cohort")
 }
 
 // TestSWIP60GroupChat: MNEMONIC with an admin and publishers=all. Three
-// members on two nodes declare their addresses (no claim) and each hears
-// the two others, never itself; frames carry the id each chose. The admin
-// ends the chat.
+// members on two nodes declare their addresses (no claim: each is handed
+// its stream's challenge, then ready) and each hears the two others, never
+// itself; every frame is a session-feed chunk under its stream's challenge.
+// The admin ends the chat.
 func TestSWIP60GroupChat(t *testing.T) {
 	t.Parallel()
 	c := newCluster(t, 2, api.Options{})
@@ -338,14 +317,15 @@ func TestSWIP60GroupChat(t *testing.T) {
 	for i := range members {
 		m := &members[i]
 		m.s = dial(t, m.n, "chat", as(q, m.k), nil)
-		if r := m.s.control("ready"); r["role"] != "publisher" || r["binding"] != "mnemonic" {
+		m.s.takeChallenge(m.k)
+		if r := m.s.control("ready"); r["role"] != "publisher" || r["binding"] != "mnemonic" || r["challenge"] != hex.EncodeToString(m.s.challenge) {
 			t.Fatalf("ready %v", r)
 		}
 	}
 	for i, m := range members {
 		say := fmt.Sprint("hello from ", i)
-		data := socData(t, m.k, topicID(say, i), say)
-		m.s.send(websocket.BinaryMessage, data)
+		data := m.s.chunk(pb.Kind_DATA, uint64(i), []byte(say))
+		m.s.send(websocket.BinaryMessage, inFrame(pb.Kind_DATA, uint64(i), data))
 		for j, o := range members {
 			if j != i {
 				o.s.payload(say)
@@ -359,22 +339,24 @@ func TestSWIP60GroupChat(t *testing.T) {
 	}
 	// Speaking as someone else is refused by the node; the broker never
 	// sees it.
-	members[2].s.send(websocket.BinaryMessage, socData(t, alice, topicID("spoof", 0), "not bob"))
+	members[2].s.k = &alice
+	members[2].s.data(7, "not bob")
 	members[2].s.control("error")
 	members[2].s.expectClose(websocket.CloseInvalidFramePayloadData, "invalid frame")
 	if ci := cohortBy(t, c.broker, topic, alice.addr); ci.Counters["wrong_owner"] != 0 || ci.Accepted != 3 {
 		t.Fatalf("cohort at the broker: %+v", ci)
 	}
 
-	relay(t, a, "chat", q, serviceData(t, alice, topic, pb.ServiceKind_END_OF_STREAM, 0), 0)
+	relay(t, a, "chat", q, members[0].s.serviceBody(pb.Kind_EOS, 0), 0)
 	for _, s := range []*client{members[0].s, members[1].s, listener} {
-		s.service("END_OF_STREAM", 0)
+		s.service("EOS", 0)
 		s.expectClose(websocket.CloseNormalClosure, "end of stream")
 	}
 }
 
 // TestSWIP60Implicit: no admin, over MNEMONIC: anyone attached publishes as
-// the address it declares, frames carry their ids; a listener attributes
+// the address it declares, frames carry their own ids (no challenge frame:
+// no session feed); a listener attributes
 // every message, and each publisher hears the other. There is no service
 // feed.
 func TestSWIP60Implicit(t *testing.T) {
@@ -397,7 +379,7 @@ func TestSWIP60Implicit(t *testing.T) {
 		say      string
 	}{{alice, sa, sb, "first"}, {bob, sb, sa, "second"}} {
 		id := topicID(m.say, 0)
-		m.from.send(websocket.BinaryMessage, socData(t, m.k, id, m.say))
+		m.from.send(websocket.BinaryMessage, inFrame(pb.Kind_DATA, 0, socData(t, m.k, id, m.say)))
 		m.to.payload(m.say)
 		pk, err := m.k.signer.PublicKey()
 		if err != nil {
@@ -490,9 +472,9 @@ func TestSWIP60ImplicitBindings(t *testing.T) {
 		frame         []byte // a good frame, carrying "payload"
 		bad           []byte // a frame the binding refuses
 	}{
-		{"soc_id", "soc_id", socID, socID, socData(t, owner, socID, "payload")[32:], socData(t, other, socID, "not mined")[32:]},
-		{"socid", "SOCID", socID, socID, socData(t, owner, socID, "payload")[32:], nil},
-		{"owner", "owner", ownerTopic, micID, socData(t, owner, micID, "payload"), socData(t, owner, topicID("unmined", 0), "too far")},
+		{"soc_id", "soc_id", socID, socID, inFrame(pb.Kind_DATA, 0, socData(t, owner, socID, "payload")), inFrame(pb.Kind_DATA, 0, socData(t, other, socID, "not mined"))},
+		{"socid", "SOCID", socID, socID, inFrame(pb.Kind_DATA, 0, socData(t, owner, socID, "payload")), nil},
+		{"owner", "owner", ownerTopic, micID, inFrame(pb.Kind_DATA, 0, socData(t, owner, micID, "payload")), inFrame(pb.Kind_DATA, 0, socData(t, owner, topicID("unmined", 0), "too far"))},
 		{"feed", "feed", feedTopic, bps.FeedID(feedTopic, 7), feedFrame(t, owner, feedTopic, 7, "payload"), feedFrame(t, other, feedTopic, 8, "not mine")},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
@@ -516,7 +498,7 @@ func TestSWIP60ImplicitBindings(t *testing.T) {
 			pub.send(websocket.BinaryMessage, tc.bad)
 			pub.control("error")
 			pub.expectClose(websocket.CloseInvalidFramePayloadData, "invalid frame")
-			if ci := cohortBy(t, c.broker, tc.topic, nil); ci.Accepted != 1 || ci.Counters["wrong_owner"]+ci.Counters["invalid_soc"]+ci.Counters["invalid_index"] != 0 {
+			if ci := cohortBy(t, c.broker, tc.topic, nil); ci.Accepted != 1 || ci.Counters["wrong_owner"]+ci.Counters["invalid_soc"] != 0 {
 				t.Fatalf("cohort at the broker: %+v", ci)
 			}
 		})
@@ -524,11 +506,12 @@ func TestSWIP60ImplicitBindings(t *testing.T) {
 }
 
 // TestSWIP60ServiceHostile: the service endpoint refuses what the broker
-// would, and what would mislead the node: no admin session to relay on
-// (409), a SOC not the admin's (403), a replayed older roster (409: the
-// node holds a newer one), a body that is not a service SOC of the topic
-// (400). A squatted spec — the topic under a wrong admin — is a cohort of
-// its own: its roster and its messages never reach the genuine sessions.
+// would, and what would mislead the node: no admin stream with the
+// challenge the chunk was signed under (409), a chunk not the admin's, of
+// another topic or tampered (400: it does not validate), a replayed older
+// roster (409: the node holds a newer one). A squatted spec — the topic
+// under a wrong admin — is a cohort of its own: its roster and its messages
+// never reach the genuine sessions.
 func TestSWIP60ServiceHostile(t *testing.T) {
 	t.Parallel()
 	c := newCluster(t, 2, api.Options{})
@@ -538,23 +521,35 @@ func TestSWIP60ServiceHostile(t *testing.T) {
 	q := spec(c.broker.addr, "feed", &alice)
 	broker := c.broker.Overlay()
 
-	roster0 := serviceData(t, alice, topic, pb.ServiceKind_ROSTER, 0)
-	if code, out := postService(t, a, "hostile", q, roster0); code != http.StatusConflict || !strings.Contains(out["message"].(string), "no admin session") {
-		t.Fatalf("no admin session: %d %v", code, out)
+	// The admin's dApp signed for a stream that is gone (or never was).
+	gone := &client{t: t, k: &alice, topic: topic, challenge: bytes.Repeat([]byte{1}, 32)}
+	if code, out := postService(t, a, "hostile", q, gone.serviceBody(pb.Kind_ROSTER, 0)); code != http.StatusConflict || !strings.Contains(out["message"].(string), "no admin stream with this challenge") {
+		t.Fatalf("no admin stream: %d %v", code, out)
 	}
 	audience := dial(t, b, "hostile", q, nil)
 	audience.control("ready")
 	sa := dial(t, a, "hostile", as(q, alice), nil)
 	claim(t, sa, alice.signer, broker, 0)
 	sa.control("ready")
+	if code, out := postService(t, a, "hostile", q, gone.serviceBody(pb.Kind_ROSTER, 0)); code != http.StatusConflict || !strings.Contains(out["message"].(string), "no admin stream with this challenge") {
+		t.Fatalf("another challenge: %d %v", code, out)
+	}
 
+	roster0 := sa.serviceBody(pb.Kind_ROSTER, 0)
 	relay(t, a, "hostile", q, roster0, 0)
 	sa.service("ROSTER", 0)
 	audience.service("ROSTER", 0)
-	relay(t, a, "hostile", q, serviceData(t, alice, topic, pb.ServiceKind_ROSTER, 1, bob), 1)
+	relay(t, a, "hostile", q, sa.serviceBody(pb.Kind_ROSTER, 1, bob), 1)
 	sa.service("ROSTER", 1, bob)
 	audience.service("ROSTER", 1, bob)
 
+	forger := &client{t: t, k: &mallory, topic: topic, challenge: sa.challenge}
+	elsewhere := &client{t: t, k: &alice, topic: keccak([]byte("elsewhere")), challenge: sa.challenge}
+	var tampered map[string]any
+	_ = json.Unmarshal(sa.serviceBody(pb.Kind_ROSTER, 2), &tampered)
+	socHex := tampered["soc"].(string)
+	tampered["soc"] = socHex[:len(socHex)-1] + string("01"[(socHex[len(socHex)-1]-'0'+1)%2])
+	tamperedBody, _ := json.Marshal(tampered)
 	for _, tc := range []struct {
 		name string
 		body []byte
@@ -562,12 +557,12 @@ func TestSWIP60ServiceHostile(t *testing.T) {
 		code int
 		msg  string
 	}{
-		{"forged", serviceData(t, mallory, topic, pb.ServiceKind_ROSTER, 2, mallory), q, http.StatusForbidden, "not by the admin"},
+		{"forged", forger.serviceBody(pb.Kind_ROSTER, 2, mallory), q, http.StatusBadRequest, "not a ROSTER of the admin"},
 		{"replayed", roster0, q, http.StatusConflict, "stale service index 0"},
-		{"short", roster0[:100], q, http.StatusBadRequest, "want id(32)"},
-		{"not a service SOC", socData(t, alice, topicID("x", 0), "hello"), q, http.StatusBadRequest, "not a service SOC"},
-		{"other topic", serviceData(t, alice, keccak([]byte("elsewhere")), pb.ServiceKind_ROSTER, 2), q, http.StatusBadRequest, "not a service SOC"},
-		{"tampered", append(bytes.Clone(roster0[:len(roster0)-1]), roster0[len(roster0)-1]^1), q, http.StatusBadRequest, ""},
+		{"not json", []byte("id ‖ sig ‖ span ‖ payload"), q, http.StatusBadRequest, "want {"},
+		{"a DATA", []byte(`{"kind":"DATA","index":0,"challenge":"` + hex.EncodeToString(sa.challenge) + `","soc":"00"}`), q, http.StatusBadRequest, "want ROSTER or EOS"},
+		{"other topic", elsewhere.serviceBody(pb.Kind_ROSTER, 2), q, http.StatusBadRequest, "not a ROSTER of the admin"},
+		{"tampered", tamperedBody, q, http.StatusBadRequest, ""},
 		{"no admin", roster0, spec(c.broker.addr, "feed", nil), http.StatusBadRequest, ""},
 		{"history", roster0, spec(c.broker.addr, "anchor", &alice, "history", "true"), http.StatusBadRequest, ""},
 	} {
@@ -587,13 +582,13 @@ func TestSWIP60ServiceHostile(t *testing.T) {
 	sm.control("ready")
 	squatAudience := dial(t, a, "hostile", qm, nil)
 	squatAudience.control("ready")
-	relay(t, b, "hostile", qm, serviceData(t, mallory, topic, pb.ServiceKind_ROSTER, 0, mallory), 0)
+	relay(t, b, "hostile", qm, sm.serviceBody(pb.Kind_ROSTER, 0, mallory), 0)
 	sm.service("ROSTER", 0, mallory)
 	squatAudience.service("ROSTER", 0, mallory)
-	sm.send(websocket.BinaryMessage, feedFrame(t, mallory, topic, 0, "squatted"))
+	sm.data(0, "squatted")
 	squatAudience.payload("squatted")
 	// The genuine sessions' next frames are the genuine admin's.
-	sa.send(websocket.BinaryMessage, feedFrame(t, alice, topic, 0, "genuine"))
+	sa.data(0, "genuine")
 	audience.payload("genuine")
 	if ci := cohortBy(t, c.broker, topic, alice.addr); ci.ServiceNext != 2 || len(ci.Roster) != 1 {
 		t.Fatalf("the genuine cohort changed: %+v", ci)

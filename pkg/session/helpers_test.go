@@ -5,11 +5,14 @@
 package session_test
 
 import (
+	"bytes"
 	"context"
 	"testing"
 	"time"
 
 	"github.com/ethersphere/bee/v2/pkg/crypto"
+	"github.com/ethersphere/bee/v2/pkg/soc"
+	"github.com/ethersphere/bee/v2/pkg/swarm"
 	"github.com/ethersphere/bps/pkg/bps"
 	"github.com/ethersphere/bps/pkg/bps/pb"
 	"github.com/ethersphere/bps/pkg/bps/streamtest"
@@ -103,13 +106,76 @@ func feedSpec(t testing.TB, topic string, admin key) *bps.Spec {
 	return sp
 }
 
-func update(t testing.TB, k key, sp *bps.Spec, index uint64, payload string) *pb.Message {
+// testChallenge is the challenge of the publisher stream every test update
+// is signed for.
+var testChallenge = bytes.Repeat([]byte{0xc7}, 32)
+
+// msg is one update as the tests use it: b, the Broadcast live on a stream
+// (SWIP-74 Rev 8: a session-feed chunk under testChallenge), and, for
+// storage (SWIP-65 on Rev 8), the same payload under the channel's own id
+// keccak256(topic ‖ index): Address and Data.
+type msg struct {
+	b       *pb.Broadcast
+	live    swarm.Address // b's chunk address
+	Address []byte        // the stored update's address
+	Data    []byte        // the stored update: id ‖ signature ‖ span ‖ payload
+}
+
+func update(t testing.TB, k key, sp *bps.Spec, index uint64, payload string) *msg {
 	t.Helper()
-	m, err := bps.FeedUpdate(k.signer, sp.Topic, index, []byte(payload))
+	m, err := feedUpdate(k, sp, index, []byte(payload))
 	if err != nil {
 		t.Fatal(err)
 	}
 	return m
+}
+
+func feedUpdate(k key, sp *bps.Spec, index uint64, payload []byte) (*msg, error) {
+	b, err := sp.Chunk(k.signer, k.addr, pb.Kind_DATA, testChallenge, index, payload)
+	if err != nil {
+		return nil, err
+	}
+	data, addr, err := bps.StorageUpdate(k.signer, k.addr, sp.Topic, index, payload)
+	if err != nil {
+		return nil, err
+	}
+	live, err := soc.CreateAddress(b.Soc[:swarm.HashSize], k.addr)
+	if err != nil {
+		return nil, err
+	}
+	return &msg{b: b, live: live, Address: addr.Bytes(), Data: data}, nil
+}
+
+// service is the admin's ROSTER naming pubs (or, with no pubs and kind
+// EOS, its EOS) at index, live, and what a receiver learns of it.
+func service(t testing.TB, admin key, sp *bps.Spec, kind pb.Kind, index uint64, pubs ...[]byte) (*msg, *bps.ServiceMsg) {
+	t.Helper()
+	var payload []byte
+	if kind == pb.Kind_ROSTER {
+		var err error
+		if payload, err = bps.RosterPayload(pubs); err != nil {
+			t.Fatal(err)
+		}
+	}
+	b, err := sp.Chunk(admin.signer, admin.addr, kind, testChallenge, index, payload)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return &msg{b: b, live: socAddress(t, b.Soc[:swarm.HashSize], admin.addr)}, &bps.ServiceMsg{Kind: kind, Index: index, Publishers: pubs}
+}
+
+func socAddress(t testing.TB, id, owner []byte) swarm.Address {
+	t.Helper()
+	a, err := soc.CreateAddress(id, owner)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return a
+}
+
+// delivery is m delivered live on a stream, by owner.
+func delivery(m *msg, owner []byte, index uint64, svc *bps.ServiceMsg) bps.Delivery {
+	return bps.Delivery{Kind: m.b.Kind, Index: index, Challenge: m.b.Challenge, Address: m.live, Owner: owner, Data: m.b.Soc, Service: svc}
 }
 
 func ctxT(t *testing.T) context.Context {

@@ -26,7 +26,6 @@ import (
 	"github.com/ethersphere/bee/v2/pkg/log"
 	m "github.com/ethersphere/bee/v2/pkg/metrics"
 	"github.com/ethersphere/bee/v2/pkg/swarm"
-	"github.com/ethersphere/bps/pkg/bps/pb"
 	"github.com/ethersphere/bps/pkg/internal/owned"
 	"github.com/prometheus/client_golang/prometheus"
 )
@@ -53,14 +52,12 @@ type Mux interface {
 	// Subscribe returns the room's subscriber stream, joining the broker if
 	// there is none.
 	Subscribe(ctx context.Context, r *Room) (*Hub, error)
-	// Publish returns the room's publisher stream of o.Addr, opening it if
-	// there is none: a session of the stream signs its claim, opener's
-	// first.
-	Publish(ctx context.Context, r *Room, o StreamOptions, opener Session) (*PubStream, error)
-	// StartPublish is Publish for an opener that can sign only later: it
-	// returns once the broker has taken the Join, the claim possibly still
-	// pending (PubStream.Ready).
-	StartPublish(ctx context.Context, r *Room, o StreamOptions, opener Session) (*PubStream, error)
+	// Publish returns the room's publisher stream of o.Addr, joining the
+	// broker declaring it if there is none (SWIP-74 Rev 8). The node signs
+	// nothing: under explicit authorship the stream is pending, a
+	// spectator or silent until a session's AUTH, signed by its dApp under
+	// the stream's challenge, claims it (PubStream.Claim).
+	Publish(ctx context.Context, r *Room, o StreamOptions) (*PubStream, error)
 	// HoldPublisher returns the open publisher stream of addr in sp at
 	// broker, if there is one.
 	HoldPublisher(broker swarm.Address, sp *bps.Spec, addr []byte) *PubStream
@@ -73,8 +70,9 @@ type Mux interface {
 }
 
 // Session is one local consumer of a cohort: it takes the deliveries a
-// Room hands it, signs claims for the publisher streams it uses, and is
-// ended when the stream it depends on ends. Its methods are called with
+// Room hands it, and is ended when the stream it depends on ends. A
+// publishing session's dApp signs every chunk, its claiming AUTH
+// included, under the challenge of the publisher stream it uses. Its methods are called with
 // the room's, hub's or stream's lock held: they must not block, nor call
 // back into the mux.
 type Session interface {
@@ -83,20 +81,18 @@ type Session interface {
 	Deliver(v *View) bool
 	// Service hands a service SOC of the admin's feed as the node verified
 	// it (gap: the node missed updates before it); false as for Deliver.
-	Service(svc *pb.ServiceMessage, gap bool) bool
-	// EndOfCohort ends the session after the admin's END_OF_STREAM, once
-	// what it queued is out; final is that service SOC if the session
-	// receives, else nil (gap as for Service).
-	EndOfCohort(final *pb.ServiceMessage, gap bool)
+	Service(svc *bps.ServiceMsg, gap bool) bool
+	// EndOfCohort ends the session after the admin's EOS, once what it
+	// queued is out; final is that service chunk if the session receives,
+	// else nil (gap as for Service).
+	EndOfCohort(final *bps.ServiceMsg, gap bool)
 	// End ends the session because the stream it depends on ended; err says
-	// why (ErrMuxClosed, *StreamEndError, *NotAdmittedError,
-	// *ReclaimError).
+	// why (ErrMuxClosed, *StreamEndError, *NotAdmittedError).
 	End(err error)
 	// Poke asks the session to look at its publisher state again: the
-	// roster changed, or its publisher stream was admitted.
+	// roster changed, its publisher stream was claimed, or it was rejoined
+	// under a new challenge (PubStream.Challenge).
 	Poke()
-	// SignClaim signs a claim for a publisher stream the session uses.
-	SignClaim(ctx context.Context, challenge []byte, broker swarm.Address, index uint64) ([]byte, error)
 	// Closed reports whether the session has ended.
 	Closed() bool
 }
@@ -105,15 +101,21 @@ type Session interface {
 type MuxOptions struct {
 	// JoinTimeout bounds joining the broker. Default DefaultHandshakeTimeout.
 	JoinTimeout time.Duration
-	// ClaimTimeout bounds a session signing a claim. Default
-	// DefaultClaimDeadline.
-	ClaimTimeout time.Duration
-	// SilentWait bounds how long a publisher stream in a closed cohort may
-	// stay silent — its claim not taken — before the mux closes it; it must
-	// be shorter than the broker's claim deadline, at which the broker
-	// disconnects the stream as a violation and blocklists the node.
-	// Default DefaultSilentWait.
+	// SilentWait bounds how long a publisher stream under explicit
+	// authorship may stay unclaimed where the broker holds it to a claim
+	// deadline (SWIP-74 Rev 8): a pending stream (the admin's, or one whose
+	// address the roster names) with no session's AUTH yet, and a closed
+	// cohort's silent stream that no roster admitted. The mux closes it
+	// then, before the broker's claim deadline, at which the broker
+	// disconnects the stream as a violation and blocklists the node. A
+	// spectator (an open cohort) has no deadline. Default
+	// DefaultSilentWait.
 	SilentWait time.Duration
+	// Rejoins bounds how often a publisher stream the broker lost is
+	// joined again, one after another, before its sessions are ended
+	// (each rejoin gives the stream a new challenge: the sessions' dApps
+	// claim again and re-sign). Zero: DefaultRejoins; negative: never.
+	Rejoins int
 	// Storage, if set, is where sessions of FEED_TOPIC cohorts recover the
 	// updates they missed (SWIP-65): each session follows each publisher's
 	// feed, and a gap is retrieved, verified and handed in index order
@@ -139,6 +141,9 @@ type MuxOptions struct {
 // DefaultSilentWait is MuxOptions.SilentWait's default: two thirds of the
 // claim deadline.
 const DefaultSilentWait = bps.DefaultClaimDeadline * 2 / 3
+
+// DefaultRejoins is MuxOptions.Rejoins's default.
+const DefaultRejoins = 3
 
 // roomWindow bounds the deliveries a room remembers to drop the second copy
 // of a message that reaches the node on two of its streams.
@@ -172,28 +177,27 @@ func (e *StreamEndError) Error() string {
 
 func (e *StreamEndError) Unwrap() error { return e.Err }
 
-// NotAdmittedError: a closed cohort's broker did not take the claim of
-// Addr within the silent wait; the mux closed the stream before the
-// broker's claim deadline.
+// NotAdmittedError: a publisher stream the broker holds to a claim
+// deadline was not claimed within the silent wait — no session sent its
+// AUTH (Pending: the address may publish), or a closed cohort's roster
+// never named the address — and the mux closed it before the broker's
+// claim deadline.
 type NotAdmittedError struct {
-	Addr []byte
-	Wait time.Duration
+	Addr    []byte
+	Wait    time.Duration
+	Pending bool
 }
 
 func (e *NotAdmittedError) Error() string {
-	return fmt.Sprintf("closed cohort: the broker did not admit %x within %s (not in its roster); the node closed the stream before the broker's claim deadline", e.Addr, e.Wait)
+	if e.Pending {
+		return fmt.Sprintf("no AUTH for %x within %s of the challenge; the node closed the stream before the broker's claim deadline", e.Addr, e.Wait)
+	}
+	return fmt.Sprintf("closed cohort: no roster named %x within %s; the node closed the stream before the broker's claim deadline", e.Addr, e.Wait)
 }
-
-// ReclaimError: claiming again on a silent stream failed.
-type ReclaimError struct{ Err error }
-
-func (e *ReclaimError) Error() string { return "claim again: " + e.Err.Error() }
-func (e *ReclaimError) Unwrap() error { return e.Err }
 
 // StreamOptions describe a shared publisher stream.
 type StreamOptions struct {
-	Addr  []byte // the address it publishes as
-	Index uint64 // FEED_TOPIC under explicit authorship: the cursor signed into the claim
+	Addr []byte // the address it publishes as
 	// Receive: the stream hands what the broker sends it to the room. A
 	// stream whose sessions share its identity with other publishers (the
 	// GSOC key) receives on the subscriber stream instead.
@@ -219,7 +223,8 @@ type StreamInfo struct {
 	Dropped   uint64 // subscriber: deliveries the subscription dropped
 	Sent      uint64 // publisher: messages published
 	Claims    bool   // publisher: under explicit authorship
-	Taken     bool   // publisher, explicit authorship: the broker made it a publisher stream, as far as the node can tell
+	Taken     bool   // publisher, explicit authorship: a session's AUTH claimed it, as far as the node can tell
+	Seq       int    // publisher: the stream's join (1, then 2, … after each rejoin)
 	Service   ServiceState
 }
 
@@ -249,8 +254,8 @@ func NewMux(svc Protocol, o MuxOptions) Mux {
 	if o.JoinTimeout <= 0 {
 		o.JoinTimeout = bps.DefaultHandshakeTimeout
 	}
-	if o.ClaimTimeout <= 0 {
-		o.ClaimTimeout = bps.DefaultClaimDeadline
+	if o.Rejoins == 0 {
+		o.Rejoins = DefaultRejoins
 	}
 	if o.SilentWait <= 0 {
 		o.SilentWait = DefaultSilentWait
@@ -379,7 +384,7 @@ func (x *mux) Streams() []StreamInfo {
 			continue
 		}
 		out = append(out, StreamInfo{Publisher: true, Broker: e.room.broker, Spec: e.room.spec, Addr: e.addr,
-			Sessions: e.count(), Sent: e.sent.Load(), Claims: e.claims, Taken: e.taken.Load(), Service: e.room.Service()})
+			Sessions: e.count(), Sent: e.sent.Load(), Claims: e.claims, Taken: e.Taken(), Seq: e.Seq(), Service: e.room.Service()})
 	}
 	return out
 }
@@ -398,7 +403,7 @@ type muxMetrics struct {
 	// all fields exported: Metrics() collects them by reflection.
 	Hubs             prometheus.Gauge
 	PublisherStreams prometheus.Gauge
-	Reclaims         prometheus.Counter
+	Rejoins          prometheus.Counter
 	ServiceGaps      prometheus.Counter
 	Recovered        prometheus.Counter
 	RecoveryGaps     prometheus.Counter
@@ -413,8 +418,8 @@ func newMuxMetrics() muxMetrics {
 			Name: "hubs", Help: "Subscriber streams shared by the sessions."}),
 		PublisherStreams: prometheus.NewGauge(prometheus.GaugeOpts{Namespace: m.Namespace, Subsystem: subsystem,
 			Name: "publisher_streams", Help: "Publisher streams shared by the sessions."}),
-		Reclaims: prometheus.NewCounter(prometheus.CounterOpts{Namespace: m.Namespace, Subsystem: subsystem,
-			Name: "reclaims", Help: "Claims sent again on a silent stream once a roster named its address."}),
+		Rejoins: prometheus.NewCounter(prometheus.CounterOpts{Namespace: m.Namespace, Subsystem: subsystem,
+			Name: "rejoins", Help: "Publisher streams the broker lost, joined again under a new challenge."}),
 		ServiceGaps: prometheus.NewCounter(prometheus.CounterOpts{Namespace: m.Namespace, Subsystem: subsystem,
 			Name: "service_gaps", Help: "Gaps in a service feed seen by the node (liveness faults)."}),
 		Recovered: prometheus.NewCounter(prometheus.CounterOpts{Namespace: m.Namespace, Subsystem: subsystem,

@@ -5,7 +5,6 @@
 package session_test
 
 import (
-	"context"
 	"sync"
 	"testing"
 
@@ -21,7 +20,7 @@ type fakeSession struct {
 	delivered [][]byte // payloads
 	services  []uint64 // service indexes
 	ended     error
-	eoc       *pb.ServiceMessage
+	eoc       *bps.ServiceMsg
 	eocCalled bool
 	pokes     int
 	refuse    bool // a full queue
@@ -37,14 +36,14 @@ func (f *fakeSession) Deliver(v *session.View) bool {
 	return true
 }
 
-func (f *fakeSession) Service(svc *pb.ServiceMessage, _ bool) bool {
+func (f *fakeSession) Service(svc *bps.ServiceMsg, _ bool) bool {
 	f.mu.Lock()
 	defer f.mu.Unlock()
 	f.services = append(f.services, svc.Index)
 	return true
 }
 
-func (f *fakeSession) EndOfCohort(final *pb.ServiceMessage, _ bool) {
+func (f *fakeSession) EndOfCohort(final *bps.ServiceMsg, _ bool) {
 	f.mu.Lock()
 	defer f.mu.Unlock()
 	f.eoc, f.eocCalled = final, true
@@ -62,10 +61,6 @@ func (f *fakeSession) Poke() {
 	f.pokes++
 }
 
-func (f *fakeSession) SignClaim(context.Context, []byte, swarm.Address, uint64) ([]byte, error) {
-	panic("not a publisher")
-}
-
 func (f *fakeSession) Closed() bool { return false }
 
 func (f *fakeSession) got() []string {
@@ -76,10 +71,6 @@ func (f *fakeSession) got() []string {
 		out[i] = string(p)
 	}
 	return out
-}
-
-func delivery(m *pb.Message, owner []byte, index uint64, svc *pb.ServiceMessage) bps.Delivery {
-	return bps.Delivery{Index: index, Address: swarm.NewAddress(m.Address), Owner: owner, Data: m.Data, Service: svc}
 }
 
 // TestMuxRoom: a room hands a message once whichever stream brings it, to
@@ -117,7 +108,7 @@ func TestMuxRoom(t *testing.T) {
 	r.Add(waiting, session.MemberOptions{}, false)
 
 	m0, m1 := update(t, admin, sp, 0, "zero"), update(t, admin, sp, 1, "one")
-	filter.Add(bps.FrameKey(m0.Address, m0.Data)) // echo sent m0 itself
+	filter.Add(bps.FrameKey(m0.b)) // echo sent m0 itself
 	r.Deliver(delivery(m0, admin.addr, 0, nil))
 	r.Deliver(delivery(m0, admin.addr, 0, nil)) // the copy another stream brings
 	r.Deliver(delivery(m1, admin.addr, 1, nil))
@@ -134,11 +125,7 @@ func TestMuxRoom(t *testing.T) {
 		t.Fatalf("a member not receiving got %v", got)
 	}
 
-	roster := &pb.ServiceMessage{Kind: pb.ServiceKind_ROSTER, Index: 0, Publishers: [][]byte{bob.addr}}
-	rm, err := bps.ServiceUpdate(admin.signer, sp.Topic, roster)
-	if err != nil {
-		t.Fatal(err)
-	}
+	rm, roster := service(t, admin, sp, pb.Kind_ROSTER, 0, bob.addr)
 	if r.Rostered(bob.addr) {
 		t.Fatal("bob rostered before the roster")
 	}
@@ -154,12 +141,8 @@ func TestMuxRoom(t *testing.T) {
 		t.Fatalf("a member starting to receive was not told the roster: %v", waiting.services)
 	}
 
-	eos := &pb.ServiceMessage{Kind: pb.ServiceKind_END_OF_STREAM, Index: 1}
-	em, err := bps.ServiceUpdate(admin.signer, sp.Topic, eos)
-	if err != nil {
-		t.Fatal(err)
-	}
-	r.Deliver(delivery(em, admin.addr, 1, eos))
+	em, eos := service(t, admin, sp, pb.Kind_EOS, 0)
+	r.Deliver(delivery(em, admin.addr, 0, eos))
 	if plain.eoc == nil || waiting.eoc == nil || slow.eocCalled {
 		t.Fatal("the end of the cohort did not reach every member, or reached the one that left")
 	}

@@ -15,7 +15,6 @@ import (
 	"github.com/ethersphere/bee/v2/pkg/cac"
 	"github.com/ethersphere/bee/v2/pkg/swarm"
 	"github.com/ethersphere/bps/pkg/bps"
-	"github.com/ethersphere/bps/pkg/bps/pb"
 	"github.com/ethersphere/bps/pkg/pot"
 	"github.com/ethersphere/bps/pkg/session"
 )
@@ -65,7 +64,7 @@ func (p *potSession) DeliverWait(_ context.Context, v *session.View) bool { retu
 // pins ⟨1000+10i, value(i)⟩ over updates 0 … i−1.
 type potFeed struct {
 	payloads [][]byte
-	msgs     []*pb.Message
+	msgs     []*msg
 }
 
 // potUpdates signs n updates of k's feed on sp, the pot over values; a
@@ -82,7 +81,7 @@ func potUpdates(t testing.TB, k key, sp *bps.Spec, values []string) *potFeed {
 		if err != nil {
 			t.Fatal(err)
 		}
-		m, err := bps.FeedUpdate(k.signer, sp.Topic, uint64(i), payload)
+		m, err := feedUpdate(k, sp, uint64(i), payload)
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -309,7 +308,7 @@ func TestPotRecoveryFarIndex(t *testing.T) {
 		f.store(t, st, sp, i, false)
 	}
 	const far = uint64(1) << 40
-	m, err := bps.FeedUpdate(k.signer, sp.Topic, far, f.payloads[4])
+	m, err := feedUpdate(k, sp, far, f.payloads[4])
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -36,8 +36,7 @@ type Subscription interface {
 type Publisher interface {
 	C() <-chan bps.Delivery
 	Err() error
-	Send(ctx context.Context, msg *pb.Message) error
-	Reclaim(ctx context.Context) error
+	Send(ctx context.Context, b *pb.Broadcast) error
 	Challenge() []byte
 	Close() error
 }

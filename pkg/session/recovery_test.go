@@ -19,7 +19,6 @@ import (
 	"github.com/ethersphere/bee/v2/pkg/soc"
 	"github.com/ethersphere/bee/v2/pkg/swarm"
 	"github.com/ethersphere/bps/pkg/bps"
-	"github.com/ethersphere/bps/pkg/bps/pb"
 	"github.com/ethersphere/bps/pkg/bps/streamtest"
 	"github.com/ethersphere/bps/pkg/session"
 )
@@ -38,10 +37,8 @@ func newMemStorage() *memStorage { return &memStorage{chunks: make(map[string][]
 
 // put stores update m of the feed on sp as bee would: the id slot restored
 // to keccak256(topic ‖ index).
-func (s *memStorage) put(sp *bps.Spec, m *pb.Message, index uint64) {
-	data := slices.Clone(m.Data)
-	copy(data, bps.FeedID(sp.Topic, index))
-	s.putAt(swarm.NewAddress(m.Address), data)
+func (s *memStorage) put(sp *bps.Spec, m *msg, index uint64) {
+	s.putAt(swarm.NewAddress(m.Address), slices.Clone(m.Data))
 }
 
 func (s *memStorage) putAt(addr swarm.Address, data []byte) {
@@ -145,7 +142,7 @@ type recoveryRoom struct {
 	room *session.Room
 	key  key
 	sp   *bps.Spec
-	msgs []*pb.Message
+	msgs []*msg
 	st   *memStorage
 }
 
@@ -343,9 +340,9 @@ func BenchmarkRecovery(b *testing.B) {
 	const n = session.DefaultRecoverMax
 	r, st, admin, sp := benchRoom(b, "bench-recovery")
 	total := uint64(b.N+1) * (n + 1)
-	msgs := make([]*pb.Message, total)
+	msgs := make([]*msg, total)
 	for i := range total {
-		m, err := bps.FeedUpdate(admin.signer, sp.Topic, i, []byte(fmt.Sprint("update ", i)))
+		m, err := feedUpdate(admin, sp, i, []byte(fmt.Sprint("update ", i)))
 		if err != nil {
 			b.Fatal(err)
 		}

@@ -38,16 +38,17 @@ type Room struct {
 	members map[Session]*roomMember
 	pubs    map[*PubStream]struct{} // poked when the roster changes
 	seen    *bps.Window
-	svc     bps.ServiceFeed    // the admin's service feed as the node verified it
-	latest  *pb.ServiceMessage // the last service SOC applied
-	store   *shared            // what its sessions' gap recoveries retrieve through (budget.go)
+	svc     bps.ServiceFeed // the admin's service feed as the node verified it
+	latest  *bps.ServiceMsg // the last service chunk applied
+	store   *shared         // what its sessions' gap recoveries retrieve through (budget.go)
 }
 
 // roomMember is a session in a room.
 type roomMember struct {
 	MemberOptions
 	receive bool
-	f       *follower // FEED_TOPIC with storage: the session's gap recovery
+	told    *bps.ServiceMsg // the last service chunk handed to it
+	f       *follower       // FEED_TOPIC with storage: the session's gap recovery
 }
 
 // MemberOptions say which messages of the cohort a session does not get:
@@ -96,9 +97,32 @@ func (r *Room) Add(s Session, o MemberOptions, receive bool) {
 		rm.f = newFollower(r.x, r.spec, s, o.From, r.store)
 	}
 	r.members[s] = rm
-	if receive {
+	switch {
+	case receive:
 		r.receiveLocked(s, rm)
+	case r.latest != nil && names(r.latest, o.Owner):
+		// A seat not receiving yet (a closed cohort's silent stream) is
+		// told the roster naming it: its cue to claim (SWIP-60 rev 14).
+		rm.told = r.latest
+		if !s.Service(r.latest, false) {
+			r.dropLocked(s)
+		}
 	}
+}
+
+// names reports whether svc is a ROSTER naming addr: the cue for a silent
+// or pending stream of addr to claim, which reaches a session that does not
+// receive yet.
+func names(svc *bps.ServiceMsg, addr []byte) bool {
+	if svc.Kind != pb.Kind_ROSTER || addr == nil {
+		return false
+	}
+	for _, p := range svc.Publishers {
+		if bytes.Equal(p, addr) {
+			return true
+		}
+	}
+	return false
 }
 
 // Receive marks a member receiving.
@@ -114,8 +138,11 @@ func (r *Room) Receive(s Session) {
 // as a broker tells a new stream (SWIP-60: the latest service SOC first).
 func (r *Room) receiveLocked(s Session, rm *roomMember) {
 	rm.receive = true
-	if r.latest != nil && !s.Service(r.latest, false) {
-		r.dropLocked(s)
+	if r.latest != nil && rm.told != r.latest {
+		rm.told = r.latest
+		if !s.Service(r.latest, false) {
+			r.dropLocked(s)
+		}
 	}
 }
 
@@ -170,7 +197,7 @@ func (r *Room) Service() ServiceState {
 // A service SOC updates the node's roster and goes to every receiving
 // member; END_OF_STREAM then ends every member.
 func (r *Room) Deliver(d bps.Delivery) {
-	k := bps.FrameKey(d.Address.Bytes(), d.Data)
+	k := bps.FrameKey(d.Broadcast())
 	r.mu.Lock()
 	defer r.mu.Unlock()
 	if !r.seen.Add(k) {
@@ -218,7 +245,7 @@ func (r *Room) serviceLocked(d bps.Delivery) {
 	}
 	if r.svc.Ended() {
 		for s, rm := range r.members {
-			var final *pb.ServiceMessage
+			var final *bps.ServiceMsg
 			if rm.receive {
 				final = svc
 			}
@@ -230,9 +257,10 @@ func (r *Room) serviceLocked(d bps.Delivery) {
 		return
 	}
 	for s, rm := range r.members {
-		if !rm.receive || s.Closed() {
+		if s.Closed() || !rm.receive && !names(svc, rm.Owner) {
 			continue
 		}
+		rm.told = svc
 		if !s.Service(svc, gap) {
 			r.dropLocked(s)
 		}
@@ -261,15 +289,12 @@ type View struct {
 // Delivery is the delivery viewed.
 func (v *View) Delivery() bps.Delivery { return v.d }
 
-// Identifier is the signed SOC id: the feed id for a feed update (whose id
-// slot carries the bare index), else the id slot itself.
+// Identifier is the chunk's own SOC id (SWIP-74 Rev 8): a live update's
+// session-feed id, a recovered update's channel id keccak256(topic ‖
+// index), the binding's own id under implicit authorship.
 func (v *View) Identifier() []byte {
 	if v.id == nil {
-		if v.spec.Binding == pb.TopicBinding_FEED_TOPIC {
-			v.id = bps.FeedID(v.spec.Topic, v.d.Index)
-		} else {
-			v.id = v.d.ID()
-		}
+		v.id = v.d.ID()
 	}
 	return v.id
 }
@@ -278,9 +303,7 @@ func (v *View) Identifier() []byte {
 // first time).
 func (v *View) SOC() (*soc.SOC, error) {
 	if v.parsed == nil {
-		data := bytes.Clone(v.d.Data)
-		copy(data, v.Identifier())
-		s, err := soc.FromChunk(swarm.NewChunk(v.d.Address, data))
+		s, err := soc.FromChunk(swarm.NewChunk(v.d.Address, bytes.Clone(v.d.Data)))
 		if err != nil {
 			return nil, err
 		}

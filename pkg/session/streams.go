@@ -8,6 +8,8 @@ import (
 	"bytes"
 	"context"
 	"errors"
+	"fmt"
+
 	"github.com/ethersphere/bps/pkg/bps"
 	"sync"
 	"sync/atomic"
@@ -190,20 +192,28 @@ func (h *Hub) run() {
 }
 
 // PubStream is the one publisher stream that every session publishing as
-// an address in a cohort at a broker shares. Where publishing takes a
-// claim, one of its sessions signs it (the node holds no keys); sharing
-// grants nothing a session could not do with the address's signatures
-// alone, as every message is verified against the address before it is
-// sent. Unless it was opened without Receive, it receives: what the broker
-// sends it — the messages of every other identity — goes to the room.
+// an address in a cohort at a broker shares (SWIP-74 Rev 8). The node holds
+// no keys: it joins declaring the address, learns the stream's challenge
+// from the Ack, and each session's dApp signs every chunk under it — under
+// explicit authorship first an AUTH, which claims the stream (the first
+// valid frame claims; there is no reply). Sharing grants nothing a session
+// could not do with the address's signatures alone: every frame is
+// verified against the address and the challenge before it is sent. Unless
+// it was opened without Receive, it receives: what the broker sends it —
+// the messages of every other identity — goes to the room.
 //
-// taken is whether the broker made it a publisher stream, as far as the
-// node can tell: at once for the admin, under ALL and implicit authorship,
-// and in an open cohort (a session claims for another address only once a
-// roster the node verified names it); in a closed cohort, not before the
-// stream's first delivery — a stream whose claim was not taken is silent
-// there, and the broker delivers the latest service SOC when it takes the
-// claim.
+// Under explicit authorship the stream is pending (the admin, or an
+// address the roster names), a spectator (an open cohort, any other
+// address: it receives) or silent (a closed cohort, any other address: it
+// receives nothing) until an AUTH claims it; the mux closes a pending or
+// silent stream still unclaimed after SilentWait, before the broker's claim
+// deadline (MuxOptions.SilentWait).
+//
+// When the broker loses the stream (a reset, a lost connection) the mux
+// joins again, at most Rejoins times: the new stream has a new challenge
+// and a new Seq, and its sessions are poked — each dApp claims again and
+// re-signs what it had not had sent (Send answers a frame signed under an
+// earlier challenge with *StaleError).
 type PubStream struct {
 	sessionSet
 	opening
@@ -211,34 +221,58 @@ type PubStream struct {
 	key     string
 	room    *Room
 	addr    []byte
-	index   uint64
-	claims  bool
+	claims  bool // explicit authorship: an AUTH claims the stream
+	salted  bool // explicit authorship or ALL: every chunk is signed under the challenge
 	receive bool
-	joined  chan struct{} // closed once the broker took the Join (then the claim)
-	p       Publisher
 	stop    chan struct{}
-	wake    chan struct{} // the room's roster changed, or the silent wait passed
-	taken   atomic.Bool
-	expired atomic.Bool // a closed cohort: the silent wait passed untaken
-	silent  *time.Timer // a closed cohort: the silent wait, until taken
-	claimed uint64      // run goroutine: the service index the last reclaim answered
+	wake    chan struct{} // the room's roster changed, or a frame claimed the stream
 
-	opener atomic.Pointer[sessionRef] // signs the first claim
-	proven map[Session]struct{}       // sessions that signed a claim on this stream; under sessionSet's mu
+	gmu     sync.Mutex
+	gen     *generation   // the stream the sessions publish on; nil before the first join
+	changed chan struct{} // closed, and replaced, when gen changes or the stream ends
+	over    bool          // the stream ended for good
 
 	sent atomic.Uint64
 }
 
-// sessionRef boxes a Session for an atomic pointer.
-type sessionRef struct{ s Session }
+// generation is one join of a PubStream: its stream and challenge.
+type generation struct {
+	p         Publisher
+	challenge []byte
+	seq       int
+	lost      atomic.Bool                  // the broker lost it: a rejoin follows, or the end
+	claimed   atomic.Bool                  // explicit authorship: an AUTH was sent on it, and no roster revoked the address since
+	last      atomic.Int64                 // unix nanoseconds of the last frame sent
+	auth      atomic.Pointer[pb.Broadcast] // the last AUTH sent: re-sent as the stream's heartbeat
+}
+
+// StaleError: a frame signed under a challenge that is not the stream's
+// now (an earlier join of it); it was not sent. Seq is the stream's join
+// now: its dApp re-signs under that join's challenge.
+type StaleError struct{ Seq int }
+
+func (e *StaleError) Error() string {
+	return fmt.Sprintf("signed under an earlier challenge of the stream: re-sign under challenge %d", e.Seq)
+}
+
+// heartbeat is how long a publisher stream may stay without a frame before
+// it re-sends its claiming AUTH: a third of the broker's inactivity
+// deadline (docs/protocol.md "AUTH").
+const heartbeat = bps.DefaultInactivity / 3
 
 // Publish returns the publisher stream of (r, o.Addr), opening it if
 // there is none.
-func (x *mux) Publish(ctx context.Context, r *Room, o StreamOptions, opener Session) (*PubStream, error) {
-	e, creator, err := x.refPub(r, o, opener)
-	if err != nil {
-		return nil, err
+func (x *mux) Publish(ctx context.Context, r *Room, o StreamOptions) (*PubStream, error) {
+	if x.isClosed() {
+		return nil, ErrMuxClosed
 	}
+	key := r.key + string(o.Addr)
+	sp := r.spec
+	e, creator := x.pubs.acquire(key, func() *PubStream {
+		return &PubStream{sessionSet: newSessionSet(), opening: newOpening(), x: x, key: key, room: r, addr: bytes.Clone(o.Addr),
+			claims: sp.Explicit(), salted: !sp.Implicit(), receive: o.Receive,
+			stop: make(chan struct{}), wake: make(chan struct{}, 1), changed: make(chan struct{})}
+	})
 	if creator {
 		x.openPub(ctx, e)
 	}
@@ -248,146 +282,58 @@ func (x *mux) Publish(ctx context.Context, r *Room, o StreamOptions, opener Sess
 	return e, nil
 }
 
-// StartPublish is Publish for an opener whose signature comes later: the
-// stream is opened on a goroutine the mux owns, and StartPublish returns
-// as soon as the broker has taken the Join, so that its refusal is known
-// before the session is. The caller waits for Ready before using it.
-func (x *mux) StartPublish(ctx context.Context, r *Room, o StreamOptions, opener Session) (*PubStream, error) {
-	e, creator, err := x.refPub(r, o, opener)
+// join joins the broker declaring the stream's address.
+func (x *mux) join(ctx context.Context, e *PubStream) (Publisher, error) {
+	broker, sp := e.room.broker, e.room.spec
+	if be := x.backoff(broker, sp); be != nil {
+		return nil, be
+	}
+	p, err := x.svc.Publish(ctx, broker, sp, bps.PublishOptions{Addr: e.addr, Receive: e.receive})
 	if err != nil {
-		return nil, err
+		return nil, x.joinErr(broker, sp, err)
 	}
-	if creator {
-		octx, cancel := context.WithTimeout(x.ctx, x.opts.JoinTimeout+2*x.opts.ClaimTimeout)
-		if !x.goOwned(func() { defer cancel(); x.openPub(octx, e) }) {
-			cancel()
-			e.err = ErrMuxClosed
-			x.pubs.drop(e.key, e)
-			close(e.ready)
-		}
-	}
-	if err := e.await(ctx, e.joined, e.Release); err != nil {
-		return nil, err
-	}
-	return e, nil
-}
-
-// refPub takes a reference to the publisher stream of (r, o.Addr), making
-// one if there is none (creator: the caller opens it).
-func (x *mux) refPub(r *Room, o StreamOptions, opener Session) (*PubStream, bool, error) {
-	if x.isClosed() {
-		return nil, false, ErrMuxClosed
-	}
-	key := r.key + string(o.Addr)
-	e, creator := x.pubs.acquire(key, func() *PubStream {
-		e := &PubStream{sessionSet: newSessionSet(), opening: newOpening(), x: x, key: key, room: r, addr: bytes.Clone(o.Addr),
-			index: o.Index, claims: r.spec.Explicit(), receive: o.Receive,
-			joined: make(chan struct{}), stop: make(chan struct{}), wake: make(chan struct{}, 1)}
-		e.opener.Store(&sessionRef{opener})
-		return e
-	})
-	return e, creator, nil
+	return p, nil
 }
 
 func (x *mux) openPub(ctx context.Context, e *PubStream) {
 	defer close(e.ready)
-	broker, sp := e.room.broker, e.room.spec
-	if be := x.backoff(broker, sp); be != nil {
-		e.err = be
-		x.pubs.drop(e.key, e)
-		return
-	}
-	var sign bps.ClaimSigner
-	if e.claims {
-		sign = e.sign
-	}
-	joined := func() { close(e.joined) }
-	p, err := x.svc.Publish(ctx, broker, sp, bps.PublishOptions{Addr: e.addr, Sign: sign, Index: e.index, Receive: e.receive, Joined: joined})
+	p, err := x.join(ctx, e)
 	if err != nil {
-		e.err = x.joinErr(broker, sp, err)
+		e.err = err
 		x.pubs.drop(e.key, e)
 		return
 	}
-	e.p = p
-	if sp.Closed && !bytes.Equal(e.addr, sp.Admin) {
-		e.silent = time.AfterFunc(x.opts.SilentWait, func() {
-			e.expired.Store(true)
-			e.poke()
-		})
-	} else {
-		e.taken.Store(true)
-	}
-	e.claimed = e.room.Service().Next // the roster the first claim was made under
+	e.setGen(&generation{p: p, challenge: bytes.Clone(p.Challenge()), seq: 1})
 	e.room.addPub(e)
 	x.metrics.PublisherStreams.Inc()
 	if !x.goOwned(e.run) {
 		x.metrics.PublisherStreams.Dec()
 		e.room.removePub(e)
-		e.stopSilent()
 		_ = p.Close()
 		e.err = ErrMuxClosed
 		x.pubs.drop(e.key, e)
 	}
 }
 
-// sign is the stream's claim signer: one of its sessions signs, the
-// opener while it lives (Publisher.Reclaim signs again later).
-func (e *PubStream) sign(ctx context.Context, challenge []byte, broker swarm.Address, index uint64) ([]byte, error) {
-	s := e.signer()
-	if s == nil {
-		return nil, errors.New("no session left to sign the claim")
+// setGen makes g the stream the sessions publish on (nil: the stream
+// ended for good) and tells whoever waits for it.
+func (e *PubStream) setGen(g *generation) {
+	e.gmu.Lock()
+	if g != nil {
+		g.last.Store(time.Now().UnixNano())
+		e.gen = g
+	} else {
+		e.over = true
 	}
-	sig, err := s.SignClaim(ctx, challenge, broker, index)
-	if err == nil {
-		e.markProven(s)
-	}
-	return sig, err
+	close(e.changed)
+	e.changed = make(chan struct{})
+	e.gmu.Unlock()
 }
 
-func (e *PubStream) markProven(s Session) {
-	e.mu.Lock()
-	defer e.mu.Unlock()
-	if e.proven == nil {
-		e.proven = make(map[Session]struct{})
-	}
-	e.proven[s] = struct{}{}
-}
-
-// Prove has s, a session that would share this publisher stream, prove
-// the key of the stream's address before it may: it signs a claim over
-// the stream's own challenge, which the session checks and the node keeps
-// (it is never sent: the broker took the stream's claim already). One
-// session cannot ride another's claim. A stream whose cohort takes no
-// claim, or a session that signed one on it, needs no proof.
-func (e *PubStream) Prove(ctx context.Context, s Session) error {
-	if !e.claims {
-		return nil
-	}
-	e.mu.Lock()
-	_, ok := e.proven[s]
-	e.mu.Unlock()
-	if ok {
-		return nil
-	}
-	if _, err := s.SignClaim(ctx, e.p.Challenge(), e.room.broker, e.index); err != nil {
-		return err
-	}
-	e.markProven(s)
-	return nil
-}
-
-func (e *PubStream) signer() Session {
-	if o := e.opener.Load(); o != nil && o.s != nil && !o.s.Closed() {
-		return o.s
-	}
-	e.mu.Lock()
-	defer e.mu.Unlock()
-	for s := range e.sessions {
-		if !s.Closed() {
-			return s
-		}
-	}
-	return nil
+func (e *PubStream) current() (*generation, bool, <-chan struct{}) {
+	e.gmu.Lock()
+	defer e.gmu.Unlock()
+	return e.gen, e.over, e.changed
 }
 
 // HoldPublisher returns the open publisher stream of addr in sp at
@@ -409,35 +355,129 @@ func (e *PubStream) Release() {
 	}
 }
 
-// Remove detaches a session; the opener no longer signs.
-func (e *PubStream) Remove(s Session) {
-	e.sessionSet.Remove(s)
-	if o := e.opener.Load(); o != nil && o.s == s {
-		e.opener.CompareAndSwap(o, nil)
-	}
-}
-
 // Room is the stream's room.
 func (e *PubStream) Room() *Room { return e.room }
 
-// Ready is closed once the stream is open — its claim signed and sent —
-// or failed (Err).
+// Addr is the address the stream publishes as.
+func (e *PubStream) Addr() []byte { return e.addr }
+
+// Ready is closed once the stream is open or failed (Err).
 func (e *PubStream) Ready() <-chan struct{} { return e.ready }
 
 // Err is why the stream failed to open; read after Ready.
 func (e *PubStream) Err() error { return e.err }
 
-// Taken reports whether the broker made it a publisher stream, as far as
-// the node can tell.
-func (e *PubStream) Taken() bool { return e.taken.Load() }
+// Challenge is the challenge of the stream's join now, and its Seq (1,
+// then 2, … after each rejoin): every chunk sent on it is signed under it
+// (SWIP-74 Rev 8; unused under implicit authorship).
+func (e *PubStream) Challenge() ([]byte, int) {
+	g, _, _ := e.current()
+	if g == nil {
+		return nil, 0
+	}
+	return g.challenge, g.seq
+}
 
-// Send publishes msg on the stream.
-func (e *PubStream) Send(ctx context.Context, msg *pb.Message) error {
-	if err := e.p.Send(ctx, msg); err != nil {
+// Seq is the stream's join now (0 before the first).
+func (e *PubStream) Seq() int {
+	_, seq := e.Challenge()
+	return seq
+}
+
+// Taken reports whether an AUTH claimed the stream's join now (explicit
+// authorship; always under ALL and implicit authorship, which take no
+// claim), as far as the node can tell: the broker gives no answer.
+func (e *PubStream) Taken() bool {
+	if !e.claims {
+		return true
+	}
+	g, _, _ := e.current()
+	return g != nil && g.claimed.Load()
+}
+
+// Wait returns the stream's join now once it is live, waiting while the
+// stream is being joined again; an error once the stream ended for good
+// (ErrStreamEnded) or ctx ended.
+func (e *PubStream) Wait(ctx context.Context) (challenge []byte, seq int, err error) {
+	for {
+		g, over, changed := e.current()
+		switch {
+		case over:
+			return nil, 0, ErrStreamEnded
+		case g != nil && !g.lost.Load():
+			return g.challenge, g.seq, nil
+		}
+		select {
+		case <-changed:
+		case <-ctx.Done():
+			return nil, 0, ctx.Err()
+		}
+	}
+}
+
+// ErrStreamEnded: the publisher stream ended for good; its sessions are
+// ended with why.
+var ErrStreamEnded = errors.New("bps: the publisher stream ended")
+
+// Send publishes b on the stream's join now. Under explicit authorship and
+// ALL, b must be signed under that join's challenge: a frame signed under
+// an earlier one is not sent (*StaleError). An AUTH claims the stream
+// (explicit authorship) and is kept as its heartbeat. While the stream is
+// being joined again Send waits for the new join, then answers
+// *StaleError.
+func (e *PubStream) Send(ctx context.Context, b *pb.Broadcast) error {
+	g, over, _ := e.current()
+	switch {
+	case over || g == nil:
+		return ErrStreamEnded
+	case g.lost.Load():
+		return e.staleAfter(ctx, g)
+	case e.salted && !bytes.Equal(b.Challenge, g.challenge):
+		return &StaleError{Seq: g.seq}
+	}
+	if err := g.p.Send(ctx, b); err != nil {
+		if ctx.Err() != nil {
+			return err
+		}
+		// The broker lost the stream under the frame: the rejoin that
+		// follows gives it a new challenge, or the stream ends.
+		if serr := e.staleAfter(ctx, g); !errors.Is(serr, ErrStreamEnded) && !errors.Is(serr, context.DeadlineExceeded) {
+			return serr
+		}
 		return err
+	}
+	g.last.Store(time.Now().UnixNano())
+	if b.Kind == pb.Kind_AUTH {
+		g.auth.Store(b)
+		if e.claims && !g.claimed.Swap(true) {
+			e.poke()
+		}
+		return nil
 	}
 	e.sent.Add(1)
 	return nil
+}
+
+// staleAfter waits, at most twice the join timeout, for the join after g
+// and answers *StaleError with its Seq; ErrStreamEnded if the stream ends
+// instead.
+func (e *PubStream) staleAfter(ctx context.Context, g *generation) error {
+	ctx, cancel := context.WithTimeout(ctx, 2*e.x.opts.JoinTimeout)
+	defer cancel()
+	for {
+		ng, over, changed := e.current()
+		switch {
+		case over:
+			return ErrStreamEnded
+		case ng != g:
+			return &StaleError{Seq: ng.seq}
+		}
+		select {
+		case <-changed:
+		case <-ctx.Done():
+			return ctx.Err()
+		}
+	}
 }
 
 // poke wakes the stream's goroutine; it never blocks.
@@ -448,86 +488,135 @@ func (e *PubStream) poke() {
 	}
 }
 
-func (e *PubStream) stopSilent() {
-	if e.silent != nil {
-		e.silent.Stop()
-	}
-}
-
 // run hands what the broker sends to the room, until the last reference
-// is released, the mux closes or the broker ends the stream (then it ends
-// the sessions left). In a closed cohort it also sees the stream admitted
-// (its first delivery), claims again when the node learns of a roster
-// naming the address while the stream is silent, and closes a stream
-// still silent after SilentWait — before the broker's claim deadline,
-// which the broker enforces as a violation, blocklisting the whole node.
+// is released, the mux closes or the broker ends the stream for good (then
+// it ends the sessions left). It joins again a stream the broker lost, at
+// most Rejoins times; it sees a roster revoke the address (the stream is
+// unclaimed again: a spectator or silent); it closes a stream the broker
+// holds to a claim deadline still unclaimed after SilentWait; and it
+// re-sends the stream's AUTH when nothing was sent for heartbeat.
 func (e *PubStream) run() {
 	defer e.x.metrics.PublisherStreams.Dec()
 	defer e.room.removePub(e)
-	defer e.stopSilent()
+	var deadline *time.Timer
+	var expired <-chan time.Time
+	stopDeadline := func() {
+		if deadline != nil {
+			deadline.Stop()
+			deadline, expired = nil, nil
+		}
+	}
+	defer stopDeadline()
+	beat := time.NewTicker(heartbeat / 4)
+	defer beat.Stop()
+	rejoins := 0
 	for {
+		g, _, _ := e.current()
+		// A stream the broker holds to a claim deadline: pending (it may
+		// publish) or silent (a closed cohort); a spectator has none.
+		if e.claims && !g.claimed.Load() && (e.room.spec.Closed || e.room.Rostered(e.addr)) {
+			if deadline == nil {
+				deadline = time.NewTimer(e.x.opts.SilentWait)
+				expired = deadline.C
+			}
+		} else {
+			stopDeadline()
+		}
 		select {
-		case d, ok := <-e.p.C():
-			if !ok {
-				e.x.pubs.drop(e.key, e)
-				e.endAll(e.x.ended(e.p.Err(), true))
-				return
-			}
-			e.room.Deliver(d)
-			if !e.taken.Load() {
-				e.taken.Store(true)
-				e.stopSilent()
-				e.pokeSessions()
-			}
-		case <-e.wake:
-			if e.taken.Load() {
+		case d, ok := <-g.p.C():
+			if ok {
+				e.room.Deliver(d)
 				continue
 			}
-			if e.expired.Load() {
-				e.end(&NotAdmittedError{Addr: e.addr, Wait: e.x.opts.SilentWait})
+			err := g.p.Err()
+			g.lost.Store(true)
+			if err == nil || errors.Is(err, bps.ErrEndOfStream) || e.x.ctx.Err() != nil || rejoins >= e.x.opts.Rejoins {
+				e.finish(e.x.ended(err, true))
 				return
 			}
-			if err := e.reclaim(); err != nil {
-				e.end(&ReclaimError{Err: err})
+			rejoins++
+			stopDeadline()
+			p, jerr := e.rejoin()
+			if jerr != nil {
+				e.finish(e.x.ended(fmt.Errorf("%w; joining again: %w", err, jerr), true))
 				return
 			}
+			e.x.metrics.Rejoins.Inc()
+			e.setGen(&generation{p: p, challenge: bytes.Clone(p.Challenge()), seq: g.seq + 1})
+			e.pokeSessions()
+		case <-e.wake:
+			if e.claims && g.claimed.Load() && !e.room.Rostered(e.addr) {
+				// Revoked: after the grace the broker holds the stream a
+				// spectator (open) or silent (closed); it claims again
+				// with an AUTH once a roster names the address.
+				g.claimed.Store(false)
+			}
+		case <-expired:
+			deadline, expired = nil, nil
+			e.end(&NotAdmittedError{Addr: e.addr, Wait: e.x.opts.SilentWait, Pending: e.room.Rostered(e.addr)})
+			return
+		case <-beat.C:
+			e.heartbeat(g)
 		case <-e.x.ctx.Done():
 			e.end(ErrMuxClosed)
 			return
 		case <-e.stop:
-			_ = e.p.Close()
+			_ = g.p.Close()
+			e.setGen(nil)
 			return
 		}
 	}
 }
 
-// end closes the stream and ends its sessions.
-func (e *PubStream) end(err error) {
-	e.x.pubs.drop(e.key, e)
-	e.endAll(err)
-	_ = e.p.Close()
+// rejoin joins the broker again after the stream was lost, once the
+// node's backoff for the cohort there has passed (waiting at most the
+// join timeout for it).
+func (e *PubStream) rejoin() (Publisher, error) {
+	x := e.x
+	ctx, cancel := context.WithTimeout(x.ctx, 2*x.opts.JoinTimeout)
+	defer cancel()
+	if until, _ := x.svc.Backoff(e.room.broker, e.room.spec); time.Until(until) > 0 {
+		t := time.NewTimer(time.Until(until))
+		defer t.Stop()
+		select {
+		case <-t.C:
+		case <-ctx.Done():
+			return nil, x.backoff(e.room.broker, e.room.spec)
+		case <-e.stop:
+			return nil, ErrStreamEnded
+		}
+	}
+	return x.join(ctx, e)
 }
 
-// reclaim claims again on a silent stream once the node holds a roster
-// naming the address it did not hold before (SWIP-60: a roster naming it
-// is the cue to claim again). The broker may already have taken the claim
-// it held for this stream when it accepted that roster, so this claim can
-// land on a stream the broker has upgraded: the broker reads it as a
-// redundant claim (verified, cursor moved, nothing else), never as a
-// publication.
-func (e *PubStream) reclaim() error {
-	st := e.room.Service()
-	if !e.room.Rostered(e.addr) || st.Next <= e.claimed {
-		return nil
+// heartbeat re-sends the stream's last AUTH when nothing was sent on it
+// for heartbeat, so that an idle publisher keeps its cohort at the broker
+// (docs/protocol.md "AUTH": a byte-identical repeat is activity).
+func (e *PubStream) heartbeat(g *generation) {
+	auth := g.auth.Load()
+	if auth == nil || g.lost.Load() || !g.claimed.Load() || time.Since(time.Unix(0, g.last.Load())) < heartbeat {
+		return
 	}
-	e.claimed = st.Next
-	ctx, cancel := context.WithTimeout(e.x.ctx, e.x.opts.JoinTimeout+e.x.opts.ClaimTimeout)
+	ctx, cancel := context.WithTimeout(e.x.ctx, e.x.opts.JoinTimeout)
 	defer cancel()
-	if err := e.p.Reclaim(ctx); err != nil {
-		return err
+	if g.p.Send(ctx, auth) == nil {
+		g.last.Store(time.Now().UnixNano())
 	}
-	e.x.metrics.Reclaims.Inc()
-	return nil
+}
+
+// finish ends the stream for good after the broker ended it, and its
+// sessions.
+func (e *PubStream) finish(err error) {
+	e.x.pubs.drop(e.key, e)
+	e.setGen(nil)
+	e.endAll(err)
+}
+
+// end closes the stream and ends its sessions.
+func (e *PubStream) end(err error) {
+	g, _, _ := e.current()
+	e.finish(err)
+	_ = g.p.Close()
 }
 
 func (e *PubStream) pokeSessions() {

@@ -7,6 +7,7 @@ package wsclient
 import (
 	"bytes"
 	"context"
+	"encoding/hex"
 	"encoding/json"
 	"errors"
 	"fmt"
@@ -20,7 +21,7 @@ import (
 // Service kinds, as service frames name them.
 const (
 	KindRoster      = "ROSTER"
-	KindEndOfStream = "END_OF_STREAM"
+	KindEndOfStream = "EOS" // SWIP-60 rev 14's EOS
 )
 
 // Service is a service frame: an update of the admin's service feed as the
@@ -72,18 +73,46 @@ func DecodeService(f map[string]any) (Service, error) {
 	return v, nil
 }
 
-// PostService signs svc as the next update of the admin's service feed of
-// the cohort o names (bps.ServiceUpdate: a SOC under bps.ServiceID) and
-// posts it to POST /pubsub/{topic}/service as id ‖ signature ‖ span ‖
-// payload, for the node to relay on the admin's publisher stream. signer is
-// the admin's; the node relays only with an admin session of the cohort open
-// on it. A refusal is an *HTTPError (403 not the admin's, 409 no admin
-// session or a stale index, …).
-func PostService(ctx context.Context, o Options, signer crypto.Signer, svc *pb.ServiceMessage) error {
+// servicePayload is the kind and payload of a service chunk: a ROSTER's
+// payload is the Roster naming publishers, an EOS is empty.
+func servicePayload(kind string, publishers [][]byte) (pb.Kind, []byte, error) {
+	switch kind {
+	case KindRoster:
+		p, err := bps.RosterPayload(publishers)
+		return pb.Kind_ROSTER, p, err
+	case KindEndOfStream:
+		if len(publishers) > 0 {
+			return 0, nil, errors.New("wsclient: an EOS names no publishers")
+		}
+		return pb.Kind_EOS, nil, nil
+	}
+	return 0, nil, fmt.Errorf("wsclient: service kind %q: want %s or %s", kind, KindRoster, KindEndOfStream)
+}
+
+// PostService signs a ROSTER naming publishers (KindRoster) or the EOS
+// (KindEndOfStream) at index with the admin's signer, under challenge —
+// that of the admin's stream on the node, which its publishing session's
+// challenge frame gave (Session.Challenge) — and posts it to POST
+// /pubsub/{topic}/service, for the node to relay on that stream. A refusal
+// is an *HTTPError (409 no admin stream with this challenge, or a stale
+// index; 400 a chunk that does not validate).
+func PostService(ctx context.Context, o Options, signer crypto.Signer, challenge []byte, kind string, index uint64, publishers [][]byte) error {
 	if o.Mode == GSOC {
 		return errors.New("wsclient: a GSOC cohort has no service feed")
 	}
-	m, err := bps.ServiceUpdate(signer, o.Topic, svc)
+	k, payload, err := servicePayload(kind, publishers)
+	if err != nil {
+		return err
+	}
+	addr, err := signer.EthereumAddress()
+	if err != nil {
+		return err
+	}
+	data, _, err := bps.SignSOC(signer, addr.Bytes(), bps.SessionID(k, o.Topic, challenge, index), payload)
+	if err != nil {
+		return err
+	}
+	body, err := json.Marshal(map[string]any{"kind": kind, "index": index, "challenge": hex.EncodeToString(challenge), "soc": hex.EncodeToString(data)})
 	if err != nil {
 		return err
 	}
@@ -95,16 +124,16 @@ func PostService(ctx context.Context, o Options, signer crypto.Signer, svc *pb.S
 	if err != nil {
 		return err
 	}
-	req, err := http.NewRequestWithContext(ctx, http.MethodPost, u, bytes.NewReader(m.Data))
+	req, err := http.NewRequestWithContext(ctx, http.MethodPost, u, bytes.NewReader(body))
 	if err != nil {
 		return fmt.Errorf("post service: %w", err)
 	}
-	req.Header.Set("Content-Type", "application/octet-stream")
+	req.Header.Set("Content-Type", "application/json")
 	resp, err := http.DefaultClient.Do(req)
 	if err != nil {
 		return fmt.Errorf("post service: %w", err)
 	}
-	if resp.StatusCode != http.StatusAccepted {
+	if resp.StatusCode != http.StatusOK {
 		return httpError("post service", resp)
 	}
 	defer func() { _ = resp.Body.Close() }()
@@ -117,8 +146,18 @@ func PostService(ctx context.Context, o Options, signer crypto.Signer, svc *pb.S
 	if out.Index == nil {
 		return fmt.Errorf("post service: %s without the relayed index", resp.Status)
 	}
-	if *out.Index != svc.Index {
-		return fmt.Errorf("post service: the node relayed index %d, want %d", *out.Index, svc.Index)
+	if *out.Index != index {
+		return fmt.Errorf("post service: the node relayed index %d, want %d", *out.Index, index)
 	}
 	return nil
+}
+
+// PostService is the package's PostService for the admin's publishing
+// session: its signer, under its stream's challenge.
+func (s *Session) PostService(ctx context.Context, kind string, index uint64, publishers [][]byte) error {
+	ch, _ := s.Challenge()
+	if ch == nil || s.signer == nil {
+		return errors.New("wsclient: not a publishing session with a challenge")
+	}
+	return PostService(ctx, s.o, s.signer, ch, kind, index, publishers)
 }

@@ -60,13 +60,15 @@ func subscribe(t *testing.T, o wsclient.Options) *wsclient.Session {
 	return s
 }
 
-func postRoster(t *testing.T, o wsclient.Options, admin ident, index uint64, pubs ...ident) {
+// postRoster posts the admin's roster naming pubs at index, signed under
+// the challenge of the admin's session sa.
+func postRoster(t *testing.T, sa *wsclient.Session, index uint64, pubs ...ident) {
 	t.Helper()
-	svc := &pb.ServiceMessage{Kind: pb.ServiceKind_ROSTER, Index: index}
+	var addrs [][]byte
 	for _, p := range pubs {
-		svc.Publishers = append(svc.Publishers, p.addr)
+		addrs = append(addrs, p.addr)
 	}
-	if err := wsclient.PostService(ctxT(t), o, admin.signer, svc); err != nil {
+	if err := sa.PostService(ctxT(t), wsclient.KindRoster, index, addrs); err != nil {
 		t.Fatal(err)
 	}
 }
@@ -112,7 +114,7 @@ func payload(t *testing.T, s *wsclient.Session, want string) wsclient.Message {
 }
 
 // TestSpectatorJam: a grantee's session waits until a roster the admin
-// posts names it, then the node asks for its claim and it is ready; the
+// posts names it, then claims with an AUTH and is ready; the
 // audience hears both publishers, each publisher the other. A revocation
 // puts it back to waiting.
 func TestSpectatorJam(t *testing.T) {
@@ -127,13 +129,13 @@ func TestSpectatorJam(t *testing.T) {
 	o.API = nodes[0].url
 	sa := publish(t, o, alice, wsclient.StateReady)
 
-	postRoster(t, o, alice, 0, bob)
+	postRoster(t, sa, 0, bob)
 	awaitRoster(t, sa, 0, bob)
 	awaitRoster(t, audience, 0, bob)
+	awaitRoster(t, sb, 0, bob)
 	if r := awaitFrame(t, sb, "ready"); r["role"] != "publisher" || sb.State() != wsclient.StateReady {
 		t.Fatalf("ready %v, state %q", r, sb.State())
 	}
-	awaitRoster(t, sb, 0, bob)
 
 	if err := sa.SendFeedUpdate(alice.signer, 0, []byte("alice 0")); err != nil {
 		t.Fatal(err)
@@ -146,7 +148,7 @@ func TestSpectatorJam(t *testing.T) {
 	payload(t, audience, "bob 0")
 	payload(t, sa, "bob 0")
 
-	postRoster(t, o, alice, 1)
+	postRoster(t, sa, 1)
 	awaitRoster(t, sb, 1)
 	if w := awaitFrame(t, sb, "waiting"); !strings.Contains(w["reason"].(string), "revoked") || sb.State() != wsclient.StateWaiting {
 		t.Fatalf("waiting %v, state %q", w, sb.State())
@@ -155,8 +157,8 @@ func TestSpectatorJam(t *testing.T) {
 
 // TestJam: a closed cohort. A spectator is refused before the upgrade; a
 // seat granted beforehand is admitted and talks with the admin; a seat not
-// yet granted waits, and the node's reclaim when the grant comes is
-// answered by the session.
+// yet granted waits, and claims with an AUTH on its silent stream when the
+// grant reaches it.
 func TestJam(t *testing.T) {
 	t.Parallel()
 	broker, nodes := bridgeNodes(t, 2)
@@ -169,7 +171,7 @@ func TestJam(t *testing.T) {
 		t.Fatalf("a spectator of a closed cohort: %v, want 400", err)
 	}
 	sa := publish(t, o, alice, wsclient.StateReady)
-	postRoster(t, o, alice, 0, bob)
+	postRoster(t, sa, 0, bob)
 	awaitRoster(t, sa, 0, bob)
 
 	o.API = nodes[1].url
@@ -181,27 +183,25 @@ func TestJam(t *testing.T) {
 	if sb.State() != wsclient.StateReady {
 		awaitFrame(t, sb, "ready")
 	}
-	awaitRoster(t, sb, 0, bob)
 
 	o.API = nodes[0].url
 	sc := publish(t, o, carol, wsclient.StateWaiting)
 
-	if err := sb.SendSOC(bob.signer, keccak("bob 1"), []byte("bob plays")); err != nil {
+	if err := sb.SendUpdate(bob.signer, 1, []byte("bob plays")); err != nil {
 		t.Fatal(err)
 	}
 	if m := payload(t, sa, "bob plays"); len(m.Raw) != len("bob plays") {
 		t.Fatalf("raw %x", m.Raw)
 	}
-	if err := sa.SendSOC(alice.signer, keccak("alice 1"), []byte("alice plays")); err != nil {
+	if err := sa.SendUpdate(alice.signer, 1, []byte("alice plays")); err != nil {
 		t.Fatal(err)
 	}
 	payload(t, sb, "alice plays")
 
-	postRoster(t, o, alice, 1, bob, carol)
-	awaitFrame(t, sc, "claim-request") // the reclaim, answered as it came
+	postRoster(t, sa, 1, bob, carol)
+	awaitRoster(t, sc, 1, bob, carol) // the cue: the session claims as it comes
 	awaitFrame(t, sc, "ready")
-	awaitRoster(t, sc, 1, bob, carol)
-	if err := sc.SendSOC(carol.signer, keccak("carol 1"), []byte("carol plays")); err != nil {
+	if err := sc.SendUpdate(carol.signer, 1, []byte("carol plays")); err != nil {
 		t.Fatal(err)
 	}
 	payload(t, sa, "carol plays")
@@ -209,8 +209,9 @@ func TestJam(t *testing.T) {
 }
 
 // TestGroupChat: MNEMONIC, an admin, publishers=all: members declare their
-// addresses, need no claim, and hear each other, attributed by the SOC
-// address; the admin ends the chat for everyone.
+// addresses, need no claim, sign under their streams' challenges and hear
+// each other, attributed by the SOC address; the admin ends the chat for
+// everyone.
 func TestGroupChat(t *testing.T) {
 	t.Parallel()
 	broker, nodes := bridgeNodes(t, 2)
@@ -227,12 +228,12 @@ func TestGroupChat(t *testing.T) {
 		members[i].s = publish(t, o, members[i].who, wsclient.StateReady)
 	}
 	for i, m := range members {
-		id := keccak(string(rune('a' + i)))
 		say := "hello from " + string(rune('a'+i))
-		if err := m.s.SendSOC(m.who.signer, id, []byte(say)); err != nil {
+		if err := m.s.SendUpdate(m.who.signer, uint64(i), []byte(say)); err != nil {
 			t.Fatal(err)
 		}
-		addr, _ := wsclient.GSOCAddress(id, m.who.addr)
+		ch, _ := m.s.Challenge()
+		addr, _ := wsclient.GSOCAddress(bps.SessionID(pb.Kind_DATA, o.Topic, ch, uint64(i)), m.who.addr)
 		for j, other := range members {
 			if j == i {
 				continue
@@ -242,8 +243,7 @@ func TestGroupChat(t *testing.T) {
 			}
 		}
 	}
-	o.API = nodes[0].url
-	if err := wsclient.PostService(ctxT(t), o, alice.signer, &pb.ServiceMessage{Kind: pb.ServiceKind_END_OF_STREAM}); err != nil {
+	if err := members[0].s.PostService(ctxT(t), wsclient.KindEndOfStream, 0, nil); err != nil {
 		t.Fatal(err)
 	}
 	for _, m := range members {
@@ -338,14 +338,15 @@ func TestImplicitBindings(t *testing.T) {
 }
 
 // TestPostServiceRefused: the node's refusals reach the caller as
-// *HTTPError: no admin session (409), a forged service SOC (403), a stale
-// index (409), an implicit cohort (400).
+// *HTTPError: no admin stream with the challenge (409), a forged service
+// chunk (400: it does not validate), a stale index (409), an implicit
+// cohort (400).
 func TestPostServiceRefused(t *testing.T) {
 	t.Parallel()
 	broker, nodes := bridgeNodes(t, 1)
 	alice, mallory := newIdent(t), newIdent(t)
 	o := wsclient.Options{API: nodes[0].url, Peer: broker.Overlay().String(), Topic: keccak("wsclient-refused"), Binding: wsclient.BindingFeed, Admin: alice.addr}
-	roster := &pb.ServiceMessage{Kind: pb.ServiceKind_ROSTER}
+	gone := bytes.Repeat([]byte{7}, 32)
 	status := func(err error) int {
 		var he *wsclient.HTTPError
 		if !errors.As(err, &he) {
@@ -353,20 +354,21 @@ func TestPostServiceRefused(t *testing.T) {
 		}
 		return he.StatusCode
 	}
-	if code := status(wsclient.PostService(ctxT(t), o, alice.signer, roster)); code != http.StatusConflict {
-		t.Fatalf("no admin session: %d", code)
+	if code := status(wsclient.PostService(ctxT(t), o, alice.signer, gone, wsclient.KindRoster, 0, nil)); code != http.StatusConflict {
+		t.Fatalf("no admin stream: %d", code)
 	}
 	sa := publish(t, o, alice, wsclient.StateReady)
-	if code := status(wsclient.PostService(ctxT(t), o, mallory.signer, roster)); code != http.StatusForbidden {
+	ch, _ := sa.Challenge()
+	if code := status(wsclient.PostService(ctxT(t), o, mallory.signer, ch, wsclient.KindRoster, 0, nil)); code != http.StatusBadRequest {
 		t.Fatalf("forged: %d", code)
 	}
-	postRoster(t, o, alice, 0)
+	postRoster(t, sa, 0)
 	awaitRoster(t, sa, 0)
-	if code := status(wsclient.PostService(ctxT(t), o, alice.signer, roster)); code != http.StatusConflict {
+	if code := status(wsclient.PostService(ctxT(t), o, alice.signer, ch, wsclient.KindRoster, 0, nil)); code != http.StatusConflict {
 		t.Fatalf("stale: %d", code)
 	}
 	o.Admin = nil
-	if code := status(wsclient.PostService(ctxT(t), o, alice.signer, roster)); code != http.StatusBadRequest {
+	if code := status(wsclient.PostService(ctxT(t), o, alice.signer, ch, wsclient.KindRoster, 0, nil)); code != http.StatusBadRequest {
 		t.Fatalf("implicit: %d", code)
 	}
 }
@@ -381,7 +383,7 @@ func TestDecodeService(t *testing.T) {
 	}{
 		{"roster", map[string]any{"type": "service", "kind": "ROSTER", "index": float64(3), "publishers": []any{"0x" + strings.Repeat("ab", 20)}, "gap": true},
 			&wsclient.Service{Kind: wsclient.KindRoster, Index: 3, Publishers: [][]byte{a}, Gap: true}},
-		{"end", map[string]any{"type": "service", "kind": "END_OF_STREAM", "index": float64(4), "publishers": []any{}, "gap": false},
+		{"end", map[string]any{"type": "service", "kind": "EOS", "index": float64(4), "publishers": []any{}, "gap": false},
 			&wsclient.Service{Kind: wsclient.KindEndOfStream, Index: 4}},
 		{"not service", map[string]any{"type": "ready", "index": float64(0)}, nil},
 		{"no index", map[string]any{"type": "service", "kind": "ROSTER"}, nil},

@@ -88,8 +88,12 @@ type Options struct {
 	Pot bool
 
 	// Publishing only.
-	ID    []byte // binding=anchor without an admin: the session's SOC id
-	Index uint64 // binding=feed with an admin: the cursor signed into the claim
+	ID []byte // binding=anchor without an admin: the session's SOC id
+	// Index is the client's own feed cursor (binding=feed): the lowest
+	// index its key never signed. The client signs an update only within
+	// [Index, Index + 1,024) — or re-signs one it signed (docs/protocol.md
+	// "Publishers"); the node echoes it in ready and does nothing with it.
+	Index uint64
 	// PostageBatch (swarm-postage-batch-id) makes a publishing session
 	// persistent (SWIP-65): the node uploads every update, stamped with it.
 	// Subscribe ignores it.
@@ -270,13 +274,16 @@ func Subscribe(ctx context.Context, o Options) (*Session, error) {
 
 // Publish opens a session publishing as signer's address in the cohort o
 // names and returns once the node has said ready or waiting (State tells
-// which). The session answers every claim request with signer, now and
-// whenever the node asks again: when a roster admits the address in an open
-// cohort, when the node reclaims a closed cohort's silent stream. Under
-// publishers=all and implicit authorship there is no claim and the session
-// is ready at once; o.ID is the SOC id for binding=anchor without an admin,
-// o.Index the cursor for binding=feed with an admin. In GSOC mode Publish
-// is PublishGSOC under o.ID.
+// which). Under a session feed (explicit authorship, ALL) the node hands
+// the session its stream's challenge and the session signs everything
+// under it (SWIP-74 Rev 8); under explicit authorship it claims the stream
+// with an AUTH whenever it may publish — at once as the admin, else when a
+// roster naming its address arrives — and again after the node joined the
+// broker again (a new challenge); a frame the node answers stale is
+// re-signed under the new challenge. Under publishers=all and implicit
+// authorship there is no claim and the session is ready at once; o.ID is
+// the SOC id for binding=anchor without an admin, o.Index the client's own
+// cursor for binding=feed. In GSOC mode Publish is PublishGSOC under o.ID.
 func Publish(ctx context.Context, o Options, signer crypto.Signer) (*Session, error) {
 	addr, err := signer.EthereumAddress()
 	if err != nil {
@@ -296,7 +303,7 @@ func Publish(ctx context.Context, o Options, signer crypto.Signer) (*Session, er
 	if err != nil {
 		return nil, err
 	}
-	s.signer = signer
+	s.signer, s.addr = signer, addr.Bytes()
 	if err := s.handshake(ctx, false); err != nil {
 		_ = s.conn.Close()
 		return nil, err
@@ -305,8 +312,7 @@ func Publish(ctx context.Context, o Options, signer crypto.Signer) (*Session, er
 }
 
 // PublishFeed opens a publishing session on a feed cohort as signer with
-// cursor index, answers the node's claim requests with signer, and waits
-// for ready.
+// its own cursor index, claims when it may, and waits for ready.
 func PublishFeed(ctx context.Context, o Options, signer crypto.Signer, index uint64) (*Session, error) {
 	o.Index = index
 	s, err := Publish(ctx, o, signer)

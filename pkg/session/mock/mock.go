@@ -11,7 +11,6 @@ package mock
 import (
 	"context"
 	"crypto/rand"
-	"fmt"
 	"sync"
 	"time"
 
@@ -56,9 +55,9 @@ func WithBackoff(f func(broker swarm.Address, sp *bps.Spec) (time.Time, error)) 
 }
 
 // New is a Service with opts. Without WithSubscribe or WithPublish a join
-// succeeds and opens a Stream (Opened); a publisher join under explicit
-// authorship calls Joined, then signs its claim with the caller's signer,
-// as the node does once the broker answered.
+// succeeds and opens a Stream (Opened) with a challenge of its own; a
+// publisher join calls Joined with it, as the node does once the broker
+// answered.
 func New(opts ...Option) *Service {
 	overlay := make([]byte, swarm.HashSize)
 	_, _ = rand.Read(overlay)
@@ -82,18 +81,11 @@ func (s *Service) Publish(ctx context.Context, broker swarm.Address, sp *bps.Spe
 	if s.publish != nil {
 		return s.publish(ctx, broker, sp, o)
 	}
+	st := s.open()
 	if o.Joined != nil {
-		o.Joined()
+		o.Joined(st.Challenge())
 	}
-	if sp.Explicit() {
-		if o.Sign == nil {
-			return nil, fmt.Errorf("mock: publishing in %s takes a claim: no claim signer given", sp)
-		}
-		if _, err := o.Sign(ctx, make([]byte, 32), broker, o.Index); err != nil {
-			return nil, fmt.Errorf("claim: sign claim: %w", err)
-		}
-	}
-	return s.open(), nil
+	return st, nil
 }
 
 func (s *Service) open() *Stream {
@@ -149,11 +141,12 @@ const streamQueue = 64
 type Stream struct {
 	c chan bps.Delivery
 
-	mu       sync.Mutex
-	ended    bool
-	err      error
-	sent     []*pb.Message
-	reclaims int
+	challenge []byte
+
+	mu    sync.Mutex
+	ended bool
+	err   error
+	sent  []*pb.Broadcast
 }
 
 var (
@@ -161,8 +154,12 @@ var (
 	_ session.Publisher    = (*Stream)(nil)
 )
 
-// NewStream is an open stream.
-func NewStream() *Stream { return &Stream{c: make(chan bps.Delivery, streamQueue)} }
+// NewStream is an open stream with a random challenge.
+func NewStream() *Stream {
+	ch := make([]byte, 32)
+	_, _ = rand.Read(ch)
+	return &Stream{c: make(chan bps.Delivery, streamQueue), challenge: ch}
+}
 
 // C is what the broker sends.
 func (s *Stream) C() <-chan bps.Delivery { return s.c }
@@ -177,30 +174,19 @@ func (s *Stream) Err() error {
 // Dropped is the deliveries the stream dropped: none.
 func (s *Stream) Dropped() uint64 { return 0 }
 
-// Send publishes msg: recorded, or bps.ErrClosed once the stream ended.
-func (s *Stream) Send(_ context.Context, msg *pb.Message) error {
+// Send publishes b: recorded, or bps.ErrClosed once the stream ended.
+func (s *Stream) Send(_ context.Context, b *pb.Broadcast) error {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	if s.ended {
 		return bps.ErrClosed
 	}
-	s.sent = append(s.sent, msg)
+	s.sent = append(s.sent, b)
 	return nil
 }
 
-// Challenge is the stream's challenge: a fixed one.
-func (s *Stream) Challenge() []byte { return mockChallenge[:] }
-
-// mockChallenge is every mock stream's challenge.
-var mockChallenge = [32]byte{'m', 'o', 'c', 'k'}
-
-// Reclaim claims again: counted.
-func (s *Stream) Reclaim(context.Context) error {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	s.reclaims++
-	return nil
-}
+// Challenge is the stream's challenge (its Ack's).
+func (s *Stream) Challenge() []byte { return s.challenge }
 
 // Close ends the stream from the node's side.
 func (s *Stream) Close() error {
@@ -244,15 +230,8 @@ func (s *Stream) Ended() bool {
 }
 
 // Sent is what was published on the stream, in order.
-func (s *Stream) Sent() []*pb.Message {
+func (s *Stream) Sent() []*pb.Broadcast {
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	return append([]*pb.Message(nil), s.sent...)
-}
-
-// Reclaims is how often the stream claimed again.
-func (s *Stream) Reclaims() int {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	return s.reclaims
+	return append([]*pb.Broadcast(nil), s.sent...)
 }

@@ -11,6 +11,7 @@ import (
 	"time"
 
 	"github.com/ethersphere/bee/v2/pkg/crypto"
+	"github.com/ethersphere/bee/v2/pkg/soc"
 	"github.com/ethersphere/bee/v2/pkg/swarm"
 	"github.com/ethersphere/bps/pkg/bps"
 	"github.com/ethersphere/bps/pkg/bps/pb"
@@ -31,14 +32,11 @@ func (r *recorder) Deliver(v *session.View) bool {
 	r.delivered <- v.Delivery().Payload()
 	return true
 }
-func (r *recorder) Service(*pb.ServiceMessage, bool) bool { return true }
-func (r *recorder) EndOfCohort(*pb.ServiceMessage, bool)  {}
-func (r *recorder) End(err error)                         { r.ended <- err }
-func (r *recorder) Poke()                                 {}
-func (r *recorder) Closed() bool                          { return false }
-func (r *recorder) SignClaim(context.Context, []byte, swarm.Address, uint64) ([]byte, error) {
-	return nil, errors.New("not a publisher")
-}
+func (r *recorder) Service(*bps.ServiceMsg, bool) bool { return true }
+func (r *recorder) EndOfCohort(*bps.ServiceMsg, bool)  {}
+func (r *recorder) End(err error)                      { r.ended <- err }
+func (r *recorder) Poke()                              {}
+func (r *recorder) Closed() bool                       { return false }
 
 // TestMuxOverMock: the session layer runs over the mock without a network:
 // a delivery the test hands the subscriber stream reaches the room's
@@ -87,11 +85,15 @@ func TestMuxOverMock(t *testing.T) {
 		t.Fatalf("%d streams opened, want the hub's", len(streams))
 	}
 
-	m, err := bps.FeedUpdate(signer, topic, 0, []byte("hello"))
+	b, err := sp.Chunk(signer, owner.Bytes(), pb.Kind_DATA, streams[0].Challenge(), 0, []byte("hello"))
 	if err != nil {
 		t.Fatal(err)
 	}
-	if !streams[0].Deliver(bps.Delivery{Address: swarm.NewAddress(m.Address), Owner: owner.Bytes(), Data: m.Data}) {
+	addr, err := soc.CreateAddress(b.Soc[:swarm.HashSize], owner.Bytes())
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !streams[0].Deliver(bps.Delivery{Kind: b.Kind, Challenge: b.Challenge, Address: addr, Owner: owner.Bytes(), Data: b.Soc}) {
 		t.Fatal("the stream took no delivery")
 	}
 	select {
