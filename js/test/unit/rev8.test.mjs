@@ -1,0 +1,229 @@
+// The client's Rev 8 bytes against the node's own Go vectors: the
+// session-feed ids of pkg/bps/sessionfeed's tests (sessionfeed_test.go), and
+// the chunks pkg/bps builds with bee's signer (jsvectors_test.go:
+// Spec.Chunk, StorageUpdate, RosterPayload), byte for byte. Key 0x0102…20,
+// topic 0x00…1f, challenge 0x20…3f, as there.
+import assert from 'node:assert/strict'
+import { test } from 'node:test'
+import { PrivateKey, Signature } from '@ethersphere/bee-js'
+import {
+  channelId,
+  encodeRoster,
+  feedId,
+  FeedCursor,
+  FeedCursors,
+  inboundFrame,
+  Kind,
+  kindId,
+  kindPrefix,
+  MAX_INDEX,
+  serviceChunkWith,
+  serviceRequest,
+  sessionId,
+  sessionTopic,
+  signChunk,
+  SignError,
+  signSOC,
+  socData,
+} from '../../dist/esm/index.js'
+import { rfc6979Signer } from './rfc6979.mjs'
+
+const hex = (b) => Buffer.from(b).toString('hex')
+const unhex = (s) => new Uint8Array(Buffer.from(s, 'hex'))
+const seq = (b) => Uint8Array.from({ length: 32 }, (_, i) => b + i)
+const padded = (s) => {
+  const out = new Uint8Array(32)
+  out.set(new TextEncoder().encode(s))
+  return out
+}
+const topic = seq(0x00)
+const challenge = seq(0x20)
+const big = 0x0102030405060708n
+const owner = '6370ef2f4db3611d657b90667de398a2cc2a370c'
+const utf8 = (s) => new TextEncoder().encode(s)
+
+// pkg/bps/sessionfeed/sessionfeed_test.go, TestVectors
+const vectors = [
+  [Kind.DATA, '002030bde3d4cf89919649775cd71875c4d0ab1708a380e03fefc3a28aa24831', {
+    0n: '3906f94ffb648d5d62e02ae1f6c201e5805c40d383a1e37669c044491ebb8d90',
+    1n: '1cdf737a1fe33f57a82ad16833e5cf7915c016778d82faee9ead8f4248271d51',
+    [big]: '83f514e4038f241ca82cae1283ef93f2b009a36bc683a49dd26325e3304ece6b',
+  }],
+  [Kind.AUTH, '4fdfde9c123c25286932d06ebf76edd731b1bbf4c139012701e2c0ff1a3a7e05', {
+    0n: '1c0e934a59bed593e2ef827c862c9d3316696b8444d843f02031376b578b7c2d',
+    1n: '33cbfe658ff5d5bf10e801d6f779d8fd46727bdba6a2ebead33fd753e33fa757',
+    [big]: '4be2a033f51e0bc7551eae425c56ae83d6e83aaf25fc1c56db16472739a91c6a',
+  }],
+  [Kind.ROSTER, 'f709e0cd5e7807ce2c15a39b1375a514138774b6e73604d1d86859e9abe33c47', {
+    0n: 'ee2e6326532ad442bab5c5db893883068ca67a2d12a82d242b861c300f7c2a4b',
+    1n: '1b303140b0fd59644d574594dd8d9900c0c254f851f388095b935d8c21089a4f',
+    [big]: '04ae03adbc0a9926d2946e513d284e469a5523f4315a2492713082f66d78dd20',
+  }],
+  [Kind.EOS, 'aa0e326f08fd5fd8ee1d17c243855fd65c23a718ec0071cc52f609b7084a0917', {
+    0n: 'da442d45d7a3f3f8306961cc4c32e87344658f29e6c1ed3972ee3aa9e628c9b5',
+    1n: 'e5d50fecdf631834bc89fa88e270f2464c9a8bcfea647a24821369c0ecbecb46',
+    [big]: '01bd08dd6ada69c8fdab09cdba04e12f111b3caacb534a069690a7af9c17c4d2',
+  }],
+]
+
+// pkg/bps/jsvectors_test.go: each chunk's data, id ‖ signature ‖ span ‖ payload
+const go = {
+  auth: '1c0e934a59bed593e2ef827c862c9d3316696b8444d843f02031376b578b7c2d' +
+    '0308337ef04a2c498fe4719bf60fceaea7c8011bac9939e7415c1256f5f95d025aa4887373ab68dc4515f782d55a9161defbe919ea41e20575cb2c3a759ef1991b' +
+    '0000000000000000',
+  data: '0b0985170f89d38e106a1c09e594c8bcddf7b3f07904f6ddb26e8f232703a046' +
+    '29d0050daed0315b0a45a1872137a43dc285b172064321b6b2202912843a62f7528aeb718da025a4b969d908cb0073c7c1c812dc3635cf25572ef71505ac7aab1c' +
+    '0900000000000000' +
+    '627073207265762038',
+  roster: '1b303140b0fd59644d574594dd8d9900c0c254f851f388095b935d8c21089a4f' +
+    'f6581131b529acb2d24927ce5fe4641cce77d60ffe3aa3300e98d159c0500ca35937d0d697d23391fcf55b99ef0e450d49eb83a5dd9b6e5698297f53b9c1e1cd1c' +
+    '2c00000000000000' +
+    '0a1411111111111111111111111111111111111111110a142222222222222222222222222222222222222222',
+  eos: 'da442d45d7a3f3f8306961cc4c32e87344658f29e6c1ed3972ee3aa9e628c9b5' +
+    '1f353dbf36d3dd2d639fb9e16aa5d47a28226115363c5aed577044b0028a60583f6a71b55ddd321268518167d6993ce7c8021174fed23d14cbd89c57dea0b6dc1c' +
+    '0000000000000000',
+  implicit: '8e34231d958e6886dced5ef6150a0697d5e10719b23ebc7e656cf5dd57507dda' +
+    '0bf1322923cbad674cd3edf0c062fda1af39e104e51b2ca195b73ce382e5c03046b4478072c98fd197d03f0b1c341976a5ab0108387b078828adb3bc2eebf0161b' +
+    '0800000000000000' +
+    '696d706c69636974',
+  storage: '15c101cbe2c58abf19f7c3e29350bae9a0ac5ace8a12ab04c7ac691e8ef04831' +
+    '5ff3931a96853d829b0a4c6fc66b75fd7288b678c440b846702815571bf4f3ff25b619ba7498efee404e72269e61a2888c730fe65b00c8216302bc9f313cd9bf1b' +
+    '0900000000000000' +
+    '627073207265762038',
+}
+const pubs = ['11'.repeat(20), '22'.repeat(20)]
+
+/** The chunks the Go vectors pin, as the client signs them with signer. */
+function chunks(signer) {
+  return {
+    auth: signChunk(signer, kindId(Kind.AUTH, topic, challenge, 0n), new Uint8Array(0)),
+    data: signChunk(signer, kindId(Kind.DATA, topic, challenge, 5n), utf8('bps rev 8')),
+    roster: serviceChunkWith(signer, topic, challenge, { kind: 'ROSTER', index: 1n, publishers: pubs }),
+    eos: serviceChunkWith(signer, topic, challenge, { kind: 'EOS', index: 0n }),
+    implicit: signChunk(signer, channelId(topic, 7n), utf8('implicit')),
+    storage: signChunk(signer, channelId(topic, 5n), utf8('bps rev 8')),
+  }
+}
+
+test('session-feed ids are pkg/bps/sessionfeed\'s vectors, every kind', () => {
+  assert.equal(hex(kindPrefix(Kind.DATA)), '')
+  for (const [kind, topicS, ids] of vectors) {
+    assert.equal(hex(sessionTopic(kindPrefix(kind), topic, challenge)), topicS, `kind ${kind} topic_s`)
+    for (const index of [0n, 1n, big]) {
+      assert.equal(hex(kindId(kind, topic, challenge, index)), ids[index], `kind ${kind} index ${index}`)
+      assert.equal(hex(sessionId(unhex(topicS), index)), ids[index])
+    }
+  }
+  assert.equal(hex(kindPrefix(Kind.AUTH)), hex(utf8('bps-service:v1')) + '02')
+  assert.throws(() => kindPrefix(0), /no session feed/)
+  assert.throws(() => sessionTopic(new Uint8Array(0), topic.subarray(1), challenge), /topic: 31 bytes/)
+  assert.throws(() => kindId(Kind.DATA, topic, challenge.subarray(0, 16), 0n), /challenge: 16 bytes/)
+})
+
+test('upstream\'s fixture ids and the channel id are sessionfeed\'s', () => {
+  // TestUpstreamFixture: "bps-test-topic", "bps-test-challenge", zero-padded
+  const t = padded('bps-test-topic')
+  const c = padded('bps-test-challenge')
+  assert.equal(hex(sessionTopic(kindPrefix(Kind.DATA), t, c)), '0f87fdc2337db43fcb44c445ddba662f4c784a9c972e48c2cb163571a9fd3732')
+  assert.equal(hex(kindId(Kind.DATA, t, c, 0n)), '304725343136a8e3202c3345bbd2bceac8b631a0eb9a0ceb1373309d981cdbfa')
+  assert.equal(hex(kindId(Kind.DATA, t, c, 3n)), '86450b8f0c4c8b2db75cee9e282d0ded844859a50fed651872cbe1a49f2a4476')
+  assert.equal(hex(sessionTopic(kindPrefix(Kind.AUTH), t, c)), '50b9ea93487be9e432b27c98fd337ba1e4e4820034b2ed1e78398c6cc4d1d1f9')
+  assert.equal(hex(kindId(Kind.AUTH, t, c, 0n)), '590e662098489bbe07cb3ad03ff853c82aca6bbe5041f36f730efe97df8baf28')
+  assert.equal(hex(kindId(Kind.AUTH, t, c, 3n)), 'dfd624cda5018b55aa1d3ae811df569edb14df4a0b14acd66c43f29a54113df7')
+  // TestChannelID
+  assert.equal(hex(channelId(topic, 7n)), '8e34231d958e6886dced5ef6150a0697d5e10719b23ebc7e656cf5dd57507dda')
+  assert.equal(hex(channelId(topic, 7n)), hex(feedId(topic, 7n)))
+  assert.notEqual(hex(kindId(Kind.DATA, topic, challenge, 7n)), hex(channelId(topic, 7n)))
+})
+
+test('the roster payload is pkg/bps\'s RosterPayload', () => {
+  assert.equal(hex(encodeRoster(pubs)), '0a14' + pubs[0] + '0a14' + pubs[1])
+  assert.equal(encodeRoster([]).length, 0)
+  assert.throws(() => encodeRoster(['12']), /20/)
+  assert.throws(() => encodeRoster(Array(187).fill(pubs[0])), /186/)
+})
+
+test('AUTH, DATA, ROSTER, EOS, implicit feed and storage chunks equal the Go vectors byte for byte (an RFC 6979 signer, as bee\'s)', async () => {
+  const signer = rfc6979Signer(seq(0x01))
+  assert.equal(hex(signer.address), owner)
+  const got = chunks(signer)
+  for (const [name, want] of Object.entries(go)) {
+    assert.equal(hex(socData(await got[name])), want, name)
+  }
+  // An AUTH is the empty chunk: 105 bytes.
+  assert.equal(socData(got.auth).length, 105)
+})
+
+test('the same chunks signed with the key itself: the same bytes but the signature, which recovers to the owner', async () => {
+  // The key's own signer (bee-js's today) may pick another valid nonce
+  // than RFC 6979's; the node checks the signature by recovery.
+  const key = new PrivateKey(seq(0x01))
+  const held = { address: key.publicKey().address().toUint8Array(), sign: (d) => key.sign(d).toUint8Array() }
+  const got = chunks(held)
+  for (const [name, want] of Object.entries(go)) {
+    const soc = await got[name]
+    const data = hex(socData(soc))
+    assert.equal(data.slice(0, 64) + data.slice(194), want.slice(0, 64) + want.slice(194), name)
+    assert.ok(new Signature(soc.signature).isValid(new Uint8Array([...soc.identifier, ...soc.wrappedAddress]), owner), name)
+  }
+  // signSOC (the key's) agrees with signChunk for a payload
+  const s = signSOC(key, kindId(Kind.DATA, topic, challenge, 5n), utf8('bps rev 8'))
+  assert.equal(hex(socData(s)).slice(194), go.data.slice(194))
+})
+
+test('inbound frames: kind ‖ index ‖ soc, and a persistent DATA\'s storage signature before the soc', () => {
+  const signer = rfc6979Signer(seq(0x01))
+  const { data, storage, auth } = chunks(signer)
+  assert.equal(hex(inboundFrame(Kind.DATA, 5n, data)), '01' + '0000000000000005' + go.data)
+  assert.equal(hex(inboundFrame(Kind.AUTH, 0n, auth)), '02' + '0000000000000000' + go.auth)
+  assert.equal(hex(inboundFrame(Kind.DATA, 5n, data, storage.signature)), '01' + '0000000000000005' + go.storage.slice(64, 194) + go.data)
+})
+
+test('the service request: kind, index exact, challenge and the signed chunk', async () => {
+  const signer = rfc6979Signer(seq(0x01))
+  const soc = await serviceChunkWith(signer, topic, challenge, { kind: 'ROSTER', index: 1n, publishers: pubs })
+  const body = JSON.parse(serviceRequest({ kind: 'ROSTER', index: 1n, publishers: pubs }, challenge, soc))
+  assert.deepEqual(body, { kind: 'ROSTER', index: 1, challenge: hex(challenge), soc: go.roster })
+  const huge = serviceRequest({ kind: 'ROSTER', index: (1n << 60n) + 1n }, challenge, soc)
+  assert.match(huge, /"index":1152921504606846977,/, 'the index written exactly')
+  assert.throws(() => serviceChunkWith(signer, topic, challenge, { kind: 'EOS', index: 1n }), /index 0 only/)
+  assert.throws(() => serviceChunkWith(signer, topic, challenge, { kind: 'EOS', index: 0n, publishers: pubs }), /no publishers/)
+  assert.throws(() => serviceChunkWith(signer, topic, challenge, { kind: 'END_OF_STREAM', index: 0n }), /ROSTER or EOS/)
+})
+
+test('a feed cursor signs DATA only in [cursor, cursor + 1024), and below it only the payload it signed there', () => {
+  const c = new FeedCursor(10n)
+  const a = utf8('a')
+  assert.throws(() => c.take(9n, a), SignError, 'below the cursor, never signed here')
+  assert.throws(() => c.take(10n + 1024n, a), /1024 past/)
+  c.take(10n, a)
+  assert.equal(c.next, 11n)
+  c.take(10n, a) // the same payload again: a re-signature
+  assert.throws(() => c.take(10n, utf8('b')), /another payload/)
+  c.take(11n + 1023n, a) // the far end of the window
+  assert.equal(c.next, 1035n)
+  assert.throws(() => c.take(MAX_INDEX + 1n, a), /past the last index/)
+  // A node cannot make the client sign the last index: 2^64-2 is far from any cursor it starts from.
+  assert.throws(() => new FeedCursor(0n).take(MAX_INDEX, a), /past this key's feed cursor/)
+  // raise: forward only
+  c.raise(5n)
+  assert.equal(c.next, 1035n)
+  c.raise(2000n)
+  assert.equal(c.next, 2000n)
+  // The held payloads are the latest 1,024.
+  const h = new FeedCursor()
+  for (let i = 0n; i < 1030n; i++) h.take(i, a)
+  assert.equal(h.payload(5n), undefined)
+  assert.deepEqual(h.payload(6n), a)
+  assert.throws(() => h.take(5n, a), /not held/)
+  // Shared per (owner, topic), bounded.
+  const cs = new FeedCursors(2)
+  const o1 = new Uint8Array(20).fill(1)
+  assert.equal(cs.get(o1, topic), cs.get(o1, topic))
+  assert.equal(cs.get(o1, topic, 7n).next, 7n)
+  assert.notEqual(cs.get(o1, challenge), cs.get(o1, topic))
+  const first = cs.get(o1, topic)
+  cs.get(o1, seq(0x40))
+  cs.get(o1, seq(0x60))
+  assert.notEqual(cs.get(o1, topic), first, 'the least recently used forgotten')
+})
