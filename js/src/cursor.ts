@@ -54,13 +54,31 @@ export class FeedCursor {
     if (!equal(p, payload)) throw new SignError(`index ${index} was signed with another payload: never a second content at an index`)
   }
 
-  /** check, then takes index as signed with payload: the cursor moves past it. */
-  take(index: bigint, payload: Uint8Array): void {
+  /**
+   * check, then takes index as signed with payload: the cursor moves past
+   * it. Returns the cursor before, for release.
+   */
+  take(index: bigint, payload: Uint8Array): bigint {
     this.check(index, payload)
+    const before = this._next
     if (index >= this._next) this._next = index + 1n
     this.held.delete(index)
     this.held.set(index, payload.slice())
     if (this.held.size > HELD) this.held.delete(this.held.keys().next().value as bigint)
+    return before
+  }
+
+  /**
+   * Undoes take(index) that returned before, if nothing was taken since:
+   * its signature was never sent, so the index is free again. A take below
+   * the cursor (a re-signature) is not undone: that payload stays the
+   * index's.
+   */
+  release(index: bigint, before: bigint): void {
+    if (index >= before && this._next === index + 1n) {
+      this._next = before
+      this.held.delete(index)
+    }
   }
 
   /** The payload signed at index, if still held. */

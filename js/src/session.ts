@@ -619,13 +619,30 @@ export class Session extends Emitter<SessionEvents> {
       throw new StateError('publish() calls are still signing or waiting to be sent: send after them, or use publish() throughout')
     }
     const o = this.prepare(payload, opts)
-    const built = this.build(o)
+    let built: Built | Promise<Built>
+    try {
+      built = this.build(o)
+    } catch (e) {
+      this.release(o)
+      throw e
+    }
     if (built instanceof Promise) {
       built.catch(() => undefined) // not sent: the caller is told to publish()
+      this.release(o)
       throw new StateError("this session's signer answers asynchronously (a Web Worker, a wallet): use publish(), which waits for it")
     }
     this.socket!.sendBinary(built.frame)
-    return { ...built.soc, index: o.index }
+    return { ...built.soc, index: this.indexOf(o) }
+  }
+
+  /** Gives back the index o took on the feed cursor, its frame not sent. */
+  private release(o: Outgoing): void {
+    if (o.before !== undefined) this.feed?.release(o.index, o.before)
+  }
+
+  /** The index a publication reports: its feed index where it has one. */
+  private indexOf(o: Outgoing): bigint | undefined {
+    return this.mode === 'session' || this.cohort.binding === 'feed' ? o.index : undefined
   }
 
   /**
@@ -668,8 +685,8 @@ export class Session extends Emitter<SessionEvents> {
     if (this.mode === 'session' || c.binding === 'feed') {
       if (opts.id !== undefined) throw new ValidationError(`id: the id is the ${this.mode === 'session' ? 'session feed' : 'feed'}'s, derived from the index`)
       const index = opts.index === undefined ? this.feed!.next : toUint64(opts.index, 'index')
-      this.feed!.take(index, data)
-      return { kind: Kind.DATA, index, payload: data, id: this.mode === 'session' ? undefined : channelId(c.topic, index) }
+      const before = this.feed!.take(index, data)
+      return { kind: Kind.DATA, index, payload: data, id: this.mode === 'session' ? undefined : channelId(c.topic, index), before }
     }
     if (opts.index !== undefined) throw new ValidationError(`index: binding ${c.binding ?? 'GSOC'} without admin has no feed index`)
     let id: Uint8Array
@@ -769,7 +786,7 @@ export class Session extends Emitter<SessionEvents> {
           continue
         }
         this.socket.sendBinary(b.value!.frame)
-        o.resolve?.({ ...b.value!.soc, index: this.mode === 'session' || this.cohort.binding === 'feed' ? o.index : undefined })
+        o.resolve?.({ ...b.value!.soc, index: this.indexOf(o) })
       }
     } finally {
       this.pumping = false
@@ -940,6 +957,8 @@ interface Outgoing {
   index: bigint
   payload: Uint8Array
   id?: Uint8Array
+  /** The feed cursor before this frame took its index (release). */
+  before?: bigint
   built?: Building
   resolve?: (v: SignedSOC & { index?: bigint }) => void
   reject?: (e: BpsError) => void

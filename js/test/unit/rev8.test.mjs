@@ -26,6 +26,7 @@ import {
   signSOC,
   socData,
 } from '../../dist/esm/index.js'
+import { big, go, vectors } from './govectors.mjs'
 import { rfc6979Signer } from './rfc6979.mjs'
 
 const hex = (b) => Buffer.from(b).toString('hex')
@@ -38,59 +39,9 @@ const padded = (s) => {
 }
 const topic = seq(0x00)
 const challenge = seq(0x20)
-const big = 0x0102030405060708n
 const owner = '6370ef2f4db3611d657b90667de398a2cc2a370c'
 const utf8 = (s) => new TextEncoder().encode(s)
 
-// pkg/bps/sessionfeed/sessionfeed_test.go, TestVectors
-const vectors = [
-  [Kind.DATA, '002030bde3d4cf89919649775cd71875c4d0ab1708a380e03fefc3a28aa24831', {
-    0n: '3906f94ffb648d5d62e02ae1f6c201e5805c40d383a1e37669c044491ebb8d90',
-    1n: '1cdf737a1fe33f57a82ad16833e5cf7915c016778d82faee9ead8f4248271d51',
-    [big]: '83f514e4038f241ca82cae1283ef93f2b009a36bc683a49dd26325e3304ece6b',
-  }],
-  [Kind.AUTH, '4fdfde9c123c25286932d06ebf76edd731b1bbf4c139012701e2c0ff1a3a7e05', {
-    0n: '1c0e934a59bed593e2ef827c862c9d3316696b8444d843f02031376b578b7c2d',
-    1n: '33cbfe658ff5d5bf10e801d6f779d8fd46727bdba6a2ebead33fd753e33fa757',
-    [big]: '4be2a033f51e0bc7551eae425c56ae83d6e83aaf25fc1c56db16472739a91c6a',
-  }],
-  [Kind.ROSTER, 'f709e0cd5e7807ce2c15a39b1375a514138774b6e73604d1d86859e9abe33c47', {
-    0n: 'ee2e6326532ad442bab5c5db893883068ca67a2d12a82d242b861c300f7c2a4b',
-    1n: '1b303140b0fd59644d574594dd8d9900c0c254f851f388095b935d8c21089a4f',
-    [big]: '04ae03adbc0a9926d2946e513d284e469a5523f4315a2492713082f66d78dd20',
-  }],
-  [Kind.EOS, 'aa0e326f08fd5fd8ee1d17c243855fd65c23a718ec0071cc52f609b7084a0917', {
-    0n: 'da442d45d7a3f3f8306961cc4c32e87344658f29e6c1ed3972ee3aa9e628c9b5',
-    1n: 'e5d50fecdf631834bc89fa88e270f2464c9a8bcfea647a24821369c0ecbecb46',
-    [big]: '01bd08dd6ada69c8fdab09cdba04e12f111b3caacb534a069690a7af9c17c4d2',
-  }],
-]
-
-// pkg/bps/jsvectors_test.go: each chunk's data, id ‖ signature ‖ span ‖ payload
-const go = {
-  auth: '1c0e934a59bed593e2ef827c862c9d3316696b8444d843f02031376b578b7c2d' +
-    '0308337ef04a2c498fe4719bf60fceaea7c8011bac9939e7415c1256f5f95d025aa4887373ab68dc4515f782d55a9161defbe919ea41e20575cb2c3a759ef1991b' +
-    '0000000000000000',
-  data: '0b0985170f89d38e106a1c09e594c8bcddf7b3f07904f6ddb26e8f232703a046' +
-    '29d0050daed0315b0a45a1872137a43dc285b172064321b6b2202912843a62f7528aeb718da025a4b969d908cb0073c7c1c812dc3635cf25572ef71505ac7aab1c' +
-    '0900000000000000' +
-    '627073207265762038',
-  roster: '1b303140b0fd59644d574594dd8d9900c0c254f851f388095b935d8c21089a4f' +
-    'f6581131b529acb2d24927ce5fe4641cce77d60ffe3aa3300e98d159c0500ca35937d0d697d23391fcf55b99ef0e450d49eb83a5dd9b6e5698297f53b9c1e1cd1c' +
-    '2c00000000000000' +
-    '0a1411111111111111111111111111111111111111110a142222222222222222222222222222222222222222',
-  eos: 'da442d45d7a3f3f8306961cc4c32e87344658f29e6c1ed3972ee3aa9e628c9b5' +
-    '1f353dbf36d3dd2d639fb9e16aa5d47a28226115363c5aed577044b0028a60583f6a71b55ddd321268518167d6993ce7c8021174fed23d14cbd89c57dea0b6dc1c' +
-    '0000000000000000',
-  implicit: '8e34231d958e6886dced5ef6150a0697d5e10719b23ebc7e656cf5dd57507dda' +
-    '0bf1322923cbad674cd3edf0c062fda1af39e104e51b2ca195b73ce382e5c03046b4478072c98fd197d03f0b1c341976a5ab0108387b078828adb3bc2eebf0161b' +
-    '0800000000000000' +
-    '696d706c69636974',
-  storage: '15c101cbe2c58abf19f7c3e29350bae9a0ac5ace8a12ab04c7ac691e8ef04831' +
-    '5ff3931a96853d829b0a4c6fc66b75fd7288b678c440b846702815571bf4f3ff25b619ba7498efee404e72269e61a2888c730fe65b00c8216302bc9f313cd9bf1b' +
-    '0900000000000000' +
-    '627073207265762038',
-}
 const pubs = ['11'.repeat(20), '22'.repeat(20)]
 
 /** The chunks the Go vectors pin, as the client signs them with signer. */
@@ -199,6 +150,8 @@ test('a feed cursor signs DATA only in [cursor, cursor + 1024), and below it onl
   c.take(10n, a)
   assert.equal(c.next, 11n)
   c.take(10n, a) // the same payload again: a re-signature
+  c.release(10n, 11n) // not undone: a re-signature
+  assert.equal(c.next, 11n)
   assert.throws(() => c.take(10n, utf8('b')), /another payload/)
   c.take(11n + 1023n, a) // the far end of the window
   assert.equal(c.next, 1035n)
@@ -226,4 +179,18 @@ test('a feed cursor signs DATA only in [cursor, cursor + 1024), and below it onl
   cs.get(o1, seq(0x40))
   cs.get(o1, seq(0x60))
   assert.notEqual(cs.get(o1, topic), first, 'the least recently used forgotten')
+})
+
+test('a take whose frame was never sent is given back, and only then', () => {
+  const c = new FeedCursor(3n)
+  const before = c.take(3n, utf8('a'))
+  assert.equal(before, 3n)
+  c.release(3n, before)
+  assert.equal(c.next, 3n)
+  c.take(3n, utf8('b')) // free again: never sent
+  const b2 = c.take(4n, utf8('c'))
+  c.take(5n, utf8('d'))
+  c.release(4n, b2) // another was taken since: kept
+  assert.equal(c.next, 6n)
+  assert.throws(() => c.take(4n, utf8('x')), /another payload/)
 })
