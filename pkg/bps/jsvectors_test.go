@@ -7,11 +7,15 @@ package bps_test
 import (
 	"bytes"
 	"encoding/hex"
+	"os"
+	"regexp"
+	"strings"
 	"testing"
 
 	"github.com/ethersphere/bee/v2/pkg/crypto"
 	"github.com/ethersphere/bps/pkg/bps"
 	"github.com/ethersphere/bps/pkg/bps/pb"
+	"github.com/ethersphere/bps/pkg/bps/sessionfeed"
 )
 
 // TestJSClientVectors pins the chunks a publisher's client signs on the
@@ -93,6 +97,46 @@ func TestJSClientVectors(t *testing.T) {
 	}
 	if got := hex.EncodeToString(stored); got != jsStorage {
 		t.Errorf("storage update %s, want %s", got, jsStorage)
+	}
+}
+
+// TestJSClientVectorsInSync checks that the JavaScript client's unit tests
+// hold these vectors, and sessionfeed's ids for the vectors' topic and
+// challenge: a vector changed here and not there fails here.
+func TestJSClientVectorsInSync(t *testing.T) {
+	t.Parallel()
+	raw, err := os.ReadFile("../../js/test/unit/govectors.mjs")
+	if err != nil {
+		t.Fatal(err)
+	}
+	// the JavaScript file splits long hex strings: 'ab' +\n 'cd'
+	js := regexp.MustCompile(`'\s*\+\s*'`).ReplaceAllString(string(raw), "")
+	want := map[string]string{"AUTH": jsAuth, "DATA": jsData, "ROSTER": jsRoster, "EOS": jsEOS, "implicit": jsImplicit, "storage": jsStorage}
+	seq := func(b byte) []byte {
+		out := make([]byte, 32)
+		for i := range out {
+			out[i] = b + byte(i)
+		}
+		return out
+	}
+	for _, kind := range []sessionfeed.Kind{sessionfeed.Data, sessionfeed.Auth, sessionfeed.Roster, sessionfeed.EOS} {
+		topicS, err := sessionfeed.KindTopic(kind, seq(0x00), seq(0x20))
+		if err != nil {
+			t.Fatal(err)
+		}
+		want[kind.String()+" topic_s"] = hex.EncodeToString(topicS)
+		for _, index := range []uint64{0, 1, 0x0102030405060708} {
+			id, err := sessionfeed.KindID(kind, seq(0x00), seq(0x20), index)
+			if err != nil {
+				t.Fatal(err)
+			}
+			want[kind.String()+" id "+hex.EncodeToString(id[:4])] = hex.EncodeToString(id)
+		}
+	}
+	for name, v := range want {
+		if !strings.Contains(js, "'"+v+"'") {
+			t.Errorf("%s: js/test/unit/govectors.mjs does not hold %s", name, v)
+		}
 	}
 }
 
