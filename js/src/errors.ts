@@ -145,7 +145,7 @@ export class CloseError extends BpsError {
   /**
    * Whether opening the session again may succeed: the connection or the
    * broker's stream was lost, the node restarts, the broker is full, or the
-   * session read too slowly. Not for a frame or claim the node refused.
+   * session read too slowly. Not for a frame the node refused.
    */
   get retryable(): boolean {
     switch (this.code) {

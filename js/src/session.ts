@@ -489,7 +489,7 @@ export class Session extends Emitter<SessionEvents> {
   /** The node refused the cursor (a node without storage): reconnect without it. */
   private noCursor = false
 
-  /** Ends the session for good with err (a claim refused, an unreadable frame). */
+  /** Ends the session for good with err (a challenge refused, an unreadable frame). */
   private fail(err: BpsError): void {
     this.finalError = err
     this.userClosed = true

@@ -480,3 +480,45 @@ test('the admin posts a ROSTER and EOS signed under its stream\'s challenge; a 4
   assert.equal(posts.length, 4)
   await closeAll([s, c], [bob, bc])
 })
+
+test('a publication still signing when the connection drops goes out on the next connection, after its AUTH, under its challenge', async () => {
+  const d = driver()
+  let release
+  const gate = new Promise((r) => (release = r))
+  let calls = 0
+  // The second signature (the DATA's) waits for the test; the AUTHs do not.
+  const worker = { address: rfc.address, sign: async (data) => (++calls === 2 ? gate.then(() => rfc.sign(data)) : rfc.sign(data)) }
+  const s = vsession(d, { key: worker, reconnect: { initialDelay: 1, maxDelay: 2 } })
+  const c1 = await d.conn()
+  const a1 = s.waitFor('auth')
+  challengeFrame(c1, ch1, 1)
+  await a1
+  pubReady(c1, ch1, 1)
+  const pending = s.publish('across')
+  c1.h.closed(1011, 'stream reset')
+  const c2 = await d.conn()
+  const a2 = s.waitFor('auth')
+  challengeFrame(c2, ch2, 1)
+  await a2
+  release()
+  pubReady(c2, ch2, 1)
+  const sent = await pending
+  assert.equal(sent.index, 0n)
+  assert.equal(c1.sent.length, 1, 'only the first AUTH on the lost connection')
+  assert.deepEqual(c2.sent.map((f) => [frameKind(f), frameIndex(f)]), [[Kind.AUTH, 0n], [Kind.DATA, 0n]])
+  assert.equal(frameId(c2.sent[1]), hex(kindId(Kind.DATA, seq(0x00), seq(0x40), 0n)))
+  await closeAll([s, c2])
+})
+
+test('the rev 3 name END_OF_STREAM reads as EOS; a challenge frame on a subscriber ends it', async () => {
+  const d = driver()
+  const s = new Session({ api: 'http://127.0.0.1:1', peer: 'p', cohort: { topic, binding: 'feed', admin }, transport: d.transport, reconnect: false })
+  const c = await d.conn()
+  ready(c)
+  const svc = s.waitFor('service')
+  text(c, { type: 'service', kind: 'END_OF_STREAM', index: 0, publishers: [], gap: false })
+  assert.equal((await svc).kind, 'EOS')
+  const closed = s.waitFor('close')
+  text(c, { type: 'challenge', challenge: ch1, seq: 1, topic, addr: admin, broker: 'cd'.repeat(32) })
+  assert.match((await closed).error.message, /subscriber/)
+})
