@@ -52,7 +52,11 @@ const setState = (s, title = '') => {
 }
 
 const cohort = { topic: room, binding: 'mnemonic', admin }
-const session = new BpsClient({ api: node.api, peer: config.peer }).publish(cohort, key)
+// The key's feed cursor on the room, kept with the key: every message is an
+// update of the key's feed (SWIP-74 Rev 8), and the broker drops an index
+// it already took as a retransmit — a reloaded page goes on past it.
+const cursorKey = `bps-demo-cursor-${room}`
+const session = new BpsClient({ api: node.api, peer: config.peer }).publish(cohort, key, { index: sessionStorage.getItem(cursorKey) ?? 0 })
 session.on('ready', () => setState('ready'))
 session.on('waiting', (w) => {
   setState('waiting', w.reason)
@@ -71,7 +75,7 @@ session.on('message', (m) => {
 })
 session.on('service', (s) => {
   $('roster').textContent = ['the host', ...s.publishers].join(', ')
-  if (s.kind === 'END_OF_STREAM') log('', 'the host ended the room', 'system')
+  if (s.kind === 'EOS') log('', 'the host ended the room', 'system')
 })
 session.on('disconnect', (d) => log('', `disconnected: ${d.error.message}${d.retry ? `; again in ${d.delay} ms` : ''}`, 'system'))
 session.on('close', (c) => setState('closed', c.error?.message ?? ''))
@@ -81,6 +85,7 @@ $('say').addEventListener('submit', (ev) => {
   const text = $('text').value.trim()
   if (!text) return
   session.send(JSON.stringify({ name, text }))
+  sessionStorage.setItem(cursorKey, session.index.toString())
   log(name, text)
   $('text').value = ''
 })

@@ -35,9 +35,14 @@ export class BpsClient {
     return new Session({ ...opts, api: this.api, peer: this.peer, cohort, key })
   }
 
-  /** Posts a service message signed with the admin's key (an admin session of the cohort must be open on this node). */
-  postService(cohort: Cohort, adminKey: PrivateKey | BytesLike, message: ServiceMessage): Promise<bigint> {
-    return postService({ api: this.api, peer: this.peer, cohort, key: adminKey, message })
+  /**
+   * Posts a ROSTER or EOS signed with the admin's key under challenge, the
+   * challenge of the admin's publishing session of the cohort open on this
+   * node (Session.challenge); the admin's Session.setRoster, grant, revoke
+   * and endStream do this for it.
+   */
+  postService(cohort: Cohort, adminKey: PrivateKey | BytesLike, message: ServiceMessage, challenge: BytesLike): Promise<bigint> {
+    return postService({ api: this.api, peer: this.peer, cohort, key: adminKey, message, challenge })
   }
 
   /** The node's topics (GET /pubsub/). */

@@ -105,7 +105,9 @@ function httpHint(op: string, status: number, reasons: Reason[]): string | undef
     case 404:
       return batch ? 'the batch is not this node\'s: give one GET /stamps lists on this node' : undefined
     case 409:
-      return op === 'post service' ? 'open a session as the admin (same cohort, same peer) on this node first, and post a service index above the latest' : undefined
+      return op === 'post service'
+        ? "open the admin's publishing session (same cohort, same peer) on this node first, and sign under its current challenge (session.challenge)"
+        : undefined
     case 429:
       return 'this client holds too many sessions or cohorts on the node: close some'
     case 503:
@@ -143,7 +145,7 @@ export class CloseError extends BpsError {
   /**
    * Whether opening the session again may succeed: the connection or the
    * broker's stream was lost, the node restarts, the broker is full, or the
-   * session read too slowly. Not for a frame or claim the node refused.
+   * session read too slowly. Not for a frame the node refused.
    */
   get retryable(): boolean {
     switch (this.code) {
@@ -162,7 +164,7 @@ export class CloseError extends BpsError {
 function closeHint(code: number, why: string): string | undefined {
   switch (code) {
     case CloseCode.InvalidFrame:
-      return 'the node refused a frame as not a valid publication of this session\'s address in the cohort'
+      return 'the node refused a frame as not a valid publication of this session\'s address in the cohort (or a ROSTER/EOS from a session not the admin\'s)'
     case CloseCode.Policy:
       if (/slow consumer/.test(why)) return 'read the session\'s events faster'
       if (/not a publisher|waiting|revoked/.test(why)) return 'send only while the session is ready'
@@ -178,8 +180,12 @@ function closeHint(code: number, why: string): string | undefined {
   return undefined
 }
 
-/** The client refused to sign a claim: the node's request is not one the client can check. */
-export class ClaimError extends BpsError {}
+/**
+ * The client refused to sign: a DATA index outside [its feed cursor, cursor
+ * + 1024), a second content at an index it signed, a challenge frame for
+ * another address or topic (docs/protocol.md, "Publishers").
+ */
+export class SignError extends BpsError {}
 
 /**
  * A browser could not open the session and cannot read why: a browser does

@@ -45,13 +45,13 @@ export interface Message {
   address?: Uint8Array
   /** The owner's compressed public key. */
   recoveredPubKey?: Uint8Array
-  /** The signed SOC id (for a feed update keccak256(topic ‖ index)). */
+  /** The signed SOC id: a session-feed id keccak256(keccak256(topic ‖ challenge) ‖ index) under explicit authorship and `publishers: all`, the binding's own id under implicit authorship. */
   identifier?: Uint8Array
   signature?: Uint8Array
   wrappedAddress?: Uint8Array
   /** 8 bytes, little-endian. */
   span?: Uint8Array
-  /** The feed index (binding 'feed'). */
+  /** The index of the chunk on its publisher's feed (the Broadcast's index), where the frame carries one. */
   index?: bigint
   payload?: Uint8Array
   /** The author's address (hex), where the client can tell: from recoveredPubKey, or the address field and the cohort's known publishers. */
@@ -91,8 +91,39 @@ export interface ReadyEvent {
   binding: string
   broker: string
   addr?: string
+  /** The `index` the session opened with, echoed (the client's own cursor hint; the node does nothing with it). */
   index?: bigint
   fields: string
+  /** A publishing session's stream challenge (hex), the one its frames are signed under. */
+  challenge?: string
+  /** Which stream of the session (1, 2, … after each rejoin of the broker). */
+  seq?: number
+}
+
+/**
+ * The node's `challenge` frame: the publishing session's stream to the
+ * broker has this challenge; every chunk is signed under it (a new one
+ * after each rejoin, seq + 1).
+ */
+export interface ChallengeEvent {
+  challenge: string
+  seq: number
+  topic: string
+  addr: string
+  broker: string
+}
+
+/**
+ * The node's `stale` frame: a frame the dApp signed under an earlier
+ * challenge was not sent. The session re-signs the same payload at the same
+ * index under the latest challenge and sends it again (`resent`), if it
+ * still holds the payload; else the update is lost (`resent: false`).
+ */
+export interface StaleEvent {
+  kind: string
+  index: bigint
+  seq: number
+  resent: boolean
 }
 
 /** The node's `waiting` frame: a publishing session may not publish, yet or any more. */
@@ -103,9 +134,10 @@ export interface WaitingEvent {
 
 /** A service frame: an update of the admin's service feed, as the node verified it. */
 export interface ServiceEvent {
-  kind: 'ROSTER' | 'END_OF_STREAM'
+  kind: 'ROSTER' | 'EOS'
+  /** The index on its kind's feed (EOS: 0). */
   index: bigint
-  /** The roster as of index, hex addresses, the admin not listed; [] for END_OF_STREAM. */
+  /** The roster as of index, hex addresses, the admin not listed; [] for EOS. */
   publishers: string[]
   /** Earlier service updates never reached the node (withholding, surfaced). */
   gap: boolean
@@ -126,16 +158,6 @@ export interface EquivocationEvent {
   reason: string
 }
 
-/** A claim the session signed, as the node asked and as the client derived it. */
-export interface ClaimEvent {
-  addr: string
-  broker: string
-  challenge: string
-  index: bigint
-  /** The digest the client computed from the fields and signed (EIP-191, as a SOC digest). */
-  digest: string
-}
-
 const lowerHex = (s: string) => s.replace(/^0x/, '').toLowerCase()
 
 export function readyEvent(f: Record<string, unknown>): ReadyEvent {
@@ -149,12 +171,46 @@ export function readyEvent(f: Record<string, unknown>): ReadyEvent {
     addr: f.addr === undefined ? undefined : lowerHex(frameString(f.addr, 'ready.addr')),
     index: f.index === undefined ? undefined : frameUint(f.index, 'ready.index'),
     fields: frameString(f.fields ?? 'payload', 'ready.fields'),
+    challenge: f.challenge === undefined ? undefined : challengeHex(f.challenge, 'ready.challenge'),
+    seq: f.seq === undefined ? undefined : frameSeq(f.seq, 'ready.seq'),
+  }
+}
+
+function challengeHex(v: unknown, what: string): string {
+  const s = lowerHex(frameString(v, what))
+  if (!/^[0-9a-f]{64}$/.test(s)) throw new SyntaxError(`${what}: ${s} is not 32 bytes of hex`)
+  return s
+}
+
+function frameSeq(v: unknown, what: string): number {
+  const n = frameUint(v, what)
+  if (n > BigInt(Number.MAX_SAFE_INTEGER)) throw new SyntaxError(`${what}: ${n} is too large`)
+  return Number(n)
+}
+
+export function challengeEvent(f: Record<string, unknown>): ChallengeEvent {
+  return {
+    challenge: challengeHex(f.challenge, 'challenge.challenge'),
+    seq: frameSeq(f.seq, 'challenge.seq'),
+    topic: lowerHex(frameString(f.topic ?? '', 'challenge.topic')),
+    addr: lowerHex(frameString(f.addr ?? '', 'challenge.addr')),
+    broker: lowerHex(frameString(f.broker ?? '', 'challenge.broker')),
+  }
+}
+
+/** A stale frame, read: its kind's name, index and seq. */
+export function staleFrame(f: Record<string, unknown>): { kind: string; index: bigint; seq: number } {
+  return {
+    kind: frameString(f.kind ?? 'DATA', 'stale.kind'),
+    index: frameUint(f.index, 'stale.index'),
+    seq: f.seq === undefined ? 0 : frameSeq(f.seq, 'stale.seq'),
   }
 }
 
 export function serviceEvent(f: Record<string, unknown>): ServiceEvent {
-  const kind = frameString(f.kind, 'service.kind')
-  if (kind !== 'ROSTER' && kind !== 'END_OF_STREAM') throw new SyntaxError(`service.kind: ${kind}`)
+  let kind = frameString(f.kind, 'service.kind')
+  if (kind === 'END_OF_STREAM') kind = 'EOS' // the rev 3 node's name
+  if (kind !== 'ROSTER' && kind !== 'EOS') throw new SyntaxError(`service.kind: ${kind}`)
   const pubs = f.publishers ?? []
   if (!Array.isArray(pubs)) throw new SyntaxError('service.publishers: not an array')
   return {

@@ -1,64 +1,58 @@
 import { PrivateKey } from '@ethersphere/bee-js'
-import { BytesLike, concat, toBytes, uint64BE, utf8 } from './bytes.js'
+import { BytesLike, hex, toBytes } from './bytes.js'
 import { ValidationError } from './errors.js'
-import { HeldSigner, keccak, signSOC, signSOCWith } from './soc.js'
+import { encodeRoster, Kind, kindId, signChunk, socData } from './sessionfeed.js'
+import { HeldSigner, SignedSOC, toSigner } from './soc.js'
 
-/** A service message of the admin's service feed (SWIP-60): a roster, or the end of the stream. */
+/**
+ * A message of the admin's service feeds (SWIP-60 rev 14): a roster, or the
+ * end of the stream. Each kind is its own session feed under the challenge
+ * of one of the admin's streams (docs/protocol.md, "Service feeds").
+ */
 export interface ServiceMessage {
-  kind: 'ROSTER' | 'END_OF_STREAM'
-  /** The service feed's index: 0 first, each update one past the latest. */
+  kind: 'ROSTER' | 'EOS'
+  /** ROSTER: its feed's index, 0 first, each update past the latest (never reused). EOS: 0. */
   index: bigint
-  /** ROSTER: the full set of publishers as of index (20-byte addresses), the admin not included. */
+  /** ROSTER: the full set of publishers as of index (20-byte addresses), the admin implied. */
   publishers?: BytesLike[]
 }
 
-const serviceDomain = utf8('bps-service:v1')
-
-/** The id of update index of a cohort's service feed: keccak256("bps-service:v1" ‖ topic ‖ uint64BE(index)). */
-export function serviceId(topic: Uint8Array, index: bigint): Uint8Array {
-  return keccak(serviceDomain, topic, uint64BE(index))
-}
-
-function varint(n: bigint): number[] {
-  const out: number[] = []
-  while (n >= 0x80n) {
-    out.push(Number(n & 0x7fn) | 0x80)
-    n >>= 7n
+/** The kind's number and its payload; refuses what no broker takes. */
+function serviceChunkParts(m: ServiceMessage): { kind: number; payload: Uint8Array } {
+  if (m.kind === 'ROSTER') return { kind: Kind.ROSTER, payload: encodeRoster(m.publishers ?? []) }
+  if (m.kind === 'EOS') {
+    if ((m.publishers ?? []).length > 0) throw new ValidationError('EOS names no publishers')
+    if (m.index !== 0n) throw new ValidationError(`EOS is at index 0 only, not ${m.index}`)
+    return { kind: Kind.EOS, payload: new Uint8Array(0) }
   }
-  out.push(Number(n))
-  return out
+  throw new ValidationError(`service kind ${String(m.kind)}: want ROSTER or EOS`)
 }
 
 /**
- * The protobuf ServiceMessage (pkg/bps/pb: kind = 1, index = 2, publishers =
- * 3), encoded as proto3 does (zero values omitted). Three fields: a protobuf
- * package would be the larger dependency.
+ * The ROSTER or EOS chunk signed by the admin under the challenge of one of
+ * its streams: id = the kind's session-feed id at m.index.
  */
-export function encodeServiceMessage(m: ServiceMessage): Uint8Array {
-  const kind = m.kind === 'ROSTER' ? 1n : m.kind === 'END_OF_STREAM' ? 2n : undefined
-  if (kind === undefined) throw new ValidationError(`service kind ${String(m.kind)}: want ROSTER or END_OF_STREAM`)
-  const out: number[] = [0x08, ...varint(kind)]
-  if (m.index > 0n) out.push(0x10, ...varint(m.index))
-  const pubs = m.publishers ?? []
-  if (m.kind === 'END_OF_STREAM' && pubs.length > 0) throw new ValidationError('END_OF_STREAM names no publishers')
-  for (const p of pubs) {
-    out.push(0x1a, 20, ...toBytes(p, 20, 'publisher'))
-  }
-  return new Uint8Array(out)
+export function serviceChunkWith(admin: HeldSigner, topic: Uint8Array, challenge: BytesLike, m: ServiceMessage): SignedSOC | Promise<SignedSOC> {
+  const { kind, payload } = serviceChunkParts(m)
+  return signChunk(admin, kindId(kind, topic, challenge, m.index), payload)
 }
 
 /**
- * The body of POST /pubsub/{topic}/service: the service SOC without its
- * address, id ‖ signature ‖ span ‖ payload, signed by the admin's key with
- * bee-js under serviceId(topic, index).
+ * The JSON body of POST /pubsub/{topic}/service (docs/api.md):
+ * {"kind","index","challenge","soc"}, the soc id ‖ signature ‖ span ‖
+ * payload in hex; the index written as a JSON integer, exact.
  */
-export function serviceBody(admin: PrivateKey, topic: Uint8Array, m: ServiceMessage): Uint8Array {
-  const soc = signSOC(admin, serviceId(topic, m.index), encodeServiceMessage(m))
-  return concat(soc.identifier, soc.signature, soc.span, soc.payload)
+export function serviceRequest(m: ServiceMessage, challenge: BytesLike, soc: SignedSOC): string {
+  const ch = hex(toBytes(challenge, 32, 'challenge'))
+  return `{"kind":"${m.kind}","index":${m.index.toString()},"challenge":"${ch}","soc":"${hex(socData(soc))}"}`
 }
 
-/** serviceBody signed by any signer (the admin's). */
-export async function serviceBodyWith(admin: HeldSigner, topic: Uint8Array, m: ServiceMessage): Promise<Uint8Array> {
-  const soc = await signSOCWith(admin, serviceId(topic, m.index), encodeServiceMessage(m))
-  return concat(soc.identifier, soc.signature, soc.span, soc.payload)
+/** serviceRequest signed by any signer (the admin's). */
+export async function serviceBodyWith(admin: HeldSigner, topic: Uint8Array, challenge: BytesLike, m: ServiceMessage): Promise<string> {
+  return serviceRequest(m, challenge, await serviceChunkWith(admin, topic, challenge, m))
+}
+
+/** serviceBodyWith with the admin's key. */
+export function serviceBody(admin: PrivateKey | BytesLike, topic: Uint8Array, challenge: BytesLike, m: ServiceMessage): Promise<string> {
+  return serviceBodyWith(toSigner(admin), topic, challenge, m)
 }

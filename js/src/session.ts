@@ -1,10 +1,11 @@
 import { PrivateKey } from '@ethersphere/bee-js'
-import { prepareClaim } from './claim.js'
 import { BytesLike, concat, hex, toBytes, toUint64, uint64BE } from './bytes.js'
+import { defaultFeedCursors, FeedCursor, FeedCursors, HELD } from './cursor.js'
 import { Emitter } from './emitter.js'
-import { BpsError, ClaimError, CloseCode, CloseError, HttpError, StateError, TimeoutError, ValidationError } from './errors.js'
+import { BpsError, CloseCode, CloseError, HttpError, SignError, StateError, TimeoutError, ValidationError } from './errors.js'
 import {
-  ClaimEvent,
+  ChallengeEvent,
+  challengeEvent,
   decodeMessage,
   equivocationEvent,
   EquivocationEvent,
@@ -17,13 +18,16 @@ import {
   ReadyEvent,
   serviceEvent,
   ServiceEvent,
+  StaleEvent,
+  staleFrame,
   WaitingEvent,
 } from './frames.js'
 import { parseFrame } from './json.js'
 import { postService } from './post.js'
 import { ServiceMessage } from './service.js'
+import { channelId, inboundFrame, Kind, kindId, signChunk, socData } from './sessionfeed.js'
 import { Cohort, endpoint, explicit, ResolvedCohort, resolveCohort, specQuery } from './spec.js'
-import { feedId, HeldSigner, mineOwnerId, PO_MIN, proximity, publicKeyAddress, SignedSOC, signSOCWith, Signer, socAddress, toSigner } from './soc.js'
+import { HeldSigner, mineOwnerId, PO_MIN, proximity, publicKeyAddress, SignedSOC, Signer, socAddress, toSigner } from './soc.js'
 import { Connect, Socket } from './transport.js'
 import { connect as defaultConnect, randomBytes, sendsHeaders as defaultSendsHeaders } from './platform.js'
 
@@ -49,8 +53,18 @@ export interface SessionOptions {
   key?: PrivateKey | BytesLike | Signer
   /** The SOC id a session signs under where the binding fixes it per session: binding 'anchor' without admin, and the GSOC session. */
   id?: BytesLike
-  /** A feed publisher's cursor (binding 'feed' with an admin): its first update's index, signed into its claim. Default 0. */
+  /**
+   * A publisher's own feed cursor: the lowest index its key has not signed
+   * on this topic (kept by the dApp across restarts; default 0). Every DATA
+   * chunk of a publisher is an update of its feed (explicit authorship,
+   * `publishers: 'all'`, implicit binding 'feed'), and the broker drops an
+   * index below the cursor it holds as a retransmit: a dApp that restarts
+   * gives the cursor it kept. The client only moves it forward (the
+   * session's feed cursors).
+   */
   index?: bigint | number | string
+  /** The feed cursors this session's key shares with the program's other sessions (default: the process's). */
+  feedCursors?: FeedCursors
   /** A subscriber's resume index (binding 'feed', node with storage): updates from here on that it missed are recovered. */
   resume?: bigint | number | string
   /** swarm-postage-batch-id: the node uploads every update this session publishes, stamped with this batch of the node's. */
@@ -88,8 +102,12 @@ export interface SessionEvents {
   open: () => void
   ready: (e: ReadyEvent) => void
   waiting: (e: WaitingEvent) => void
-  /** The session answered a claim-request. */
-  claim: (e: ClaimEvent) => void
+  /** The node handed a publishing session its stream's challenge (a new one after each rejoin of the broker). */
+  challenge: (e: ChallengeEvent) => void
+  /** The session signed and sent its stream's AUTH: the claim (explicit authorship). */
+  auth: (e: { challenge: string; seq: number }) => void
+  /** A frame signed under an earlier challenge was not sent; re-signed and sent again if still held. */
+  stale: (e: StaleEvent) => void
   message: (m: Message) => void
   service: (e: ServiceEvent) => void
   recovered: (e: RangeEvent) => void
@@ -110,8 +128,17 @@ const REFUSED_BASE = 4000
  * One session on a cohort at a broker, through a node: a subscriber, or a
  * publisher signing locally with its key. It reconnects after a lost
  * connection, with backoff: a feed subscriber resumes at its cursor (the
- * node recovers what it missed), a feed publisher claims again at its next
- * index.
+ * node recovers what it missed), a publisher signs an AUTH under its new
+ * stream's challenge and goes on at its next index.
+ *
+ * A publisher on the Rev 8 wire (SWIP-74 Rev 8, SWIP-60 rev 14; docs/api.md)
+ * signs every chunk under the challenge of the node's stream to the broker,
+ * which the node hands it in a `challenge` frame: the ids are the session
+ * feed's, derived here from the challenge and the topic the session opened.
+ * Under explicit authorship its first frame after each challenge is an AUTH
+ * (the claim). It signs a DATA index only within [its feed cursor, + 1024),
+ * or below it only the payload it signed there, to re-sign it under a newer
+ * challenge when the node says a frame went `stale`.
  */
 export class Session extends Emitter<SessionEvents> {
   readonly cohort: ResolvedCohort
@@ -137,8 +164,22 @@ export class Session extends Emitter<SessionEvents> {
   private lastError?: BpsError
   private decodeFields: Field[]
 
-  /** The next feed index this publisher sends. */
-  private nextIndex: bigint
+  /** How this session publishes: the GSOC client's frames, the binding's own id (implicit authorship), or the session feed (explicit authorship, publishers: 'all'). */
+  private readonly mode: 'gsoc' | 'implicit' | 'session'
+  /** This key's DATA feed on the topic: the session feed's, or an implicit feed's; shared with the program's other sessions of the key. */
+  private readonly feed?: FeedCursor
+  /** The challenge of the node's stream this connection publishes on, as the latest `challenge` frame gave it, and that frame's seq. */
+  private _challenge?: Uint8Array
+  private challengeHex?: string
+  private _seq?: number
+  /** The challenge the AUTH was sent under (explicit authorship); cleared when the session must claim again. */
+  private authSentFor?: string
+  /** Frames to send, in order: signed under the current challenge when their turn comes (at most 2 × HELD). */
+  private readonly outbox: Outgoing[] = []
+  private pumping = false
+  /** The latest roster (hex addresses, the admin not listed) and its index, as seen or posted. */
+  private roster = new Set<string>()
+  private rosterIndex?: bigint
   /** Per publisher (hex address; '' unknown), the next index expected of its feed. */
   private readonly cursors = new Map<string, bigint>()
   private readonly candidates = new Set<string>()
@@ -160,7 +201,13 @@ export class Session extends Emitter<SessionEvents> {
       this.addr = hex(this.key.address)
     }
     if (o.id !== undefined) this.id = toBytes(o.id, 32, 'id')
-    this.nextIndex = o.index === undefined ? 0n : toUint64(o.index, 'index')
+    this.mode = c.binding === undefined ? 'gsoc' : c.admin ? 'session' : 'implicit'
+    if (this.key && (this.mode === 'session' || c.binding === 'feed')) {
+      const start = o.index === undefined ? undefined : toUint64(o.index, 'index')
+      this.feed = (o.feedCursors ?? defaultFeedCursors).get(this.key.address, c.topic, start)
+    } else if (o.index !== undefined && this.key) {
+      throw new ValidationError(`index: binding ${c.binding ?? 'GSOC'} without admin has no feed index`)
+    }
     if (o.resume !== undefined) {
       if (this.key) throw new ValidationError('resume: a subscriber\'s; a publisher gives index, its cursor')
       if (c.binding !== 'feed') throw new ValidationError("resume: only binding 'feed'")
@@ -182,16 +229,20 @@ export class Session extends Emitter<SessionEvents> {
     }
 
     // The fields: a feed session tracks each publisher's cursor, so it
-    // asks for address and index as well. They, like every parameter a
-    // header could carry, go in the query: a browser's WebSocket sends no
-    // headers, and the node reads each from either.
+    // asks for address and index as well, and what names the owner: under
+    // explicit authorship the signed id (a session-feed id, which the
+    // challenge salts: the address is matched with the admin and the
+    // roster), elsewhere the recovered key (any owner). They, like every
+    // parameter a header could carry, go in the query: a browser's
+    // WebSocket sends no headers, and the node reads each from either.
     let fields = o.fields ? [...o.fields] : undefined
     if (fields && fields.some((f, i) => f === 'payload' && i !== fields!.length - 1)) {
       throw new ValidationError('fields: payload must come last')
     }
     if (c.binding === 'feed') {
       fields = fields ?? ['payload']
-      for (const f of ['index', 'address'] as Field[]) if (!fields.includes(f)) fields.unshift(f)
+      const owner: Field = explicit(c) ? 'identifier' : 'recoveredPubKey'
+      for (const f of ['index', owner, 'address'] as Field[]) if (!fields.includes(f)) fields.unshift(f)
     }
     this.askFields = fields !== undefined
     this.fields = fields ?? (c.binding === undefined ? ['signature', 'span', 'payload'] : ['payload'])
@@ -214,9 +265,19 @@ export class Session extends Emitter<SessionEvents> {
     return this.service
   }
 
-  /** A feed publisher's next index. */
+  /** A publisher's next DATA index: its feed cursor, the lowest index its key has not signed on the topic (0 where it has no feed). */
   get index(): bigint {
-    return this.nextIndex
+    return this.feed?.next ?? 0n
+  }
+
+  /** The challenge (hex) of the node's stream this publishing session signs under now; undefined before the node's `challenge` frame. */
+  get challenge(): string | undefined {
+    return this.challengeHex
+  }
+
+  /** The seq of the latest `challenge` frame: which stream of this connection (1, 2, …). */
+  get seq(): number | undefined {
+    return this._seq
   }
 
   /** The index a feed subscriber resumes at after a reconnect: the lowest next index among the publishers it follows. */
@@ -254,7 +315,9 @@ export class Session extends Emitter<SessionEvents> {
       } else {
         q.set('addr', this.addr!)
         if (c.binding === 'anchor' && !c.admin) q.set('id', hex(this.id!))
-        if (c.binding === 'feed' && explicit(c)) q.set('index', this.nextIndex.toString())
+        // The node does nothing with a publisher's index but echo it: the
+        // client's own cursor, for the operator to read.
+        if (c.binding === 'feed' && c.admin) q.set('index', this.index.toString())
       }
     } else if (this.cursor !== undefined && !this.noCursor) {
       q.set('index', this.cursor.toString())
@@ -267,6 +330,8 @@ export class Session extends Emitter<SessionEvents> {
     this._state = 'connecting'
     this.nodeReason = undefined
     this.nodeRefusal = undefined
+    // A new connection, a new stream: its challenge comes in its own frame.
+    this._challenge = this.challengeHex = this._seq = this.authSentFor = undefined
     const headers = {}
     let sock: Socket | undefined
     const current = () => sock !== undefined && sock === this.socket
@@ -303,12 +368,12 @@ export class Session extends Emitter<SessionEvents> {
     this._state = 'ready'
     this.attempt = 0
     if (e) this.decodeFields = parseFields(e.fields)
-    // A publisher stream shared with another session is claimed at that
-    // session's cursor: never send below it.
-    if (e?.index !== undefined && e.index > this.nextIndex) this.nextIndex = e.index
+    // The ready frame's index is the client's own hint echoed: never a
+    // cursor the client takes from the node.
     // The GSOC session gets no ready frame: it is ready once open.
     this._ready = e ?? { role: this.key ? 'publisher' : 'subscriber', topic: hex(this.cohort.topic), binding: '', broker: '', fields: this.fields.join(',') }
     this.emit('ready', this._ready)
+    this.pump()
   }
 
   private onText(data: string): void {
@@ -316,8 +381,17 @@ export class Session extends Emitter<SessionEvents> {
     try {
       f = parseFrame(data)
       switch (f.type) {
-        case 'ready':
-          this.becomeReady(readyEvent(f))
+        case 'ready': {
+          const e = readyEvent(f)
+          if (e.seq !== undefined && this._seq !== undefined && e.seq < this._seq) return // an earlier stream's
+          if (e.role === 'publisher' && this.mode === 'session' && this.key && !this._challenge) {
+            throw new BpsError('the node said ready before it handed the stream\'s challenge: nothing can be signed')
+          }
+          this.becomeReady(e)
+          return
+        }
+        case 'challenge':
+          this.onChallenge(challengeEvent(f))
           return
         case 'waiting': {
           this._state = 'waiting'
@@ -325,31 +399,17 @@ export class Session extends Emitter<SessionEvents> {
           this.emit('waiting', { addr: String(f.addr ?? '').replace(/^0x/, '').toLowerCase(), reason: String(f.reason ?? '') })
           return
         }
-        case 'claim-request': {
-          if (!this.key) throw new ClaimError('claim requested from a subscriber')
-          const { preimage, event } = prepareClaim(this.addr!, f)
-          const sock = this.socket
-          const answer = (sig: Uint8Array) => {
-            if (sig.length !== 65) throw new ClaimError(`signer: a signature is 65 bytes, got ${sig.length}`)
-            if (sock !== this.socket) return // the connection it was asked on is gone
-            sock?.sendText(JSON.stringify({ type: 'claim', signature: hex(sig) }))
-            this.emit('claim', event)
-          }
-          const sig = this.key.sign(preimage)
-          if (sig instanceof Uint8Array) answer(sig)
-          else
-            Promise.resolve(sig).then(
-              (s) => answer(new Uint8Array(s)),
-              (e) => this.fail(e instanceof BpsError ? e : new ClaimError(`the signer refused the claim: ${(e as Error).message}`)),
-            )
+        case 'stale':
+          this.onStale(staleFrame(f))
           return
-        }
         case 'service': {
           const e = serviceEvent(f)
-          for (const p of e.publishers) this.candidates.add(p)
-          if (!this.service || e.index >= this.service.index) this.service = e
-          if (e.kind === 'END_OF_STREAM') this.ended = true
+          this.takeService(e)
           this.emit('service', e)
+          // A roster naming this address is the cue to claim: the session
+          // sends its AUTH on the stream it holds (a spectator, a silent
+          // seat, a revoked publisher granted again).
+          if (e.kind === 'ROSTER' && this.claimsNow()) this.sendAuth()
           return
         }
         case 'recovered': {
@@ -387,9 +447,13 @@ export class Session extends Emitter<SessionEvents> {
     if (m.recoveredPubKey) return publicKeyAddress(m.recoveredPubKey).toHex()
     if (!m.address) return undefined
     const c = this.cohort
+    // The signed id names the owner with the address; without it, only the
+    // ids a binding fixes (an implicit feed's keccak256(topic ‖ index), the
+    // soc_id topic): a session-feed id depends on a challenge a subscriber
+    // never learns.
     const id =
       m.identifier ??
-      (c.binding === 'feed' && m.index !== undefined ? feedId(c.topic, m.index) : c.binding === 'soc_id' ? c.topic : undefined)
+      (c.binding === 'feed' && !c.admin && m.index !== undefined ? channelId(c.topic, m.index) : c.binding === 'soc_id' ? c.topic : undefined)
     if (!id) return undefined
     const want = hex(m.address)
     for (const cand of this.candidates) if (hex(socAddress(id, cand)) === want) return cand
@@ -425,7 +489,7 @@ export class Session extends Emitter<SessionEvents> {
   /** The node refused the cursor (a node without storage): reconnect without it. */
   private noCursor = false
 
-  /** Ends the session for good with err (a claim refused, an unreadable frame). */
+  /** Ends the session for good with err (a challenge refused, an unreadable frame). */
   private fail(err: BpsError): void {
     this.finalError = err
     this.userClosed = true
@@ -460,7 +524,7 @@ export class Session extends Emitter<SessionEvents> {
     const retryable =
       !this.ended &&
       !(err instanceof CloseError && err.endOfStream) &&
-      (err instanceof HttpError ? err.retryable : err instanceof CloseError ? err.retryable : !(err instanceof ValidationError || err instanceof ClaimError))
+      (err instanceof HttpError ? err.retryable : err instanceof CloseError ? err.retryable : !(err instanceof ValidationError || err instanceof SignError))
     if (!this.reconnect || !retryable || this.attempt >= this.reconnect.maxAttempts) {
       this.emit('disconnect', { error: err, retry: false, delay: 0, attempt: this.attempt })
       this.finish(err)
@@ -482,6 +546,7 @@ export class Session extends Emitter<SessionEvents> {
     if (this.timer) clearTimeout(this.timer)
     this.timer = undefined
     this.finalError = err
+    for (const o of this.outbox.splice(0)) o.reject?.(err ?? new StateError('session closed: the frame was not sent'))
     this.emit('close', { error: err })
   }
 
@@ -538,110 +603,314 @@ export class Session extends Emitter<SessionEvents> {
   }
 
   /**
-   * Signs payload as this session's next publication and sends it, framed
-   * for the binding (docs/api.md, inbound frames). binding 'feed': update
-   * opts.index, default the session's next index. 'anchor' with an admin,
-   * 'owner', 'mnemonic': under opts.id, default a random id. Elsewhere the
-   * binding fixes the id. Returns the signed SOC.
+   * Signs payload as this session's next publication and sends it at once
+   * (docs/api.md, inbound frames): under explicit authorship and
+   * `publishers: 'all'` a DATA chunk of the session feed at opts.index
+   * (default the next index of its feed cursor); under implicit authorship
+   * the binding's own SOC — binding 'feed' at opts.index, 'owner' and
+   * 'mnemonic' under opts.id (default a mined or random id), elsewhere the
+   * id the binding fixes. Needs a signer that answers at once (a key);
+   * refuses an index outside [cursor, cursor + 1024) or a second content at
+   * an index (SignError). Returns the signed SOC.
    */
   send(payload: Uint8Array | string, opts: { index?: bigint | number | string; id?: BytesLike } = {}): SignedSOC & { index?: bigint } {
-    const { id, prefix, index } = this.frameFor(payload, opts)
-    if (this.publishing !== undefined) {
-      throw new StateError('publish() calls are still signing: send after them, or use publish() throughout')
+    this.checkReady()
+    if (this.outbox.length > 0) {
+      throw new StateError('publish() calls are still signing or waiting to be sent: send after them, or use publish() throughout')
     }
-    const soc = signSOCWith(this.key!, id, typeof payload === 'string' ? new TextEncoder().encode(payload) : payload)
-    if (soc instanceof Promise) {
-      soc.catch(() => undefined) // not sent: the caller is told to publish()
+    const o = this.prepare(payload, opts)
+    let built: Built | Promise<Built>
+    try {
+      built = this.build(o)
+    } catch (e) {
+      this.release(o)
+      throw e
+    }
+    if (built instanceof Promise) {
+      built.catch(() => undefined) // not sent: the caller is told to publish()
+      this.release(o)
       throw new StateError("this session's signer answers asynchronously (a Web Worker, a wallet): use publish(), which waits for it")
     }
-    this.socket!.sendBinary(concat(prefix, soc.signature, soc.span, soc.payload))
-    if (index !== undefined) this.nextIndex = index + 1n
-    return { ...soc, index }
+    this.socket!.sendBinary(built.frame)
+    return { ...built.soc, index: this.indexOf(o) }
+  }
+
+  /** Gives back the index o took on the feed cursor, its frame not sent. */
+  private release(o: Outgoing): void {
+    if (o.before !== undefined) this.feed?.release(o.index, o.before)
+  }
+
+  /** The index a publication reports: its feed index where it has one. */
+  private indexOf(o: Outgoing): bigint | undefined {
+    return this.mode === 'session' || this.cohort.binding === 'feed' ? o.index : undefined
   }
 
   /**
    * send with any signer, synchronous or not (a Web Worker, a wallet's
-   * session key): resolves once the frame is sent. Calls are sent in the
-   * order they were made; a feed update takes its index at the call.
+   * session key): resolves once the frame is sent. Frames are sent in the
+   * order of the calls; each takes its index at the call, and is signed (or
+   * signed again) under the challenge of the stream it goes out on: a
+   * publication made before the node rejoined the broker is sent after the
+   * new stream's AUTH, re-signed. At most 1,024 wait at a time.
    */
   publish(payload: Uint8Array | string, opts: { index?: bigint | number | string; id?: BytesLike } = {}): Promise<SignedSOC & { index?: bigint }> {
-    const { id, prefix, index } = this.frameFor(payload, opts)
-    if (index !== undefined) this.nextIndex = index + 1n
-    const signed = Promise.resolve().then(() => signSOCWith(this.key!, id, typeof payload === 'string' ? new TextEncoder().encode(payload) : payload))
-    const before = this.publishing ?? Promise.resolve()
-    const sent = before.then(
-      () => signed,
-      () => signed,
-    ).then((soc) => {
-      if (this._state !== 'ready' || !this.socket) throw new StateError(`session is ${this._state}: the frame was signed but not sent`)
-      this.socket.sendBinary(concat(prefix, soc.signature, soc.span, soc.payload))
-      return { ...soc, index }
-    })
-    const mine = sent.then(
-      () => undefined,
-      () => undefined,
-    )
-    this.publishing = mine
-    void mine.then(() => {
-      if (this.publishing === mine) this.publishing = undefined
-    })
-    return sent
+    try {
+      this.checkReady()
+      if (this.outbox.length >= HELD) throw new StateError(`${HELD} frames are waiting to be sent: wait for some`)
+      const o = this.prepare(payload, opts)
+      return new Promise((resolve, reject) => {
+        o.resolve = resolve
+        o.reject = reject
+        this.outbox.push(o)
+        if (this.canSign()) this.startBuild(o)
+        this.pump()
+      })
+    } catch (e) {
+      return Promise.reject(e)
+    }
   }
 
-  /** The frames publish() is signing or sending, in order; undefined when none. */
-  private publishing?: Promise<void>
-
-  /** The SOC id, the frame's prefix and the feed index of the next publication; refuses what cannot be sent. */
-  private frameFor(payload: Uint8Array | string, opts: { index?: bigint | number | string; id?: BytesLike }): { id: Uint8Array; prefix: Uint8Array; index?: bigint } {
+  private checkReady(): void {
     if (!this.key) throw new StateError('a subscriber session does not publish: open it with a key')
     if (this._state !== 'ready') {
-      throw new StateError(`session is ${this._state}: send once it is ready (await session.ready())${this._state === 'waiting' ? '; the node said waiting: the admin\'s roster must name this address' : ''}`)
+      throw new StateError(`session is ${this._state}: send once it is ready (await session.ready())${this._state === 'waiting' ? "; the node said waiting: the admin's roster must name this address" : ''}`)
     }
+  }
+
+  /** The next publication's kind, index, payload and (implicit authorship) id; takes the index on the feed cursor. Refuses what cannot be signed. */
+  private prepare(payload: Uint8Array | string, opts: { index?: bigint | number | string; id?: BytesLike }): Outgoing {
     const c = this.cohort
+    const data = typeof payload === 'string' ? new TextEncoder().encode(payload) : payload
+    if (data.length < 1 || data.length > 4096) throw new ValidationError(`payload of ${data.length} bytes: a chunk holds 1 to 4096`)
+    if (this.mode === 'session' || c.binding === 'feed') {
+      if (opts.id !== undefined) throw new ValidationError(`id: the id is the ${this.mode === 'session' ? 'session feed' : 'feed'}'s, derived from the index`)
+      const index = opts.index === undefined ? this.feed!.next : toUint64(opts.index, 'index')
+      const before = this.feed!.take(index, data)
+      return { kind: Kind.DATA, index, payload: data, id: this.mode === 'session' ? undefined : channelId(c.topic, index), before }
+    }
+    if (opts.index !== undefined) throw new ValidationError(`index: binding ${c.binding ?? 'GSOC'} without admin has no feed index`)
     let id: Uint8Array
-    let prefix: Uint8Array = new Uint8Array(0)
-    let index: bigint | undefined
     let fixed: Uint8Array | undefined // the id the binding fixes
-    if (c.binding === 'feed') {
-      index = opts.index === undefined ? this.nextIndex : toUint64(opts.index, 'index')
-      id = feedId(c.topic, index)
-      prefix = uint64BE(index)
-    } else if (c.binding === 'soc_id') {
+    if (c.binding === 'soc_id') {
       id = fixed = c.topic
-    } else if (c.binding === undefined || (c.binding === 'anchor' && !c.admin)) {
+    } else if (this.mode === 'gsoc' || c.binding === 'anchor') {
       id = fixed = this.id!
-    } else if (c.binding === 'owner' && !c.admin) {
+    } else if (c.binding === 'owner') {
       // Implicit OWNER: each message's SOC address within PO_MIN bits of the topic.
-      const owner = toBytes(this.addr!, 20, 'addr')
-      id = prefix = opts.id === undefined ? mineOwnerId(c.topic, owner) : toBytes(opts.id, 32, 'id')
+      const owner = this.key!.address
+      id = opts.id === undefined ? mineOwnerId(c.topic, owner) : toBytes(opts.id, 32, 'id')
       if (proximity(socAddress(id, owner), c.topic) < PO_MIN) {
         throw new ValidationError(`id: under the implicit owner binding the SOC address must share ${PO_MIN} leading bits with the topic`)
       }
     } else {
-      id = prefix = opts.id === undefined ? randomId() : toBytes(opts.id, 32, 'id')
+      id = opts.id === undefined ? randomId() : toBytes(opts.id, 32, 'id')
     }
     if (fixed && opts.id !== undefined && hex(toBytes(opts.id, 32, 'id')) !== hex(fixed)) {
       throw new ValidationError(`id: binding ${c.binding ?? 'GSOC'} fixes the id to ${hex(fixed)}`)
     }
-    const data = typeof payload === 'string' ? new TextEncoder().encode(payload) : payload
-    if (data.length < 1 || data.length > 4096) throw new ValidationError(`payload of ${data.length} bytes: a chunk holds 1 to 4096`)
-    return { id, prefix, index }
+    return { kind: Kind.DATA, index: 0n, payload: data, id }
+  }
+
+  /** Whether a frame can be signed now: a session-feed frame needs the stream's challenge. */
+  private canSign(): boolean {
+    return this.mode !== 'session' || this._challenge !== undefined
   }
 
   /**
-   * Posts a service message signed with this session's key (the admin's)
-   * through its node; the session must be the admin's, open. index defaults
-   * to one past the latest service update the session knows (0 first).
+   * Signs o as the frame it goes out as: its chunk under its id (the
+   * session feed's under the current challenge), and a persistent
+   * session's storage update of a DATA chunk (the same payload under the
+   * channel's id, SWIP-65: one more signature). At once with a key, a
+   * promise with a signer that answers later.
+   */
+  private build(o: Outgoing): Built | Promise<Built> {
+    const c = this.cohort
+    const key = this.key!
+    const challenge = this.challengeHex
+    if (this.mode === 'gsoc') {
+      return then(signChunk(key, o.id!, o.payload), (soc) => ({ soc, frame: concat(soc.signature, soc.span, soc.payload) }))
+    }
+    if (this.mode === 'implicit') {
+      return then(signChunk(key, o.id!, o.payload), (soc) => ({ soc, frame: inboundFrame(Kind.DATA, o.index, soc) }))
+    }
+    if (!this._challenge) throw new StateError('no challenge from the node yet: nothing can be signed')
+    const soc = signChunk(key, kindId(o.kind, c.topic, this._challenge, o.index), o.payload)
+    const stored = this.batch && o.kind === Kind.DATA ? signChunk(key, channelId(c.topic, o.index), o.payload) : undefined
+    const make = (s: SignedSOC, st?: SignedSOC): Built => ({ soc: s, frame: inboundFrame(o.kind, o.index, s, st?.signature), challenge })
+    if (soc instanceof Promise || stored instanceof Promise) return Promise.all([soc, stored]).then(([s, st]) => make(s, st))
+    return make(soc, stored)
+  }
+
+  /** Starts signing o under the current challenge; the pump sends it when its turn comes. */
+  private startBuild(o: Outgoing): void {
+    const b: Building = { challenge: this.challengeHex }
+    o.built = b
+    try {
+      const v = this.build(o)
+      if (v instanceof Promise) {
+        b.pending = v.then(
+          (r) => {
+            b.value = r
+            b.pending = undefined
+            this.pump()
+          },
+          (e) => {
+            b.error = e instanceof BpsError ? e : new SignError(`the signer refused: ${(e as Error)?.message ?? e}`)
+            b.pending = undefined
+            this.pump()
+          },
+        )
+      } else b.value = v
+    } catch (e) {
+      b.error = e instanceof BpsError ? e : new SignError(`signing failed: ${(e as Error).message}`)
+    }
+  }
+
+  /**
+   * Sends what the outbox holds, in order, while the session is ready: each
+   * frame signed under the challenge of the stream it goes out on (signed
+   * again if it was signed under an earlier one).
+   */
+  private pump(): void {
+    if (this.pumping) return
+    this.pumping = true
+    try {
+      while (this.outbox.length > 0 && this._state === 'ready' && this.socket && this.canSign()) {
+        const o = this.outbox[0]
+        if (!o.built || o.built.challenge !== this.challengeHex) this.startBuild(o)
+        const b = o.built!
+        if (b.pending) return
+        this.outbox.shift()
+        if (b.error) {
+          o.reject?.(b.error)
+          continue
+        }
+        this.socket.sendBinary(b.value!.frame)
+        o.resolve?.({ ...b.value!.soc, index: this.indexOf(o) })
+      }
+    } finally {
+      this.pumping = false
+    }
+  }
+
+  /** A `challenge` frame: the stream's challenge, signed under from now on; under explicit authorship the AUTH first, if this address may claim now. */
+  private onChallenge(e: ChallengeEvent): void {
+    if (!this.key) throw new BpsError('a challenge frame on a subscriber session')
+    if (e.addr !== '' && e.addr !== this.addr) throw new SignError(`the node handed a challenge for ${e.addr}, not for this session's address ${this.addr}: not signed`)
+    if (e.topic !== '' && e.topic !== hex(this.cohort.topic)) throw new SignError(`the node handed a challenge for topic ${e.topic}, not this session's ${hex(this.cohort.topic)}: not signed`)
+    if (this._seq !== undefined && e.seq <= this._seq) return // an earlier stream's, late
+    this._challenge = toBytes(e.challenge, 32, 'challenge')
+    this.challengeHex = e.challenge
+    this._seq = e.seq
+    this.authSentFor = undefined
+    // A new stream: nothing is sent until the node says ready on it.
+    if (this._state === 'ready') this._state = 'connecting'
+    for (const o of this.outbox) this.startBuild(o) // signed again under it, in parallel
+    this.emit('challenge', e)
+    if (this.claimsNow()) this.sendAuth()
+  }
+
+  /**
+   * Whether the session sends its AUTH now (explicit authorship): it holds
+   * a challenge it has not claimed with, or it was told to wait (revoked,
+   * not admitted), and its address is the admin's or on the roster it knows.
+   */
+  private claimsNow(): boolean {
+    if (!this.key || !explicit(this.cohort) || !this._challenge) return false
+    if (this.authSentFor === this.challengeHex && this._state !== 'waiting') return false
+    return this.addr === hex(this.cohort.admin!) || this.roster.has(this.addr!)
+  }
+
+  /** Signs the AUTH (kind 2, index 0, the empty chunk) under the current challenge and sends it: the claim. */
+  private sendAuth(): void {
+    const sock = this.socket
+    const ch = this.challengeHex!
+    const seq = this._seq!
+    this.authSentFor = ch
+    const o: Outgoing = { kind: Kind.AUTH, index: 0n, payload: new Uint8Array(0) }
+    const sent = (b: Built) => {
+      if (sock !== this.socket || ch !== this.challengeHex) return // a newer stream claims with its own
+      sock?.sendBinary(b.frame)
+      this.emit('auth', { challenge: ch, seq })
+    }
+    let v: Built | Promise<Built>
+    try {
+      v = this.build(o)
+    } catch (e) {
+      this.fail(e instanceof BpsError ? e : new SignError(`the AUTH was not signed: ${(e as Error).message}`))
+      return
+    }
+    if (v instanceof Promise) v.then(sent, (e) => this.fail(e instanceof BpsError ? e : new SignError(`the signer refused the AUTH: ${(e as Error)?.message ?? e}`)))
+    else sent(v)
+  }
+
+  /**
+   * A `stale` frame: a frame signed under an earlier challenge was not
+   * sent. A DATA update whose payload the feed cursor still holds is
+   * re-signed at the same index under the latest challenge and sent before
+   * the frames queued after it (the broker would take a lower index after
+   * a higher one as a retransmit); else it is lost, and the event says so.
+   */
+  private onStale(f: { kind: string; index: bigint; seq: number }): void {
+    let resent = false
+    if (this.key && this.mode === 'session' && f.kind === 'DATA' && this.feed) {
+      const payload = this.feed.payload(f.index)
+      const queued = this.outbox.some((o) => o.kind === Kind.DATA && o.index === f.index)
+      if (payload && !queued) {
+        const o: Outgoing = { kind: Kind.DATA, index: f.index, payload }
+        let at = this.outbox.findIndex((q) => q.kind === Kind.DATA && q.index > f.index)
+        if (at < 0) at = this.outbox.length
+        this.outbox.splice(at, 0, o)
+        if (this.canSign()) this.startBuild(o)
+        resent = true
+      } else resent = queued
+    }
+    this.emit('stale', { kind: f.kind, index: f.index, seq: f.seq, resent })
+    this.pump()
+  }
+
+  /** Takes a service event as the latest of its kind: the roster and its index, the end. */
+  private takeService(e: ServiceEvent): void {
+    if (e.kind === 'EOS') {
+      this.ended = true
+    } else if (this.rosterIndex === undefined || e.index >= this.rosterIndex) {
+      this.rosterIndex = e.index
+      this.roster = new Set(e.publishers)
+    }
+    for (const p of e.publishers) this.candidates.add(p)
+    if (!this.service || e.kind === 'EOS' || this.service.kind !== 'EOS') this.service = e
+  }
+
+  /**
+   * Signs a ROSTER or EOS under this session's stream challenge — the
+   * session must be the admin's publishing session — and posts it through
+   * its node (POST /pubsub/{topic}/service), which sends it on this
+   * session's stream. A ROSTER's index defaults to one past the latest
+   * roster the session knows (0 first); EOS is at 0. If the node answers
+   * 409 (the stream was replaced meanwhile), it is signed again under the
+   * next challenge and posted once more. Resolves with the index.
    */
   postService(m: Omit<ServiceMessage, 'index'> & { index?: bigint | number | string }): Promise<bigint> {
     const run = async () => {
-      if (!this.key) throw new StateError('only the admin\'s session posts service messages: open it with the admin\'s key')
-      const index = m.index === undefined ? (this.service ? this.service.index + 1n : 0n) : toUint64(m.index, 'index')
-      const got = await postService({ api: this.api, peer: this.peer, cohort: this.o.cohort, key: this.key, message: { ...m, index } })
-      const e: ServiceEvent = { kind: m.kind, index: got, publishers: (m.publishers ?? []).map((p) => hex(toBytes(p, 20, 'publisher'))), gap: false }
-      for (const p of e.publishers) this.candidates.add(p)
-      if (!this.service || got >= this.service.index) this.service = e
-      return got
+      if (!this.key) throw new StateError("only the admin's session posts service messages: open it with the admin's key")
+      const c = this.cohort
+      if (!c.admin || this.addr !== hex(c.admin)) throw new StateError("only the admin's publishing session signs ROSTER and EOS")
+      const index = m.index !== undefined ? toUint64(m.index, 'index') : m.kind === 'EOS' ? 0n : this.rosterIndex === undefined ? 0n : this.rosterIndex + 1n
+      const message: ServiceMessage = { ...m, index }
+      if (!this._challenge) await this.ready(30_000)
+      for (let attempt = 0; ; attempt++) {
+        const challenge = this.challengeHex!
+        try {
+          await postService({ api: this.api, peer: this.peer, cohort: this.o.cohort, key: this.key, challenge, message })
+          break
+        } catch (e) {
+          if (!(e instanceof HttpError && e.status === 409) || attempt > 0) throw e
+          if (this.challengeHex === challenge) await this.waitFor('challenge', undefined, 30_000)
+        }
+      }
+      const e: ServiceEvent = { kind: m.kind, index, publishers: (m.publishers ?? []).map((p) => hex(toBytes(p, 20, 'publisher'))), gap: false }
+      this.takeService(e)
+      return index
     }
     const p = this.posting.then(run, run)
     this.posting = p.catch(() => undefined)
@@ -655,19 +924,19 @@ export class Session extends Emitter<SessionEvents> {
 
   /** Adds publishers to the latest roster the session knows. */
   grant(...publishers: BytesLike[]): Promise<bigint> {
-    const set = new Set((this.service?.publishers ?? []).concat(publishers.map((p) => hex(toBytes(p, 20, 'publisher')))))
+    const set = new Set([...this.roster].concat(publishers.map((p) => hex(toBytes(p, 20, 'publisher')))))
     return this.setRoster([...set])
   }
 
   /** Removes publishers from the latest roster the session knows. */
   revoke(...publishers: BytesLike[]): Promise<bigint> {
     const drop = new Set(publishers.map((p) => hex(toBytes(p, 20, 'publisher'))))
-    return this.setRoster((this.service?.publishers ?? []).filter((p) => !drop.has(p)))
+    return this.setRoster([...this.roster].filter((p) => !drop.has(p)))
   }
 
-  /** Ends the cohort (END_OF_STREAM): every session of it closes with 1000. */
+  /** Ends the cohort (EOS): every session of it closes with 1000; a new stream takes another topic. */
   endStream(): Promise<bigint> {
-    return this.postService({ kind: 'END_OF_STREAM' })
+    return this.postService({ kind: 'EOS' })
   }
 
   /** Closes the session for good; resolves once it is closed. */
@@ -681,3 +950,36 @@ export class Session extends Emitter<SessionEvents> {
   }
 }
 
+
+/** A frame to send: its kind, index and payload, and (implicit authorship) its id; signed when its turn comes. */
+interface Outgoing {
+  kind: number
+  index: bigint
+  payload: Uint8Array
+  id?: Uint8Array
+  /** The feed cursor before this frame took its index (release). */
+  before?: bigint
+  built?: Building
+  resolve?: (v: SignedSOC & { index?: bigint }) => void
+  reject?: (e: BpsError) => void
+}
+
+/** A frame as signed, and the challenge it was signed under. */
+interface Built {
+  soc: SignedSOC
+  frame: Uint8Array
+  challenge?: string
+}
+
+/** A frame being signed under challenge: the frame, or the signer's answer pending, or its error. */
+interface Building {
+  challenge?: string
+  value?: Built
+  pending?: Promise<void>
+  error?: BpsError
+}
+
+/** f of v, at once if v is not a promise. */
+function then<T, U>(v: T | Promise<T>, f: (t: T) => U): U | Promise<U> {
+  return v instanceof Promise ? v.then(f) : f(v)
+}

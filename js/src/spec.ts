@@ -29,7 +29,7 @@ export interface Cohort {
   binding?: Binding
   /** The admin's address: explicit authorship, the owner of the service feed. */
   admin?: BytesLike | EthAddress
-  /** 'all': a group chat, anyone attached publishes (with admin and binding 'mnemonic'). */
+  /** 'all': a group chat, anyone attached publishes (with admin; any binding, 'mnemonic' by custom). */
   publishers?: 'all'
   /** A closed cohort (a jam): no audience, only publishers attend. */
   closed?: boolean
@@ -74,16 +74,16 @@ export function resolveCohort(c: Cohort): ResolvedCohort {
   }
   // What the node serves (bps.NewSpec), checked here to say so sooner; the
   // node checks again.
-  if (c.publishers === 'all' && (!admin || binding !== 'mnemonic')) {
-    throw new ValidationError("cohort.publishers 'all' (a group chat) needs an admin and binding 'mnemonic'")
-  }
+  // Rev 8: under ALL every chunk is a session-feed chunk, whatever the
+  // binding, which only names the cohort.
+  if (c.publishers === 'all' && !admin) throw new ValidationError("cohort.publishers 'all' (a group chat) needs an admin")
   if (c.closed && (!admin || c.publishers === 'all')) throw new ValidationError('cohort.closed needs an admin, and no publishers: all')
   if (c.history && (binding !== 'feed' || !admin)) throw new ValidationError("cohort.history needs binding 'feed' and an admin")
   if (c.pot && binding !== 'feed') throw new ValidationError("cohort.pot needs binding 'feed'")
   return r
 }
 
-/** Explicit authorship: an admin, and not a group chat; publishers other than the admin claim. */
+/** Explicit authorship: an admin, and not a group chat; every publisher claims its stream with an AUTH. */
 export function explicit(c: ResolvedCohort): boolean {
   return c.binding !== undefined && c.admin !== undefined && c.publishers !== 'all'
 }

@@ -78,18 +78,20 @@ export function configurations({ fullNode }) {
       assert.equal(r.role, 'subscriber')
       const msgs = collect(sub)
       const pub = track(client(A).publish(cohort, alice))
-      const claimed = pub.waitFor('claim', undefined, T)
+      const authed = pub.waitFor('auth', undefined, T)
       await pub.ready(T)
-      assert.equal((await claimed).index, 0n)
+      // The claim: an AUTH under the challenge the node handed (Rev 8).
+      assert.equal((await authed).challenge, pub.readyFrame.challenge)
+      assert.equal(pub.index, 0n)
       for (let i = 0; i < 3; i++) pub.send(`update ${i}`)
       const got = await msgs.next(3)
       assert.deepEqual(got.map((m) => [m.index, m.owner, utf8(m.payload)]), [0n, 1n, 2n].map((i) => [i, addrOf(alice), `update ${i}`]))
 
       // The admin ends the stream: the service frame, then 1000, and no reconnect.
-      const svc = sub.waitFor('service', (e) => e.kind === 'END_OF_STREAM', T)
+      const svc = sub.waitFor('service', (e) => e.kind === 'EOS', T)
       const closed = sub.waitFor('close', undefined, T)
       assert.equal(await pub.endStream(), 0n)
-      assert.equal((await svc).kind, 'END_OF_STREAM')
+      assert.equal((await svc).kind, 'EOS')
       const e = (await closed).error
       assert.ok(e instanceof CloseError && e.code === 1000 && e.endOfStream, `closed with ${e}`)
       assert.equal(sub.state, 'closed')
@@ -166,23 +168,22 @@ export function configurations({ fullNode }) {
       await admin.ready(T)
       // The seat on the admin's node: the node hears the grant the admin posts there.
       const seat = track(client(A).publish(cohort, bob))
-      const claims = []
-      seat.on('claim', (c) => claims.push(c))
+      const auths = []
+      seat.on('auth', (c) => auths.push(c))
       const w = await seat.waitFor('waiting', undefined, T)
       assert.match(w.reason, /admitted/)
       const ready = seat.waitFor('ready', undefined, T)
       await admin.grant(addrOf(bob))
       await ready
-      // Claimed at once; the broker holds that claim and takes it when the
-      // roster names bob, unless the node's second claim on the grant gets
-      // there first: one claim or two, both admit the seat.
-      assert.ok(claims.length === 1 || claims.length === 2, `claims: ${claims.length}`)
+      // The roster naming bob reaches the silent stream (the broker's cue)
+      // and the session: the client sends its AUTH then, once.
+      assert.equal(auths.length, 1, `AUTHs: ${auths.length}`)
       const heard = collect(admin)
       seat.send('admitted')
       assert.equal(utf8((await heard.next(1))[0].payload), 'admitted')
     })
 
-    test('group-chat: anyone attached publishes as itself, no claim; authors by recoveredPubKey', { timeout: 60_000 }, async () => {
+    test('group-chat: anyone attached publishes as itself, no AUTH; authors by recoveredPubKey', { timeout: 60_000 }, async () => {
       const alice = newKey()
       const bob = newKey()
       const carol = newKey()
@@ -190,9 +191,9 @@ export function configurations({ fullNode }) {
       const fields = ['recoveredPubKey', 'payload']
       const b = track(client(A).publish(cohort, bob, { fields }))
       const c = track(client(B).publish(cohort, carol, { fields }))
-      let claims = 0
-      b.on('claim', () => claims++)
-      c.on('claim', () => claims++)
+      let auths = 0
+      b.on('auth', () => auths++)
+      c.on('auth', () => auths++)
       await Promise.all([b.ready(T), c.ready(T)])
       const bHears = collect(b)
       const cHears = collect(c)
@@ -200,7 +201,7 @@ export function configurations({ fullNode }) {
       c.send('hi from carol')
       assert.deepEqual((await bHears.next(1)).map((m) => [m.owner, utf8(m.payload)]), [[addrOf(carol), 'hi from carol']])
       assert.deepEqual((await cHears.next(1)).map((m) => [m.owner, utf8(m.payload)]), [[addrOf(bob), 'hi from bob']])
-      assert.equal(claims, 0)
+      assert.equal(auths, 0)
     })
 
     test('implicit owner binding (a live MIC): topic keccak256(owner)', { timeout: 60_000 }, async () => {
@@ -257,7 +258,7 @@ export function configurations({ fullNode }) {
       assert.equal(utf8((await heard.next(2))[1].payload), 'gsoc says')
     })
 
-    test('a publisher cut off reconnects with backoff and claims again at its next index', { timeout: 90_000 }, async () => {
+    test('a publisher cut off reconnects with backoff, sends a new AUTH and goes on at its next index', { timeout: 90_000 }, async () => {
       const alice = newKey()
       const cohort = { topic: topicName('pub-reconnect'), binding: 'feed', admin: addrOf(alice) }
       const sub = track(client(B).subscribe(cohort))
@@ -274,10 +275,12 @@ export function configurations({ fullNode }) {
         const d = await dropped
         assert.ok(d.retry)
         assert.throws(() => pub.send('while away'), StateError)
-        const claimed = pub.waitFor('claim', undefined, T)
+        const authed = pub.waitFor('auth', undefined, T)
         proxy.resume()
-        assert.equal((await claimed).index, 3n, 'claims at the next index')
+        const a = await authed
         await pub.ready(T)
+        assert.equal(a.challenge, pub.challenge, 'the AUTH under the new stream\'s challenge')
+        assert.equal(pub.index, 3n, 'goes on at its next index')
         for (let i = 3; i < 5; i++) pub.send(`after ${i}`)
         const got = await heard.next(5)
         assert.deepEqual(got.map((m) => m.index), [0n, 1n, 2n, 3n, 4n])
@@ -392,12 +395,12 @@ export function configurations({ fullNode }) {
       assert.deepEqual(got.map((m) => [m.index, m.recovered, utf8(m.payload)]), [0, 1, 2, 3].map((i) => [BigInt(i), i < 3, `history ${i}`]))
     })
 
-    test('typed errors: 409 without an admin session, 1007 for an invalid frame (with the node\'s reason), no reconnect', { timeout: 60_000 }, async () => {
+    test('typed errors: 409 without an admin stream of that challenge, 1007 for an invalid frame (with the node\'s reason), no reconnect', { timeout: 60_000 }, async () => {
       const alice = newKey()
       const cohort = { topic: topicName('errors'), binding: 'anchor', admin: addrOf(alice) }
-      const e = await client(B).postService(cohort, alice, { kind: 'ROSTER', index: 0n, publishers: [] }).catch((err) => err)
+      const e = await client(B).postService(cohort, alice, { kind: 'ROSTER', index: 0n, publishers: [] }, 'ee'.repeat(32)).catch((err) => err)
       assert.ok(e instanceof HttpError && e.status === 409, `${e}`)
-      assert.match(e.nodeMessage, /no admin session/)
+      assert.match(e.nodeMessage, /no admin stream/)
 
       const pub = track(client(A).publish(cohort, alice))
       await pub.ready(T)

@@ -1,7 +1,7 @@
 // Compiled (not run) by `npm test` against the published declarations
 // (dist/types): the README's uses type-check as a dApp writes them.
 import { PrivateKey } from '@ethersphere/bee-js'
-import { BpsClient, CloseError, Cohort, HttpError, Message, ServiceEvent, Session } from '@ethersphere/bps'
+import { BpsClient, CloseError, Cohort, FeedCursors, HttpError, Message, ServiceEvent, Session, SignError, StaleEvent } from '@ethersphere/bps'
 
 export async function usage(key: PrivateKey): Promise<void> {
   const client = new BpsClient({ api: 'http://127.0.0.1:1633', peer: '/ip4/127.0.0.1/tcp/1634/p2p/Qm' })
@@ -15,12 +15,19 @@ export async function usage(key: PrivateKey): Promise<void> {
     if (error instanceof HttpError) console.log(error.status, error.reasons, error.retryAfter)
   })
   await reader.ready(10_000)
-  const stream = client.publish(cohort, key, { postageBatch: 'aa'.repeat(32), index: '7' })
+  const stream = client.publish(cohort, key, { postageBatch: 'aa'.repeat(32), index: '7', feedCursors: new FeedCursors() })
+  stream.on('challenge', (c) => console.log(c.challenge, c.seq, c.broker))
+  stream.on('stale', (e: StaleEvent) => console.log(e.kind, e.index, e.resent))
   await stream.ready()
-  const sent = stream.send('hello')
-  console.log(sent.index, sent.address)
+  try {
+    const sent = stream.send('hello')
+    console.log(sent.index, sent.address, stream.index, stream.challenge)
+  } catch (e) {
+    if (e instanceof SignError) console.log('not signed:', e.message)
+  }
+  await stream.publish('world')
   await stream.grant('11'.repeat(20))
   await stream.endStream()
-  await client.postService({ topic: 'room', binding: 'mnemonic', admin: key.publicKey().address(), closed: true }, key, { kind: 'ROSTER', index: 0n, publishers: [] })
+  await client.postService({ topic: 'room', binding: 'mnemonic', admin: key.publicKey().address(), closed: true }, key, { kind: 'ROSTER', index: 0n, publishers: [] }, stream.challenge!)
   await stream.close()
 }

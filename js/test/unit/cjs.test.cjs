@@ -6,5 +6,5 @@ test('require("@ethersphere/bps") loads the CommonJS build', () => {
   const bps = require('@ethersphere/bps')
   assert.equal(typeof bps.BpsClient, 'function')
   assert.equal(typeof bps.Session, 'function')
-  assert.equal(Buffer.from(bps.claimDigest(new Uint8Array(32), new Uint8Array(32), 0n)).length, 32)
+  assert.equal(Buffer.from(bps.kindId(bps.Kind.AUTH, new Uint8Array(32), new Uint8Array(32), 0n)).length, 32)
 })

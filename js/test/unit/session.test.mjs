@@ -3,7 +3,9 @@
 import assert from 'node:assert/strict'
 import { test } from 'node:test'
 import { PrivateKey } from '@ethersphere/bee-js'
-import { anchorTopic, CloseError, feedId, HttpError, Session, socAddress, StateError, ValidationError } from '../../dist/esm/index.js'
+import { anchorTopic, CloseError, FeedCursors, HttpError, Kind, kindId, Session, SignError, socAddress, StateError, ValidationError } from '../../dist/esm/index.js'
+import { go } from './govectors.mjs'
+import { rfc6979Signer } from './rfc6979.mjs'
 
 const hex = (b) => Buffer.from(b).toString('hex')
 const key = new PrivateKey('4f3edf983ac636a65a842ce7c78d9aa706d3b113bce9c46f30d7d21715b23b1d')
@@ -38,12 +40,15 @@ const text = (c, f) => c.h.text(JSON.stringify(f))
 const ready = (c, extra = {}) => text(c, { type: 'ready', role: 'subscriber', topic, binding: 'feed', broker: 'cd'.repeat(32), fields: c.url.searchParams.get('swarm-soc-fields') ?? 'payload', ...extra })
 
 function update(index, payload = 'x') {
-  // address ‖ index ‖ payload, as a feed session asks for them
-  const addr = socAddress(feedId(Buffer.from(topic, 'hex'), index), admin)
-  const b = new Uint8Array(32 + 8 + payload.length)
+  // address ‖ identifier ‖ index ‖ payload, as a feed session asks for
+  // them: the identifier a session-feed id under some stream's challenge
+  const id = kindId(Kind.DATA, Buffer.from(topic, 'hex'), 'ee'.repeat(32), index)
+  const addr = socAddress(id, admin)
+  const b = new Uint8Array(32 + 32 + 8 + payload.length)
   b.set(addr, 0)
-  new DataView(b.buffer).setBigUint64(32, index)
-  b.set(Buffer.from(payload), 40)
+  b.set(id, 32)
+  new DataView(b.buffer).setBigUint64(64, index)
+  b.set(Buffer.from(payload), 72)
   return b
 }
 
@@ -55,7 +60,7 @@ test('a feed subscriber resumes at its cursor after a lost connection, without c
   const c1 = await d.conn()
   assert.equal(c1.url.searchParams.get('index'), '5')
   assert.equal(c1.url.searchParams.get('admin'), admin)
-  assert.equal(c1.url.searchParams.get('swarm-soc-fields'), 'address,index,payload', 'a feed session asks for address and index')
+  assert.equal(c1.url.searchParams.get('swarm-soc-fields'), 'address,identifier,index,payload', 'a feed session asks for address, the signed id and index')
   assert.deepEqual(c1.headers, {}, 'every parameter in the query: a browser sends no headers')
   ready(c1)
   text(c1, { type: 'recovered', addr: admin, from: 5, to: 6 })
@@ -94,8 +99,8 @@ test('end of stream ends the session: no reconnect', async () => {
   const c = await d.conn()
   ready(c)
   const svc = s.waitFor('service')
-  text(c, { type: 'service', kind: 'END_OF_STREAM', index: '2', publishers: [], gap: false })
-  assert.equal((await svc).index, 2n)
+  text(c, { type: 'service', kind: 'EOS', index: '0', publishers: [], gap: false })
+  assert.equal((await svc).kind, 'EOS')
   const closed = s.waitFor('close')
   text(c, { type: 'error', reason: 'end of stream: the admin ended the cohort' })
   c.h.closed(1000, 'end of stream: the admin ended the cohort')
@@ -173,75 +178,6 @@ test('api and peer given as functions are read again at each reconnect', async (
   await closed
 })
 
-test('a signer that answers later (a Web Worker, a wallet): claims and publish() wait for it, frames in call order', async () => {
-  const d = driver()
-  // The worker: the same key, signing on a later turn, out of order.
-  let n = 0
-  const worker = {
-    address: admin,
-    sign: (data) => new Promise((r) => setTimeout(() => r(key.sign(data).toUint8Array()), n++ % 2 === 0 ? 20 : 1)),
-  }
-  const s = new Session({ api: 'http://127.0.0.1:1', peer: 'p', cohort: { topic, binding: 'feed', admin }, key: worker, transport: d.transport })
-  assert.equal(s.addr, admin)
-  const c = await d.conn()
-  const claimed = s.waitFor('claim')
-  text(c, { type: 'claim-request', topic, addr: admin, broker: 'cd'.repeat(32), challenge: 'ee'.repeat(32), index: '0' })
-  await claimed
-  const sync = new Session({ api: 'http://127.0.0.1:1', peer: 'p', cohort: { topic, binding: 'feed', admin }, key, transport: d.transport })
-  const cs = await d.conn()
-  text(cs, { type: 'claim-request', topic, addr: admin, broker: 'cd'.repeat(32), challenge: 'ee'.repeat(32), index: '0' })
-  assert.equal(JSON.parse(c.sent[0]).signature, JSON.parse(cs.sent[0]).signature, 'the same claim signature as the key itself')
-
-  ready(c, { role: 'publisher' })
-  assert.throws(() => s.send('now'), (e) => e instanceof StateError && /publish\(\)/.test(e.message))
-  const sent = await Promise.all([s.publish('a'), s.publish('b'), s.publish('c')])
-  assert.deepEqual(sent.map((x) => x.index), [0n, 1n, 2n])
-  const frames = c.sent.slice(1)
-  assert.deepEqual(frames.map((f) => new DataView(f.buffer, f.byteOffset).getBigUint64(0)), [0n, 1n, 2n], 'sent in call order')
-  ready(cs, { role: 'publisher' })
-  const want = sync.send('a')
-  assert.equal(hex(frames[0].subarray(8, 73)), hex(want.signature), 'the signature the key makes')
-  await Promise.all([s.close(), sync.close()].map((p, i) => ((i ? cs : c).h.closed(1000, 'bye'), p)))
-})
-
-test('a publisher answers claim-requests, sends only when ready, frames per binding', async () => {
-  const d = driver()
-  const s = new Session({ api: 'http://127.0.0.1:1', peer: 'p', cohort: { topic, binding: 'feed', admin }, key, index: 3, transport: d.transport })
-  const c = await d.conn()
-  assert.equal(c.url.searchParams.get('addr'), admin)
-  assert.equal(c.url.searchParams.get('index'), '3')
-  assert.throws(() => s.send('early'), StateError)
-  text(c, { type: 'claim-request', topic, addr: admin, broker: 'cd'.repeat(32), challenge: 'ee'.repeat(32), index: '3' })
-  assert.equal(JSON.parse(c.sent[0]).type, 'claim')
-  assert.equal(JSON.parse(c.sent[0]).signature.length, 130)
-  ready(c, { role: 'publisher', addr: admin, index: 3 })
-  const soc = s.send('hi')
-  assert.equal(soc.index, 3n)
-  const frame = c.sent[1]
-  assert.equal(frame.length, 8 + 65 + 8 + 2)
-  assert.equal(new DataView(frame.buffer).getBigUint64(0), 3n)
-  assert.equal(s.send('again').index, 4n)
-
-  // A GSOC publisher: no text frames, ready when open, signature ‖ span ‖ payload under its id.
-  const id = 'ee'.repeat(32)
-  const g = new Session({ api: 'http://127.0.0.1:1', peer: 'p', cohort: { topic: anchorTopic(id, admin) }, key, id, transport: d.transport })
-  const gc = await d.conn()
-  assert.equal(gc.url.searchParams.get('gsoc-topic'), id)
-  assert.equal(gc.url.searchParams.get('binding'), null)
-  gc.h.open()
-  await g.ready()
-  g.send('gsoc')
-  assert.equal(gc.sent[0].length, 65 + 8 + 4)
-  assert.throws(() => g.send('x', { id: 'ff'.repeat(32) }), /fixes the id/)
-
-  // Explicit anchor: each frame carries its id.
-  const a = new Session({ api: 'http://127.0.0.1:1', peer: 'p', cohort: { topic, binding: 'anchor', admin }, key, transport: d.transport })
-  const ac = await d.conn()
-  ready(ac, { role: 'publisher', binding: 'anchor' })
-  a.send('x', { id: '01'.repeat(32) })
-  assert.equal(hex(ac.sent[0].subarray(0, 32)), '01'.repeat(32))
-})
-
 test('a browser persists: the batch, the fields and the keep-alive go in the query, as in Node', async () => {
   for (const sendsHeaders of [false, true]) {
     const d = driver(sendsHeaders)
@@ -249,7 +185,7 @@ test('a browser persists: the batch, the fields and the keep-alive go in the que
     const c = await d.conn()
     assert.equal(c.url.searchParams.get('swarm-postage-batch-id'), 'aa'.repeat(32))
     assert.equal(c.url.searchParams.get('swarm-keep-alive'), '30')
-    assert.equal(c.url.searchParams.get('swarm-soc-fields'), 'address,index,payload')
+    assert.equal(c.url.searchParams.get('swarm-soc-fields'), 'address,identifier,index,payload')
     assert.deepEqual(c.headers, {})
     const closed = s.close()
     c.h.closed(1000, 'bye')
@@ -261,9 +197,10 @@ test('bad arguments are refused before anything is sent', () => {
   const d = driver()
   const base = { api: 'http://127.0.0.1:1', peer: 'p', transport: d.transport }
   assert.throws(() => new Session({ ...base, cohort: { topic, binding: 'mnemonic', publishers: 'all' } }), /group chat/)
+  assert.throws(() => new Session({ ...base, cohort: { topic, binding: 'soc_id' }, key, index: 3 }), /no feed index/)
   assert.throws(() => new Session({ ...base, cohort: { topic, binding: 'anchor', closed: true } }), /closed needs an admin/)
   assert.throws(() => new Session({ ...base, cohort: { topic, binding: 'anchor' }, key }), /id: required/)
-  assert.throws(() => new Session({ ...base, cohort: { topic, binding: 'feed', admin }, index: 2 ** 53 }), /safe integer/)
+  assert.throws(() => new Session({ ...base, cohort: { topic, binding: 'feed', admin }, key, index: 2 ** 53 }), /safe integer/)
   assert.throws(() => new Session({ ...base, cohort: { topic, binding: 'feed', admin }, fields: ['payload', 'index'] }), /payload must come last/)
 })
 
@@ -285,4 +222,303 @@ test('a node that refuses the cursor (no storage): the subscriber reconnects liv
   const closed = s.close()
   c3.h.closed(1000, 'bye')
   await closed
+})
+
+// The Rev 8 publishing protocol (docs/api.md, "Publishing session"), with
+// the vectors' key, topic and challenge: what the session sends is the Go
+// bytes.
+const seq = (b) => Uint8Array.from({ length: 32 }, (_, i) => b + i)
+const rfc = rfc6979Signer(seq(0x01))
+const owner = hex(rfc.address)
+const vtopic = hex(seq(0x00))
+const ch1 = hex(seq(0x20))
+const ch2 = hex(seq(0x40))
+const challengeFrame = (c, challenge, n, extra = {}) => text(c, { type: 'challenge', challenge, seq: n, topic: vtopic, addr: owner, broker: 'cd'.repeat(32), ...extra })
+const pubReady = (c, challenge, n) => text(c, { type: 'ready', role: 'publisher', topic: vtopic, binding: 'feed', broker: 'cd'.repeat(32), addr: owner, fields: 'payload', challenge, seq: n })
+const frameIndex = (f) => new DataView(f.buffer, f.byteOffset).getBigUint64(1)
+const frameKind = (f) => f[0]
+/** A frame's chunk id: after kind ‖ index. */
+const frameId = (f) => hex(f.subarray(9, 41))
+
+function vsession(d, o = {}) {
+  return new Session({ api: 'http://127.0.0.1:1', peer: 'cd'.repeat(32), cohort: { topic: vtopic, binding: 'feed', admin: owner }, key: rfc, transport: d.transport, feedCursors: new FeedCursors(), ...o })
+}
+
+async function closeAll(...pairs) {
+  await Promise.all(pairs.map(([s, c]) => {
+    const p = s.close()
+    c.h.closed(1000, 'bye')
+    return p
+  }))
+}
+
+test('a publisher signs its AUTH first under the node\'s challenge, then DATA at its cursor: the Go bytes', async () => {
+  const d = driver()
+  const s = vsession(d, { index: 5 })
+  const c = await d.conn()
+  assert.equal(c.url.searchParams.get('addr'), owner)
+  assert.equal(c.url.searchParams.get('index'), '5', 'the cursor, as a hint')
+  assert.throws(() => s.send('early'), StateError)
+  const authed = s.waitFor('auth')
+  challengeFrame(c, ch1, 1)
+  assert.deepEqual(await authed, { challenge: ch1, seq: 1 })
+  assert.equal(s.challenge, ch1)
+  assert.equal(c.sent.length, 1)
+  assert.equal(hex(c.sent[0]), '02' + '0000000000000000' + go.auth, 'the AUTH: kind 2, index 0, the empty chunk')
+  assert.throws(() => s.send('not yet'), StateError, 'nothing but the AUTH before ready')
+  pubReady(c, ch1, 1)
+  const soc = s.send('bps rev 8')
+  assert.equal(soc.index, 5n)
+  assert.equal(hex(c.sent[1]), '01' + '0000000000000005' + go.data)
+  assert.equal(s.index, 6n)
+  assert.throws(() => s.send('x', { id: 'ff'.repeat(32) }), /session feed/)
+  assert.throws(() => s.send('x', { index: 4 }), SignError, 'below the cursor, never signed')
+  assert.throws(() => s.send('x', { index: 6 + 1024 }), SignError, 'far past the cursor')
+  assert.equal(c.sent.length, 2, 'nothing refused was sent')
+  assert.equal(s.send('bps rev 8', { index: 5 }).index, 5n, 're-signing the same payload at its index is allowed')
+  await closeAll([s, c])
+})
+
+test('a persistent publisher puts the storage update\'s signature before each DATA chunk', async () => {
+  const d = driver()
+  const s = vsession(d, { index: 5, postageBatch: 'aa'.repeat(32) })
+  const c = await d.conn()
+  challengeFrame(c, ch1, 1)
+  pubReady(c, ch1, 1)
+  s.send('bps rev 8')
+  assert.equal(hex(c.sent[1]), '01' + '0000000000000005' + go.storage.slice(64, 194) + go.data)
+  await closeAll([s, c])
+})
+
+test('the node\'s ready index, stale frames for indexes never signed: the client\'s cursor is its own', async () => {
+  const d = driver()
+  const s = vsession(d)
+  const c = await d.conn()
+  challengeFrame(c, ch1, 1)
+  text(c, { type: 'ready', role: 'publisher', topic: vtopic, binding: 'feed', broker: 'cd'.repeat(32), addr: owner, fields: 'payload', challenge: ch1, seq: 1, index: '18446744073709551614' })
+  assert.equal(s.index, 0n, 'the node cannot move the cursor')
+  const stale = s.waitFor('stale')
+  text(c, { type: 'stale', kind: 'DATA', index: '18446744073709551614', seq: 1 })
+  assert.deepEqual(await stale, { kind: 'DATA', index: (1n << 64n) - 2n, seq: 1, resent: false })
+  assert.equal(c.sent.length, 1, 'only the AUTH: nothing signed for the node')
+  await closeAll([s, c])
+})
+
+test('a challenge for another address or topic is not signed: the session ends', async () => {
+  for (const extra of [{ addr: '11'.repeat(20) }, { topic: 'ff'.repeat(32) }]) {
+    const d = driver()
+    const s = vsession(d)
+    const c = await d.conn()
+    const closed = s.waitFor('close')
+    challengeFrame(c, ch1, 1, extra)
+    const e = await closed
+    assert.ok(e.error instanceof SignError, String(e.error))
+    assert.equal(c.sent.length, 0)
+    assert.equal(c.closed[0], 1000)
+  }
+})
+
+test('a rejoin: a new challenge, a new AUTH first; a frame the node found stale is re-signed at its index under it, before later ones', async () => {
+  const d = driver()
+  // A signer that answers later (a Web Worker): the same key.
+  const worker = { address: rfc.address, sign: (data) => new Promise((r) => setTimeout(() => r(rfc.sign(data)), 2)) }
+  const s = vsession(d, { key: worker })
+  const c = await d.conn()
+  let authed = s.waitFor('auth')
+  challengeFrame(c, ch1, 1)
+  await authed
+  pubReady(c, ch1, 1)
+  assert.throws(() => s.send('now'), (e) => e instanceof StateError && /publish\(\)/.test(e.message))
+  const sent = await Promise.all([s.publish('a'), s.publish('b')])
+  assert.deepEqual(sent.map((x) => x.index), [0n, 1n])
+  const later = s.publish('c') // signing while the node rejoins
+  authed = s.waitFor('auth', (e) => e.seq === 2)
+  challengeFrame(c, ch2, 2)
+  assert.equal(s.state, 'connecting', 'nothing sent on the new stream before ready')
+  const stale = s.waitFor('stale')
+  text(c, { type: 'stale', kind: 'DATA', index: 1, seq: 2 })
+  assert.equal((await stale).resent, true)
+  await authed
+  pubReady(c, ch2, 2)
+  assert.equal((await later).index, 2n)
+  const frames = c.sent
+  assert.deepEqual(frames.map((f) => [frameKind(f), frameIndex(f)]), [
+    [Kind.AUTH, 0n],
+    [Kind.DATA, 0n],
+    [Kind.DATA, 1n],
+    [Kind.AUTH, 0n],
+    [Kind.DATA, 1n],
+    [Kind.DATA, 2n],
+  ])
+  const t = seq(0x00)
+  assert.equal(frameId(frames[3]), hex(kindId(Kind.AUTH, t, seq(0x40), 0n)), 'the AUTH under the new challenge')
+  assert.equal(frameId(frames[4]), hex(kindId(Kind.DATA, t, seq(0x40), 1n)), 're-signed under the new challenge')
+  assert.equal(hex(frames[4].subarray(9 + 32 + 65 + 8)), hex(Buffer.from('b')), 'the same payload')
+  assert.equal(frameId(frames[5]), hex(kindId(Kind.DATA, t, seq(0x40), 2n)), 'signed under the challenge it went out on')
+  await closeAll([s, c])
+})
+
+test('an address the roster does not name waits; a roster naming it is the cue to send the AUTH; revoked and granted again, it claims again', async () => {
+  const d = driver()
+  const alice = '99'.repeat(20)
+  const s = vsession(d, { cohort: { topic: vtopic, binding: 'anchor', admin: alice } })
+  const c = await d.conn()
+  challengeFrame(c, ch1, 1)
+  assert.equal(c.sent.length, 0, 'no AUTH for an address the roster does not name')
+  text(c, { type: 'waiting', addr: owner, reason: 'not in the roster' })
+  assert.equal(s.state, 'waiting')
+  assert.throws(() => s.send('x'), /waiting/)
+  const authed = s.waitFor('auth')
+  text(c, { type: 'service', kind: 'ROSTER', index: 0, publishers: [owner], gap: false })
+  await authed
+  assert.equal(hex(c.sent[0]), '02' + '0000000000000000' + go.auth)
+  pubReady(c, ch1, 1)
+  assert.equal(s.state, 'ready')
+  s.send('hi')
+  assert.equal(frameKind(c.sent[1]), Kind.DATA)
+  text(c, { type: 'service', kind: 'ROSTER', index: 1, publishers: [], gap: false })
+  text(c, { type: 'waiting', addr: owner, reason: 'revoked: the admin\'s roster 1 does not name addr' })
+  assert.equal(c.sent.length, 2, 'nothing on revocation')
+  text(c, { type: 'service', kind: 'ROSTER', index: 2, publishers: [owner], gap: false })
+  assert.equal(hex(c.sent[2]), hex(c.sent[0]), 'the AUTH again on the stream it holds')
+  await closeAll([s, c])
+
+  // A roster the session knows before the challenge: the AUTH at once.
+  const s2 = vsession(d, { cohort: { topic: vtopic, binding: 'anchor', admin: alice } })
+  const c2 = await d.conn()
+  text(c2, { type: 'service', kind: 'ROSTER', index: 0, publishers: [owner], gap: false })
+  challengeFrame(c2, ch1, 1)
+  assert.equal(hex(c2.sent[0]), '02' + '0000000000000000' + go.auth)
+  await closeAll([s2, c2])
+})
+
+test('publishers: all: no AUTH, ready after the challenge, DATA under it at the cursor; any binding', async () => {
+  const d = driver()
+  const s = vsession(d, { cohort: { topic: vtopic, binding: 'feed', admin: '99'.repeat(20), publishers: 'all' }, index: 5 })
+  const c = await d.conn()
+  assert.equal(c.url.searchParams.get('publishers'), 'all')
+  challengeFrame(c, ch1, 1)
+  pubReady(c, ch1, 1)
+  assert.equal(c.sent.length, 0, 'no AUTH under ALL')
+  s.send('bps rev 8')
+  assert.equal(hex(c.sent[0]), '01' + '0000000000000005' + go.data)
+  await closeAll([s, c])
+})
+
+test('implicit authorship: ready first, kind 1 ‖ index ‖ the binding\'s own chunk; GSOC frames unchanged', async () => {
+  const d = driver()
+  const s = vsession(d, { cohort: { topic: vtopic, binding: 'feed' }, index: 7 })
+  const c = await d.conn()
+  assert.equal(c.url.searchParams.get('index'), null, 'no cursor hint without an admin')
+  pubReady(c, undefined, undefined)
+  s.send('implicit')
+  assert.equal(hex(c.sent[0]), '01' + '0000000000000007' + go.implicit, 'the channel\'s own update')
+
+  const k = driver()
+  const m = new Session({ api: 'http://127.0.0.1:1', peer: 'p', cohort: { topic, binding: 'mnemonic' }, key, transport: k.transport })
+  const mc = await k.conn()
+  ready(mc, { role: 'publisher', binding: 'mnemonic' })
+  const sent = m.send('x', { id: '01'.repeat(32) })
+  assert.equal(sent.index, undefined)
+  assert.equal(hex(mc.sent[0].subarray(0, 41)), '01' + '0000000000000000' + '01'.repeat(32), 'index 0, the id the dApp chose')
+  assert.throws(() => m.send('x', { index: 1 }), /no feed index/)
+
+  // A GSOC publisher: no text frames, ready when open, signature ‖ span ‖ payload under its id.
+  const id = 'ee'.repeat(32)
+  const g = new Session({ api: 'http://127.0.0.1:1', peer: 'p', cohort: { topic: anchorTopic(id, admin) }, key, id, transport: k.transport })
+  const gc = await k.conn()
+  assert.equal(gc.url.searchParams.get('gsoc-topic'), id)
+  assert.equal(gc.url.searchParams.get('binding'), null)
+  gc.h.open()
+  await g.ready()
+  g.send('gsoc')
+  assert.equal(gc.sent[0].length, 65 + 8 + 4)
+  assert.throws(() => g.send('x', { id: 'ff'.repeat(32) }), /fixes the id/)
+  await closeAll([s, c], [m, mc], [g, gc])
+})
+
+test('the admin posts a ROSTER and EOS signed under its stream\'s challenge; a 409 is signed again under the next one', async (t) => {
+  const d = driver()
+  const posts = []
+  const answers = []
+  t.mock.method(globalThis, 'fetch', async (url, init) => {
+    posts.push({ url: new URL(url), init, body: JSON.parse(init.body) })
+    const [status, body] = answers.shift() ?? [200, '{}']
+    return new Response(body, { status })
+  })
+  const s = vsession(d)
+  const c = await d.conn()
+  challengeFrame(c, ch1, 1)
+  pubReady(c, ch1, 1)
+  assert.equal(await s.postService({ kind: 'ROSTER', index: 1, publishers: ['11'.repeat(20), '22'.repeat(20)] }), 1n)
+  const p = posts[0]
+  assert.equal(p.init.method, 'POST')
+  assert.equal(p.url.pathname, `/pubsub/${vtopic}/service`)
+  assert.equal(p.url.searchParams.get('admin'), owner)
+  assert.deepEqual(p.body, { kind: 'ROSTER', index: 1, challenge: ch1, soc: go.roster })
+  assert.deepEqual(s.latestService.publishers, ['11'.repeat(20), '22'.repeat(20)])
+
+  // The stream is replaced meanwhile: the node answers 409; the roster is
+  // signed again under the next challenge and posted once more.
+  answers.push([409, '{"code":409,"message":"no admin stream with this challenge"}'])
+  const granted = s.grant('33'.repeat(20))
+  while (posts.length < 2) await new Promise((r) => setTimeout(r, 1))
+  challengeFrame(c, ch2, 2)
+  assert.equal(await granted, 2n, 'the next roster index')
+  assert.equal(posts[2].body.challenge, ch2)
+  assert.equal(posts[2].body.index, 2)
+  assert.equal(posts[2].body.soc.slice(0, 64), hex(kindId(Kind.ROSTER, seq(0x00), seq(0x40), 2n)))
+
+  pubReady(c, ch2, 2)
+  assert.equal(await s.endStream(), 0n)
+  assert.deepEqual({ ...posts[3].body, soc: posts[3].body.soc.slice(0, 64) }, { kind: 'EOS', index: 0, challenge: ch2, soc: hex(kindId(Kind.EOS, seq(0x00), seq(0x40), 0n)) })
+
+  // Not the admin: refused before anything is signed.
+  const bob = vsession(d, { cohort: { topic: vtopic, binding: 'feed', admin: '99'.repeat(20) } })
+  const bc = await d.conn()
+  await assert.rejects(bob.setRoster([]), /only the admin's publishing session/)
+  assert.equal(posts.length, 4)
+  await closeAll([s, c], [bob, bc])
+})
+
+test('a publication still signing when the connection drops goes out on the next connection, after its AUTH, under its challenge', async () => {
+  const d = driver()
+  let release
+  const gate = new Promise((r) => (release = r))
+  let calls = 0
+  // The second signature (the DATA's) waits for the test; the AUTHs do not.
+  const worker = { address: rfc.address, sign: async (data) => (++calls === 2 ? gate.then(() => rfc.sign(data)) : rfc.sign(data)) }
+  const s = vsession(d, { key: worker, reconnect: { initialDelay: 1, maxDelay: 2 } })
+  const c1 = await d.conn()
+  const a1 = s.waitFor('auth')
+  challengeFrame(c1, ch1, 1)
+  await a1
+  pubReady(c1, ch1, 1)
+  const pending = s.publish('across')
+  c1.h.closed(1011, 'stream reset')
+  const c2 = await d.conn()
+  const a2 = s.waitFor('auth')
+  challengeFrame(c2, ch2, 1)
+  await a2
+  release()
+  pubReady(c2, ch2, 1)
+  const sent = await pending
+  assert.equal(sent.index, 0n)
+  assert.equal(c1.sent.length, 1, 'only the first AUTH on the lost connection')
+  assert.deepEqual(c2.sent.map((f) => [frameKind(f), frameIndex(f)]), [[Kind.AUTH, 0n], [Kind.DATA, 0n]])
+  assert.equal(frameId(c2.sent[1]), hex(kindId(Kind.DATA, seq(0x00), seq(0x40), 0n)))
+  await closeAll([s, c2])
+})
+
+test('the rev 3 name END_OF_STREAM reads as EOS; a challenge frame on a subscriber ends it', async () => {
+  const d = driver()
+  const s = new Session({ api: 'http://127.0.0.1:1', peer: 'p', cohort: { topic, binding: 'feed', admin }, transport: d.transport, reconnect: false })
+  const c = await d.conn()
+  ready(c)
+  const svc = s.waitFor('service')
+  text(c, { type: 'service', kind: 'END_OF_STREAM', index: 0, publishers: [], gap: false })
+  assert.equal((await svc).kind, 'EOS')
+  const closed = s.waitFor('close')
+  text(c, { type: 'challenge', challenge: ch1, seq: 1, topic, addr: admin, broker: 'cd'.repeat(32) })
+  assert.match((await closed).error.message, /subscriber/)
 })
