@@ -55,7 +55,7 @@ func TestRestartResumes(t *testing.T) {
 		t.Fatal(err)
 	}
 
-	n := &soakNode{id: 1, api: freePorts(t, 1), dataDir: filepath.Join(dir, "node"), logDir: dir}
+	n := &soakNode{id: 1, dataDir: filepath.Join(dir, "node"), logDir: dir}
 	if err := os.MkdirAll(n.dataDir, 0o700); err != nil {
 		t.Fatal(err)
 	}
@@ -118,6 +118,7 @@ func TestRestartResumes(t *testing.T) {
 	n.start(t, c, cl)
 	restarted := time.Now()
 	n.up(ctx, t)
+	so.API = "http://" + n.api // the restart's API port
 
 	// Back, resuming at the first update missed: the missed ones come
 	// from storage before the live one that revealed them.

@@ -159,7 +159,7 @@ func (s *Service) admit(ctx context.Context, h *handling, fr *frameReader, sp *S
 	// This node speaks the multihop envelope (SWIP-61): a joiner that
 	// does too gets it on its stream; any other stays bare.
 	ack := &pb.Ack{Status: pb.Status_OK, Multihop: join.Multihop, Attests: join.Multihop && join.Attests}
-	m, status, ended := s.reg.attach(peer.Address, stream, negotiated(join, ack), sp, join.Addr, ro)
+	m, status, ended := s.reg.attach(peer.Address, stream, negotiated(join, ack), sp, join.Addr, ro, replayOf(join))
 	if ended != nil {
 		return s.tellEnded(ctx, peer, stream, sp, join, ended)
 	}

@@ -58,8 +58,9 @@ func newRegistry(s *Service) *registry {
 // stream, speaking cd, in the given role, enforcing every bound; a stream
 // is a claimed publisher only once it claims after the Ack (upgrade). A
 // cohort that ended is not attached: attach returns its END_OF_STREAM frame
-// instead, which the Join is told.
-func (r *registry) attach(peer swarm.Address, stream p2p.Stream, cd codec, sp *Spec, addr []byte, ro role) (_ *member, _ pb.Status, ended []byte) {
+// instead, which the Join is told. replay is what the joiner asked to be
+// sent again of the deliveries fanned out lately (replay.go).
+func (r *registry) attach(peer swarm.Address, stream p2p.Stream, cd codec, sp *Spec, addr []byte, ro role, replay time.Duration) (_ *member, _ pb.Status, ended []byte) {
 	r.mu.Lock()
 	defer r.mu.Unlock()
 	if r.closed {
@@ -99,6 +100,7 @@ func (r *registry) attach(peer swarm.Address, stream p2p.Stream, cd codec, sp *S
 		defer c.mu.Unlock()
 	}
 	r.seatLocked(c, m, extra)
+	r.replayLocked(c, m, replay) // after the first delivery, before anything live
 	return m, pb.Status_OK, nil
 }
 

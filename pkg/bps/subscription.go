@@ -73,6 +73,7 @@ type Subscription struct {
 	observers []observer // told of every parent and delivery: the judge, lazy push
 
 	probes, reparents, escapes atomic.Uint64
+	lastTake                   atomic.Int64 // when the last delivery new to this node was taken (Unix ns; 0: none yet)
 }
 
 // parent is one parent stream of a subscription.
@@ -357,6 +358,7 @@ func (sub *Subscription) attachAt(ctx context.Context, peer swarm.Address, under
 	join := &pb.Join{Cohort: sub.spec.PB(), Multihop: true, Refer: refer, Attests: true}
 	if !refer {
 		join.Push = sub.lz.pushFor()
+		join.ReplayMs = sub.replayMs()
 	}
 	stream, fr, ack, err := s.join(ctx, peer, sub.spec, join)
 	if err != nil {
@@ -827,6 +829,7 @@ type observer interface {
 // then every observer is told.
 func (sub *Subscription) took(from *clientStream, pub publication, msg *pb.Message, key [32]byte, dup bool) {
 	if !dup {
+		sub.lastTake.Store(time.Now().UnixNano())
 		sub.mu.Lock()
 		rl := sub.relayLocked()
 		sub.mu.Unlock()

@@ -521,14 +521,18 @@ func (x *Claim) GetBroker() []byte {
 
 // Peer -> broker: the first frame on a fresh stream.
 type Join struct {
-	state         protoimpl.MessageState `protogen:"open.v1"`
-	Cohort        *CohortSpec            `protobuf:"bytes,1,opt,name=cohort,proto3" json:"cohort,omitempty"`
-	Addr          []byte                 `protobuf:"bytes,2,opt,name=addr,proto3" json:"addr,omitempty"`                    // 20 bytes: the address this stream will publish as
-	Claim         *Claim                 `protobuf:"bytes,3,opt,name=claim,proto3" json:"claim,omitempty"`                  // a returning publisher's claim
-	Multihop      bool                   `protobuf:"varint,4,opt,name=multihop,proto3" json:"multihop,omitempty"`           // the joiner speaks the multihop envelope (SWIP-61)
-	Refer         bool                   `protobuf:"varint,5,opt,name=refer,proto3" json:"refer,omitempty"`                 // SWIP-61 self-healing: the joiner holds a stream here already and asks only where else to attach
-	Push          PushMode               `protobuf:"varint,6,opt,name=push,proto3,enum=bps.PushMode" json:"push,omitempty"` // lazy push (our addition): the joiner speaks it, and the mode this stream starts in
-	Attests       bool                   `protobuf:"varint,9,opt,name=attests,proto3" json:"attests,omitempty"`             // the joiner forwards its subtree's claims rootward (a Claim with challenge and broker)
+	state    protoimpl.MessageState `protogen:"open.v1"`
+	Cohort   *CohortSpec            `protobuf:"bytes,1,opt,name=cohort,proto3" json:"cohort,omitempty"`
+	Addr     []byte                 `protobuf:"bytes,2,opt,name=addr,proto3" json:"addr,omitempty"`                    // 20 bytes: the address this stream will publish as
+	Claim    *Claim                 `protobuf:"bytes,3,opt,name=claim,proto3" json:"claim,omitempty"`                  // a returning publisher's claim
+	Multihop bool                   `protobuf:"varint,4,opt,name=multihop,proto3" json:"multihop,omitempty"`           // the joiner speaks the multihop envelope (SWIP-61)
+	Refer    bool                   `protobuf:"varint,5,opt,name=refer,proto3" json:"refer,omitempty"`                 // SWIP-61 self-healing: the joiner holds a stream here already and asks only where else to attach
+	Push     PushMode               `protobuf:"varint,6,opt,name=push,proto3,enum=bps.PushMode" json:"push,omitempty"` // lazy push (our addition): the joiner speaks it, and the mode this stream starts in
+	Attests  bool                   `protobuf:"varint,9,opt,name=attests,proto3" json:"attests,omitempty"`             // the joiner forwards its subtree's claims rootward (a Claim with challenge and broker)
+	// Our addition (issue 26): the joiner lost every parent and missed what
+	// this node took in about the last replay_ms milliseconds; a parent that
+	// admits the stream sends what it holds of those deliveries first.
+	ReplayMs      uint32 `protobuf:"varint,20,opt,name=replay_ms,json=replayMs,proto3" json:"replay_ms,omitempty"`
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache
 }
@@ -610,6 +614,13 @@ func (x *Join) GetAttests() bool {
 		return x.Attests
 	}
 	return false
+}
+
+func (x *Join) GetReplayMs() uint32 {
+	if x != nil {
+		return x.ReplayMs
+	}
+	return 0
 }
 
 // A node another may attach to (SWIP-61).
@@ -1406,7 +1417,7 @@ const file_bps_proto_rawDesc = "" +
 	"\x05index\x18\x02 \x01(\x04R\x05index\x12\x1d\n" +
 	"\x04auth\x18\x03 \x01(\v2\t.bps.AuthR\x04auth\x12\x1c\n" +
 	"\tchallenge\x18\x04 \x01(\fR\tchallenge\x12\x16\n" +
-	"\x06broker\x18\x05 \x01(\fR\x06broker\"\xd4\x01\n" +
+	"\x06broker\x18\x05 \x01(\fR\x06broker\"\xf1\x01\n" +
 	"\x04Join\x12'\n" +
 	"\x06cohort\x18\x01 \x01(\v2\x0f.bps.CohortSpecR\x06cohort\x12\x12\n" +
 	"\x04addr\x18\x02 \x01(\fR\x04addr\x12 \n" +
@@ -1415,7 +1426,8 @@ const file_bps_proto_rawDesc = "" +
 	"\bmultihop\x18\x04 \x01(\bR\bmultihop\x12\x14\n" +
 	"\x05refer\x18\x05 \x01(\bR\x05refer\x12!\n" +
 	"\x04push\x18\x06 \x01(\x0e2\r.bps.PushModeR\x04push\x12\x18\n" +
-	"\aattests\x18\t \x01(\bR\aattests\"Y\n" +
+	"\aattests\x18\t \x01(\bR\aattests\x12\x1b\n" +
+	"\treplay_ms\x18\x14 \x01(\rR\breplayMs\"Y\n" +
 	"\tCandidate\x12\x18\n" +
 	"\aoverlay\x18\x01 \x01(\fR\aoverlay\x12\x14\n" +
 	"\x05depth\x18\x02 \x01(\rR\x05depth\x12\x1c\n" +

@@ -1,0 +1,111 @@
+// Copyright 2026 The BPS Authors. All rights reserved.
+// Use of this source code is governed by a BSD-style
+// license that can be found in the LICENSE file.
+
+package bps
+
+import (
+	"time"
+
+	"github.com/ethersphere/bps/pkg/bps/pb"
+)
+
+// Replay on repair (issue 26). Two parents mask one failure, not a shared
+// ancestor: a node whose every parent hangs on the node that died — its
+// one parent, or two parents both in the dead node's subtree — receives
+// nothing from the moment that node died until it, or the parents it hangs
+// on, are attached again, and what was published meanwhile passed every
+// live node of the tree but it. Each node therefore keeps the last
+// deliveries it fanned out (the root and every relay alike, at most
+// replayFrames and replayAge), and a node repairing a lost parent asks
+// each parent it attaches to meanwhile for what that parent took since
+// shortly before its own last delivery (Join.replay_ms): the parent queues
+// those first, before anything live, whole even on a stream that starts
+// lazy. The node's dedup window and feed cursors drop what it had; what is
+// new to it is taken and fanned out to its children, so a subtree cut off
+// with it gets it too, with no request of its own. A node that is not cut
+// off asks for what arrived in the last replaySlack, and drops it.
+
+const (
+	// replayFrames bounds the deliveries a cohort keeps for a replay.
+	replayFrames = 64
+	// replayAge bounds how old a kept delivery may be, and so the
+	// replay a joiner may ask for: a node cut off longer than this lost
+	// the older ones.
+	replayAge = 10 * time.Second
+	// replaySlack is added to the time since a node's last delivery when
+	// it asks for a replay: what the dead parent had taken and not yet
+	// passed on was taken by the new parent up to a few link latencies
+	// before the node's last delivery.
+	replaySlack = time.Second
+)
+
+// recentFrame is one delivery a cohort fanned out, kept for a replay.
+type recentFrame struct {
+	b  []byte // the encoded Message, as fanned out
+	at time.Time
+}
+
+// rememberLocked keeps frame, a delivery c fans out that is not a service
+// update (every stream's first delivery is the latest of those), for a
+// replay; the caller holds c.mu.
+func (c *cohort) rememberLocked(frame []byte, svc uint64, now time.Time) {
+	if svc != 0 || frame == nil {
+		return
+	}
+	c.recent.put(recentFrame{b: frame, at: now}, replayFrames, nil)
+}
+
+// replayLocked queues on m, a stream just admitted, the deliveries c fanned
+// out within the last d, oldest first, after its first delivery and before
+// anything live: at most three quarters of its queue, the newest of them,
+// so that live deliveries find room. The caller holds c.mu.
+func (r *registry) replayLocked(c *cohort, m *member, d time.Duration) {
+	if d <= 0 || m.silent || m.role != roleSubscriber || c.svc.Ended() {
+		return
+	}
+	since := time.Now().Add(-d)
+	n := len(c.recent.s)
+	frames := make([][]byte, 0, n)
+	for k := 1; k <= n; k++ { // newest first
+		f := c.recent.s[(c.recent.next-k+n)%n]
+		if f.at.Before(since) || len(frames) >= r.s.opts.QueueLen*3/4 {
+			break
+		}
+		frames = append(frames, f.b)
+	}
+	for i := len(frames) - 1; i >= 0; i-- {
+		if !m.offer(outFrame{b: frames[i]}) {
+			break
+		}
+	}
+	if len(frames) > 0 {
+		r.s.metrics.Replayed.Add(float64(len(frames)))
+	}
+}
+
+// replayOf is the replay a Join asks for, bounded by replayAge; none for a
+// stream that does not speak the envelope.
+func replayOf(join *pb.Join) time.Duration {
+	if !join.GetMultihop() || join.GetReplayMs() == 0 {
+		return 0
+	}
+	return min(time.Duration(join.GetReplayMs())*time.Millisecond, replayAge)
+}
+
+// replayMs is the replay this subscription asks of a parent it attaches
+// to: none unless it is repairing — it lost a parent it has not replaced
+// (repairlog.go) — and took something before; then the time since its last
+// delivery and replaySlack, at most replayAge. A node that still has a
+// parent asks too: that parent may hang on the node that died as well.
+func (sub *Subscription) replayMs() uint32 {
+	sub.mu.Lock()
+	repairing := !sub.pstate.cut.IsZero()
+	sub.mu.Unlock()
+	last := sub.lastTake.Load()
+	if !repairing || last == 0 {
+		return 0
+	}
+	d := min(time.Since(time.Unix(0, last))+replaySlack, replayAge)
+	return uint32(d / time.Millisecond)
+}
