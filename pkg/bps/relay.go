@@ -90,10 +90,12 @@ func (*relay) position([]swarm.Address, int) (Position, bool) {
 // forgotten unbinds the subscription from the cohort.
 func (rl *relay) forgotten() { rl.sub.swapRelay(rl.c, nil) }
 
-// deliver fans a delivery the relay's subscription took out to the
-// relay's children: a service SOC moves the relay's service cursor, roster
-// and latest SOC first, as at the root.
-func (rl *relay) deliver(pub publication, msg *pb.Message) {
+// deliver fans a delivery the relay's subscription took at now out to
+// the relay's children: a service SOC moves the relay's service cursor,
+// roster and latest SOC first, as at the root; any other is kept for a
+// replay (replay.go) under the same lock as a child's attach, so that a
+// child is either replayed it or sent it, never both.
+func (rl *relay) deliver(pub publication, msg *pb.Message, now time.Time) {
 	c := rl.c
 	frame := encodeFrame(&pb.Message{Address: msg.Address, Data: msg.Data})
 	c.mu.Lock()
@@ -107,6 +109,10 @@ func (rl *relay) deliver(pub publication, msg *pb.Message) {
 		if svc, ok = c.r.serviceLocked(c, pub, frame); !ok {
 			return
 		}
+	} else {
+		rl.sub.mu.Lock() // c.mu comes first
+		rl.sub.rememberLocked(msg, now)
+		rl.sub.mu.Unlock()
 	}
 	c.r.deliverLocked(c, pub, frame, svc)
 }

@@ -15,9 +15,10 @@ import (
 // one parent, or two parents both in the dead node's subtree — receives
 // nothing from the moment that node died until it, or the parents it hangs
 // on, are attached again, and what was published meanwhile passed every
-// live node of the tree but it. Each node therefore keeps the last
-// deliveries it fanned out (the root and every relay alike, at most
-// replayFrames and replayAge), and a node repairing a lost parent asks
+// live node of the tree but it. Each node therefore keeps its last
+// deliveries (the root those it fanned out, every other node those its
+// subscription took — a leaf too, which a repairing node may attach to;
+// at most replayFrames and replayAge), and a node repairing a lost parent asks
 // each parent it attaches to meanwhile for what that parent took since
 // shortly before its own last delivery (Join.replay_ms): the parent queues
 // those first, before anything live, whole even on a stream that starts
@@ -40,20 +41,69 @@ const (
 	replaySlack = time.Second
 )
 
-// recentFrame is one delivery a cohort fanned out, kept for a replay.
+// recentFrame is one delivery kept for a replay: the encoded Message the
+// root fanned out, or the Message a subscription took (encoded if it is
+// replayed).
 type recentFrame struct {
-	b  []byte // the encoded Message, as fanned out
-	at time.Time
+	b   []byte
+	msg *pb.Message
+	at  time.Time
 }
 
-// rememberLocked keeps frame, a delivery c fans out that is not a service
-// update (every stream's first delivery is the latest of those), for a
-// replay; the caller holds c.mu.
+func (f recentFrame) frame() []byte {
+	if f.b != nil {
+		return f.b
+	}
+	return encodeFrame(f.msg)
+}
+
+// rememberLocked keeps frame, a delivery the root c fans out that is not a
+// service update (every stream's first delivery is the latest of those),
+// for a replay; a relay's are its subscription's (remember). The caller
+// holds c.mu.
 func (c *cohort) rememberLocked(frame []byte, svc uint64, now time.Time) {
-	if svc != 0 || frame == nil {
+	if _, relays := c.role.(*relay); relays || svc != 0 || frame == nil {
 		return
 	}
 	c.recent.put(recentFrame{b: frame, at: now}, replayFrames, nil)
+}
+
+// rememberLocked keeps msg, a delivery new to this node that is not a
+// service update, for a replay to a child it may take later; the caller
+// holds sub.mu.
+func (sub *Subscription) rememberLocked(msg *pb.Message, now time.Time) {
+	sub.recent.put(recentFrame{msg: &pb.Message{Address: msg.Address, Data: msg.Data}, at: now}, replayFrames, nil)
+}
+
+// recentSince is what r holds from since on, oldest first, at most limit
+// (the newest).
+func recentSince(r *growRing[recentFrame], since time.Time, limit int) [][]byte {
+	n := len(r.s)
+	var out []recentFrame
+	for k := 1; k <= n && len(out) < limit; k++ { // newest first
+		f := r.s[(r.next-k+n)%n]
+		if f.at.Before(since) {
+			break
+		}
+		out = append(out, f)
+	}
+	frames := make([][]byte, len(out))
+	for i, f := range out {
+		frames[len(out)-1-i] = f.frame()
+	}
+	return frames
+}
+
+// recentLocked is what c's node holds for a replay from since on, at most
+// limit; the caller holds c.mu (and so may take the relay subscription's
+// mu: c.mu comes first).
+func (c *cohort) recentLocked(since time.Time, limit int) [][]byte {
+	if rl, ok := c.role.(*relay); ok {
+		rl.sub.mu.Lock()
+		defer rl.sub.mu.Unlock()
+		return recentSince(&rl.sub.recent, since, limit)
+	}
+	return recentSince(&c.recent, since, limit)
 }
 
 // replayLocked queues on m, a stream just admitted, the deliveries c fanned
@@ -64,18 +114,9 @@ func (r *registry) replayLocked(c *cohort, m *member, d time.Duration) {
 	if d <= 0 || m.silent || m.role != roleSubscriber || c.svc.Ended() {
 		return
 	}
-	since := time.Now().Add(-d)
-	n := len(c.recent.s)
-	frames := make([][]byte, 0, n)
-	for k := 1; k <= n; k++ { // newest first
-		f := c.recent.s[(c.recent.next-k+n)%n]
-		if f.at.Before(since) || len(frames) >= r.s.opts.QueueLen*3/4 {
-			break
-		}
-		frames = append(frames, f.b)
-	}
-	for i := len(frames) - 1; i >= 0; i-- {
-		if !m.offer(outFrame{b: frames[i]}) {
+	frames := c.recentLocked(time.Now().Add(-d), r.s.opts.QueueLen*3/4)
+	for _, f := range frames {
+		if !m.offer(outFrame{b: f}) {
 			break
 		}
 	}

@@ -46,18 +46,19 @@ type Subscription struct {
 	mu        sync.Mutex
 	rank      uint32 // the depth this node states while it has parents (depth); changes under rmu too
 	parents   []*parent
-	relay     *cohort         // the cohort of this node's children, a relay's (relay.go: bound and unbound there), nil while it has none
-	attested  []attestedClaim // the claims this relay forwards rootward, oldest first (attest.go)
-	offers    offers          // slots this node offered to probes, not taken yet (probe.go)
-	closing   bool            // Close began
-	fatal     error           // the subscription is over for this reason (nil with closing: closed by us)
-	repairing bool            // a repair goroutine runs
-	gen       uint32          // numbers parents, for the withholding check
-	finished  finishing       // running, then its deliveries to end (finishLocked), then ended (unlock)
-	retry     *time.Timer     // the next request for a missing second parent, if armed
-	nextRetry time.Duration   // the wait after the next failed request
-	leaving   bool            // Close is reparenting this relay's children
-	pstate    parentState     // the parents over time, for the operator (repairlog.go)
+	relay     *cohort               // the cohort of this node's children, a relay's (relay.go: bound and unbound there), nil while it has none
+	attested  []attestedClaim       // the claims this relay forwards rootward, oldest first (attest.go)
+	offers    offers                // slots this node offered to probes, not taken yet (probe.go)
+	closing   bool                  // Close began
+	fatal     error                 // the subscription is over for this reason (nil with closing: closed by us)
+	repairing bool                  // a repair goroutine runs
+	gen       uint32                // numbers parents, for the withholding check
+	finished  finishing             // running, then its deliveries to end (finishLocked), then ended (unlock)
+	retry     *time.Timer           // the next request for a missing second parent, if armed
+	nextRetry time.Duration         // the wait after the next failed request
+	leaving   bool                  // Close is reparenting this relay's children
+	pstate    parentState           // the parents over time, for the operator (repairlog.go)
+	recent    growRing[recentFrame] // the last deliveries taken, for a child's replay (replay.go)
 
 	round context.CancelFunc // ends the repair's current round (a no-op once it ended)
 
@@ -829,12 +830,16 @@ type observer interface {
 // then every observer is told.
 func (sub *Subscription) took(from *clientStream, pub publication, msg *pb.Message, key [32]byte, dup bool) {
 	if !dup {
-		sub.lastTake.Store(time.Now().UnixNano())
+		now := time.Now()
+		sub.lastTake.Store(now.UnixNano())
 		sub.mu.Lock()
 		rl := sub.relayLocked()
+		if rl == nil && pub.service == nil {
+			sub.rememberLocked(msg, now) // a relay's, as it fans it out
+		}
 		sub.mu.Unlock()
 		if rl != nil {
-			rl.deliver(pub, msg)
+			rl.deliver(pub, msg, now)
 		}
 	}
 	for _, o := range sub.observers {
