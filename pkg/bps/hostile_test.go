@@ -120,6 +120,44 @@ func TestHostileForgetByOthers(t *testing.T) {
 	}
 }
 
+// TestHostileEndedForgetByOthers: the memory of ended cohorts is bounded
+// but shared fairly, as the held service feeds are: a peer that ends
+// cohorts of its own three times over the bound, each under an admin key
+// it minted, evicts only its own, so a late Join for the victim's ended
+// cohort is still told the end — not a fresh cohort whose cursors start
+// at 0 again (issue 24).
+func TestHostileEndedForgetByOthers(t *testing.T) {
+	t.Parallel()
+	const bound = 16
+	_, broker, cl := cluster(t, bps.Options{Bounds: bps.Bounds{EndedCohorts: bound}}, 3)
+	admin := newKey(t)
+	sp := feedSpec(t, "the victim's ended cohort", admin)
+	a := publishOpts(t, cl[0], broker, sp, admin, false)
+	send(t, a, endMsg(t, admin, sp, 0))
+	broker.rec.wait(t, "the victim's cohort ended", kind(bps.EventEnd))
+
+	for i := range 3 * bound {
+		k := newKey(t)
+		fsp := feedSpec(t, fmt.Sprint("ended filler ", i), k)
+		p := publishOpts(t, cl[1], broker, fsp, k, false)
+		send(t, p, endMsg(t, k, fsp, 0))
+		broker.rec.waitN(t, 2+i, "the filler ended", kind(bps.EventEnd))
+	}
+
+	late := openRaw(t, cl[2], broker)
+	if ack := late.join(&pb.Join{Cohort: sp.PB()}); ack.Status != pb.Status_OK {
+		t.Fatal(ack.Status)
+	}
+	// The admin's own Join was the first for the spec; the late one is the
+	// second.
+	e := broker.rec.waitN(t, 2, "the late Join answered", func(e bps.Event) bool {
+		return e.Kind == bps.EventJoin && e.Cohort == sp.String()
+	})
+	if e.Status != "ENDED" {
+		t.Fatalf("a late Join for the victim's ended cohort, after another peer ended %d of its own (bound %d): %s, want ENDED", 3*bound, bound, e.Status)
+	}
+}
+
 // TestHostileRevokedKeepsReceivingClosed: in a closed cohort a publisher
 // the admin revoked is told the revoking roster and then receives nothing
 // more — it is no longer in the audience of a cohort that admits only by
