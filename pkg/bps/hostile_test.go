@@ -272,6 +272,38 @@ func TestHostileParentDepthBound(t *testing.T) {
 	}
 }
 
+// TestHostileNamedBrokerDepth: the node an application names as the
+// cohort's broker is reached directly, not through a candidate, so the only
+// depth its child can check for it is the root's, 0: one stating more —
+// which prices every publication the child writes up at (depth + 1) × the
+// publish price, up to 63 × — is refused; one stating 0 is taken (issue 24).
+func TestHostileNamedBrokerDepth(t *testing.T) {
+	t.Parallel()
+	net := newNetwork(t)
+	sp := feedSpec(t, "the named broker's depth", newKey(t))
+	for _, depth := range []uint32{62, 5, 1, 0} {
+		evil := hostileParent(t, net, depth, nil)
+		x := newNode(t, net, relayOptions(2))
+		if err := net.Connect(x.Node, evil); err != nil {
+			t.Fatal(err)
+		}
+		sub, err := x.svc.Subscribe(ctxT(t), evil.Overlay(), sp)
+		if depth == 0 {
+			if err != nil {
+				t.Fatalf("a broker stating the root's depth 0: %v", err)
+			}
+			_ = sub.Close()
+			continue
+		}
+		if err == nil || !strings.Contains(err.Error(), "reached as the cohort's root") {
+			if sub != nil {
+				_ = sub.Close()
+			}
+			t.Fatalf("a named broker stating depth %d: %v, want refused", depth, err)
+		}
+	}
+}
+
 // TestHostileRelayForwardsOnce: a relay forwards a publication rootward
 // once however often a child (or a loop) sends it: byte-identical frames
 // within its window are dropped as retransmits, so no cycle can keep a
