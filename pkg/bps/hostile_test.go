@@ -232,13 +232,14 @@ func TestHostileReparentToOwnChild(t *testing.T) {
 	down := make(chan *pb.Frame, 1)
 	evil := hostileParent(t, net, 0, down)
 	x, y := newNode(t, net, relayOptions(2)), newNode(t, net, relayOptions(2))
-	for _, pair := range [][2]*streamtest.Node{{x.Node, evil}, {y.Node, x.Node}} {
+	root := referringRoot(t, net, x.Overlay(), 1) // y reaches x, at depth 1, through a candidate
+	for _, pair := range [][2]*streamtest.Node{{x.Node, evil}, {y.Node, x.Node}, {y.Node, root}} {
 		if err := net.Connect(pair[0], pair[1]); err != nil {
 			t.Fatal(err)
 		}
 	}
 	subscribe(t, x, &tnode{Node: evil}, sp)
-	subscribe(t, y, x, sp)
+	subscribe(t, y, &tnode{Node: root}, sp)
 
 	down <- &pb.Frame{Kind: &pb.Frame_Reparent{Reparent: &pb.Reparent{To: y.Overlay().Bytes()}}}
 	ev := x.rec.wait(t, "the reparent handled", kind(bps.EventReparent))

@@ -355,7 +355,15 @@ func TestPricingDepth(t *testing.T) {
 			if err := net.Connect(child.Node, parent); err != nil {
 				t.Fatal(err)
 			}
-			sub, err := child.svc.Subscribe(ctxT(t), parent.Overlay(), sp)
+			at := parent
+			if stated > 0 {
+				// Below the root, a parent is reached through a candidate.
+				at = referringRoot(t, net, parent.Overlay(), stated)
+				if err := net.Connect(child.Node, at); err != nil {
+					t.Fatal(err)
+				}
+			}
+			sub, err := child.svc.Subscribe(ctxT(t), at.Overlay(), sp)
 			if err != nil {
 				t.Fatal(err)
 			}
