@@ -59,6 +59,7 @@ var attacks = []attackDef{
 	{"refer-flood", "open -attack-flood refer Joins at each parent, once a second"},
 	{"claim-replay", "present a publisher's claim, as another node saw it, on streams of its own at the root, once a second"},
 	{"squat", "slot hunting: plain multihop Joins to full nodes (each makes the node probe its subtree), 4 a second, and every free slot found filled with a stream declaring a made-up address that never pays, up to -attack-flood held (squat.go)"},
+	{"squat-root", "slot hunting as squat, every hunting Join at the cohort's root (where the probe rations bind: one peer, one node)"},
 }
 
 // attackNames lists the attacks for -h.
@@ -170,7 +171,7 @@ func newAdversary(ctx context.Context, s *sim) *adversary {
 	}
 	for _, an := range a.nodes {
 		a.arm(an)
-		if a.kind == "squat" {
+		if a.kind == "squat" || a.kind == "squat-root" {
 			a.wg.Add(1)
 			go a.hunt(an)
 		}

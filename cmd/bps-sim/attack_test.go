@@ -76,6 +76,8 @@ func TestAttacks(t *testing.T) {
 					ar.HonestDropped, ar.HonestStarved, ar.ViolationsHonest, ar.Framed, table.String())
 			case ar.CapturedMean > 0.12:
 				t.Fatalf("captured: mean %.3f\n%s", ar.CapturedMean, table.String())
+			case strings.HasPrefix(a.name, "squat") && (ar.Squats == 0 || ar.SquatDeliveries == 0 || ar.UnpaidUnits == 0):
+				t.Fatalf("no slot squatted, or nothing delivered on one: %d squats, %d deliveries, %d units\n%s", ar.Squats, ar.SquatDeliveries, ar.UnpaidUnits, table.String())
 			case refused[a.name] && ar.ViolationsAttacker == 0:
 				t.Fatalf("no attacker was blocklisted\n%s", table.String())
 			}

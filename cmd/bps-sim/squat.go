@@ -59,6 +59,9 @@ type squatState struct {
 	known []swarm.Address // full nodes to hunt at; the root first
 	held  int             // squat streams open
 	keep  int             // at most (-attack-flood)
+	// rootOnly: every hunting Join goes to the root (squat-root), the
+	// first known; the nodes learnt are not hunted at.
+	rootOnly bool
 }
 
 // learn adds ov to the targets, unless known or it is the attacker itself;
@@ -81,7 +84,7 @@ func (q *squatState) learn(self, ov swarm.Address) {
 }
 
 // targets picks n of the known full nodes, at random (the root among them
-// as often as any).
+// as often as any), or the root n times (rootOnly).
 func (q *squatState) targets(n int) []swarm.Address {
 	q.mu.Lock()
 	defer q.mu.Unlock()
@@ -90,7 +93,11 @@ func (q *squatState) targets(n int) []swarm.Address {
 		if len(q.known) == 0 {
 			break
 		}
-		out = append(out, q.known[int(nonce()%uint64(len(q.known)))])
+		i := 0
+		if !q.rootOnly {
+			i = int(nonce() % uint64(len(q.known)))
+		}
+		out = append(out, q.known[i])
 	}
 	return out
 }
@@ -129,7 +136,7 @@ func (a *adversary) hunt(an *attackNode) {
 		return
 	}
 	cs := a.sim.cohorts[c]
-	q := &squatState{keep: a.flood}
+	q := &squatState{keep: a.flood, rootOnly: a.kind == "squat-root"}
 	q.learn(an.overlay(), cs.currentBroker().Overlay())
 	spec, key := cs.c.Spec.PB(), cs.c.Spec.String()
 	t := time.NewTicker(time.Second)
