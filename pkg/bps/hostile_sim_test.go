@@ -250,7 +250,9 @@ func TestHostileReparentNotRootward(t *testing.T) {
 			break // the colluder's key, (1, overlay), is above the parent's
 		}
 	}
-	x := newNode(t, net, relayOptions(2))
+	o := relayOptions(2)
+	o.SingleParent = true // no repair Joins evil again: its Reparent goes down the one stream
+	x := newNode(t, net, o)
 	root := referringRoot(t, net, evil.Overlay(), 1) // a parent at depth 1 is reached through a candidate
 	for _, peer := range []*streamtest.Node{evil, colluder, root} {
 		if err := net.Connect(x.Node, peer); err != nil {

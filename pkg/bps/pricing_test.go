@@ -351,7 +351,9 @@ func TestPricingDepth(t *testing.T) {
 				read <- n
 			})
 			l := newLedger()
-			child := pricedNode(t, net, bps.Options{}, l, testPrices)
+			// One parent: under a referring root the fake parent is not the
+			// root, and a second parent's repair would Join it again.
+			child := pricedNode(t, net, bps.Options{Tree: bps.Tree{SingleParent: true}}, l, testPrices)
 			if err := net.Connect(child.Node, parent); err != nil {
 				t.Fatal(err)
 			}
