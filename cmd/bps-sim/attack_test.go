@@ -47,6 +47,14 @@ func TestAttacks(t *testing.T) {
 			sc.JoinRate, sc.JoinWait, sc.ProbeWait = 80, Dur(20*time.Second), Dur(300*time.Millisecond)
 			sc.BackoffMin, sc.BackoffMax = Dur(50*time.Millisecond), Dur(500*time.Millisecond)
 			sc.Byzantine, sc.Attack, sc.AttackDelay = 0.1, a.name, Dur(500*time.Millisecond)
+			if strings.HasPrefix(a.name, "squat") {
+				// Two squats each: 4 attackers at 16 would hold 64 of the
+				// tree's 118 slots, and the squat is not held (the table
+				// at 1,000 nodes: docs/benchmarks.md, "Slot hunting"): what
+				// this checks is that it runs, is measured, and costs the
+				// honest nodes no delivery.
+				sc.AttackFlood = 2
+			}
 			res, err := Run(context.Background(), sc)
 			if err != nil {
 				t.Fatal(err)
