@@ -27,7 +27,8 @@ import (
 //   - Hunting: once a second it sends squatHunt plain multihop Joins (no
 //     address, no refer) at once, each to a full node it knows — the root,
 //     and every node it has learnt was full (a target that refused it, a
-//     candidate it has filled). A full node that answers a plain multihop
+//     candidate it has filled); under -attack squat-root, the root only. It
+//     starts once its own subscription has a parent. A full node that answers a plain multihop
 //     Join probes its subtree for free slots (SWIP-61) and answers FULL with
 //     the candidates it found. A Join a node has room for is taken: its
 //     stream is a squat like the ones below.
