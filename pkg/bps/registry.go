@@ -489,7 +489,7 @@ func (r *registry) end(c *cohort) {
 		return
 	}
 	r.forget(c)
-	r.ended.put(c.spec.key, c.latest)
+	r.ended.put(c.spec.key, c.svcFrom, string(c.spec.Admin), c.latest)
 	r.s.metrics.Ended.Inc()
 	r.s.trace(Event{Kind: EventEnd, Cohort: c.spec.String()})
 	r.s.logger.Debug("cohort ended by its admin", "cohort", c.spec.String())

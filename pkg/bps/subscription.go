@@ -389,6 +389,14 @@ func ackRefused(root, peer swarm.Address, ack *pb.Ack, cand *pb.Candidate) error
 	switch {
 	case ack.GetDepth() >= maxDepth-1:
 		return fmt.Errorf("bps: %s at depth %d: %w", peer, ack.GetDepth(), errTooDeep)
+	case cand == nil && ack.GetDepth() != 0:
+		// Reached directly, not through a candidate: the broker the
+		// application named, or the one a repair rejoins at. Nothing but
+		// its own Ack states a depth for it, and the only depth the child
+		// can check is the one it reached it at — the root's, 0. A node
+		// stating more would price what the child writes up at up to 63 ×
+		// (docs/protocol.md, "Threat model").
+		return fmt.Errorf("bps: %s at depth %d, reached as the root: %w", peer, ack.GetDepth(), errNotAsReached)
 	case ack.GetDepth() == 0 && !peer.Equal(root):
 		// Only the cohort's root states depth 0: a node that does not
 		// follow the cohort answers a Join as a root of its own, with
@@ -961,6 +969,7 @@ var (
 	errNotAbove     = errors.New("the parent is not above this node, which has children: it may be a descendant")
 	errFalseRoot    = errors.New("the parent states depth 0 but is not the cohort's root")
 	errNotAsOffered = errors.New("the parent states a depth below the one its candidate stated")
+	errNotAsReached = errors.New("the parent was reached as the cohort's root, not through a candidate, and states a depth other than 0")
 )
 
 // maxDepth bounds the depth a node accepts a parent at: a parent stating
