@@ -1,8 +1,10 @@
-// Keys, signing, SOC and BMT, all bee-js's: this file only frames what
-// bee-js makes. bee-js exports its chunk functions as methods of Bee (its
-// package exports no deeper module), so one Bee serves as their holder; it
-// makes no request.
+// Keys, SOC and BMT are bee-js's; the signature is @noble/curves' secp256k1
+// (RFC 6979 nonces: bee's Go signer's bytes, in well under a millisecond,
+// where bee-js's JavaScript secp256k1 takes 12-25 ms a signature). bee-js
+// exports its chunk functions as methods of Bee (its package exports no
+// deeper module), so one Bee serves as their holder; it makes no request.
 import { Bee, Bytes, EthAddress, FeedIndex, Identifier, PrivateKey, PublicKey, Signature, Span } from '@ethersphere/bee-js'
+import { secp256k1 } from '@noble/curves/secp256k1'
 import { BytesLike, concat, toBytes, utf8 } from './bytes.js'
 import { ValidationError } from './errors.js'
 import { randomBytes } from './platform.js'
@@ -34,14 +36,35 @@ export function isSigner(key: unknown): key is Signer {
   return typeof key === 'object' && key !== null && !(key instanceof PrivateKey) && !(key instanceof Uint8Array) && typeof (key as Signer).sign === 'function' && 'address' in key
 }
 
-/** Holds a key or a signer: a key's address is derived once, and it signs with bee-js. */
+/** Holds a key or a signer: a key's address is derived once, and it signs with signWithKey. */
 export function toSigner(key: PrivateKey | BytesLike | Signer): HeldSigner {
   if (isSigner(key)) {
     const s = key
     return { address: toBytes(s.address, 20, 'signer.address'), sign: (d) => s.sign(d) }
   }
   const k = toKey(key)
-  return { address: ownerOf(k), sign: (d) => k.sign(d).toUint8Array() }
+  const secret = k.toUint8Array()
+  return { address: ownerOf(k), sign: (d) => signWithKey(secret, d) }
+}
+
+/** EIP-191's prefix of a 32-byte message, as bee's signer and bee-js's PrivateKey.sign put it. */
+const eip191 = utf8('\x19Ethereum Signed Message:\n32')
+
+/**
+ * Signs data as bee's signer (and bee-js's PrivateKey.sign) does: ECDSA on
+ * secp256k1 over keccak256(EIP-191 prefix ‖ keccak256(data)), 65 bytes
+ * r ‖ s ‖ v with s low and v = 27 + the recovery id. The nonce is RFC 6979's
+ * (@noble/curves), as bee's Go signer's (btcec): the same bytes as the node
+ * signs for the same key and data. bee-js's own signer derives its nonce
+ * otherwise (another valid signature of the same digest, which recovers to
+ * the same owner) and is 20-40 times slower.
+ */
+export function signWithKey(secret: Uint8Array, data: Uint8Array): Uint8Array {
+  const sig = secp256k1.sign(keccak(eip191, keccak(data)), secret, { lowS: true })
+  const out = new Uint8Array(65)
+  out.set(sig.toCompactRawBytes())
+  out[64] = 27 + sig.recovery
+  return out
 }
 
 /** A key as bee-js's PrivateKey (32 bytes, or hex). */
@@ -70,17 +93,21 @@ export interface SignedSOC {
 
 /**
  * The Ethereum address of each key this client signs with, derived once:
- * bee-js derives the public key anew at each call, and a SOC needs the
- * owner's address for its own address. Weak: a key no longer used is
- * forgotten with it.
+ * a SOC needs the owner's address for its own address. Weak: a key no
+ * longer used is forgotten with it.
  */
 const owners = new WeakMap<PrivateKey, Uint8Array>()
 
-/** The key's Ethereum address, derived once per key. */
+/**
+ * The key's Ethereum address, derived once per key: keccak256 of the
+ * uncompressed public key (@noble/curves' point, without its 0x04 prefix),
+ * its last 20 bytes — bee-js's PublicKey.address, without bee-js's
+ * JavaScript point multiplication.
+ */
 export function ownerOf(key: PrivateKey): Uint8Array {
   let a = owners.get(key)
   if (!a) {
-    a = key.publicKey().address().toUint8Array()
+    a = keccak(secp256k1.getPublicKey(key.toUint8Array(), false).subarray(1)).slice(12)
     owners.set(key, a)
   }
   return a
@@ -88,11 +115,10 @@ export function ownerOf(key: PrivateKey): Uint8Array {
 
 /**
  * Wraps payload in a content-addressed chunk and signs it as the SOC (id,
- * key), with bee-js: the chunk's BMT address by bee-js, one signature by
- * bee-js's PrivateKey.sign over id ‖ that address (the SOC digest bee
- * checks), and the SOC address keccak256(id ‖ owner) with the owner's
- * address derived once per key — where bee-js's toSingleOwnerChunk derives
- * the public key twice a chunk.
+ * key): the chunk's BMT address by bee-js, one signature (signWithKey) over
+ * id ‖ that address (the SOC digest bee checks), and the SOC address
+ * keccak256(id ‖ owner) with the owner's address derived once per key —
+ * where bee-js's toSingleOwnerChunk derives the public key twice a chunk.
  */
 export function signSOC(key: PrivateKey, id: Uint8Array, payload: Uint8Array): SignedSOC {
   return signSOCWith(toSigner(key), id, payload) as SignedSOC

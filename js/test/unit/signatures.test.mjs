@@ -1,0 +1,53 @@
+// The client's signatures are bee's signer's, byte for byte: signWithKey
+// (@noble/curves, RFC 6979) against vectors made by bee's Go signer
+// (signatures.json, kept honest by pkg/wsclient's TestJSSignatureVectors),
+// and against bee-js, which recovers the same owner from them.
+import assert from 'node:assert/strict'
+import { readFileSync } from 'node:fs'
+import { test } from 'node:test'
+import { PrivateKey, Signature } from '@ethersphere/bee-js'
+import { addressOf, signSOC, signWithKey } from '../../dist/esm/index.js'
+
+const hex = (b) => Buffer.from(b).toString('hex')
+const unhex = (s) => new Uint8Array(Buffer.from(s, 'hex'))
+const vectors = JSON.parse(readFileSync(new URL('./signatures.json', import.meta.url), 'utf8'))
+
+test('signWithKey signs as bee\'s Go signer, byte for byte (32 vectors)', () => {
+  assert.equal(vectors.length, 32)
+  const vs = new Set()
+  for (const v of vectors) {
+    const sig = signWithKey(unhex(v.key), unhex(v.data))
+    assert.equal(hex(sig), v.signature, `key ${v.key}, data of ${v.data.length / 2} bytes`)
+    vs.add(sig[64])
+  }
+  assert.deepEqual([...vs].sort(), [27, 28], 'the vectors hold both recovery ids')
+})
+
+test('a key signs, and its address is derived, as bee-js reads them', () => {
+  for (const v of vectors.slice(0, 8)) {
+    const key = new PrivateKey(v.key)
+    assert.equal(addressOf(key).toHex(), v.address)
+    const data = unhex(v.data)
+    const sig = new Signature(signWithKey(unhex(v.key), data))
+    assert.equal(sig.recoverPublicKey(data).address().toHex(), v.address, 'bee-js recovers the owner')
+    assert.ok(sig.isValid(data, v.address))
+    // bee-js's own signer picks another nonce: another valid signature of the same digest.
+    assert.ok(key.sign(data).isValid(data, v.address))
+  }
+})
+
+test('signSOC: the SOC\'s owner is the key\'s address, derived once, as bee-js derives it', () => {
+  const v = vectors[3]
+  const key = new PrivateKey(v.key)
+  const id = unhex('11'.repeat(32))
+  for (const payload of ['a', 'b']) {
+    const soc = signSOC(key, id, new TextEncoder().encode(payload))
+    const signed = new Uint8Array([...id, ...soc.wrappedAddress])
+    assert.equal(new Signature(soc.signature).recoverPublicKey(signed).address().toHex(), v.address)
+  }
+})
+
+test('signWithKey refuses a key out of range', () => {
+  assert.throws(() => signWithKey(new Uint8Array(32), new Uint8Array(1)))
+  assert.throws(() => signWithKey(unhex('ff'.repeat(32)), new Uint8Array(1)))
+})
