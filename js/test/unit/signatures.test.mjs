@@ -51,3 +51,24 @@ test('signWithKey refuses a key out of range', () => {
   assert.throws(() => signWithKey(new Uint8Array(32), new Uint8Array(1)))
   assert.throws(() => signWithKey(unhex('ff'.repeat(32)), new Uint8Array(1)))
 })
+
+test('chunkAddress is bee-js\'s BMT address, for payloads of every length class', async () => {
+  const { chunkAddress } = await import('../../dist/esm/soc.js')
+  const { Bee } = await import('@ethersphere/bee-js')
+  const bee = new Bee('http://localhost:1633') // holds bee-js's chunk functions; makes no request
+  const lengths = new Set()
+  for (let n = 1; n <= 130; n++) lengths.add(n)
+  for (let k = 5; k <= 128; k++) for (const n of [k * 32 - 1, k * 32, k * 32 + 1]) if (n <= 4096) lengths.add(n)
+  let seed = 1
+  for (const n of lengths) {
+    const payload = Uint8Array.from({ length: n }, () => (seed = (seed * 1103515245 + 12345) & 0x7fffffff) & 0xff)
+    const cac = bee.makeContentAddressedChunk(payload)
+    assert.equal(hex(chunkAddress(cac.span.toUint8Array(), payload)), cac.address.toHex(), `a payload of ${n} bytes`)
+  }
+  // A span other than the payload's length (a chunk of a file's tree) is hashed as given.
+  const payload = new Uint8Array(64).fill(9)
+  const span = unhex('0020000000000000')
+  const { Span } = await import('@ethersphere/bee-js')
+  assert.equal(hex(chunkAddress(span, payload)), bee.makeContentAddressedChunk(payload, new Span(span)).address.toHex())
+  assert.throws(() => chunkAddress(span, new Uint8Array(4097)))
+})
