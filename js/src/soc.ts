@@ -1,17 +1,16 @@
-// Keys, SOC addresses and keccak256 are bee-js's; the signature is
-// @noble/curves' secp256k1 (RFC 6979 nonces: bee's Go signer's bytes, in
-// well under a millisecond, where bee-js's JavaScript secp256k1 takes 12-25
-// ms a signature), and the BMT hashes only the segments that hold payload
-// (chunkAddress; bee-js's is its test's reference). bee-js
-// exports its chunk functions as methods of Bee (its package exports no
-// deeper module), so one Bee serves as their holder; it makes no request.
-import { Bee, Bytes, EthAddress, FeedIndex, Identifier, PrivateKey, PublicKey, Signature, Span } from '@ethersphere/bee-js'
+// Keys, keccak256, feed indices and signature recovery are bee-js's. The
+// signature is @noble/curves' secp256k1 (RFC 6979 nonces: bee's Go
+// signer's bytes, in well under a millisecond, where bee-js's JavaScript
+// secp256k1 takes 12-25 ms). The wrapped chunk's BMT address (hashing only
+// the segments that hold payload) and the SOC address are made here from
+// bee-js's keccak256; the unit tests compare both with bee-js's own. bee-js's
+// Bee, which holds its chunk functions as methods, is not used: a page's
+// bundle would carry Bee's whole HTTP API with it (75 KiB minified).
+import { Bytes, EthAddress, FeedIndex, PrivateKey, PublicKey, Signature, Span } from '@ethersphere/bee-js'
 import { secp256k1 } from '@noble/curves/secp256k1'
 import { BytesLike, concat, toBytes, utf8 } from './bytes.js'
 import { ValidationError } from './errors.js'
 import { randomBytes } from './platform.js'
-
-const chunks = new Bee('http://localhost:1633')
 
 /**
  * What signs for a session: any object that signs as bee-js's
@@ -151,11 +150,9 @@ export function signSOCWith(signer: HeldSigner, id: Uint8Array, payload: Uint8Ar
   return sig instanceof Uint8Array ? make(sig) : Promise.resolve(sig).then((s) => make(new Uint8Array(s)))
 }
 
-/** The SOC address keccak256(id ‖ owner), with bee-js. */
+/** The SOC address keccak256(id ‖ owner) (bee-js's calculateSingleOwnerChunkAddress, which the unit tests compare it with). */
 export function socAddress(id: BytesLike, owner: BytesLike): Uint8Array {
-  return chunks
-    .calculateSingleOwnerChunkAddress(new Identifier(toBytes(id, 32, 'id')), new EthAddress(toBytes(owner, 20, 'owner')))
-    .toUint8Array()
+  return keccak(toBytes(id, 32, 'id'), toBytes(owner, 20, 'owner'))
 }
 
 /**

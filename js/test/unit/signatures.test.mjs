@@ -72,3 +72,13 @@ test('chunkAddress is bee-js\'s BMT address, for payloads of every length class'
   assert.equal(hex(chunkAddress(span, payload)), bee.makeContentAddressedChunk(payload, new Span(span)).address.toHex())
   assert.throws(() => chunkAddress(span, new Uint8Array(4097)))
 })
+
+test('socAddress is bee-js\'s SOC address', async () => {
+  const { socAddress } = await import('../../dist/esm/index.js')
+  const { Bee, EthAddress, Identifier } = await import('@ethersphere/bee-js')
+  const bee = new Bee('http://localhost:1633')
+  for (const v of vectors.slice(0, 4)) {
+    const id = unhex(v.key) // any 32 bytes
+    assert.equal(hex(socAddress(id, v.address)), bee.calculateSingleOwnerChunkAddress(new Identifier(id), new EthAddress(v.address)).toHex())
+  }
+})
