@@ -13,16 +13,17 @@ import { ValidationError } from './errors.js'
 import { randomBytes } from './platform.js'
 
 /**
- * What signs for a session: any object that signs as bee-js's
- * PrivateKey.sign does — EIP-191 over keccak256(data), 65 bytes r ‖ s ‖ v —
- * as the Ethereum address it names: a wallet's session key, or a Web
- * Worker holding the key off the page's main thread (sign may then resolve
- * later). A bee-js PrivateKey or 32 key bytes are signers too.
+ * What signs for a session: any object that signs as signWithKey (bee's
+ * signer, bee-js's PrivateKey.sign) does — EIP-191 over keccak256(data),
+ * 65 bytes r ‖ s ‖ v — as the Ethereum address it names: a wallet's
+ * session key, or a Web Worker holding the key off the page's main thread
+ * (sign may then resolve later). A bee-js PrivateKey or 32 key bytes are
+ * signers too.
  */
 export interface Signer {
   /** The Ethereum address it signs as: 20 bytes, or hex. */
   address: BytesLike
-  /** Signs data as PrivateKey.sign does; 65 bytes r ‖ s ‖ v, or a promise of them. */
+  /** Signs data as signWithKey does; 65 bytes r ‖ s ‖ v, or a promise of them. */
   sign(data: Uint8Array): Uint8Array | Promise<Uint8Array>
 }
 
