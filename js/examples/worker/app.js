@@ -74,6 +74,9 @@ async function run() {
   const got = new Map() // index → publish() called → received (ms)
   const called = new Map()
   let dup = 0
+  const events = [] // disconnections and gaps, as they came
+  reader.on('disconnect', (e) => events.push(`reader disconnected (${e.retry ? 'retrying' : 'for good'}): ${e.error.message}`))
+  reader.on('gap', (e) => events.push(`reader: gap ${e.from}-${e.to}`))
   reader.on('message', (m) => {
     const i = Number(m.index)
     if (got.has(i)) dup++
@@ -82,6 +85,7 @@ async function run() {
   })
   await reader.ready(30_000)
   const pub = new Session({ api, peer, cohort, key })
+  pub.on('disconnect', (e) => events.push(`publisher disconnected (${e.retry ? 'retrying' : 'for good'}): ${e.error.message}`))
   await pub.ready(30_000)
   show('state', 'publishing')
 
@@ -117,6 +121,7 @@ async function run() {
     longTasks: { count: longTasks.length, totalMs: longTasks.reduce((a, b) => a + b, 0), maxMs: Math.max(0, ...longTasks) },
     timerLagMs: { p50: pct(lags, 0.5), p99: pct(lags, 0.99), max: Math.max(0, ...lags) },
     publishToReceiveMs: { p50: pct(latencies, 0.5), p99: pct(latencies, 0.99) },
+    events,
   }
   await pub.close()
   await reader.close()

@@ -67,7 +67,7 @@ describe('pages under load and on a flaky network, full nodes', { skip, timeout:
         const line = `${signer}: ${r.received}/${count} in ${r.seconds.toFixed(1)} s; main thread: ${r.longTasks.count} long tasks, ${r.longTasks.totalMs.toFixed(0)} ms in all, the longest ${r.longTasks.maxMs.toFixed(0)} ms; 10 ms timer lag p50 ${r.timerLagMs.p50.toFixed(1)} ms, p99 ${r.timerLagMs.p99.toFixed(1)} ms, max ${r.timerLagMs.max.toFixed(1)} ms; publish → receive p50 ${r.publishToReceiveMs.p50.toFixed(1)} ms, p99 ${r.publishToReceiveMs.p99.toFixed(1)} ms`
         t.diagnostic(line)
         assert.equal(r.mode, signer)
-        assert.deepEqual(r.missing, [], 'every update arrives')
+        assert.deepEqual(r.missing, [], `every update arrives; the sessions saw: ${JSON.stringify(r.events)}`)
         assert.equal(r.received, count)
         assert.equal(r.duplicates, 0, 'none twice')
         assert.deepEqual(p.errors, [])
