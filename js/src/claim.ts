@@ -3,7 +3,7 @@ import { concat, equal, hex, toBytes, uint64BE, utf8 } from './bytes.js'
 import { ClaimError } from './errors.js'
 import { ClaimEvent } from './frames.js'
 import { frameString, frameUint } from './json.js'
-import { keccak } from './soc.js'
+import { keccak, ownerOf, signWithKey } from './soc.js'
 
 const claimDomain = utf8('bps-claim:v1')
 
@@ -20,15 +20,15 @@ export function claimDigest(challenge: Uint8Array, broker: Uint8Array, index: bi
 /**
  * Answers a claim-request: the digest is derived here from the request's
  * challenge, broker and index — never taken from the node — and signed with
- * key exactly as a SOC digest (bee-js's PrivateKey.sign: EIP-191 over the
+ * key exactly as a SOC digest (signWithKey, as bee's signer: EIP-191 over the
  * keccak256 of what it is given, so it is given the preimage). A request for
  * another address, a malformed one, or one whose digest (if the node still
  * sends it) differs from ours is refused with a ClaimError: signing it could
  * only help a node that is not ours.
  */
 export function answerClaim(key: PrivateKey, f: Record<string, unknown>): { signature: string; event: ClaimEvent } {
-  const { preimage, event } = prepareClaim(key.publicKey().address().toHex(), f)
-  return { signature: key.sign(preimage).toHex(), event }
+  const { preimage, event } = prepareClaim(hex(ownerOf(key)), f)
+  return { signature: hex(signWithKey(key.toUint8Array(), preimage)), event }
 }
 
 /**

@@ -3,7 +3,7 @@
 import assert from 'node:assert/strict'
 import { test } from 'node:test'
 import { PrivateKey } from '@ethersphere/bee-js'
-import { anchorTopic, CloseError, feedId, HttpError, Session, socAddress, StateError, ValidationError } from '../../dist/esm/index.js'
+import { anchorTopic, CloseError, feedId, HttpError, Session, signWithKey, socAddress, StateError, ValidationError } from '../../dist/esm/index.js'
 
 const hex = (b) => Buffer.from(b).toString('hex')
 const key = new PrivateKey('4f3edf983ac636a65a842ce7c78d9aa706d3b113bce9c46f30d7d21715b23b1d')
@@ -175,11 +175,12 @@ test('api and peer given as functions are read again at each reconnect', async (
 
 test('a signer that answers later (a Web Worker, a wallet): claims and publish() wait for it, frames in call order', async () => {
   const d = driver()
-  // The worker: the same key, signing on a later turn, out of order.
+  // The worker: the same key, signing as the client does (signWithKey) on
+  // a later turn, out of order.
   let n = 0
   const worker = {
     address: admin,
-    sign: (data) => new Promise((r) => setTimeout(() => r(key.sign(data).toUint8Array()), n++ % 2 === 0 ? 20 : 1)),
+    sign: (data) => new Promise((r) => setTimeout(() => r(signWithKey(key.toUint8Array(), data)), n++ % 2 === 0 ? 20 : 1)),
   }
   const s = new Session({ api: 'http://127.0.0.1:1', peer: 'p', cohort: { topic, binding: 'feed', admin }, key: worker, transport: d.transport })
   assert.equal(s.addr, admin)
