@@ -83,7 +83,8 @@ bench:
 # (relays of capacity 2), a subscriber on each, node 1 publishing, relays
 # SIGKILLed and restarted on a schedule; a report per node. Then a node
 # restarted after a crash resumes a persistent feed (TestRestartResumes).
-# SOAK=short is the short run (8 nodes, 5 kills 20 s apart, under 4 minutes),
+# SOAK=short is the short run (8 nodes, 5 kills 20 s apart, under 4 minutes;
+# CI runs it),
 # SOAK=long the operator's (20 nodes, 40 kills 45 s apart, 30 minutes);
 # BPS_SOAK_NODES, BPS_SOAK_KILLS, BPS_SOAK_KILL_EVERY, BPS_SOAK_DOWN,
 # BPS_SOAK_RATE, BPS_SOAK_SEED, BPS_SOAK_DIR (keep the logs) and

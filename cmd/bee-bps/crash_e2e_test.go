@@ -46,11 +46,13 @@ type crashNode struct {
 }
 
 // launch runs `bee-bps start` as a child process joining cl through its
-// broker, as a relay of capacity 2, with its API at api; the process is
-// killed when the test ends.
-func launch(t *testing.T, bin string, cl devCluster, api string) (*crashNode, error) {
-	args := append(cl.join(api), "--"+optionNameBPSRelayCapacity, "2", "--verbosity", "0")
-	n := &crashNode{api: "http://" + api, dead: make(chan struct{}), got: make(map[int]time.Time),
+// broker, as a relay of capacity 2, with its API on a port the kernel picks
+// (up reads it from what the node prints: a port picked free by the test
+// may be bound by another process before the node binds it); the process
+// is killed when the test ends.
+func launch(t *testing.T, bin string, cl devCluster) (*crashNode, error) {
+	args := append(cl.join("127.0.0.1:0"), "--"+optionNameBPSRelayCapacity, "2", "--verbosity", "0")
+	n := &crashNode{dead: make(chan struct{}), got: make(map[int]time.Time),
 		out: &lineWatch{seen: make(chan struct{})}}
 	n.cmd = exec.Command(bin, args...)
 	n.cmd.Stdout, n.cmd.Stderr = n.out, n.out
@@ -72,11 +74,16 @@ func launch(t *testing.T, bin string, cl devCluster, api string) (*crashNode, er
 // up waits until n's API answers with its overlay.
 func (n *crashNode) up(ctx context.Context, t *testing.T) {
 	t.Helper()
-	waitFor(ctx, t, "node at "+n.api+" up", func() bool {
+	waitFor(ctx, t, "node up", func() bool {
 		select {
 		case <-n.dead:
-			t.Fatalf("bee-bps start at %s exited: %v\n%s", n.api, n.exit, n.out)
+			t.Fatalf("bee-bps start exited: %v\n%s", n.exit, n.out)
 		default:
+		}
+		if n.api == "" {
+			if n.api = printedAPI(n.out.String()); n.api == "" {
+				return false
+			}
 		}
 		var addrs struct {
 			Overlay string `json:"overlay"`
@@ -95,10 +102,21 @@ func (n *crashNode) up(ctx context.Context, t *testing.T) {
 	})
 }
 
+// printedAPI is the API URL a bee-bps start printed once it was up
+// (printNode: "  api      http://…"), empty before.
+func printedAPI(out string) string {
+	for line := range strings.Lines(out) {
+		if v, ok := strings.CutPrefix(line, "  api "); ok {
+			return strings.TrimSpace(v)
+		}
+	}
+	return ""
+}
+
 // startJoined launches one node and waits until it is up.
 func startJoined(ctx context.Context, t *testing.T, bin string, cl devCluster) *crashNode {
 	t.Helper()
-	n, err := launch(t, bin, cl, freePorts(t, 1))
+	n, err := launch(t, bin, cl)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -198,7 +216,7 @@ func TestRelayCrashProcesses(t *testing.T) {
 	}
 	// The processes start side by side; the test waits for each.
 	for range nodes {
-		n, err := launch(t, bin, cl, freePorts(t, 1))
+		n, err := launch(t, bin, cl)
 		if err != nil {
 			t.Fatal(err)
 		}

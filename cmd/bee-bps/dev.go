@@ -89,6 +89,13 @@ func (c devCluster) join(apiAddr string) []string {
 		"--" + optionNameSwapEnable + "=false", "--" + optionNameChequebookEnable + "=false", "--" + optionNameStorageIncentivesEnable + "=false",
 		"--" + optionNameDataDir, "", "--" + optionNameAPIAddr, apiAddr, "--" + optionNameP2PAddr, "127.0.0.1:0",
 		"--" + optionNameAllowPrivateCIDRs, // the cluster is on loopback
+		// No warm-up, as the cluster's own nodes (runDev): bee v2.8.1's
+		// salud learns the network's storage radius only once a node
+		// warmed up (up to 5 minutes, bee's default), and its retrieval
+		// and pushsync wait for that radius — a node that joined could
+		// neither retrieve (a restarted node's gap recovery timed out)
+		// nor upload until then.
+		"--" + optionNameWarmUpTime + "=0s",
 	}
 	if len(c.Nodes) > 0 && len(c.Nodes[0].Underlays) > 0 {
 		args = append(args, "--"+optionNameBootnodes, c.Nodes[0].Underlays[0])

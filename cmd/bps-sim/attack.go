@@ -58,6 +58,8 @@ var attacks = []attackDef{
 	{"candidate-flood", "send -attack-flood unasked Candidates to each parent with every message"},
 	{"refer-flood", "open -attack-flood refer Joins at each parent, once a second"},
 	{"claim-replay", "present a publisher's claiming chunk (its first frame: an AUTH under its stream's challenge, as a node on its path saw it) on streams of its own at the root declaring the publisher's address, once a second (SWIP-74 Rev 8: signed under another stream's challenge, it claims nothing)"},
+	{"squat", "slot hunting: plain multihop Joins to full nodes (each makes the node probe its subtree), 4 a second, and every free slot found filled with a stream declaring a made-up address that never pays, up to -attack-flood held (squat.go)"},
+	{"squat-root", "slot hunting as squat, every hunting Join at the cohort's root (where the probe rations bind: one peer, one node)"},
 }
 
 // attackNames lists the attacks for -h.
@@ -119,6 +121,9 @@ type adversary struct {
 	rootDrops map[string]uint64
 	injected  map[string]uint64 // frames attackers sent, by kind
 
+	squats   atomic.Uint64 // squat streams opened (-attack squat)
+	squatted atomic.Uint64 // deliveries read on squat streams: charged by their parents, never paid
+
 	rootRead  [2]atomic.Int64  // ns the roots' readers spent between reads of [honest, attacker] streams
 	rootFrame [2]atomic.Uint64 // frames roots read from [honest, attacker]
 	rootBytes [2]atomic.Uint64
@@ -167,6 +172,10 @@ func newAdversary(ctx context.Context, s *sim) *adversary {
 	}
 	for _, an := range a.nodes {
 		a.arm(an)
+		if a.kind == "squat" || a.kind == "squat-root" {
+			a.wg.Add(1)
+			go a.hunt(an)
+		}
 	}
 	for i, st := range s.cohorts {
 		a.roots[st.c.Broker.Overlay().ByteString()] = i
@@ -468,6 +477,17 @@ type AttackResult struct {
 	Framed                map[string]uint64 `json:"framed,omitempty"`    // why, by reason
 	RootDrops             map[string]uint64 `json:"root_drops"`
 	Injected              map[string]uint64 `json:"injected"`
+
+	// The network's probes (originated or forwarded, from the build to the
+	// end of the run) and the Joins the probe rations answered from the
+	// pool; the streams attackers squatted (-attack squat) and the
+	// deliveries they read on them, each charged by its parent at the
+	// delivery price and never paid (UnpaidUnits).
+	Probes          uint64 `json:"probes"`
+	ProbesRationed  uint64 `json:"probes_rationed"`
+	Squats          uint64 `json:"squats"`
+	SquatDeliveries uint64 `json:"squat_deliveries"`
+	UnpaidUnits     uint64 `json:"unpaid_units"`
 }
 
 // collect fills res.Attack; the run is over and the slots are still.
@@ -574,6 +594,9 @@ func (a *adversary) collect(res *Result, end time.Time) {
 	ar.Framed = maps(a.framed)
 	ar.RootDrops = maps(a.rootDrops)
 	ar.Injected = maps(a.injected)
+	ar.Probes, ar.ProbesRationed = probeCounts(a.sim.metrics)
+	ar.Squats, ar.SquatDeliveries = a.squats.Load(), a.squatted.Load()
+	ar.UnpaidUnits = ar.SquatDeliveries * a.sim.sc.DeliveryPrice
 	res.Attack = ar
 }
 
@@ -1357,4 +1380,8 @@ func writeAttack(row func(k, format string, a ...any), ar *AttackResult) {
 		ar.RootFramesAttacker, ar.RootTimeAttacker, ar.RootTimePerAttackerPS, ar.RootFramesHonest, ar.RootTimeHonest)
 	row("  root drops", "%s", mapString(ar.RootDrops))
 	row("  injected", "%s", mapString(ar.Injected))
+	row("  probes", "%d sent in the network (originated or forwarded), %d Joins answered from the pool by the probe rations", ar.Probes, ar.ProbesRationed)
+	if ar.Squats > 0 {
+		row("  squats", "%d streams squatted; %d deliveries read on them: %d units charged and never paid", ar.Squats, ar.SquatDeliveries, ar.UnpaidUnits)
+	}
 }

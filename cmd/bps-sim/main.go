@@ -98,6 +98,8 @@ func parseFlags(args []string, stderr io.Writer) (cli, error) {
 	fs.IntVar(&sc.AttackK, "attack-k", sc.AttackK, "-attack withhold drops every k-th message")
 	durFlag(fs, &sc.AttackDelay, "attack-delay", "-attack delay holds every message this long")
 	fs.IntVar(&sc.AttackFlood, "attack-flood", sc.AttackFlood, "frames (or refer Joins) per burst of a flood attack")
+	fs.IntVar(&sc.PeerProbeRounds, "peer-probe-rounds", sc.PeerProbeRounds, "probe rounds one peer's Joins may start at a node per 10 s (0: the node's default; -1: no ration)")
+	fs.IntVar(&sc.PrefixProbeRounds, "prefix-probe-rounds", sc.PrefixProbeRounds, "probe rounds the Joins of peers sharing an overlay's first byte may start at a node per 10 s (0: the node's default; -1: no ration)")
 	fs.BoolVar(&c.asJSON, "json", false, "write the result as JSON to stdout, and the table to stderr")
 	fs.StringVar(&c.pngPath, "png", "", "write the latency CDF as a PNG to this file")
 	fs.StringVar(&c.cpuProfile, "cpuprofile", "", "write a CPU profile of the run to this file")

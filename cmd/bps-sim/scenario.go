@@ -74,6 +74,11 @@ type Scenario struct {
 	AttackDelay Dur     `json:"attack_delay,omitempty"` // delay: how long
 	AttackFlood int     `json:"attack_flood,omitempty"` // floods: frames or streams per burst
 
+	// The probe rations (bps.Bounds.PeerProbeRounds, PrefixProbeRounds):
+	// 0 takes the node's default; -1 turns them off (as before they were).
+	PeerProbeRounds   int `json:"peer_probe_rounds,omitempty"`
+	PrefixProbeRounds int `json:"prefix_probe_rounds,omitempty"`
+
 	VirtualTime // virtual.go
 }
 
@@ -137,7 +142,17 @@ func (sc Scenario) serviceOptions() bps.Options {
 		},
 	}
 	applyRelays(&o, sc)
+	o.PeerProbeRounds, o.PrefixProbeRounds = probeRounds(sc.PeerProbeRounds), probeRounds(sc.PrefixProbeRounds)
 	return o
+}
+
+// probeRounds is a probe ration's bound for bps.Bounds: n (0: the node's
+// default), or none for a negative n — a bucket no hunt empties.
+func probeRounds(n int) int {
+	if n < 0 {
+		return 1 << 30
+	}
+	return n
 }
 
 func (sc Scenario) validate() error {
@@ -280,7 +295,8 @@ type sim struct {
 	byKey   map[string]*cohortState // by Spec.String()
 	slots   []*slot
 	counts  *counts
-	adv     *adversary // -byzantine: the attackers, nil without
+	adv     *adversary   // -byzantine: the attackers, nil without
+	metrics *bps.Metrics // the collectors every node shares
 
 	ctx    context.Context // ends the run
 	cancel context.CancelFunc
@@ -323,6 +339,7 @@ func Run(ctx context.Context, sc Scenario) (*Result, error) {
 	// One set of Prometheus collectors for every node: nothing here reads
 	// them, and a set of its own would cost each node about 9 KB.
 	svcOpts.Metrics = bps.NewMetrics()
+	s.metrics = svcOpts.Metrics
 	res := &Result{Scenario: sc, Cohorts: layout.Cohorts}
 
 	// Build.

@@ -34,7 +34,8 @@
 //	claim.go         the challenge
 //	validate.go, soc.go, owner_*.go  the checks a Broadcast passes
 //	servicefeed.go   the admin's service feed: fresh, stale or gap
-//	held.go          forgotten cohorts' service feeds, shared fairly by peer
+//	held.go          ended cohorts and forgotten cohorts' service feeds, shared
+//	                 fairly by peer
 //	rate.go          the publish rate where anyone may publish
 //	dedup.go         the dedup key of a frame and the bounded window
 //	stream.go, codec.go  one stream type both directions share; framing

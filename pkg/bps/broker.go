@@ -163,7 +163,7 @@ func (s *Service) admit(ctx context.Context, h *handling, fr *frameReader, sp *S
 	if err != nil {
 		return s.refuse(ctx, peer, stream, pb.Status_FULL, join)
 	}
-	m, status, ended := s.reg.attach(peer.Address, stream, negotiated(join, ack), sp, join, challenge)
+	m, status, ended := s.reg.attach(peer.Address, stream, negotiated(join, ack), sp, join, challenge, replayOf(join))
 	if ended != nil {
 		return s.tellEnded(ctx, peer, stream, sp, join, ended)
 	}

@@ -80,6 +80,7 @@ type cohort struct {
 	doneProbes []uint64              // recently closed probe nonces
 	pool       probePool             // candidates probes found and no joiner took yet (probe.go)
 	gone       chan struct{}         // closed when the last child left, if a graceful leave waits for it
+	recent     growRing[recentFrame] // the last deliveries fanned out, for a child's replay (replay.go)
 }
 
 // parentRole is what this node is as a parent in one cohort: the cohort's
@@ -324,6 +325,7 @@ func (r *registry) serviceLocked(c *cohort, pub publication, frame []byte) (uint
 func (r *registry) deliverLocked(c *cohort, pub publication, frame []byte, svc uint64) {
 	c.accepted++
 	c.lastAccept = time.Now()
+	c.rememberLocked(frame, svc, c.lastAccept)
 	r.fanOut(c, pub, frame, svc)
 }
 

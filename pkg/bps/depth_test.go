@@ -48,6 +48,31 @@ func TestAckDepthBroker(t *testing.T) {
 	}
 }
 
+// referringRoot is a cohort's root that is full: it answers every Join
+// FULL, naming to at depth as the one candidate. A node at a depth other
+// than the root's is reached only through a candidate — a parent reached
+// as the root must state 0 (TestHostileNamedBrokerDepth) — so the tests
+// that put a node under a parent stating some depth name this root as the
+// broker.
+func referringRoot(t *testing.T, net *streamtest.Network, to swarm.Address, depth uint32) *streamtest.Node {
+	t.Helper()
+	nd := net.NewNode()
+	if err := nd.AddProtocol(p2p.ProtocolSpec{Name: bps.ProtocolName, Version: bps.ProtocolVersion,
+		StreamSpecs: []p2p.StreamSpec{{Name: bps.StreamName, Handler: func(_ context.Context, _ p2p.Peer, s p2p.Stream) error {
+			if err := protodelim.UnmarshalFrom(newByteReader(s), new(pb.Join)); err != nil {
+				return err
+			}
+			ack := &pb.Ack{Status: pb.Status_FULL, Multihop: true, Candidates: []*pb.Candidate{{Overlay: to.Bytes(), Depth: depth}}}
+			if _, err := s.Write(bps.EncodeFrame(ack)); err != nil {
+				return err
+			}
+			return s.FullClose()
+		}}}}); err != nil {
+		t.Fatal(err)
+	}
+	return nd
+}
+
 // statingParent is a node that answers every Join OK stating depth, then
 // holds the stream until the joiner closes it.
 func statingParent(t *testing.T, net *streamtest.Network, depth uint32) *streamtest.Node {
@@ -99,9 +124,14 @@ func TestAckDepthStated(t *testing.T) {
 			t.Fatalf("%s: %+v, want depth %d under %v", what, pos, want, overlays)
 		}
 	}
+	stated := map[*streamtest.Node]uint32{deep: 4, shallow: 2, far: 40}
 	sub := func(p *streamtest.Node) *bps.Subscription {
 		t.Helper()
-		s, err := client.svc.Subscribe(ctxT(t), p.Overlay(), sp)
+		root := referringRoot(t, net, p.Overlay(), stated[p])
+		if err := net.Connect(client.Node, root); err != nil {
+			t.Fatal(err)
+		}
+		s, err := client.svc.Subscribe(ctxT(t), root.Overlay(), sp)
 		if err != nil {
 			t.Fatal(err)
 		}

@@ -29,7 +29,7 @@ func NewEndedSpecs(max int, ttl time.Duration) EndedSpecs {
 	return EndedSpecs{newEndedSpecs(max, ttl)}
 }
 
-func (e EndedSpecs) Put(key string, frame []byte) { e.e.put(key, frame) }
+func (e EndedSpecs) Put(key string, frame []byte) { e.e.put(key, "", "", frame) }
 func (e EndedSpecs) Get(key string) []byte        { return e.e.get(key) }
 func (e EndedSpecs) Len() int                     { return e.e.len() }
 

@@ -7,6 +7,7 @@ package bps
 import (
 	"fmt"
 	"testing"
+	"time"
 )
 
 // TestHeldFeedsFairShare: past the bound the feed dropped is the oldest of
@@ -42,5 +43,29 @@ func TestHeldFeedsFairShare(t *testing.T) {
 	}
 	if f := h.take("flood 0"); f.latest != nil {
 		t.Fatal("the oldest of the flood was kept")
+	}
+}
+
+// TestEndedSpecsFairShare: the memory of ended cohorts drops a flooding
+// peer's own ends — under keys it minted or one admin's — never a victim's
+// held under another peer, and stays at its bound.
+func TestEndedSpecsFairShare(t *testing.T) {
+	t.Parallel()
+	e := newEndedSpecs(4, time.Hour)
+	e.put("victim", "relay", "admin v", []byte("v"))
+	for i := range 100 {
+		e.put(fmt.Sprint("flood ", i), "attacker", fmt.Sprint("minted ", i), []byte(fmt.Sprint(i)))
+	}
+	if got := string(e.get("victim")); got != "v" {
+		t.Fatalf("the victim's end against another peer's flood: %q", got)
+	}
+	if n := e.len(); n != 4 {
+		t.Fatalf("%d ends held, bound 4", n)
+	}
+	if got := string(e.get("flood 99")); got != "99" {
+		t.Fatalf("the flood's newest end: %q", got)
+	}
+	if e.get("flood 0") != nil {
+		t.Fatal("the flood's oldest end was kept")
 	}
 }

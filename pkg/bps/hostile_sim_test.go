@@ -250,13 +250,16 @@ func TestHostileReparentNotRootward(t *testing.T) {
 			break // the colluder's key, (1, overlay), is above the parent's
 		}
 	}
-	x := newNode(t, net, relayOptions(2))
-	for _, peer := range []*streamtest.Node{evil, colluder} {
+	o := relayOptions(2)
+	o.SingleParent = true // no repair Joins evil again: its Reparent goes down the one stream
+	x := newNode(t, net, o)
+	root := referringRoot(t, net, evil.Overlay(), 1) // a parent at depth 1 is reached through a candidate
+	for _, peer := range []*streamtest.Node{evil, colluder, root} {
 		if err := net.Connect(x.Node, peer); err != nil {
 			t.Fatal(err)
 		}
 	}
-	subscribe(t, x, &tnode{Node: evil}, sp)
+	subscribe(t, x, &tnode{Node: root}, sp)
 	down <- &pb.Frame{Kind: &pb.Frame_Reparent{Reparent: &pb.Reparent{To: colluder.Overlay().Bytes()}}}
 	ev := x.rec.wait(t, "the reparent handled", kind(bps.EventReparent))
 	if ev.Err == nil {

@@ -125,6 +125,44 @@ func TestHostileForgetByOthers(t *testing.T) {
 	}
 }
 
+// TestHostileEndedForgetByOthers: the memory of ended cohorts is bounded
+// but shared fairly, as the held service feeds are: a peer that ends
+// cohorts of its own three times over the bound, each under an admin key
+// it minted, evicts only its own, so a late Join for the victim's ended
+// cohort is still told the end — not a fresh cohort whose cursors start
+// at 0 again (issue 24).
+func TestHostileEndedForgetByOthers(t *testing.T) {
+	t.Parallel()
+	const bound = 16
+	_, broker, cl := cluster(t, bps.Options{Bounds: bps.Bounds{EndedCohorts: bound}}, 3)
+	admin := newKey(t)
+	sp := feedSpec(t, "the victim's ended cohort", admin)
+	a := publishOpts(t, cl[0], broker, sp, admin, false)
+	send(t, a, endMsg(t, admin, sp, 0))
+	broker.rec.wait(t, "the victim's cohort ended", kind(bps.EventEnd))
+
+	for i := range 3 * bound {
+		k := newKey(t)
+		fsp := feedSpec(t, fmt.Sprint("ended filler ", i), k)
+		p := publishOpts(t, cl[1], broker, fsp, k, false)
+		send(t, p, endMsg(t, k, fsp, 0))
+		broker.rec.waitN(t, 2+i, "the filler ended", kind(bps.EventEnd))
+	}
+
+	late := openRaw(t, cl[2], broker)
+	if ack := late.join(&pb.Join{Cohort: sp.PB()}); ack.Status != pb.Status_OK {
+		t.Fatal(ack.Status)
+	}
+	// The admin's own Join was the first for the spec; the late one is the
+	// second.
+	e := broker.rec.waitN(t, 2, "the late Join answered", func(e bps.Event) bool {
+		return e.Kind == bps.EventJoin && e.Cohort == sp.String()
+	})
+	if e.Status != "ENDED" {
+		t.Fatalf("a late Join for the victim's ended cohort, after another peer ended %d of its own (bound %d): %s, want ENDED", 3*bound, bound, e.Status)
+	}
+}
+
 // TestHostileRevokedKeepsReceivingClosed: in a closed cohort a publisher
 // the admin revoked is told the revoking roster and then receives nothing
 // more — it is no longer in the audience of a cohort that admits only by
@@ -171,13 +209,14 @@ func TestHostileReparentToOwnChild(t *testing.T) {
 	down := make(chan *pb.Frame, 1)
 	evil := hostileParent(t, net, 0, down)
 	x, y := newNode(t, net, relayOptions(2)), newNode(t, net, relayOptions(2))
-	for _, pair := range [][2]*streamtest.Node{{x.Node, evil}, {y.Node, x.Node}} {
+	root := referringRoot(t, net, x.Overlay(), 1) // y reaches x, at depth 1, through a candidate
+	for _, pair := range [][2]*streamtest.Node{{x.Node, evil}, {y.Node, x.Node}, {y.Node, root}} {
 		if err := net.Connect(pair[0], pair[1]); err != nil {
 			t.Fatal(err)
 		}
 	}
 	subscribe(t, x, &tnode{Node: evil}, sp)
-	subscribe(t, y, x, sp)
+	subscribe(t, y, &tnode{Node: root}, sp)
 
 	down <- &pb.Frame{Kind: &pb.Frame_Reparent{Reparent: &pb.Reparent{To: y.Overlay().Bytes()}}}
 	ev := x.rec.wait(t, "the reparent handled", kind(bps.EventReparent))
@@ -207,6 +246,38 @@ func TestHostileParentDepthBound(t *testing.T) {
 		_, err := x.svc.Subscribe(ctxT(t), evil.Overlay(), sp)
 		if err == nil || !strings.Contains(err.Error(), "depth past the bound") {
 			t.Fatalf("a parent at depth %d: %v, want refused", depth, err)
+		}
+	}
+}
+
+// TestHostileNamedBrokerDepth: the node an application names as the
+// cohort's broker is reached directly, not through a candidate, so the only
+// depth its child can check for it is the root's, 0: one stating more —
+// which prices every publication the child writes up at (depth + 1) × the
+// publish price, up to 63 × — is refused; one stating 0 is taken (issue 24).
+func TestHostileNamedBrokerDepth(t *testing.T) {
+	t.Parallel()
+	net := newNetwork(t)
+	sp := feedSpec(t, "the named broker's depth", newKey(t))
+	for _, depth := range []uint32{62, 5, 1, 0} {
+		evil := hostileParent(t, net, depth, nil)
+		x := newNode(t, net, relayOptions(2))
+		if err := net.Connect(x.Node, evil); err != nil {
+			t.Fatal(err)
+		}
+		sub, err := x.svc.Subscribe(ctxT(t), evil.Overlay(), sp)
+		if depth == 0 {
+			if err != nil {
+				t.Fatalf("a broker stating the root's depth 0: %v", err)
+			}
+			_ = sub.Close()
+			continue
+		}
+		if err == nil || !strings.Contains(err.Error(), "reached as the cohort's root") {
+			if sub != nil {
+				_ = sub.Close()
+			}
+			t.Fatalf("a named broker stating depth %d: %v, want refused", depth, err)
 		}
 	}
 }

@@ -7,7 +7,6 @@ package bps
 import (
 	"container/list"
 	"sync"
-	"time"
 )
 
 // lru is a small bounded map, guarded by its mutex: past max entries the least
@@ -87,48 +86,6 @@ func (c *lru[V]) remove(key string) {
 		c.order.Remove(e)
 		delete(c.items, key)
 	}
-}
-
-// endedSpecs is the broker's memory of cohorts their admin ended: the
-// END_OF_STREAM frame by spec key, which a later Join for the spec is told.
-// It is bounded in entries (the least recently ended is forgotten first) and
-// in time (an entry older than ttl is forgotten when next looked up).
-type endedSpecs struct {
-	l   *lru[endedSpec]
-	ttl time.Duration
-}
-
-type endedSpec struct {
-	frame []byte
-	at    time.Time
-}
-
-func newEndedSpecs(max int, ttl time.Duration) *endedSpecs {
-	return &endedSpecs{l: newLRU[endedSpec](max), ttl: ttl}
-}
-
-func (e *endedSpecs) put(key string, frame []byte) {
-	e.l.put(key, endedSpec{frame: frame, at: time.Now()})
-}
-
-// get returns the END_OF_STREAM frame of the ended cohort key, nil if it is
-// not remembered (never ended, forgotten, or older than the ttl).
-func (e *endedSpecs) get(key string) []byte {
-	v := e.l.get(key)
-	if v.frame == nil {
-		return nil
-	}
-	if time.Since(v.at) > e.ttl {
-		e.l.remove(key)
-		return nil
-	}
-	return v.frame
-}
-
-func (e *endedSpecs) len() int {
-	e.l.mu.Lock()
-	defer e.l.mu.Unlock()
-	return len(e.l.items)
 }
 
 // cursorCache is a subscriber's own cursor per (topic, admin): the lowest

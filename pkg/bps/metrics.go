@@ -100,6 +100,7 @@ type metrics struct {
 	SingleParentSeconds prometheus.Counter
 	Repairs             prometheus.Counter
 	RepairSeconds       prometheus.Counter
+	Replayed            prometheus.Counter
 
 	LazyAsked    prometheus.Counter
 	LazyServed   prometheus.Counter
@@ -158,6 +159,7 @@ func newMetrics() metrics {
 		SingleParentSeconds: counter("single_parent_seconds", "Seconds subscriptions spent with one parent where they want two: the next failure is not masked (SWIP-61)."),
 		Repairs:             counter("repairs", "Repairs that gave a subscription back the parents it wants after it lost one (SWIP-61)."),
 		RepairSeconds:       counter("repair_seconds", "Seconds from a lost parent to the repair that replaced it, summed over repairs (SWIP-61)."),
+		Replayed:            counter("replayed", "Deliveries sent again to a child that lost every parent and asked for what it missed (Join.replay_ms)."),
 
 		LazyAsked:    counter("lazy_asked", "Announcements of a lazy parent this node's subscriptions asked for (lazy push)."),
 		LazyServed:   counter("lazy_served", "Deliveries this node sent a lazy child that asked for them (lazy push)."),

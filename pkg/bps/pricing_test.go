@@ -349,11 +349,21 @@ func TestPricingDepth(t *testing.T) {
 				read <- n
 			})
 			l := newLedger()
-			child := pricedNode(t, net, bps.Options{}, l, testPrices)
+			// One parent: under a referring root the fake parent is not the
+			// root, and a second parent's repair would Join it again.
+			child := pricedNode(t, net, bps.Options{Tree: bps.Tree{SingleParent: true}}, l, testPrices)
 			if err := net.Connect(child.Node, parent); err != nil {
 				t.Fatal(err)
 			}
-			sub, err := child.svc.Subscribe(ctxT(t), parent.Overlay(), sp)
+			at := parent
+			if stated > 0 {
+				// Below the root, a parent is reached through a candidate.
+				at = referringRoot(t, net, parent.Overlay(), stated)
+				if err := net.Connect(child.Node, at); err != nil {
+					t.Fatal(err)
+				}
+			}
+			sub, err := child.svc.Subscribe(ctxT(t), at.Overlay(), sp)
 			if err != nil {
 				t.Fatal(err)
 			}

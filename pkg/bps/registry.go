@@ -58,8 +58,9 @@ func newRegistry(s *Service) *registry {
 // stream, speaking cd, for the Join's declared address, enforcing every
 // bound; its role follows from the address (joinRole). A cohort that ended
 // is not attached: attach returns its EOS frame instead, which the Join is
-// told.
-func (r *registry) attach(peer swarm.Address, stream p2p.Stream, cd codec, sp *Spec, join *pb.Join, challenge []byte) (_ *member, _ pb.Status, ended []byte) {
+// told. replay is what the joiner asked to be sent again of the deliveries
+// fanned out lately (replay.go).
+func (r *registry) attach(peer swarm.Address, stream p2p.Stream, cd codec, sp *Spec, join *pb.Join, challenge []byte, replay time.Duration) (_ *member, _ pb.Status, ended []byte) {
 	r.mu.Lock()
 	defer r.mu.Unlock()
 	if r.closed {
@@ -99,6 +100,7 @@ func (r *registry) attach(peer swarm.Address, stream p2p.Stream, cd codec, sp *S
 		defer c.mu.Unlock()
 	}
 	r.seatLocked(c, m, outside)
+	r.replayLocked(c, m, replay) // after the first delivery, before anything live
 	return m, pb.Status_OK, nil
 }
 
@@ -508,7 +510,7 @@ func (r *registry) end(c *cohort) {
 		return
 	}
 	r.forget(c)
-	r.ended.put(c.spec.key, c.eos)
+	r.ended.put(c.spec.key, c.svcFrom, string(c.spec.Admin), c.eos)
 	r.s.metrics.Ended.Inc()
 	r.s.trace(Event{Kind: EventEnd, Cohort: c.spec.String()})
 	r.s.logger.Debug("cohort ended by its admin", "cohort", c.spec.String())

@@ -87,10 +87,12 @@ func (*relay) position([]swarm.Address, int) (Position, bool) {
 // forgotten unbinds the subscription from the cohort.
 func (rl *relay) forgotten() { rl.sub.swapRelay(rl.c, nil) }
 
-// deliver fans a delivery the relay's subscription took out to the
-// relay's children: a ROSTER moves the relay's roster cursor, roster and
-// latest frame first, as at the root; an EOS ends it.
-func (rl *relay) deliver(pub publication, b *pb.Broadcast) {
+// deliver fans a delivery the relay's subscription took at now out to
+// the relay's children: a ROSTER moves the relay's roster cursor,
+// roster and latest frame first, as at the root; any other is kept for a
+// replay (replay.go) under the same lock as a child's attach, so that a
+// child is either replayed it or sent it, never both.
+func (rl *relay) deliver(pub publication, b *pb.Broadcast, now time.Time) {
 	c := rl.c
 	frame := encodeFrame(b)
 	c.mu.Lock()
@@ -104,6 +106,10 @@ func (rl *relay) deliver(pub publication, b *pb.Broadcast) {
 		if svc, ok = c.r.serviceLocked(c, pub, frame); !ok {
 			return
 		}
+	} else {
+		rl.sub.mu.Lock() // c.mu comes first
+		rl.sub.rememberLocked(b, now)
+		rl.sub.mu.Unlock()
 	}
 	c.r.deliverLocked(c, pub, frame, svc)
 }

@@ -59,6 +59,7 @@ type Subscription struct {
 	nextRetry time.Duration          // the wait after the next failed request
 	leaving   bool                   // Close is reparenting this relay's children
 	pstate    parentState            // the parents over time, for the operator (repairlog.go)
+	recent    growRing[recentFrame]  // the last deliveries taken, for a child's replay (replay.go)
 
 	round context.CancelFunc // ends the repair's current round (a no-op once it ended)
 
@@ -74,6 +75,7 @@ type Subscription struct {
 	observers []observer // told of every parent and delivery: the judge, lazy push
 
 	probes, reparents, escapes atomic.Uint64
+	lastTake                   atomic.Int64 // when the last delivery new to this node was taken (Unix ns; 0: none yet)
 }
 
 // parent is one parent stream of a subscription.
@@ -358,6 +360,7 @@ func (sub *Subscription) attachAt(ctx context.Context, peer swarm.Address, under
 	join := &pb.Join{Cohort: sub.spec.PB(), Addr: zeroAddress, Listen: true, Multihop: true, Refer: refer}
 	if !refer {
 		join.Push = sub.lz.pushFor()
+		join.ReplayMs = sub.replayMs()
 	}
 	stream, fr, ack, err := s.join(ctx, peer, sub.spec, join)
 	if err != nil {
@@ -387,6 +390,14 @@ func ackRefused(root, peer swarm.Address, ack *pb.Ack, cand *pb.Candidate) error
 	switch {
 	case ack.GetDepth() >= maxDepth-1:
 		return fmt.Errorf("bps: %s at depth %d: %w", peer, ack.GetDepth(), errTooDeep)
+	case cand == nil && ack.GetDepth() != 0:
+		// Reached directly, not through a candidate: the broker the
+		// application named, or the one a repair rejoins at. Nothing but
+		// its own Ack states a depth for it, and the only depth the child
+		// can check is the one it reached it at — the root's, 0. A node
+		// stating more would price what the child writes up at up to 63 ×
+		// (docs/protocol.md, "Threat model").
+		return fmt.Errorf("bps: %s at depth %d, reached as the root: %w", peer, ack.GetDepth(), errNotAsReached)
 	case ack.GetDepth() == 0 && !peer.Equal(root):
 		// Only the cohort's root states depth 0: a node that does not
 		// follow the cohort answers a Join as a root of its own, with
@@ -816,11 +827,16 @@ type observer interface {
 // then every observer is told.
 func (sub *Subscription) took(from *clientStream, pub publication, b *pb.Broadcast, key [32]byte, dup bool) {
 	if !dup {
+		now := time.Now()
+		sub.lastTake.Store(now.UnixNano())
 		sub.mu.Lock()
 		rl := sub.relayLocked()
+		if rl == nil && pub.service == nil {
+			sub.rememberLocked(b, now) // a relay's, as it fans it out
+		}
 		sub.mu.Unlock()
 		if rl != nil {
-			rl.deliver(pub, b)
+			rl.deliver(pub, b, now)
 		}
 	}
 	for _, o := range sub.observers {
@@ -944,6 +960,7 @@ var (
 	errNotAbove     = errors.New("the parent is not above this node, which has children: it may be a descendant")
 	errFalseRoot    = errors.New("the parent states depth 0 but is not the cohort's root")
 	errNotAsOffered = errors.New("the parent states a depth below the one its candidate stated")
+	errNotAsReached = errors.New("the parent was reached as the cohort's root, not through a candidate, and states a depth other than 0")
 )
 
 // maxDepth bounds the depth a node accepts a parent at: a parent stating

@@ -304,7 +304,7 @@ func (f *follower) recover(ctx context.Context, owner []byte, from, to uint64) b
 		go func() {
 			defer wg.Done()
 			defer func() { <-sem }()
-			d, err := bps.FetchUpdate(ctx, f.st, f.spec, owner, from+uint64(i))
+			d, err := f.fetch(ctx, owner, from+uint64(i))
 			if err == nil {
 				got[i] = &d
 			}
@@ -341,6 +341,54 @@ func (f *follower) recover(ctx context.Context, owner []byte, from, to uint64) b
 		i = j
 	}
 	return true
+}
+
+// A retrieval that failed for a reason that may pass — the node's
+// retrieval failed or timed out (a 5xx answer), or the attempt ran past
+// recoverAttempt of the recovery's time — is tried again after a backoff,
+// doubling from recoverRetryMin up to recoverRetryMax, until the
+// recovery's time (RecoverTimeout) runs out: a node just restarted reaches
+// the holders of what it missed only once it is connected (issue 26). A
+// chunk not stored (the node's storage said so), one that is not the
+// update, and the budget spent are final: a gap at once.
+const (
+	recoverRetryMin = 250 * time.Millisecond
+	recoverRetryMax = 2 * time.Second
+	// recoverAttempts is how many attempts the recovery's time is cut
+	// into at least: an attempt that hangs is given up and tried again.
+	recoverAttempts = 3
+)
+
+// fetch retrieves update index of owner's feed, trying again after a
+// failure that may pass, until ctx ends.
+func (f *follower) fetch(ctx context.Context, owner []byte, index uint64) (bps.Delivery, error) {
+	wait := recoverRetryMin
+	for {
+		actx, cancel := context.WithTimeout(ctx, f.x.opts.RecoverTimeout/recoverAttempts)
+		d, err := bps.FetchUpdate(actx, f.st, f.spec, owner, index)
+		cancel()
+		if err == nil || ctx.Err() != nil || !retryable(err) {
+			return d, err
+		}
+		t := time.NewTimer(wait)
+		select {
+		case <-t.C:
+		case <-ctx.Done():
+			t.Stop()
+			return d, err
+		}
+		wait = min(2*wait, recoverRetryMax)
+	}
+}
+
+// retryable reports whether a retrieval that failed with err may succeed
+// later: an attempt that timed out, or the node's storage failing (5xx).
+func retryable(err error) bool {
+	if errors.Is(err, context.DeadlineExceeded) {
+		return true
+	}
+	var se interface{ StatusCode() int }
+	return errors.As(err, &se) && se.StatusCode() >= 500
 }
 
 // Why a gap was not recovered, as the recovery logs it. A gap is an

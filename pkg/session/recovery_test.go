@@ -31,7 +31,19 @@ type memStorage struct {
 	chunks  map[string][]byte
 	fetches int
 	gate    chan struct{} // nil: fetches answer at once
+	// failing makes the first that many fetches of each chunk fail as a
+	// node that cannot reach the holders yet does: a 5xx, or (hang) an
+	// answer that does not come before the fetch's context ends.
+	failing int
+	hang    bool
+	tries   map[string]int
 }
+
+// serverError is a node's 5xx answer (node.StorageError's StatusCode).
+type serverError struct{}
+
+func (serverError) Error() string   { return "bee api: 500 read chunk failed" }
+func (serverError) StatusCode() int { return 500 }
 
 func newMemStorage() *memStorage { return &memStorage{chunks: make(map[string][]byte)} }
 
@@ -63,7 +75,19 @@ func (s *memStorage) Fetch(ctx context.Context, addr swarm.Address) (swarm.Chunk
 	s.mu.Lock()
 	s.fetches++
 	gate := s.gate
+	if s.tries == nil {
+		s.tries = make(map[string]int)
+	}
+	s.tries[addr.ByteString()]++
+	fail, hang := s.tries[addr.ByteString()] <= s.failing, s.hang
 	s.mu.Unlock()
+	if fail && hang {
+		<-ctx.Done()
+		return nil, ctx.Err()
+	}
+	if fail {
+		return nil, serverError{}
+	}
 	if gate != nil {
 		select {
 		case <-gate:
@@ -279,6 +303,38 @@ func TestRecoveryBounds(t *testing.T) {
 		rr.live(3)
 		wantEvents(t, s.await(t, 3), "0", "gap 1-2", "3")
 	})
+}
+
+// TestRecoveryRetries (issue 26): a node just restarted fails to retrieve
+// what it missed for a while — its retrieval errs, or hangs — and the
+// recovery tries again, with backoff, within its time, instead of
+// reporting a gap at the first failure; a chunk is a gap as soon as the
+// node says it is not stored (update 3), and not tried again.
+func TestRecoveryRetries(t *testing.T) {
+	t.Parallel()
+	for _, hang := range []bool{false, true} {
+		t.Run(fmt.Sprintf("hang=%v", hang), func(t *testing.T) {
+			t.Parallel()
+			rr := newRecoveryRoom(t, session.MuxOptions{RecoverTimeout: 3 * time.Second}, 6, 3)
+			rr.st.failing, rr.st.hang = 2, hang
+			s := newGapSession()
+			rr.room.Add(s, session.MemberOptions{}, true)
+			rr.live(0)
+			rr.live(5)
+			wantEvents(t, s.await(t, 8), "0", "recovered 1-2", "1*", "2*", "gap 3-3", "recovered 4-4", "4*", "5")
+			rr.st.mu.Lock()
+			defer rr.st.mu.Unlock()
+			for i, want := range map[uint64]int{1: 3, 2: 3, 3: 3, 4: 3} {
+				addr, err := soc.CreateAddress(bps.FeedID(rr.sp.Topic, i), rr.key.addr)
+				if err != nil {
+					t.Fatal(err)
+				}
+				if got := rr.st.tries[addr.ByteString()]; got != want {
+					t.Errorf("update %d retrieved %d times, want %d", i, got, want)
+				}
+			}
+		})
+	}
 }
 
 // TestRecoveryResume: a session that resumes at an index (a subscriber

@@ -411,8 +411,14 @@ type Join struct {
 	Multihop bool `protobuf:"varint,16,opt,name=multihop,proto3" json:"multihop,omitempty"` // the joiner speaks the envelope (Frame) and is probed
 	Refer    bool `protobuf:"varint,17,opt,name=refer,proto3" json:"refer,omitempty"`       // self-healing: the joiner holds a stream here already
 	// and asks only where else to attach (never attaches)
-	Push          PushMode `protobuf:"varint,18,opt,name=push,proto3,enum=bps.PushMode" json:"push,omitempty"` // lazy push: the joiner speaks it, and the mode it starts in
-	Listen        bool     `protobuf:"varint,19,opt,name=listen,proto3" json:"listen,omitempty"`               // the stream will never publish: it is given a local
+	Push   PushMode `protobuf:"varint,18,opt,name=push,proto3,enum=bps.PushMode" json:"push,omitempty"` // lazy push: the joiner speaks it, and the mode it starts in
+	Listen bool     `protobuf:"varint,19,opt,name=listen,proto3" json:"listen,omitempty"`               // the stream will never publish: it is given a local
+	// challenge, never a root lease; any frame up it is
+	// wrong_stream (the node's shared subscriber stream)
+	// Our addition (issue 26): the joiner lost every parent and missed what
+	// this node took in about the last replay_ms milliseconds; a parent that
+	// admits the stream sends what it holds of those deliveries first.
+	ReplayMs      uint32 `protobuf:"varint,20,opt,name=replay_ms,json=replayMs,proto3" json:"replay_ms,omitempty"`
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache
 }
@@ -487,6 +493,13 @@ func (x *Join) GetListen() bool {
 		return x.Listen
 	}
 	return false
+}
+
+func (x *Join) GetReplayMs() uint32 {
+	if x != nil {
+		return x.ReplayMs
+	}
+	return 0
 }
 
 // A node another may attach to (SWIP-61).
@@ -1527,14 +1540,15 @@ const file_bps_proto_rawDesc = "" +
 	"publishers\x18\x04 \x01(\x0e2\x14.bps.PublisherRegimeR\n" +
 	"publishers\x12\x18\n" +
 	"\ahistory\x18\x05 \x01(\bR\ahistory\x12\x16\n" +
-	"\x06closed\x18\x06 \x01(\bR\x06closed\"\xce\x01\n" +
+	"\x06closed\x18\x06 \x01(\bR\x06closed\"\xeb\x01\n" +
 	"\x04Join\x12'\n" +
 	"\x06cohort\x18\x01 \x01(\v2\x0f.bps.CohortSpecR\x06cohort\x12\x12\n" +
 	"\x04addr\x18\x02 \x01(\fR\x04addr\x12\x1a\n" +
 	"\bmultihop\x18\x10 \x01(\bR\bmultihop\x12\x14\n" +
 	"\x05refer\x18\x11 \x01(\bR\x05refer\x12!\n" +
 	"\x04push\x18\x12 \x01(\x0e2\r.bps.PushModeR\x04push\x12\x16\n" +
-	"\x06listen\x18\x13 \x01(\bR\x06listenJ\x04\b\x03\x10\x04J\x04\b\x04\x10\x05J\x04\b\x05\x10\x06J\x04\b\x06\x10\aJ\x04\b\t\x10\n" +
+	"\x06listen\x18\x13 \x01(\bR\x06listen\x12\x1b\n" +
+	"\treplay_ms\x18\x14 \x01(\rR\breplayMsJ\x04\b\x03\x10\x04J\x04\b\x04\x10\x05J\x04\b\x05\x10\x06J\x04\b\x06\x10\aJ\x04\b\t\x10\n" +
 	"\"Y\n" +
 	"\tCandidate\x12\x18\n" +
 	"\aoverlay\x18\x01 \x01(\fR\aoverlay\x12\x14\n" +
