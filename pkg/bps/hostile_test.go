@@ -138,19 +138,19 @@ func TestHostileEndedForgetByOthers(t *testing.T) {
 	admin := newKey(t)
 	sp := feedSpec(t, "the victim's ended cohort", admin)
 	a := publishOpts(t, cl[0], broker, sp, admin, false)
-	send(t, a, endMsg(t, admin, sp, 0))
+	send(t, a, endMsg(t, admin, sp, a.Challenge()))
 	broker.rec.wait(t, "the victim's cohort ended", kind(bps.EventEnd))
 
 	for i := range 3 * bound {
 		k := newKey(t)
 		fsp := feedSpec(t, fmt.Sprint("ended filler ", i), k)
 		p := publishOpts(t, cl[1], broker, fsp, k, false)
-		send(t, p, endMsg(t, k, fsp, 0))
+		send(t, p, endMsg(t, k, fsp, p.Challenge()))
 		broker.rec.waitN(t, 2+i, "the filler ended", kind(bps.EventEnd))
 	}
 
 	late := openRaw(t, cl[2], broker)
-	if ack := late.join(&pb.Join{Cohort: sp.PB()}); ack.Status != pb.Status_OK {
+	if ack := late.join(&pb.Join{Cohort: sp.PB(), Addr: bps.ZeroAddress}); ack.Status != pb.Status_OK {
 		t.Fatal(ack.Status)
 	}
 	// The admin's own Join was the first for the spec; the late one is the
