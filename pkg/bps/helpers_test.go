@@ -579,3 +579,40 @@ func hostileParent(t *testing.T, net *streamtest.Network, depth uint32, down <-c
 }
 
 var testPrices = bps.Prices{Delivery: 7, Publish: 100}
+
+// specOf is the Spec of c, which the test expects to be served.
+func specOf(t testing.TB, c *pb.CohortSpec) *bps.Spec {
+	t.Helper()
+	sp, err := bps.NewSpec(c)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return sp
+}
+
+// publishOpts is a publisher stream of k's that claims with its AUTH at
+// once; receive: its deliveries are on C.
+func publishOpts(t *testing.T, c, broker *tnode, sp *bps.Spec, k key, receive bool) *bps.Publisher {
+	t.Helper()
+	p, err := c.svc.Publish(ctxT(t), broker.Overlay(), sp, bps.PublishOptions{Addr: k.addr, Signer: k.signer, Receive: receive})
+	if err != nil {
+		t.Fatalf("publish: %v", err)
+	}
+	t.Cleanup(func() { _ = p.Close() })
+	return p
+}
+
+// recvC waits for the next delivery on c.
+func recvC(t *testing.T, c <-chan bps.Delivery, what string) bps.Delivery {
+	t.Helper()
+	select {
+	case d, ok := <-c:
+		if !ok {
+			t.Fatalf("%s: stream ended", what)
+		}
+		return d
+	case <-time.After(waitTimeout):
+		t.Fatalf("%s: timed out", what)
+	}
+	return bps.Delivery{}
+}

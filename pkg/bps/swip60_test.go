@@ -22,43 +22,6 @@ import (
 	"google.golang.org/protobuf/proto"
 )
 
-func specOf(t testing.TB, c *pb.CohortSpec) *bps.Spec {
-	t.Helper()
-	sp, err := bps.NewSpec(c)
-	if err != nil {
-		t.Fatal(err)
-	}
-	return sp
-}
-
-
-
-
-func publishOpts(t *testing.T, c, broker *tnode, sp *bps.Spec, k key, receive bool) *bps.Publisher {
-	t.Helper()
-	p, err := c.svc.Publish(ctxT(t), broker.Overlay(), sp, bps.PublishOptions{Addr: k.addr, Signer: k.signer, Receive: receive})
-	if err != nil {
-		t.Fatalf("publish: %v", err)
-	}
-	t.Cleanup(func() { _ = p.Close() })
-	return p
-}
-
-func recvC(t *testing.T, c <-chan bps.Delivery, what string) bps.Delivery {
-	t.Helper()
-	select {
-	case d, ok := <-c:
-		if !ok {
-			t.Fatalf("%s: stream ended", what)
-		}
-		return d
-	case <-time.After(waitTimeout):
-		t.Fatalf("%s: timed out", what)
-	}
-	return bps.Delivery{}
-}
-
-
 // TestConformance60_SpectatorJam covers grant and two-phase revocation
 // (items 8, 9), the roster from the service feed (item 10) and the latest
 // service SOC as a new stream's first delivery (item 6), on a spectator-jam:
