@@ -14,6 +14,7 @@ import (
 	"time"
 
 	"github.com/ethersphere/bee/v2/pkg/swarm"
+	"github.com/ethersphere/bps/pkg/bps/pb"
 )
 
 // countStream is a bufStream that counts its writes.
@@ -30,6 +31,12 @@ func (c *countStream) Write(p []byte) (int, error) {
 // rawFrame is a bare frame of n payload bytes (n < 128), each byte b.
 func rawFrame(n int, b byte) []byte {
 	return append([]byte{byte(n)}, bytes.Repeat([]byte{b}, n)...)
+}
+
+// broadcastFrame is a Broadcast of kind DATA whose soc is n bytes b, as
+// the fan-out queues it (length-delimited).
+func broadcastFrame(n int, b byte) []byte {
+	return encodeFrame(&pb.Broadcast{Soc: bytes.Repeat([]byte{b}, n), Kind: pb.Kind_DATA})
 }
 
 // bigFrame is a bare frame of n ≥ 128 payload bytes.
@@ -50,7 +57,9 @@ func TestStreamBatch(t *testing.T) {
 		var want []byte
 		var dones []chan error
 		for i := range 5 {
-			f := outFrame{b: rawFrame(10+i, byte(i)), kind: kindBroadcast, svc: uint64(i), done: make(chan error, 1)}
+			// Five distinct Broadcasts: the meter charges a delivery once
+			// per stream, by its FrameKey (ledger.go).
+			f := outFrame{b: broadcastFrame(10+i, byte(i)), kind: kindBroadcast, svc: uint64(i), done: make(chan error, 1)}
 			dones = append(dones, f.done)
 			want = append(want, cd.out(f)...)
 			if !ps.offer(f) {
