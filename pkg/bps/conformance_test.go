@@ -2,239 +2,481 @@
 // Use of this source code is governed by a BSD-style
 // license that can be found in the LICENSE file.
 
-//go:build rev8todo
-
 package bps_test
 
 import (
 	"bytes"
+	"encoding/binary"
+	"errors"
+	"io"
 	"testing"
 	"testing/synctest"
 	"time"
 
-	"github.com/ethersphere/bee/v2/pkg/swarm"
+	"github.com/ethersphere/bee/v2/pkg/cac"
+	"github.com/ethersphere/bee/v2/pkg/soc"
 	"github.com/ethersphere/bps/pkg/bps"
 	"github.com/ethersphere/bps/pkg/bps/pb"
+	"google.golang.org/protobuf/proto"
 )
 
-// TestConformance74_04_Claim covers the claim in Join and after Ack: the
-// stream becomes a publisher stream, the cursor becomes max(cursor, index),
-// no reply is sent; a bad claim in Join is treated as absent, a bad claim
-// after the Ack is a violation.
-func TestConformance74_04_Claim(t *testing.T) {
-	t.Parallel()
-	_, broker, cl := cluster(t, bps.Options{}, 3)
-	admin := newKey(t)
-	sp := feedSpec(t, "claim", admin)
-	sub := subscribe(t, cl[0], broker, sp)
+// The singlehop broker's conformance to SWIP-74 Rev 8's items
+// (docs/conformance.md, "SWIP-74 Rev 8 and SWIP-60 rev 14"). Items 1–3
+// are in bps_test.go, 9–10 in bounds_test.go.
 
-	t.Run("after ack, index moves the cursor", func(t *testing.T) {
-		r := openRaw(t, cl[1], broker)
-		ack := r.join(&pb.Join{Cohort: sp.PB(), Addr: admin.addr})
-		if ack.Status != pb.Status_OK || len(ack.Challenge) != 32 {
-			t.Fatalf("ack %s challenge %x", ack.Status, ack.Challenge)
+// expectOnly reads the frames r receives until the broker closes it:
+// want, then the end the admin sent (want's last), then the broker's clean
+// close — nothing else. The stream is FIFO and the broker writes the end
+// last, so a delivery queued on it before would show.
+func expectOnly(t *testing.T, r *raw, what string, want ...*pb.Broadcast) {
+	t.Helper()
+	for i, w := range want {
+		if got := r.recvMessage(); !proto.Equal(got, w) {
+			t.Fatalf("%s: frame %d is kind %s index %d, want kind %s index %d", what, i, got.Kind, got.Index, w.Kind, w.Index)
 		}
-		r.send(claimFor(t, admin, ack.Challenge, broker.Overlay(), 5))
-		broker.rec.wait(t, "claim", kind(bps.EventClaim))
-		if c := cohortInfo(t, broker, sp); c.Cursor != 5 || c.Publishers != 1 || c.Subscribers != 1 {
-			t.Fatalf("cursor %d publishers %d subscribers %d, want 5 1 1", c.Cursor, c.Publishers, c.Subscribers)
-		}
-		r.send(update(t, admin, sp, 4, "below the claimed cursor"))
-		broker.rec.wait(t, "retransmit", dropped(bps.CounterRetransmit))
-		r.send(update(t, admin, sp, 5, "five"))
-		if d := recv(t, sub); d.Index != 5 {
-			t.Fatalf("delivered %d, want 5", d.Index)
-		}
-		// A lower claimed index never moves the cursor back.
-		r2 := openRaw(t, cl[2], broker)
-		ack2 := r2.join(&pb.Join{Cohort: sp.PB(), Addr: admin.addr})
-		if ack2.Status != pb.Status_OK {
-			t.Fatal(ack2.Status)
-		}
-		r2.send(claimFor(t, admin, ack2.Challenge, broker.Overlay(), 1))
-		broker.rec.waitN(t, 2, "the second stream's claim", kind(bps.EventClaim))
-		if c := cohortInfo(t, broker, sp); c.Cursor != 6 || c.Publishers != 2 {
-			t.Fatalf("cursor %d publishers %d, want 6 2", c.Cursor, c.Publishers)
-		}
-	})
-
-	t.Run("bad claim in join is absent", func(t *testing.T) {
-		stranger := newKey(t)
-		for name, claim := range map[string]*pb.Claim{
-			"stale challenge": claimFor(t, admin, keccak([]byte("old boot")), broker.Overlay(), 0),
-			"other address":   claimFor(t, stranger, keccak([]byte("x")), broker.Overlay(), 0),
-			"malformed":       {Addr: admin.addr},
-		} {
-			r := openRaw(t, cl[1], broker)
-			ack := r.join(&pb.Join{Cohort: sp.PB(), Addr: admin.addr, Claim: claim})
-			if ack.Status != pb.Status_OK || len(ack.Challenge) != 32 {
-				t.Fatalf("%s: ack %s challenge %x, want OK with a fresh S", name, ack.Status, ack.Challenge)
-			}
-			// It is a subscriber stream: it receives the next delivery.
-			before := cohortInfo(t, broker, sp)
-			if before.Subscribers < 2 {
-				t.Fatalf("%s: the stream is not in the fan-out set", name)
-			}
-		}
-	})
+	}
+	if err := r.expectEnd(); !errors.Is(err, io.EOF) {
+		t.Fatalf("%s: after %d frames: %v, want the broker's clean close", what, len(want), err)
+	}
 }
 
-// TestConformance74_04_BadClaimAfterAck: a Claim after the Ack that does not
-// verify is a violation: counted invalid_claim, the stream reset, the peer
-// blocklisted.
-func TestConformance74_04_BadClaimAfterAck(t *testing.T) {
-	t.Parallel()
-	admin := newKey(t)
-	stranger := newKey(t)
-	cases := map[string]func(ack *pb.Ack, broker swarm.Address) *pb.Claim{
-		"signed by another key": func(ack *pb.Ack, b swarm.Address) *pb.Claim {
-			c := claimFor(t, stranger, ack.Challenge, b, 0)
-			c.Addr = admin.addr
-			return c
-		},
-		"for a non-admin address": func(ack *pb.Ack, b swarm.Address) *pb.Claim {
-			return claimFor(t, stranger, ack.Challenge, b, 0)
-		},
-		"over another overlay": func(ack *pb.Ack, _ swarm.Address) *pb.Claim {
-			return claimFor(t, admin, ack.Challenge, swarm.RandAddress(t), 0)
-		},
-		"changed index": func(ack *pb.Ack, b swarm.Address) *pb.Claim {
-			c := claimFor(t, admin, ack.Challenge, b, 0)
-			c.Index = 7
-			return c
-		},
-		"wrong challenge": func(_ *pb.Ack, b swarm.Address) *pb.Claim {
-			return claimFor(t, admin, keccak([]byte("guess")), b, 0)
-		},
+// claimed opens a raw stream of k's from c to broker, declaring k's
+// address, and claims it with an AUTH; it returns the stream and its
+// challenge once the broker took the claim.
+func claimed(t *testing.T, c, broker *tnode, sp *bps.Spec, k key) (*raw, []byte) {
+	t.Helper()
+	r := openRaw(t, c, broker)
+	ack := r.join(&pb.Join{Cohort: sp.PB(), Addr: k.addr})
+	if ack.Status != pb.Status_OK || len(ack.Challenge) != 32 {
+		t.Fatalf("join: %s, challenge %x", ack.Status, ack.Challenge)
 	}
-	for name, mk := range cases {
-		t.Run(name, func(t *testing.T) {
+	n := broker.rec.count(kind(bps.EventClaim))
+	r.send(auth(t, k, sp, ack.Challenge))
+	broker.rec.waitN(t, n+1, "the claim", kind(bps.EventClaim))
+	return r, ack.Challenge
+}
+
+// signWrapped is k's SOC under id wrapping the chunk whose span-prefixed
+// data is spanData — any span, whatever the payload — built with bee's
+// cac and soc packages.
+func signWrapped(t *testing.T, k key, id, spanData []byte) []byte {
+	t.Helper()
+	wrapped, err := cac.NewWithDataSpan(spanData)
+	if err != nil {
+		t.Fatal(err)
+	}
+	sig, err := k.signer.Sign(keccak(id, wrapped.Address().Bytes()))
+	if err != nil {
+		t.Fatal(err)
+	}
+	s, err := soc.NewSigned(id, wrapped, k.addr, sig)
+	if err != nil {
+		t.Fatal(err)
+	}
+	ch, err := s.Chunk()
+	if err != nil {
+		t.Fatal(err)
+	}
+	return ch.Data()
+}
+
+// TestRev8_04_PendingClaimsByFirstFrame (Rev 8 item 4): a Join declaring
+// the admin's addr is admitted as a pending stream that receives nothing;
+// its first valid frame — an AUTH, or DATA above, at or below the cursor —
+// claims and upgrades it, with no reply. A DATA below the cursor is
+// validated first, upgrades the stream, and is then counted a retransmit
+// and not delivered (docs/protocol.md "The claim: the first valid frame").
+func TestRev8_04_PendingClaimsByFirstFrame(t *testing.T) {
+	t.Parallel()
+	for _, tc := range []struct {
+		name      string
+		first     func(t *testing.T, admin key, sp *bps.Spec, ch []byte) *pb.Broadcast
+		delivered int64 // the first frame's index delivered, -1 for none
+	}{
+		{"AUTH", func(t *testing.T, admin key, sp *bps.Spec, ch []byte) *pb.Broadcast { return auth(t, admin, sp, ch) }, -1},
+		{"DATA above the cursor", func(t *testing.T, admin key, sp *bps.Spec, ch []byte) *pb.Broadcast {
+			return update(t, admin, sp, ch, 9, "above")
+		}, 9},
+		{"DATA at the cursor", func(t *testing.T, admin key, sp *bps.Spec, ch []byte) *pb.Broadcast {
+			return update(t, admin, sp, ch, 5, "at")
+		}, 5},
+		{"DATA below the cursor", func(t *testing.T, admin key, sp *bps.Spec, ch []byte) *pb.Broadcast {
+			return update(t, admin, sp, ch, 2, "below")
+		}, -1},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
 			t.Parallel()
-			_, broker, cl := cluster(t, bps.Options{}, 2)
-			sp := feedSpec(t, "bad-claim", admin)
-			sub := subscribe(t, cl[1], broker, sp)
-			r := openRaw(t, cl[0], broker)
+			_, broker, cl := cluster(t, bps.Options{}, 3)
+			admin := newKey(t)
+			sp := feedSpec(t, "claim", admin)
+			sub := subscribe(t, cl[0], broker, sp)
+
+			// Another stream of the admin's moves the cursor to 5, the last
+			// two while r is pending: r receives none of it. (It is
+			// claimed first: one pending stream per address at a time.)
+			p := publish(t, cl[2], broker, sp, admin, 0)
+			broker.rec.wait(t, "the other stream's claim", kind(bps.EventClaim))
+			r := openRaw(t, cl[1], broker)
 			ack := r.join(&pb.Join{Cohort: sp.PB(), Addr: admin.addr})
-			r.send(mk(ack, broker.Overlay()))
-			expectReset(t, r)
-			waitBlocklisted(t, broker, cl[0])
-			if got := cohortInfo(t, broker, sp).Counters["invalid_claim"]; got != 1 {
-				t.Fatalf("invalid_claim = %d, want 1", got)
+			if ack.Status != pb.Status_OK || len(ack.Challenge) != 32 {
+				t.Fatalf("ack %s challenge %x", ack.Status, ack.Challenge)
 			}
-			// Nobody else lost anything: the subscriber is still attached.
-			select {
-			case <-sub.Done():
-				t.Fatalf("the subscriber's stream ended: %v", sub.Err())
-			default:
+			for i := range uint64(5) {
+				sendUpdate(t, p, i, "before")
+				if d := recv(t, sub); d.Index != i {
+					t.Fatalf("delivered %d, want %d", d.Index, i)
+				}
+			}
+			if c := cohortInfo(t, broker, sp); c.Publishers != 1 || c.Cursor != 5 {
+				t.Fatalf("before the claim: publishers %d cursor %d, want 1 and 5", c.Publishers, c.Cursor)
+			}
+
+			r.send(tc.first(t, admin, sp, ack.Challenge))
+			broker.rec.waitN(t, 2, "the pending stream's claim", kind(bps.EventClaim))
+			if tc.delivered >= 0 {
+				if d := recv(t, sub); d.Index != uint64(tc.delivered) || !bytes.Equal(d.Challenge, ack.Challenge) {
+					t.Fatalf("delivered %d under %x, want %d under the claiming stream's", d.Index, d.Challenge, tc.delivered)
+				}
+			}
+			if tc.name == "DATA below the cursor" {
+				broker.rec.wait(t, "the claiming update counted a retransmit", dropped(bps.CounterRetransmit))
+			}
+			// Upgraded: it publishes like any publisher stream.
+			next := uint64(max(tc.delivered+1, 5))
+			r.send(update(t, admin, sp, ack.Challenge, next, "after the claim"))
+			if d := recv(t, sub); d.Index != next || string(d.Payload()) != "after the claim" {
+				t.Fatalf("delivered %d %q, want %d: the frame before it was delivered, or the claim not taken", d.Index, d.Payload(), next)
+			}
+			c := cohortInfo(t, broker, sp)
+			if c.Publishers != 2 || c.Subscribers != 1 {
+				t.Fatalf("publishers %d subscribers %d, want 2 and 1", c.Publishers, c.Subscribers)
+			}
+			for name, n := range c.Counters {
+				if want := map[bool]uint64{true: 1}[name == "retransmit" && tc.name == "DATA below the cursor"]; n != want {
+					t.Errorf("counter %s = %d, want %d", name, n, want)
+				}
+			}
+			// No reply to the claim, and nothing to the pending stream
+			// before it, nor to the publisher stream after it (SWIP-74: a
+			// publisher stream receives nothing) but the cohort's end.
+			end := eos(t, admin, sp, p.Challenge())
+			send(t, p, end)
+			expectOnly(t, r, "the claiming stream", end)
+			if bl := broker.Blocklists(); len(bl) != 0 {
+				t.Fatalf("blocklisted %v", bl)
 			}
 		})
 	}
 }
 
-// TestConformance74_05_SubscriberStreamFrames: a frame on a subscriber stream
-// that is not a valid claim is dropped, the stream reset, the peer
-// blocklisted (wrong_stream).
-func TestConformance74_05_SubscriberStreamFrames(t *testing.T) {
+// TestRev8_05_Acceptance (Rev 8 item 5): a Broadcast is accepted iff on a
+// publisher or pending stream, of kind DATA or AUTH, under its stream's
+// challenge, DATA at or above the cursor, its chunk with the derived id
+// and valid at keccak256(id ‖ admin). An accepted DATA sets the cursor and
+// is delivered unchanged — the frame byte for byte — to every subscriber
+// stream and to no publisher stream; an AUTH is never delivered; an AUTH
+// with a payload or a nonzero span is invalid: a violation.
+func TestRev8_05_Acceptance(t *testing.T) {
 	t.Parallel()
+	t.Run("delivered unchanged", func(t *testing.T) {
+		t.Parallel()
+		_, broker, cl := cluster(t, bps.Options{}, 4)
+		admin := newKey(t)
+		sp := feedSpec(t, "acceptance", admin)
+		sub := subscribe(t, cl[0], broker, sp)
+		rawSub := openRaw(t, cl[1], broker)
+		if ack := rawSub.join(&pb.Join{Cohort: sp.PB(), Addr: bps.ZeroAddress}); ack.Status != pb.Status_OK {
+			t.Fatal(ack.Status)
+		}
+		pubA, chA := claimed(t, cl[2], broker, sp, admin)
+		pubB, chB := claimed(t, cl[3], broker, sp, admin)
+
+		first := update(t, admin, sp, chA, 0, "first")
+		pubA.send(first)
+		broker.rec.wait(t, "accept 0", acceptedIndex(0))
+		pubA.send(auth(t, admin, sp, chA)) // activity, never delivered
+		pubB.send(auth(t, admin, sp, chB))
+		second := update(t, admin, sp, chB, 1, "second")
+		pubB.send(second)
+		broker.rec.wait(t, "accept 1", acceptedIndex(1))
+
+		for i, want := range []*pb.Broadcast{first, second} {
+			got := rawSub.recvMessage()
+			if !bytes.Equal(bps.EncodeFrame(got), bps.EncodeFrame(want)) {
+				t.Fatalf("raw delivery %d differs from the publication: %v", i, got)
+			}
+			d := recv(t, sub)
+			if !proto.Equal(d.Broadcast(), want) || !bytes.Equal(d.Owner, admin.addr) {
+				t.Fatalf("delivery %d: %v, want the publication", i, d.Broadcast())
+			}
+			if wantAddr := keccak(d.ID(), admin.addr); !bytes.Equal(d.Address.Bytes(), wantAddr) {
+				t.Fatalf("delivery %d at %s, want keccak256(id ‖ admin) %x", i, d.Address, wantAddr)
+			}
+		}
+		c := cohortInfo(t, broker, sp)
+		if c.Cursor != 2 || c.Accepted != 2 {
+			t.Fatalf("cursor %d accepted %d, want 2 2", c.Cursor, c.Accepted)
+		}
+		for name, n := range c.Counters {
+			if n != 0 {
+				t.Errorf("counter %s = %d, want 0", name, n)
+			}
+		}
+		// Publisher streams received nothing; the subscriber nothing more
+		// (no AUTH): the end the admin sends next is the next frame of
+		// each.
+		end := eos(t, admin, sp, chA)
+		pubA.send(end)
+		expectOnly(t, pubB, "publisher stream B", end)
+		expectOnly(t, rawSub, "the raw subscriber", end)
+	})
+
 	admin := newKey(t)
-	for name, frame := range map[string]func(sp *bps.Spec) []byte{
-		"a publication": func(sp *bps.Spec) []byte { return bps.EncodeFrame(update(t, admin, sp, 0, "not yours")) },
-		"garbage":       func(*bps.Spec) []byte { return []byte{5, 0xff, 0xff, 0xff, 0xff, 0xff} },
-		"oversized":     func(*bps.Spec) []byte { return append([]byte{0x81, 0x80, 0x01}, make([]byte, 64)...) },
-		"empty claim":   func(*bps.Spec) []byte { return bps.EncodeFrame(&pb.Claim{}) },
+	for name, mk := range map[string]func(sp *bps.Spec, ch []byte) *pb.Broadcast{
+		"an AUTH with a payload": func(sp *bps.Spec, ch []byte) *pb.Broadcast {
+			data, _, err := bps.SignSOC(admin.signer, admin.addr, bps.SessionID(pb.Kind_AUTH, sp.Topic, ch, 0), []byte("not empty"))
+			if err != nil {
+				t.Fatal(err)
+			}
+			return &pb.Broadcast{Soc: data, Kind: pb.Kind_AUTH, Challenge: ch}
+		},
+		"an AUTH with a nonzero span": func(sp *bps.Spec, ch []byte) *pb.Broadcast {
+			span := binary.LittleEndian.AppendUint64(nil, 4096)
+			return &pb.Broadcast{Soc: signWrapped(t, admin, bps.SessionID(pb.Kind_AUTH, sp.Topic, ch, 0), span), Kind: pb.Kind_AUTH, Challenge: ch}
+		},
 	} {
 		t.Run(name, func(t *testing.T) {
 			t.Parallel()
-			_, broker, cl := cluster(t, bps.Options{}, 2)
-			sp := feedSpec(t, "sub-frames", admin)
-			other := subscribe(t, cl[1], broker, sp)
-			r := openRaw(t, cl[0], broker)
-			r.join(&pb.Join{Cohort: sp.PB()})
-			r.sendBytes(frame(sp))
-			expectReset(t, r)
-			waitBlocklisted(t, broker, cl[0])
-			if got := cohortInfo(t, broker, sp).Counters["wrong_stream"]; got != 1 {
-				t.Fatalf("wrong_stream = %d, want 1", got)
-			}
-			select {
-			case <-other.Done():
-				t.Fatalf("another subscriber's stream ended: %v", other.Err())
-			default:
+			for _, pending := range []bool{true, false} {
+				_, broker, cl := cluster(t, bps.Options{}, 3)
+				sp := feedSpec(t, "bad auth", admin)
+				sub := subscribe(t, cl[0], broker, sp)
+				var r *raw
+				var ch []byte
+				if pending {
+					r = openRaw(t, cl[1], broker)
+					ch = r.join(&pb.Join{Cohort: sp.PB(), Addr: admin.addr}).Challenge
+				} else {
+					r, ch = claimed(t, cl[1], broker, sp, admin)
+				}
+				r.send(mk(sp, ch))
+				expectReset(t, r)
+				waitBlocklisted(t, broker, cl[1])
+				if got := cohortInfo(t, broker, sp).Counters["invalid_soc"]; got != 1 {
+					t.Fatalf("pending %v: invalid_soc = %d, want 1", pending, got)
+				}
+				// Nothing lost for anyone else.
+				sendUpdate(t, publish(t, cl[2], broker, sp, admin, 0), 0, "still served")
+				if d := recv(t, sub); string(d.Payload()) != "still served" {
+					t.Fatalf("pending %v: the subscriber got %q", pending, d.Payload())
+				}
 			}
 		})
 	}
 }
 
-// TestConformance74_06_Validation: a publication is accepted iff bare index
-// ≥ cursor, a valid SOC under keccak256(topic ‖ index), the admin's; it is
-// delivered unchanged to every subscriber stream and to no publisher stream.
-func TestConformance74_06_Validation(t *testing.T) {
+// TestRev8_06_Violations (Rev 8 item 6): a frame from a subscriber
+// (spectator) stream, and a chunk that does not validate on any stream —
+// its kind swapped, its index changed, another challenge's chunk with the
+// stream's put in the frame, another owner's, tampered — is a violation:
+// counted, the stream reset, the peer blocklisted; nobody else loses
+// anything.
+func TestRev8_06_Violations(t *testing.T) {
 	t.Parallel()
-	_, broker, cl := cluster(t, bps.Options{}, 4)
-	admin := newKey(t)
-	sp := feedSpec(t, "validation", admin)
-	subs := []*bps.Subscription{subscribe(t, cl[0], broker, sp), subscribe(t, cl[1], broker, sp)}
-
-	pubA := openRaw(t, cl[2], broker)
-	ackA := pubA.join(&pb.Join{Cohort: sp.PB(), Addr: admin.addr})
-	pubA.send(claimFor(t, admin, ackA.Challenge, broker.Overlay(), 0))
-	pubB := openRaw(t, cl[3], broker)
-	ackB := pubB.join(&pb.Join{Cohort: sp.PB(), Addr: admin.addr})
-	pubB.send(claimFor(t, admin, ackB.Challenge, broker.Overlay(), 0))
-	broker.rec.waitN(t, 2, "two publisher streams", kind(bps.EventClaim))
-
-	good := update(t, admin, sp, 0, "good")
-	forger := newKey(t)
-	wrongOwner := update(t, forger, sp, 1, "forged")
-	badSig := update(t, admin, sp, 1, "tampered")
-	badSig.Data[len(badSig.Data)-1] ^= 1
-	notBare := update(t, admin, sp, 1, "full id")
-	copy(notBare.Data, bps.FeedID(sp.Topic, 1))
-	otherTopic, _ := bps.FeedUpdate(admin.signer, topicOf("elsewhere"), 1, []byte("other feed"))
-
-	pubA.send(good)
-	broker.rec.wait(t, "accept 0", acceptedIndex(0))
-	pubA.send(wrongOwner)
-	broker.rec.wait(t, "wrong owner", dropped(bps.CounterWrongOwner))
-	pubA.send(badSig)
-	pubA.send(otherTopic)
-	broker.rec.waitN(t, 2, "invalid soc", dropped(bps.CounterInvalidSOC))
-	pubA.send(notBare)
-	broker.rec.wait(t, "invalid index", dropped(bps.CounterInvalidIndex))
-	last := update(t, admin, sp, 1, "last")
-	pubB.send(last)
-	broker.rec.wait(t, "accept 1", acceptedIndex(1))
-
-	for i, sub := range subs {
-		d0, d1 := recv(t, sub), recv(t, sub)
-		if d0.Index != 0 || !bytes.Equal(d0.Data, good.Data) || !bytes.Equal(d0.Address.Bytes(), good.Address) {
-			t.Fatalf("subscriber %d: first delivery differs from the publication", i)
-		}
-		if d1.Index != 1 || !bytes.Equal(d1.Data, last.Data) {
-			t.Fatalf("subscriber %d: second delivery index %d", i, d1.Index)
-		}
-		if sub.Dropped() != 0 {
-			t.Fatalf("subscriber %d dropped %d deliveries", i, sub.Dropped())
-		}
+	admin, stranger := newKey(t), newKey(t)
+	type tc struct {
+		addr    []byte // what the violator's Join declares
+		claim   bool   // it claims with an AUTH first
+		frame   func(sp *bps.Spec, ch []byte) []byte
+		counter string
 	}
-	c := cohortInfo(t, broker, sp)
-	if c.Cursor != 2 || c.Accepted != 2 {
-		t.Fatalf("cursor %d accepted %d, want 2 2", c.Cursor, c.Accepted)
-	}
-	// Publisher streams received nothing: closing them, the next frame is the end.
-	_ = pubA.s.Close()
-	_ = pubB.s.Close()
-	for _, r := range []*raw{pubA, pubB} {
-		m := new(pb.Message)
-		if err := r.read(m); err == nil {
-			t.Fatalf("a publisher stream received a delivery (address %x)", m.Address)
-		}
+	enc := bps.EncodeFrame
+	for name, c := range map[string]tc{
+		"a spectator's DATA": {addr: bps.ZeroAddress, counter: "wrong_stream",
+			frame: func(sp *bps.Spec, ch []byte) []byte { return enc(update(t, admin, sp, ch, 0, "not yours")) }},
+		"a stranger's AUTH": {addr: stranger.addr, counter: "wrong_stream",
+			frame: func(sp *bps.Spec, ch []byte) []byte { return enc(auth(t, stranger, sp, ch)) }},
+		"a spectator's garbage": {addr: bps.ZeroAddress, counter: "invalid_soc",
+			frame: func(*bps.Spec, []byte) []byte { return []byte{5, 0xff, 0xff, 0xff, 0xff, 0xff} }},
+		"an oversized frame": {addr: admin.addr, claim: true, counter: "invalid_soc",
+			frame: func(*bps.Spec, []byte) []byte { return append([]byte{0x81, 0x80, 0x01}, make([]byte, 64)...) }},
+		"kind swapped": {addr: admin.addr, claim: true, counter: "invalid_soc",
+			frame: func(sp *bps.Spec, ch []byte) []byte {
+				b := update(t, admin, sp, ch, 0, "data")
+				b.Kind = pb.Kind_ROSTER
+				return enc(b)
+			}},
+		"index changed": {addr: admin.addr, claim: true, counter: "invalid_soc",
+			frame: func(sp *bps.Spec, ch []byte) []byte {
+				b := update(t, admin, sp, ch, 0, "zero")
+				b.Index = 1
+				return enc(b)
+			}},
+		"the stream's challenge put on another's chunk": {addr: admin.addr, claim: true, counter: "invalid_soc",
+			frame: func(sp *bps.Spec, ch []byte) []byte {
+				b := update(t, admin, sp, keccak([]byte("another stream")), 0, "elsewhere")
+				b.Challenge = ch
+				return enc(b)
+			}},
+		"another owner's chunk": {addr: admin.addr, claim: true, counter: "invalid_soc",
+			frame: func(sp *bps.Spec, ch []byte) []byte { return enc(update(t, stranger, sp, ch, 0, "forged")) }},
+		"another owner's chunk, pending": {addr: admin.addr, counter: "invalid_soc",
+			frame: func(sp *bps.Spec, ch []byte) []byte { return enc(update(t, stranger, sp, ch, 0, "forged")) }},
+		"tampered": {addr: admin.addr, claim: true, counter: "invalid_soc",
+			frame: func(sp *bps.Spec, ch []byte) []byte {
+				b := update(t, admin, sp, ch, 0, "tampered")
+				b.Soc[len(b.Soc)-1] ^= 1
+				return enc(b)
+			}},
+		"another cohort's chunk": {addr: admin.addr, claim: true, counter: "invalid_soc",
+			frame: func(_ *bps.Spec, ch []byte) []byte { return enc(update(t, admin, feedSpec(t, "elsewhere", admin), ch, 0, "x")) }},
+	} {
+		t.Run(name, func(t *testing.T) {
+			t.Parallel()
+			_, broker, cl := cluster(t, bps.Options{}, 3)
+			sp := feedSpec(t, "violations", admin)
+			other := subscribe(t, cl[1], broker, sp)
+			var r *raw
+			var ch []byte
+			if c.claim {
+				r, ch = claimed(t, cl[0], broker, sp, admin)
+			} else {
+				r = openRaw(t, cl[0], broker)
+				ch = r.join(&pb.Join{Cohort: sp.PB(), Addr: c.addr}).Challenge
+			}
+			r.sendBytes(c.frame(sp, ch))
+			expectReset(t, r)
+			waitBlocklisted(t, broker, cl[0])
+			if got := cohortInfo(t, broker, sp).Counters[c.counter]; got != 1 {
+				t.Fatalf("%s = %d, want 1", c.counter, got)
+			}
+			if n := cohortInfo(t, broker, sp).Accepted; n != 0 {
+				t.Fatalf("%d accepted", n)
+			}
+			sendUpdate(t, publish(t, cl[2], broker, sp, admin, 0), 0, "still served")
+			if d := recv(t, other); d.Index != 0 || string(d.Payload()) != "still served" {
+				t.Fatalf("the other subscriber got %d %q", d.Index, d.Payload())
+			}
+		})
 	}
 }
 
-// TestConformance74_07_Cursor: n < cursor is a retransmit, counted, not a
-// violation; gaps are accepted; index 0 is accepted on a fresh cohort.
-func TestConformance74_07_Cursor(t *testing.T) {
+// TestRev8_06_WrongChallengeDropped (Rev 8 item 6): a frame under another
+// challenge than its stream's is dropped before any signature check and
+// counted, on a publisher stream and on a pending one (which stays
+// pending); the broker resets a stream after 64 such frames, without
+// penalty (docs/protocol.md "Validation", step 3).
+func TestRev8_06_WrongChallengeDropped(t *testing.T) {
+	t.Parallel()
+	_, broker, cl := cluster(t, bps.Options{}, 3)
+	admin := newKey(t)
+	sp := feedSpec(t, "wrong challenge", admin)
+	sub := subscribe(t, cl[0], broker, sp)
+	old := keccak([]byte("a previous stream's challenge"))
+
+	// Pending: dropped, counted, still pending; its own challenge claims.
+	pending := openRaw(t, cl[2], broker)
+	ch2 := pending.join(&pb.Join{Cohort: sp.PB(), Addr: admin.addr}).Challenge
+	pending.send(update(t, admin, sp, old, 0, "queued for the old stream"))
+	broker.rec.wait(t, "dropped on the pending stream", dropped(bps.CounterWrongChallenge))
+	if n := broker.rec.count(kind(bps.EventClaim)); n != 0 {
+		t.Fatalf("%d claims: a frame under another challenge claimed", n)
+	}
+	pending.send(auth(t, admin, sp, ch2))
+	broker.rec.wait(t, "the claim under its own", kind(bps.EventClaim))
+
+	r, ch := claimed(t, cl[1], broker, sp, admin)
+	for i := range uint64(10) {
+		r.send(update(t, admin, sp, old, i, "queued for the old stream"))
+	}
+	r.send(update(t, admin, sp, ch, 0, "re-signed"))
+	if d := recv(t, sub); d.Index != 0 || string(d.Payload()) != "re-signed" {
+		t.Fatalf("delivered %d %q, want the re-signed 0", d.Index, d.Payload())
+	}
+	if got := cohortInfo(t, broker, sp).Counters["wrong_challenge"]; got != 11 {
+		t.Fatalf("wrong_challenge = %d, want 11", got)
+	}
+	// 64 on a stream are tolerated; the 65th resets it, no penalty.
+	for i := range uint64(55) {
+		r.send(update(t, admin, sp, old, 10+i, "more"))
+	}
+	expectReset(t, r)
+	leave := broker.rec.wait(t, "the stream reset", func(e bps.Event) bool { return e.Kind == bps.EventLeave && e.Err != nil })
+	if leave.Err == nil {
+		t.Fatal("no reason")
+	}
+	if n := broker.rec.count(kind(bps.EventViolation)); n != 0 {
+		t.Fatalf("%d violations: frames under another challenge are not one", n)
+	}
+	if bl := broker.Blocklists(); len(bl) != 0 {
+		t.Fatalf("blocklisted %v", bl)
+	}
+	if got := cohortInfo(t, broker, sp).Counters["wrong_challenge"]; got != 66 {
+		t.Fatalf("wrong_challenge = %d, want 66", got)
+	}
+	if n := cohortInfo(t, broker, sp).Accepted; n != 1 {
+		t.Fatalf("accepted %d, want 1", n)
+	}
+}
+
+// TestRev8_06_UnknownKindDropped (Rev 8 item 6): a kind the broker does
+// not know (above EOS: what a later SWIP's kind looks like here) is
+// dropped and counted unknown_kind, on a pending and on a publisher
+// stream; neither is reset, and the pending stream still claims.
+func TestRev8_06_UnknownKindDropped(t *testing.T) {
+	t.Parallel()
+	_, broker, cl := cluster(t, bps.Options{}, 2)
+	admin := newKey(t)
+	sp := feedSpec(t, "unknown kind", admin)
+	sub := subscribe(t, cl[0], broker, sp)
+	r := openRaw(t, cl[1], broker)
+	ch := r.join(&pb.Join{Cohort: sp.PB(), Addr: admin.addr}).Challenge
+	future := update(t, admin, sp, ch, 0, "a later SWIP's")
+	future.Kind = 9
+	r.send(future)
+	broker.rec.wait(t, "dropped while pending", dropped(bps.CounterUnknownKind))
+	r.send(auth(t, admin, sp, ch))
+	broker.rec.wait(t, "claimed", kind(bps.EventClaim))
+	r.send(future)
+	broker.rec.waitN(t, 2, "dropped on the publisher stream", dropped(bps.CounterUnknownKind))
+	r.send(update(t, admin, sp, ch, 0, "known"))
+	if d := recv(t, sub); d.Index != 0 || string(d.Payload()) != "known" {
+		t.Fatalf("delivered %d %q", d.Index, d.Payload())
+	}
+	if n := broker.rec.count(kind(bps.EventViolation)); n != 0 {
+		t.Fatalf("%d violations", n)
+	}
+}
+
+// TestRev8_06_UnsetKindViolation: KIND_UNSPECIFIED, the proto3 zero, is a
+// malformed frame: a violation counted unknown_kind (docs/protocol.md
+// "Frames and fields").
+func TestRev8_06_UnsetKindViolation(t *testing.T) {
+	t.Parallel()
+	_, broker, cl := cluster(t, bps.Options{}, 2)
+	admin := newKey(t)
+	sp := feedSpec(t, "unset kind", admin)
+	sub := subscribe(t, cl[1], broker, sp)
+	r, ch := claimed(t, cl[0], broker, sp, admin)
+	b := update(t, admin, sp, ch, 0, "no kind")
+	b.Kind = pb.Kind_KIND_UNSPECIFIED
+	r.send(b)
+	expectReset(t, r)
+	waitBlocklisted(t, broker, cl[0])
+	if got := cohortInfo(t, broker, sp).Counters["unknown_kind"]; got != 1 {
+		t.Fatalf("unknown_kind = %d, want 1", got)
+	}
+	select {
+	case <-sub.Done():
+		t.Fatalf("the subscriber's stream ended: %v", sub.Err())
+	default:
+	}
+}
+
+// TestRev8_07_Cursor (Rev 8 item 7): n < cursor is a retransmit, counted,
+// not a violation; gaps are accepted; index 0 is accepted on a fresh
+// cohort.
+func TestRev8_07_Cursor(t *testing.T) {
 	t.Parallel()
 	_, broker, cl := cluster(t, bps.Options{}, 2)
 	admin := newKey(t)
@@ -261,19 +503,52 @@ func TestConformance74_07_Cursor(t *testing.T) {
 	}
 }
 
-// TestConformance74_08_PublisherLeaving: a publisher stream going away does
-// not end the cohort; the admin returns with its claim and the cursor it
-// knows.
-func TestConformance74_08_PublisherLeaving(t *testing.T) {
+// TestRev8_07_TwoAdminStreams (Rev 8 item 7): two streams of the admin's,
+// each signing under its own challenge, share the admin's one cursor: the
+// same index from both is delivered once (the second copy a retransmit,
+// though its chunk differs), and each update once, in index order.
+func TestRev8_07_TwoAdminStreams(t *testing.T) {
+	t.Parallel()
+	_, broker, cl := cluster(t, bps.Options{}, 3)
+	admin := newKey(t)
+	sp := feedSpec(t, "two admin streams", admin)
+	sub := subscribe(t, cl[0], broker, sp)
+	a, chA := claimed(t, cl[1], broker, sp, admin)
+	b, chB := claimed(t, cl[2], broker, sp, admin)
+	if bytes.Equal(chA, chB) {
+		t.Fatal("two streams share a challenge")
+	}
+	a.send(update(t, admin, sp, chA, 0, "zero from A"))
+	broker.rec.wait(t, "0 accepted", acceptedIndex(0))
+	b.send(update(t, admin, sp, chB, 0, "zero from B"))
+	broker.rec.wait(t, "B's 0 a retransmit", dropped(bps.CounterRetransmit))
+	b.send(update(t, admin, sp, chB, 1, "one from B"))
+	broker.rec.wait(t, "1 accepted", acceptedIndex(1))
+	a.send(update(t, admin, sp, chA, 2, "two from A"))
+	for i, want := range []string{"zero from A", "one from B", "two from A"} {
+		if d := recv(t, sub); d.Index != uint64(i) || string(d.Payload()) != want {
+			t.Fatalf("delivered %d %q, want %d %q", d.Index, d.Payload(), i, want)
+		}
+	}
+	if c := cohortInfo(t, broker, sp); c.Cursor != 3 || c.Accepted != 3 || c.Publishers != 2 {
+		t.Fatalf("cursor %d accepted %d publishers %d, want 3 3 2", c.Cursor, c.Accepted, c.Publishers)
+	}
+	end := eos(t, admin, sp, chA)
+	a.send(end)
+	expectOnly(t, b, "the admin's stream B", end)
+}
+
+// TestRev8_08_PublisherLeaving (Rev 8 item 8): a publisher stream going
+// away does not end the cohort; the admin returns on a new stream, with a
+// new challenge, and the cursor it left.
+func TestRev8_08_PublisherLeaving(t *testing.T) {
 	t.Parallel()
 	_, broker, cl := cluster(t, bps.Options{}, 2)
 	admin := newKey(t)
 	sp := feedSpec(t, "leaving", admin)
 	sub := subscribe(t, cl[0], broker, sp)
 	p := publish(t, cl[1], broker, sp, admin, 0)
-	if err := p.PublishUpdate(ctxT(t), 0, []byte("a")); err != nil {
-		t.Fatal(err)
-	}
+	sendUpdate(t, p, 0, "a")
 	recv(t, sub)
 	if err := p.Close(); err != nil {
 		t.Fatal(err)
@@ -283,18 +558,21 @@ func TestConformance74_08_PublisherLeaving(t *testing.T) {
 		t.Fatalf("after the publisher left: cursor %d publishers %d subscribers %d", c.Cursor, c.Publishers, c.Subscribers)
 	}
 	p2 := publish(t, cl[1], broker, sp, admin, 1)
-	if err := p2.PublishUpdate(ctxT(t), 1, []byte("b")); err != nil {
-		t.Fatal(err)
+	if bytes.Equal(p2.Challenge(), p.Challenge()) {
+		t.Fatal("the returning stream was issued the old challenge")
 	}
-	if d := recv(t, sub); d.Index != 1 {
-		t.Fatalf("delivered %d, want 1", d.Index)
+	sendUpdate(t, p2, 0, "a again") // below the cursor it left
+	sendUpdate(t, p2, 1, "b")
+	if d := recv(t, sub); d.Index != 1 || string(d.Payload()) != "b" {
+		t.Fatalf("delivered %d %q, want 1 b", d.Index, d.Payload())
 	}
 }
 
-// TestConformance74_08_Inactivity: a cohort with no accepted message for the
-// inactivity deadline is reclaimed, every stream in it reset; each accepted
-// message restarts the deadline. Runs on synctest's fake clock.
-func TestConformance74_08_Inactivity(t *testing.T) {
+// TestRev8_08_Inactivity (Rev 8 item 8): a cohort with nothing accepted
+// for the inactivity deadline is reclaimed, every stream in it reset; an
+// accepted update restarts the deadline, and so does an AUTH (activity:
+// the heartbeat our publishers send). Runs on synctest's fake clock.
+func TestRev8_08_Inactivity(t *testing.T) {
 	t.Parallel()
 	synctest.Test(t, func(t *testing.T) {
 		const deadline = 10 * time.Minute
@@ -309,15 +587,25 @@ func TestConformance74_08_Inactivity(t *testing.T) {
 			t.Fatal(err)
 		}
 		recv(t, sub)
-		time.Sleep(deadline - time.Second) // deadline/2 + deadline - 1s since creation
+		time.Sleep(deadline - time.Second) // the update's deadline, less a second
 		synctest.Wait()
 		if n := broker.rec.count(kind(bps.EventReclaim)); n != 0 {
-			t.Fatal("reclaimed before the deadline counted from the last accepted message")
+			t.Fatal("reclaimed before the deadline counted from the last accepted update")
+		}
+		// A heartbeat: the stream's AUTH again.
+		if err := p.Send(t.Context(), auth(t, admin, sp, p.Challenge())); err != nil {
+			t.Fatal(err)
+		}
+		synctest.Wait()
+		time.Sleep(deadline - time.Second) // past the update's deadline
+		synctest.Wait()
+		if n := broker.rec.count(kind(bps.EventReclaim)); n != 0 {
+			t.Fatal("reclaimed although an AUTH came within the deadline")
 		}
 		time.Sleep(time.Second)
 		synctest.Wait()
 		if n := broker.rec.count(kind(bps.EventReclaim)); n != 1 {
-			t.Fatalf("%d reclaims at the deadline, want 1", n)
+			t.Fatalf("%d reclaims at the heartbeat's deadline, want 1", n)
 		}
 		if _, ok := <-sub.C(); ok {
 			t.Fatal("delivery after reclaim")
