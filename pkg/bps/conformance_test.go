@@ -329,7 +329,9 @@ func TestRev8_06_Violations(t *testing.T) {
 				return enc(b)
 			}},
 		"another cohort's chunk": {addr: admin.addr, claim: true, counter: "invalid_soc",
-			frame: func(_ *bps.Spec, ch []byte) []byte { return enc(update(t, admin, feedSpec(t, "elsewhere", admin), ch, 0, "x")) }},
+			frame: func(_ *bps.Spec, ch []byte) []byte {
+				return enc(update(t, admin, feedSpec(t, "elsewhere", admin), ch, 0, "x"))
+			}},
 	} {
 		t.Run(name, func(t *testing.T) {
 			t.Parallel()
