@@ -2,38 +2,41 @@
 // Use of this source code is governed by a BSD-style
 // license that can be found in the LICENSE file.
 
-//go:build rev8todo
-
 package bps_test
 
 import (
-	"bytes"
 	"testing"
 
 	"github.com/ethersphere/bps/pkg/bps"
 	"github.com/ethersphere/bps/pkg/bps/pb"
+	"google.golang.org/protobuf/proto"
 )
 
 // TestJamAdmissionOrder: in a closed cohort a rostered performer is admitted
-// whatever the order in which its claim and the roster naming it reach the
-// broker (issue 8 item 5). The roster travels on the admin's stream and the
-// claim on the performer's, so the broker may read either first: a claim
-// read first is held and taken when the roster comes; the stream's first
-// delivery is then that roster. A claim sent again on a stream already
-// upgraded for its address — the client cannot know its earlier claim was
-// taken before that delivery — is redundant, not a publication.
+// whatever the order in which its Join and the roster naming it reach the
+// broker (issue 8 item 5). On the Rev 8 wire (docs/protocol.md "Streams
+// and their roles", "Service feeds"): joining after the roster, the stream
+// is pending and its first delivery is that roster, at once; joining
+// before it, the stream is silent and the roster, when it comes, is its
+// first delivery and its cue. Either way its first valid frame (an AUTH)
+// claims it. A frame from the silent stream before the roster named it is
+// a violation (rev 14: "any frame from another addr a violation until a
+// roster names it"; rev 3 held such a claim instead). An AUTH sent again
+// on the stream once admitted is activity, not a publication.
 func TestJamAdmissionOrder(t *testing.T) {
 	t.Parallel()
 	for _, tc := range []struct {
-		name         string
-		claimFirst   bool // the broker reads bob's claim before the roster
-		claimAgain   bool // bob claims again once admitted
-		invalidClaim uint64
+		name        string
+		joinFirst   bool // the broker takes bob's Join before the roster
+		claimAgain  bool // bob sends its AUTH again once admitted
+		frameEarly  bool // bob sends a frame before the roster names it
+		wrongStream uint64
 	}{
-		{name: "roster first", claimFirst: false},
-		{name: "claim first", claimFirst: true, invalidClaim: 1},
-		{name: "claim first, then again once admitted", claimFirst: true, claimAgain: true, invalidClaim: 1},
-		{name: "roster first, then claim again", claimAgain: true},
+		{name: "roster first"},
+		{name: "join first", joinFirst: true},
+		{name: "join first, then AUTH again once admitted", joinFirst: true, claimAgain: true},
+		{name: "roster first, then AUTH again", claimAgain: true},
+		{name: "join first, a frame before the roster", joinFirst: true, frameEarly: true, wrongStream: 1},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			t.Parallel()
@@ -41,50 +44,57 @@ func TestJamAdmissionOrder(t *testing.T) {
 			admin, bob := newKey(t), newKey(t)
 			sp := specOf(t, &pb.CohortSpec{Topic: topicOf("jam " + tc.name), Binding: pb.TopicBinding_ANCHOR, Admin: admin.addr, Closed: true})
 			a := publishOpts(t, cl[0], broker, sp, admin, true)
-			rm := rosterMsg(t, admin, sp, 0, bob)
+			broker.rec.wait(t, "the admin's claim", kind(bps.EventClaim))
+			rm := rosterMsg(t, admin, sp, a.Challenge(), 0, bob)
 			roster := func() {
 				send(t, a, rm)
 				broker.rec.wait(t, "roster accepted", kind(bps.EventAccept))
 			}
-			if !tc.claimFirst {
+			if !tc.joinFirst {
 				roster()
 			}
 
 			b := openRaw(t, cl[1], broker)
 			challenge := b.join(&pb.Join{Cohort: sp.PB(), Addr: bob.addr}).Challenge
-			b.send(claimFor(t, bob, challenge, broker.Overlay(), 0))
-			if tc.claimFirst {
-				broker.rec.wait(t, "bob's early claim counted", dropped(bps.CounterInvalidClaim))
-			} else {
-				broker.rec.wait(t, "bob admitted", kind(bps.EventClaim))
+			if tc.frameEarly {
+				b.send(auth(t, bob, sp, challenge))
+				expectReset(t, b)
+				waitBlocklisted(t, broker, cl[1])
+				if got := cohortInfo(t, broker, sp).Counters["wrong_stream"]; got != tc.wrongStream {
+					t.Fatalf("wrong_stream = %d, want %d", got, tc.wrongStream)
+				}
+				if n := broker.rec.count(kind(bps.EventClaim)); n != 1 {
+					t.Fatalf("%d claims, want the admin's alone", n)
+				}
+				return
 			}
-			if tc.claimFirst {
+			if tc.joinFirst {
+				broker.rec.wait(t, "bob's Join", func(e bps.Event) bool { return e.Kind == bps.EventJoin && e.Status == "OK" && e.Peer.Equal(cl[1].Overlay()) })
 				roster()
 			}
 
-			// Admitted: the stream's first delivery is the roster naming bob.
-			if got := b.recvMessage(); !bytes.Equal(got.Address, rm.Address) || !bytes.Equal(got.Data, rm.Data) {
-				t.Fatalf("bob's first delivery %x, want the roster %x", got.Address, rm.Address)
+			// Named: the stream's first delivery is the roster, before
+			// its claim.
+			if got := b.recvMessage(); !proto.Equal(got, rm) {
+				t.Fatalf("bob's first delivery is kind %s index %d, want the roster", got.Kind, got.Index)
 			}
+			b.send(auth(t, bob, sp, challenge))
+			broker.rec.waitN(t, 2, "bob admitted", kind(bps.EventClaim))
 			if tc.claimAgain {
-				b.send(claimFor(t, bob, challenge, broker.Overlay(), 0))
+				b.send(auth(t, bob, sp, challenge))
 			}
-			b.send(socMsg(t, bob, make([]byte, 32), "bob plays"))
-			if d := recvC(t, a.C(), "alice hears bob"); string(d.Payload()) != "bob plays" {
-				t.Fatalf("alice heard %q", d.Payload())
+			b.send(update(t, bob, sp, challenge, 0, "bob plays"))
+			if d := recvC(t, a.C(), "alice hears bob"); string(d.Payload()) != "bob plays" || d.Kind != pb.Kind_DATA {
+				t.Fatalf("alice heard %s %q", d.Kind, d.Payload())
 			}
 			c := cohortInfo(t, broker, sp)
 			for name, n := range c.Counters {
-				want := uint64(0)
-				if name == "invalid_claim" {
-					want = tc.invalidClaim
-				}
-				if n != want {
-					t.Errorf("counter %s = %d, want %d", name, n, want)
+				if n != 0 {
+					t.Errorf("counter %s = %d, want 0", name, n)
 				}
 			}
-			if c.Publishers != 2 {
-				t.Errorf("publisher streams %d, want 2", c.Publishers)
+			if c.Publishers != 2 || c.Accepted != 2 {
+				t.Errorf("publisher streams %d accepted %d, want 2 and 2 (the roster, bob's update)", c.Publishers, c.Accepted)
 			}
 		})
 	}

@@ -2,12 +2,9 @@
 // Use of this source code is governed by a BSD-style
 // license that can be found in the LICENSE file.
 
-//go:build rev8todo
-
 package bps_test
 
 import (
-	"bytes"
 	"errors"
 	"io"
 	"testing"
@@ -16,9 +13,10 @@ import (
 
 	"github.com/ethersphere/bps/pkg/bps"
 	"github.com/ethersphere/bps/pkg/bps/pb"
+	"google.golang.org/protobuf/proto"
 )
 
-// TestEndOfStreamClosesEveryStream: after the admin's END_OF_STREAM the
+// TestEndOfStreamClosesEveryStream: after the admin's EOS the
 // broker delivers it, then closes every stream of the cohort — a
 // subscriber's, a granted publisher's, the admin's own, a silent one in a
 // closed cohort — from its side (the peer reads EOF right after the
@@ -30,19 +28,20 @@ func TestEndOfStreamClosesEveryStream(t *testing.T) {
 	admin, bob := newKey(t), newKey(t)
 	sp := specOf(t, &pb.CohortSpec{Topic: topicOf("the end, closed"), Binding: pb.TopicBinding_ANCHOR, Admin: admin.addr, Closed: true})
 	a := publishOpts(t, cl[0], broker, sp, admin, true)
-	send(t, a, rosterMsg(t, admin, sp, 0, bob))
+	send(t, a, rosterMsg(t, admin, sp, a.Challenge(), 0, bob))
 	broker.rec.wait(t, "roster", kind(bps.EventAccept))
 	b := publishOpts(t, cl[1], broker, sp, bob, true)
 	recvC(t, b.C(), "bob's first delivery")
 	silent := openRaw(t, cl[2], broker)
-	if ack := silent.join(&pb.Join{Cohort: sp.PB()}); ack.Status != pb.Status_OK {
+	if ack := silent.join(&pb.Join{Cohort: sp.PB(), Addr: bps.ZeroAddress}); ack.Status != pb.Status_OK {
 		t.Fatal(ack.Status)
 	}
 	broker.rec.waitN(t, 3, "three streams", kind(bps.EventJoin))
+	broker.rec.waitN(t, 2, "the admin's and bob's claims", kind(bps.EventClaim))
 
-	end := endMsg(t, admin, sp, 1)
+	end := endMsg(t, admin, sp, a.Challenge())
 	send(t, a, end)
-	if d := recvC(t, b.C(), "bob hears the end"); d.Service == nil || d.Service.Kind != pb.ServiceKind_END_OF_STREAM {
+	if d := recvC(t, b.C(), "bob hears the end"); d.Kind != pb.Kind_EOS || d.Service == nil || !d.Service.Ends() || !proto.Equal(d.Broadcast(), end) {
 		t.Fatalf("bob got %+v", d)
 	}
 	<-b.Done()
@@ -50,7 +49,7 @@ func TestEndOfStreamClosesEveryStream(t *testing.T) {
 		t.Fatalf("bob's stream ended with %v", b.Err())
 	}
 	// The admin's own stream is not sent its end back; it closes cleanly.
-	if d := recvC(t, a.C(), "the admin's own end"); d.Service == nil || d.Service.Kind != pb.ServiceKind_END_OF_STREAM {
+	if d := recvC(t, a.C(), "the admin's own end"); d.Kind != pb.Kind_EOS || !d.Service.Ends() {
 		t.Fatalf("the admin got %+v", d)
 	}
 	<-a.Done()
@@ -73,7 +72,7 @@ func TestEndOfStreamClosesEveryStream(t *testing.T) {
 }
 
 // TestEndOfStreamGrace: a peer that keeps its side open after the broker
-// delivered END_OF_STREAM and closed its own is reset after EndGrace, not
+// delivered EOS and closed its own is reset after EndGrace, not
 // blocklisted.
 func TestEndOfStreamGrace(t *testing.T) {
 	t.Parallel()
@@ -81,14 +80,14 @@ func TestEndOfStreamGrace(t *testing.T) {
 	admin := newKey(t)
 	sp := feedSpec(t, "the end, stayed", admin)
 	stay := openRaw(t, cl[0], broker)
-	if ack := stay.join(&pb.Join{Cohort: sp.PB()}); ack.Status != pb.Status_OK {
+	if ack := stay.join(&pb.Join{Cohort: sp.PB(), Addr: bps.ZeroAddress}); ack.Status != pb.Status_OK {
 		t.Fatal(ack.Status)
 	}
 	a := publishOpts(t, cl[1], broker, sp, admin, false)
-	end := endMsg(t, admin, sp, 0)
+	end := endMsg(t, admin, sp, a.Challenge())
 	send(t, a, end)
-	if got := stay.recvMessage(); !bytes.Equal(got.Data, end.Data) {
-		t.Fatalf("first delivery %x, want the end", got.Address)
+	if got := stay.recvMessage(); !proto.Equal(got, end) {
+		t.Fatalf("first delivery kind %s, want the end", got.Kind)
 	}
 	if err := stay.expectEnd(); !errors.Is(err, io.EOF) {
 		t.Fatalf("after the end: %v, want EOF", err)
@@ -114,23 +113,23 @@ func TestEndedCohortsBounded(t *testing.T) {
 	first, second := feedSpec(t, "ended first", admin), feedSpec(t, "ended second", admin)
 	for _, sp := range []*bps.Spec{first, second} {
 		a := publishOpts(t, cl[0], broker, sp, admin, false)
-		send(t, a, endMsg(t, admin, sp, 0))
+		send(t, a, endMsg(t, admin, sp, a.Challenge()))
 		<-a.Done()
 	}
 	broker.rec.waitN(t, 2, "both ended", kind(bps.EventEnd))
 
 	told := openRaw(t, cl[1], broker)
-	if ack := told.join(&pb.Join{Cohort: second.PB()}); ack.Status != pb.Status_OK {
-		t.Fatal(ack.Status)
+	if ack := told.join(&pb.Join{Cohort: second.PB(), Addr: bps.ZeroAddress}); ack.Status != pb.Status_OK || len(ack.Challenge) != 32 {
+		t.Fatalf("%s, challenge %x", ack.Status, ack.Challenge)
 	}
-	if got := told.recvMessage(); got == nil {
-		t.Fatal("no end")
+	if got := told.recvMessage(); got.Kind != pb.Kind_EOS {
+		t.Fatalf("first delivery kind %s, want the end", got.Kind)
 	}
 	if err := told.expectEnd(); !errors.Is(err, io.EOF) {
 		t.Fatalf("the told stream ended with %v, want EOF", err)
 	}
 	fresh := openRaw(t, cl[1], broker)
-	if ack := fresh.join(&pb.Join{Cohort: first.PB()}); ack.Status != pb.Status_OK {
+	if ack := fresh.join(&pb.Join{Cohort: first.PB(), Addr: bps.ZeroAddress}); ack.Status != pb.Status_OK {
 		t.Fatal(ack.Status)
 	}
 	broker.rec.wait(t, "a fresh cohort", func(e bps.Event) bool {
@@ -173,11 +172,11 @@ func TestCloseDuringEndGrace(t *testing.T) {
 	admin := newKey(t)
 	sp := feedSpec(t, "closed while ending", admin)
 	stay := openRaw(t, cl[0], broker)
-	if ack := stay.join(&pb.Join{Cohort: sp.PB()}); ack.Status != pb.Status_OK {
+	if ack := stay.join(&pb.Join{Cohort: sp.PB(), Addr: bps.ZeroAddress}); ack.Status != pb.Status_OK {
 		t.Fatal(ack.Status)
 	}
 	a := publishOpts(t, cl[1], broker, sp, admin, false)
-	send(t, a, endMsg(t, admin, sp, 0))
+	send(t, a, endMsg(t, admin, sp, a.Challenge()))
 	stay.recvMessage()
 	if err := stay.expectEnd(); !errors.Is(err, io.EOF) {
 		t.Fatalf("after the end: %v, want EOF", err)
