@@ -361,7 +361,10 @@ func (m *member) receives(pub publication, svc uint64) bool {
 	c := m.c
 	switch {
 	case pub.service.Ends():
-		return m.role != rolePending && !m.silent
+		// Every stream of the fan-out set, but the admin's own publisher
+		// streams: an EOS is bound to the admin's address (its owner
+		// sends it; Publisher.read delivers it to itself on the close).
+		return m.role != rolePending && !m.silent && !(m.role == rolePublisher && bytes.Equal(m.addr, pub.owner))
 	case m.role == rolePending || m.silent:
 		// Nothing but a roster that names its address.
 		return svc != 0 && c.isPublisherLocked(m.declared)
