@@ -2,8 +2,6 @@
 // Use of this source code is governed by a BSD-style
 // license that can be found in the LICENSE file.
 
-//go:build rev8todo
-
 package bps_test
 
 import (
@@ -145,8 +143,9 @@ func checkBlock(t *testing.T, err error, block bool) {
 }
 
 // TestOneHopRefusals: a Join the broker refuses — REJECTED for a spec
-// outside the SWIPs, FULL at each bound — is answered with exactly one Ack
-// and the stream closed; the handler returns nil, nobody is blocklisted.
+// outside the SWIPs or an addr that is not 20 bytes (Rev 8), FULL at each
+// bound — is answered with exactly one Ack and the stream closed; the
+// handler returns nil, nobody is blocklisted.
 func TestOneHopRefusals(t *testing.T) {
 	t.Parallel()
 	admin := newKey(t)
@@ -157,12 +156,11 @@ func TestOneHopRefusals(t *testing.T) {
 		f(c)
 		return c
 	}
-	type pre struct {
-		join  func(h *oneHop) *pb.Join
-		state pb.Status
-	}
 	subscriberOf := func(c *pb.CohortSpec) func(*oneHop) *pb.Join {
-		return func(*oneHop) *pb.Join { return &pb.Join{Cohort: c} }
+		return func(*oneHop) *pb.Join { return &pb.Join{Cohort: c, Addr: bps.ZeroAddress} }
+	}
+	declaring := func(c *pb.CohortSpec, addr []byte) func(*oneHop) *pb.Join {
+		return func(*oneHop) *pb.Join { return &pb.Join{Cohort: c, Addr: addr} }
 	}
 	other := with(func(c *pb.CohortSpec) { c.Topic = topicOf("another") })
 	for _, tc := range []struct {
@@ -180,30 +178,43 @@ func TestOneHopRefusals(t *testing.T) {
 		{name: "ALL without admin", join: subscriberOf(with(func(c *pb.CohortSpec) {
 			c.Binding, c.Admin, c.Publishers = pb.TopicBinding_MNEMONIC, nil, pb.PublisherRegime_ALL
 		})), status: pb.Status_REJECTED},
-		{name: "ALL on a feed topic", join: subscriberOf(with(func(c *pb.CohortSpec) { c.Publishers = pb.PublisherRegime_ALL })), status: pb.Status_REJECTED},
 		{name: "publisher regime unknown", join: subscriberOf(with(func(c *pb.CohortSpec) { c.Publishers = 7 })), status: pb.Status_REJECTED},
 		{name: "closed without admin", join: subscriberOf(with(func(c *pb.CohortSpec) { c.Admin, c.Closed = nil, true })), status: pb.Status_REJECTED},
 		{name: "closed with ALL", join: subscriberOf(with(func(c *pb.CohortSpec) {
 			c.Binding, c.Publishers, c.Closed = pb.TopicBinding_MNEMONIC, pb.PublisherRegime_ALL, true
 		})), status: pb.Status_REJECTED},
 		{name: "history off a feed", join: subscriberOf(with(func(c *pb.CohortSpec) { c.Binding, c.History = pb.TopicBinding_ANCHOR, true })), status: pb.Status_REJECTED},
-		{name: "addr of 19 bytes", join: func(*oneHop) *pb.Join { return &pb.Join{Cohort: feed, Addr: admin.addr[:19]} }, status: pb.Status_REJECTED},
+		{name: "no addr", join: declaring(feed, nil), status: pb.Status_REJECTED},
+		{name: "addr of 19 bytes", join: declaring(feed, admin.addr[:19]), status: pb.Status_REJECTED},
+		{name: "addr of 21 bytes", join: declaring(feed, append(bytes.Clone(admin.addr), 0)), status: pb.Status_REJECTED},
 		{name: "cohorts at the broker's bound", opts: bps.Options{Bounds: bps.Bounds{MaxCohorts: 1}},
 			before: []func(*oneHop) *pb.Join{subscriberOf(other)}, join: subscriberOf(feed), status: pb.Status_FULL},
 		{name: "cohorts of the peer at their bound", opts: bps.Options{Bounds: bps.Bounds{MaxCohortsPerPeer: 1}},
 			before: []func(*oneHop) *pb.Join{subscriberOf(other)}, join: subscriberOf(feed), status: pb.Status_FULL},
 		{name: "subscriber streams at their bound", opts: bps.Options{Bounds: bps.Bounds{MaxStreamsPerCohort: 1}},
 			before: []func(*oneHop) *pb.Join{subscriberOf(feed)}, join: subscriberOf(feed), status: pb.Status_FULL},
+		// Rev 8: the streams of one peer connection in one cohort,
+		// counting every stream whatever it declares.
+		{name: "streams of the peer in the cohort at their bound",
+			before: []func(*oneHop) *pb.Join{subscriberOf(feed), declaring(feed, admin.addr), declaring(feed, newKey(t).addr), subscriberOf(feed)},
+			join:   declaring(feed, newKey(t).addr), status: pb.Status_FULL},
+		// One pending stream per address at a time (docs/protocol.md
+		// "Bounds").
+		{name: "a second pending stream of one address",
+			before: []func(*oneHop) *pb.Join{declaring(feed, admin.addr)}, join: declaring(feed, admin.addr), status: pb.Status_FULL},
 		// SWIP-61: a multihop Join at capacity is answered by a probe of the
 		// subtree; with no child that speaks the envelope there is nothing
 		// to probe, and the answer is a bare FULL.
 		{name: "multihop Join at capacity, no subtree", opts: bps.Options{Bounds: bps.Bounds{MaxStreamsPerCohort: 1}},
 			before: []func(*oneHop) *pb.Join{subscriberOf(feed)},
-			join:   func(*oneHop) *pb.Join { return &pb.Join{Cohort: feed, Multihop: true} }, status: pb.Status_FULL},
+			join: func(*oneHop) *pb.Join {
+				return &pb.Join{Cohort: feed, Addr: bps.ZeroAddress, Listen: true, Multihop: true}
+			}, status: pb.Status_FULL},
 		// A Join asking only where else to attach (refer) never gets a
 		// stream; with no cohort here there is nowhere: bare FULL.
-		{name: "refer without a cohort", join: func(*oneHop) *pb.Join { return &pb.Join{Cohort: feed, Multihop: true, Refer: true} },
-			status: pb.Status_FULL},
+		{name: "refer without a cohort", join: func(*oneHop) *pb.Join {
+			return &pb.Join{Cohort: feed, Addr: bps.ZeroAddress, Listen: true, Multihop: true, Refer: true}
+		}, status: pb.Status_FULL},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			t.Parallel()
@@ -243,8 +254,10 @@ func TestOneHopRefusals(t *testing.T) {
 // TestOneHopViolations: each violation ends the exchange with the stream
 // reset and the handler returning a *p2p.BlockPeerError; what crossed the
 // wire is exactly the peer's frames and, where the Join was taken, the
-// Ack (and nothing after it). A claim that fails — after the Ack, or never
-// made in a closed cohort — is one of them.
+// Ack with the stream's challenge (every stream gets one, Rev 8), and
+// nothing after it. A claim that fails — a frame that does not validate
+// on a pending stream, any frame from a stream that may send none, no
+// claim within the claim deadline — is one of them.
 func TestOneHopViolations(t *testing.T) {
 	t.Parallel()
 	admin, bob := newKey(t), newKey(t)
@@ -252,89 +265,83 @@ func TestOneHopViolations(t *testing.T) {
 	closed := &pb.CohortSpec{Topic: topicOf("violations"), Binding: pb.TopicBinding_ANCHOR, Admin: admin.addr, Closed: true}
 	chat := &pb.CohortSpec{Topic: topicOf("violations"), Binding: pb.TopicBinding_MNEMONIC, Admin: admin.addr, Publishers: pb.PublisherRegime_ALL}
 	frame := func(m proto.Message) []byte { return bps.EncodeFrame(m) }
-	// claim is k's claim over the challenge the Ack issued.
-	claim := func(h *oneHop, k key, a *pb.Ack) []byte {
-		return frame(claimFor(t, k, a.Challenge, h.broker, 0))
+	// authBy is k's AUTH under the challenge the Ack issued, in feed.
+	authBy := func(k key) func(a *pb.Ack) []byte {
+		return func(a *pb.Ack) []byte { return frame(auth(t, k, specOf(t, feed), a.Challenge)) }
 	}
 	type exchange struct {
 		in    [][]byte               // what the peer writes first: the Join (and, with no Ack, the rest)
 		after func(*pb.Ack) [][]byte // what it writes once it read the Ack; nil: the broker answers none
-		addr  []byte                 // the address the Join declares: its Ack carries a challenge
 		close bool                   // the peer closes its side after writing
 	}
-	then := func(f ...[]byte) func(*pb.Ack) [][]byte { return func(*pb.Ack) [][]byte { return f } }
+	then := func(f ...func(*pb.Ack) []byte) func(*pb.Ack) [][]byte {
+		return func(a *pb.Ack) [][]byte {
+			out := make([][]byte, 0, len(f))
+			for _, g := range f {
+				out = append(out, g(a))
+			}
+			return out
+		}
+	}
+	fixed := func(b []byte) func(*pb.Ack) []byte { return func(*pb.Ack) []byte { return b } }
+	join := func(c *pb.CohortSpec, addr []byte) [][]byte { return [][]byte{frame(&pb.Join{Cohort: c, Addr: addr})} }
 	for _, tc := range []struct {
 		name     string
 		opts     bps.Options
-		exchange func(h *oneHop) exchange
+		exchange exchange
 	}{
-		{name: "a Join that does not decode", exchange: func(*oneHop) exchange {
-			return exchange{in: [][]byte{{3, 0xff, 0xff, 0xff}}}
-		}},
-		{name: "a Join over the frame size", exchange: func(*oneHop) exchange {
-			return exchange{in: [][]byte{{0x81, 0x40}}} // uvarint 8193
-		}},
+		{name: "a Join that does not decode", exchange: exchange{in: [][]byte{{3, 0xff, 0xff, 0xff}}}},
+		{name: "a Join over the frame size", exchange: exchange{in: [][]byte{{0x81, 0x40}}}}, // uvarint 8193
 		{name: "the peer check fails", opts: bps.Options{
 			Deps: bps.Deps{
 				PeerCheck: func(context.Context, p2p.Peer, p2p.Stream) error {
 					return errors.New("record names another peer")
 				},
 			},
-		}, exchange: func(*oneHop) exchange {
 			// The check runs as the stream opens, before the Join is
 			// read: the peer writes nothing, or its write would race the
 			// reset.
-			return exchange{}
-		}},
-		{name: "a subscriber sends a publication", exchange: func(h *oneHop) exchange {
-			return exchange{in: [][]byte{frame(&pb.Join{Cohort: feed})}, after: then(frame(update(t, admin, specOf(t, feed), 0, "x")))}
-		}},
-		{name: "a subscriber under ALL sends a claim", exchange: func(h *oneHop) exchange {
-			return exchange{in: [][]byte{frame(&pb.Join{Cohort: chat})}, after: then(frame(claimFor(t, admin, make([]byte, 32), h.broker, 0)))}
-		}},
-		{name: "a claim after the Ack that does not verify", exchange: func(h *oneHop) exchange {
-			bad := claimFor(t, admin, make([]byte, 32), h.broker, 0) // over another challenge
-			return exchange{in: [][]byte{frame(&pb.Join{Cohort: feed, Addr: admin.addr})}, after: then(frame(bad)), addr: admin.addr}
-		}},
-		{name: "a claim for another address than declared", exchange: func(h *oneHop) exchange {
-			return exchange{in: [][]byte{frame(&pb.Join{Cohort: feed, Addr: admin.addr})}, addr: admin.addr,
-				after: func(a *pb.Ack) [][]byte { return [][]byte{claim(h, bob, a)} }}
-		}},
-		{name: "claims not taken past the bound", exchange: func(h *oneHop) exchange {
-			return exchange{in: [][]byte{frame(&pb.Join{Cohort: feed, Addr: bob.addr})}, addr: bob.addr, after: func(a *pb.Ack) [][]byte {
-				var in [][]byte
-				for range bps.MaxPendingClaims + 1 {
-					in = append(in, claim(h, bob, a)) // bob is not rostered
-				}
-				return in
-			}}
-		}},
-		{name: "invalid publications past the bound", opts: bps.Options{Bounds: bps.Bounds{MaxInvalidFrames: 2}}, exchange: func(h *oneHop) exchange {
-			forged := frame(update(t, bob, specOf(t, feed), 0, "not the admin's"))
-			return exchange{in: [][]byte{frame(&pb.Join{Cohort: feed, Addr: admin.addr})}, addr: admin.addr,
-				after: func(a *pb.Ack) [][]byte { return [][]byte{claim(h, admin, a), forged, forged} }}
-		}},
-		{name: "a publication over the frame size", exchange: func(h *oneHop) exchange {
-			return exchange{in: [][]byte{frame(&pb.Join{Cohort: feed, Addr: admin.addr})}, addr: admin.addr,
-				after: func(a *pb.Ack) [][]byte { return [][]byte{claim(h, admin, a), {0x81, 0x40}} }}
-		}},
-		{name: "a publication cut short by the peer's close", exchange: func(h *oneHop) exchange {
-			pub := frame(update(t, admin, specOf(t, feed), 0, "cut short"))
-			return exchange{in: [][]byte{frame(&pb.Join{Cohort: feed, Addr: admin.addr})}, addr: admin.addr, close: true,
-				after: func(a *pb.Ack) [][]byte { return [][]byte{claim(h, admin, a), pub[:len(pub)/2]} }}
-		}},
-		{name: "a claim cut short by the peer's close", exchange: func(h *oneHop) exchange {
-			return exchange{in: [][]byte{frame(&pb.Join{Cohort: feed, Addr: admin.addr})}, addr: admin.addr, close: true,
-				after: func(a *pb.Ack) [][]byte { c := claim(h, admin, a); return [][]byte{c[:len(c)/2]} }}
-		}},
-		{name: "no claim within the claim deadline in a closed cohort", opts: bps.Options{Timing: bps.Timing{ClaimDeadline: 10 * time.Millisecond}}, exchange: func(h *oneHop) exchange {
-			return exchange{in: [][]byte{frame(&pb.Join{Cohort: closed})}, after: then()}
-		}},
+		}, exchange: exchange{}},
+		{name: "a spectator sends a publication", exchange: exchange{in: join(feed, bps.ZeroAddress),
+			after: then(func(a *pb.Ack) []byte { return frame(update(t, admin, specOf(t, feed), a.Challenge, 0, "x")) })}},
+		{name: "a stranger's stream sends its AUTH", exchange: exchange{in: join(feed, bob.addr), after: then(authBy(bob))}},
+		{name: "a listening stream under ALL sends an AUTH", exchange: exchange{in: join(chat, bps.ZeroAddress),
+			after: then(func(a *pb.Ack) []byte { return frame(auth(t, admin, specOf(t, chat), a.Challenge)) })}},
+		{name: "a pending stream's AUTH signed by another key", exchange: exchange{in: join(feed, admin.addr), after: then(authBy(bob))}},
+		{name: "a pending stream's AUTH for another stream's challenge, its own put in", exchange: exchange{in: join(feed, admin.addr),
+			after: then(func(a *pb.Ack) []byte {
+				b := auth(t, admin, specOf(t, feed), make([]byte, 32))
+				b.Challenge = a.Challenge
+				return frame(b)
+			})}},
+		{name: "an invalid publication after the claim", exchange: exchange{in: join(feed, admin.addr),
+			after: then(authBy(admin), func(a *pb.Ack) []byte { return frame(update(t, bob, specOf(t, feed), a.Challenge, 0, "not the admin's")) })}},
+		{name: "an unset kind after the claim", exchange: exchange{in: join(feed, admin.addr),
+			after: then(authBy(admin), func(a *pb.Ack) []byte {
+				b := update(t, admin, specOf(t, feed), a.Challenge, 0, "no kind")
+				b.Kind = pb.Kind_KIND_UNSPECIFIED
+				return frame(b)
+			})}},
+		{name: "a ROSTER from a stream not the admin's", exchange: exchange{in: join(chat, bob.addr),
+			after: then(func(a *pb.Ack) []byte { return frame(roster(t, bob, specOf(t, chat), a.Challenge, 0)) })}},
+		{name: "a publication over the frame size", exchange: exchange{in: join(feed, admin.addr),
+			after: then(authBy(admin), fixed([]byte{0x81, 0x40}))}},
+		{name: "a publication cut short by the peer's close", exchange: exchange{in: join(feed, admin.addr), close: true,
+			after: then(authBy(admin), func(a *pb.Ack) []byte {
+				pub := frame(update(t, admin, specOf(t, feed), a.Challenge, 0, "cut short"))
+				return pub[:len(pub)/2]
+			})}},
+		{name: "a claim cut short by the peer's close", exchange: exchange{in: join(feed, admin.addr), close: true,
+			after: then(func(a *pb.Ack) []byte { c := authBy(admin)(a); return c[:len(c)/2] })}},
+		{name: "no claim within the claim deadline, pending", opts: bps.Options{Timing: bps.Timing{ClaimDeadline: 10 * time.Millisecond}},
+			exchange: exchange{in: join(feed, admin.addr), after: then()}},
+		{name: "no claim within the claim deadline, silent in a closed cohort", opts: bps.Options{Timing: bps.Timing{ClaimDeadline: 10 * time.Millisecond}},
+			exchange: exchange{in: join(closed, bps.ZeroAddress), after: then()}},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			t.Parallel()
 			h := newOneHop(t, tc.opts)
-			x := tc.exchange(h)
+			x := tc.exchange
 			var out []proto.Message
 			in := x.in
 			if x.after == nil {
@@ -347,10 +354,7 @@ func TestOneHopViolations(t *testing.T) {
 				if err := protodelim.UnmarshalFrom(bufio.NewReader(s), ack); err != nil {
 					t.Fatalf("read ack: %v", err)
 				}
-				if got := len(ack.Challenge); (x.addr != nil) != (got == 32) || (x.addr == nil && got != 0) {
-					t.Fatalf("a challenge of %d bytes; the Join declared %x", got, x.addr)
-				}
-				out = []proto.Message{&pb.Ack{Status: pb.Status_OK, Challenge: ack.Challenge}}
+				out = []proto.Message{&pb.Ack{Status: pb.Status_OK, Challenge: issued(t, ack)}}
 				rest := x.after(ack)
 				in = append(slices.Clone(x.in), rest...)
 				if b := bytes.Join(rest, nil); len(b) > 0 {
@@ -375,42 +379,44 @@ func TestOneHopViolations(t *testing.T) {
 	}
 }
 
-// TestOneHopEndsWithoutPenalty: exchanges that end cleanly. A claim in the
-// Join is treated as absent (it cannot name a challenge not yet issued):
-// Ack OK with the stream's challenge, no penalty. A
-// late Join to a cohort its admin ended is told: Ack OK, END_OF_STREAM as
-// the first delivery, then the close; the handler returns nil.
+// TestOneHopEndsWithoutPenalty: exchanges that end cleanly. A Join carrying
+// field 3 (rev 3's claim, rev 11's auth: Rev 8 has no credential in a Join)
+// is answered as without it: Ack OK with the stream's challenge, no
+// penalty. A late Join to a cohort its admin ended is told: Ack OK with a
+// challenge, the EOS as the first delivery, then the close; the handler
+// returns nil.
 func TestOneHopEndsWithoutPenalty(t *testing.T) {
 	t.Parallel()
 	admin := newKey(t)
 	feed := &pb.CohortSpec{Topic: topicOf("clean ends"), Binding: pb.TopicBinding_FEED_TOPIC, Admin: admin.addr}
 	sp := specOf(t, feed)
-	end := endMsg(t, admin, sp, 0)
 
-	t.Run("a stale claim in the Join", func(t *testing.T) {
+	t.Run("a credential in the Join", func(t *testing.T) {
 		t.Parallel()
 		h := newOneHop(t, bps.Options{})
-		stale := claimFor(t, admin, make([]byte, 32), h.broker, 0)
-		join := &pb.Join{Cohort: feed, Addr: admin.addr, Claim: stale}
-		s, ack := h.join(join)
+		join := bps.EncodeFrame(&pb.Join{Cohort: feed, Addr: admin.addr})[1:]
+		join = append(append(join, 0x1a, 32), make([]byte, 32)...) // field 3, 32 bytes
+		join = append([]byte{byte(len(join))}, join...)
+		s := h.open(join)
+		ack := new(pb.Ack)
+		if err := protodelim.UnmarshalFrom(bufio.NewReader(s), ack); err != nil {
+			t.Fatalf("read ack: %v", err)
+		}
 		_ = s.Close()
 		recs := h.records()
-		checkFrames(t, "in", recs[0].In(), join)
+		if !bytes.Equal(recs[0].In(), join) {
+			t.Fatalf("in: %x, want %x", recs[0].In(), join)
+		}
 		checkFrames(t, "out", recs[0].Out(), &pb.Ack{Status: pb.Status_OK, Challenge: issued(t, ack)})
 		checkBlock(t, recs[0].Err(), false)
 	})
 
 	for _, late := range []struct {
 		name string
-		join func(h *oneHop) *pb.Join
-		ack  func(out []byte) *pb.Ack
+		join *pb.Join
 	}{
-		{name: "a late subscriber", join: func(*oneHop) *pb.Join { return &pb.Join{Cohort: feed} },
-			ack: func([]byte) *pb.Ack { return &pb.Ack{Status: pb.Status_OK} }},
-		{name: "a late publisher", join: func(*oneHop) *pb.Join { return &pb.Join{Cohort: feed, Addr: admin.addr} },
-			ack: func(out []byte) *pb.Ack {
-				return &pb.Ack{Status: pb.Status_OK, Challenge: issued(t, firstAck(t, out))}
-			}},
+		{name: "a late subscriber", join: &pb.Join{Cohort: feed, Addr: bps.ZeroAddress}},
+		{name: "a late publisher", join: &pb.Join{Cohort: feed, Addr: admin.addr}},
 	} {
 		t.Run(late.name, func(t *testing.T) {
 			t.Parallel()
@@ -419,24 +425,24 @@ func TestOneHopEndsWithoutPenalty(t *testing.T) {
 			// is closed by the broker.
 			adminJoin := &pb.Join{Cohort: feed, Addr: admin.addr}
 			a, aack := h.join(adminJoin)
-			adminClaim := claimFor(t, admin, issued(t, aack), h.broker, 0)
-			if _, err := a.Write(append(bps.EncodeFrame(adminClaim), bps.EncodeFrame(end)...)); err != nil {
+			adminAuth := auth(t, admin, sp, issued(t, aack))
+			end := eos(t, admin, sp, aack.Challenge)
+			if _, err := a.Write(append(bps.EncodeFrame(adminAuth), bps.EncodeFrame(end)...)); err != nil {
 				t.Fatal(err)
 			}
 			if b, err := io.ReadAll(a); err != nil || len(b) != 0 {
 				t.Fatalf("the admin's stream after its end: %x, %v", b, err)
 			}
-			join := late.join(h)
-			h.open(bps.EncodeFrame(join))
+			h.open(bps.EncodeFrame(late.join))
 			recs := h.records()
 			if len(recs) != 2 {
 				t.Fatalf("%d records", len(recs))
 			}
-			checkFrames(t, "the admin's in", recs[0].In(), adminJoin, adminClaim, end)
+			checkFrames(t, "the admin's in", recs[0].In(), adminJoin, adminAuth, end)
 			checkFrames(t, "the admin's out", recs[0].Out(), &pb.Ack{Status: pb.Status_OK, Challenge: aack.Challenge})
 			checkBlock(t, recs[0].Err(), false)
-			checkFrames(t, "in", recs[1].In(), join)
-			checkFrames(t, "out", recs[1].Out(), late.ack(recs[1].Out()), end)
+			checkFrames(t, "in", recs[1].In(), late.join)
+			checkFrames(t, "out", recs[1].Out(), &pb.Ack{Status: pb.Status_OK, Challenge: issued(t, firstAck(t, recs[1].Out()))}, end)
 			checkBlock(t, recs[1].Err(), false)
 			if n := len(h.svc.Cohorts()); n != 0 {
 				t.Fatalf("%d cohorts after the late Join", n)
@@ -446,20 +452,24 @@ func TestOneHopEndsWithoutPenalty(t *testing.T) {
 }
 
 // TestOneHopPublicationAfterRevocation: a publisher whose stream was
-// written the roster revoking it, and that publishes after it, is reset
-// and blocklisted (SWIP-60's second phase); the admin's stream, which
-// carried the grant and the revocation, ends cleanly.
+// written the roster revoking it, and that publishes after it, is
+// tolerated within the revocation grace (counted revoked) and reset and
+// blocklisted past it (SWIP-60 rev 14; docs/protocol.md "Revocation, with
+// a grace"); the admin's stream, which carried the grant and the
+// revocation, ends cleanly. The grace is a nanosecond here: the frames
+// the broker reads before it noted the revocation as written are
+// tolerated, the first after it is the violation.
 func TestOneHopPublicationAfterRevocation(t *testing.T) {
 	t.Parallel()
 	admin, bob := newKey(t), newKey(t)
 	feed := &pb.CohortSpec{Topic: topicOf("revoked"), Binding: pb.TopicBinding_FEED_TOPIC, Admin: admin.addr}
 	sp := specOf(t, feed)
 	rec := newRecorder()
-	h := newOneHop(t, bps.Options{Deps: bps.Deps{Tracer: rec}})
-	grant, revoke := rosterMsg(t, admin, sp, 0, bob), rosterMsg(t, admin, sp, 1)
+	h := newOneHop(t, bps.Options{Timing: bps.Timing{RevocationGrace: time.Nanosecond}, Deps: bps.Deps{Tracer: rec}})
 	adminJoin := &pb.Join{Cohort: feed, Addr: admin.addr}
 	a, aack := h.join(adminJoin)
-	adminClaim := claimFor(t, admin, issued(t, aack), h.broker, 0)
+	adminAuth := auth(t, admin, sp, issued(t, aack))
+	grant, revoke := rosterMsg(t, admin, sp, aack.Challenge, 0, bob), rosterMsg(t, admin, sp, aack.Challenge, 1)
 	write := func(s p2p.Stream, ms ...proto.Message) {
 		t.Helper()
 		var b []byte
@@ -470,86 +480,145 @@ func TestOneHopPublicationAfterRevocation(t *testing.T) {
 			t.Fatal(err)
 		}
 	}
-	write(a, adminClaim, grant)
+	write(a, adminAuth, grant)
 	rec.wait(t, "grant accepted", kind(bps.EventAccept))
 
 	bobJoin := &pb.Join{Cohort: feed, Addr: bob.addr}
 	b := h.open(bps.EncodeFrame(bobJoin))
 	r := bufio.NewReader(b)
-	back := new(pb.Ack)
-	for _, m := range []proto.Message{back, new(pb.Message)} { // the Ack, the grant
+	back, told := new(pb.Ack), new(pb.Broadcast)
+	for _, m := range []proto.Message{back, told} { // the Ack; the grant, its cue
 		if err := protodelim.UnmarshalFrom(r, m); err != nil {
 			t.Fatal(err)
 		}
 	}
-	bobClaim := claimFor(t, bob, issued(t, back), h.broker, 0)
-	write(b, bobClaim)
+	if !proto.Equal(told, grant) {
+		t.Fatalf("bob's first delivery is kind %s, want the grant", told.Kind)
+	}
+	bobAuth := auth(t, bob, sp, issued(t, back))
+	write(b, bobAuth)
 	rec.waitN(t, 2, "the admin's and bob's claims taken", kind(bps.EventClaim))
 	write(a, revoke)
-	if err := protodelim.UnmarshalFrom(r, new(pb.Message)); err != nil { // told
-		t.Fatal(err)
+	if err := protodelim.UnmarshalFrom(r, told); err != nil || !proto.Equal(told, revoke) { // told
+		t.Fatalf("bob was told %v (%v), want the revocation", told, err)
 	}
-	// The first may be read before the broker noted the revocation as
-	// written (tolerated); the next is a violation.
-	pubs := []proto.Message{update(t, bob, sp, 0, "after 0"), update(t, bob, sp, 1, "after 1"), update(t, bob, sp, 2, "after 2")}
-	write(b, pubs...)
-	rec.wait(t, "bob blocklisted", kind(bps.EventViolation))
+	var pubs []proto.Message
+	for i := range uint64(64) {
+		pub := update(t, bob, sp, back.Challenge, i, "after the revocation")
+		pubs = append(pubs, pub)
+		revoked := rec.count(dropped(bps.CounterRevoked))
+		write(b, pub)
+		e := rec.wait(t, "the broker's verdict", func(e bps.Event) bool {
+			return e.Kind == bps.EventViolation || (e.Kind == bps.EventDrop && e.Counter == bps.CounterRevoked && rec.count(dropped(bps.CounterRevoked)) > revoked)
+		})
+		if e.Kind == bps.EventViolation {
+			break
+		}
+	}
+	if n := rec.count(kind(bps.EventViolation)); n != 1 {
+		t.Fatalf("%d violations after %d publications past the revocation", n, len(pubs))
+	}
+	if n := rec.count(kind(bps.EventAccept)); n != 2 {
+		t.Fatalf("%d accepted, want the two rosters alone", n)
+	}
 	_ = a.Close()
 
 	recs := h.records()
 	if len(recs) != 2 {
 		t.Fatalf("%d records", len(recs))
 	}
-	checkFrames(t, "the admin's in", recs[0].In(), adminJoin, adminClaim, grant, revoke)
+	checkFrames(t, "the admin's in", recs[0].In(), adminJoin, adminAuth, grant, revoke)
 	checkFrames(t, "the admin's out", recs[0].Out(), &pb.Ack{Status: pb.Status_OK, Challenge: aack.Challenge})
 	checkBlock(t, recs[0].Err(), false)
-	checkFrames(t, "bob's in", recs[1].In(), append([]proto.Message{bobJoin, bobClaim}, pubs...)...)
+	checkFrames(t, "bob's in", recs[1].In(), append([]proto.Message{bobJoin, bobAuth}, pubs...)...)
 	checkFrames(t, "bob's out", recs[1].Out(), &pb.Ack{Status: pb.Status_OK, Challenge: back.Challenge}, grant, revoke)
 	checkBlock(t, recs[1].Err(), true)
 }
 
-// TestOneHopPublisherBound: claimed publisher streams are bounded per
-// cohort. A claim comes after the Ack, so the bound answers the claim,
-// not the Join: past it the claim is not taken and the stream is reset,
-// with no penalty (the broker's bound, not the peer's fault).
+// TestOneHopPublisherBound: publisher streams are bounded per cohort —
+// claimed and pending together (MaxPublisherStreams), answered at the
+// Join, FULL, since a pending stream is admitted outside the fan-out bound
+// — and per address (rev 14: 2 claimed streams; the claim of a third is
+// taken and the oldest of the address's streams reset, without penalty).
 func TestOneHopPublisherBound(t *testing.T) {
 	t.Parallel()
 	admin := newKey(t)
 	feed := &pb.CohortSpec{Topic: topicOf("publisher bound"), Binding: pb.TopicBinding_FEED_TOPIC, Admin: admin.addr}
-	rec := newRecorder()
-	h := newOneHop(t, bps.Options{Bounds: bps.Bounds{MaxPublisherStreams: 1}, Deps: bps.Deps{Tracer: rec}})
-	claimOn := func(s p2p.Stream, ack *pb.Ack) *pb.Claim {
+	sp := specOf(t, feed)
+	claimOn := func(rec *recorder, s p2p.Stream, ack *pb.Ack) *pb.Broadcast {
 		t.Helper()
-		c := claimFor(t, admin, issued(t, ack), h.broker, 0)
+		n := rec.count(kind(bps.EventClaim))
+		c := auth(t, admin, sp, issued(t, ack))
 		if _, err := s.Write(bps.EncodeFrame(c)); err != nil {
 			t.Fatal(err)
 		}
+		rec.waitN(t, n+1, "the claim taken", kind(bps.EventClaim))
 		return c
 	}
 	join := &pb.Join{Cohort: feed, Addr: admin.addr}
-	a, aack := h.join(join)
-	first := claimOn(a, aack)
-	rec.wait(t, "the first claim taken", kind(bps.EventClaim))
-	b, back := h.join(join)
-	second := claimOn(b, back)
-	if rest, _ := io.ReadAll(b); len(rest) != 0 { // ends, the broker's reset
-		t.Fatalf("the stream past the bound was sent %x", rest)
-	}
-	_ = a.Close()
 
-	recs := h.records()
-	if len(recs) != 2 {
-		t.Fatalf("%d records", len(recs))
-	}
-	checkFrames(t, "the first's in", recs[0].In(), join, first)
-	checkBlock(t, recs[0].Err(), false)
-	checkFrames(t, "the second's in", recs[1].In(), join, second)
-	checkFrames(t, "the second's out", recs[1].Out(), &pb.Ack{Status: pb.Status_OK, Challenge: back.Challenge})
-	var be *p2p.BlockPeerError
-	if err := recs[1].Err(); err == nil || errors.As(err, &be) {
-		t.Fatalf("the second stream's handler returned %v, want an error that blocks nobody", err)
-	}
-	if n := rec.count(kind(bps.EventClaim)); n != 1 {
-		t.Fatalf("%d claims taken, want 1", n)
-	}
+	t.Run("per cohort", func(t *testing.T) {
+		t.Parallel()
+		rec := newRecorder()
+		h := newOneHop(t, bps.Options{Bounds: bps.Bounds{MaxPublisherStreams: 1}, Deps: bps.Deps{Tracer: rec}})
+		a, aack := h.join(join)
+		first := claimOn(rec, a, aack)
+		b, back := h.join(join)
+		if back.Status != pb.Status_FULL {
+			t.Fatalf("a publisher stream past the bound: %s, want FULL", back.Status)
+		}
+		_ = b.Close()
+		_ = a.Close()
+		recs := h.records()
+		if len(recs) != 2 {
+			t.Fatalf("%d records", len(recs))
+		}
+		checkFrames(t, "the first's in", recs[0].In(), join, first)
+		checkBlock(t, recs[0].Err(), false)
+		checkFrames(t, "the second's in", recs[1].In(), join)
+		checkFrames(t, "the second's out", recs[1].Out(), &pb.Ack{Status: pb.Status_FULL})
+		checkBlock(t, recs[1].Err(), false)
+	})
+
+	t.Run("per address", func(t *testing.T) {
+		t.Parallel()
+		rec := newRecorder()
+		h := newOneHop(t, bps.Options{Deps: bps.Deps{Tracer: rec}})
+		var streams []p2p.Stream
+		var claims []*pb.Broadcast
+		for range 3 {
+			s, ack := h.join(join)
+			streams = append(streams, s)
+			claims = append(claims, claimOn(rec, s, ack))
+		}
+		// The third claim reset the oldest stream: it reads nothing
+		// more, and its handler ended (records, below, with an error).
+		if rest, _ := io.ReadAll(streams[0]); len(rest) != 0 {
+			t.Fatalf("the oldest stream was sent %x", rest)
+		}
+		rec.wait(t, "the oldest stream left", func(e bps.Event) bool { return e.Kind == bps.EventLeave && e.Err != nil })
+		if n := len(h.svc.Cohorts()); n != 1 || h.svc.Cohorts()[0].Publishers != 2 {
+			t.Fatalf("cohorts %d, want 1 with 2 publisher streams", n)
+		}
+		for _, s := range streams[1:] {
+			_ = s.Close()
+		}
+		recs := h.records()
+		if len(recs) != 3 {
+			t.Fatalf("%d records", len(recs))
+		}
+		for i, r := range recs {
+			checkFrames(t, "in", r.In(), join, claims[i])
+		}
+		var be *p2p.BlockPeerError
+		if err := recs[0].Err(); err == nil || errors.As(err, &be) {
+			t.Fatalf("the oldest stream's handler returned %v, want an error that blocks nobody", err)
+		}
+		for _, r := range recs[1:] {
+			checkBlock(t, r.Err(), false)
+		}
+		if n := rec.count(kind(bps.EventViolation)); n != 0 {
+			t.Fatalf("%d violations", n)
+		}
+	})
 }

@@ -24,10 +24,11 @@ import (
 // (docs/conformance.md, "SWIP-74 Rev 8 and SWIP-60 rev 14"). Items 1–3
 // are in bps_test.go, 9–10 in bounds_test.go.
 
-// expectOnly reads the frames r receives until the broker closes it:
-// want, then the end the admin sent (want's last), then the broker's clean
-// close — nothing else. The stream is FIFO and the broker writes the end
-// last, so a delivery queued on it before would show.
+// expectOnly reads the frames r receives until the broker closes it at the
+// cohort's end: want (ending with the EOS, unless r is a stream of the
+// admin's, which is not sent its own EOS), then the broker's clean close —
+// nothing else. The stream is FIFO and the broker closes it after the end,
+// so a delivery queued on it before would show.
 func expectOnly(t *testing.T, r *raw, what string, want ...*pb.Broadcast) {
 	t.Helper()
 	for i, w := range want {
@@ -158,10 +159,11 @@ func TestRev8_04_PendingClaimsByFirstFrame(t *testing.T) {
 			}
 			// No reply to the claim, and nothing to the pending stream
 			// before it, nor to the publisher stream after it (SWIP-74: a
-			// publisher stream receives nothing) but the cohort's end.
-			end := eos(t, admin, sp, p.Challenge())
-			send(t, p, end)
-			expectOnly(t, r, "the claiming stream", end)
+			// publisher stream receives nothing, not even the admin's EOS,
+			// which is bound to its address): the broker's close at the
+			// cohort's end is all it reads.
+			send(t, p, eos(t, admin, sp, p.Challenge()))
+			expectOnly(t, r, "the claiming stream")
 			if bl := broker.Blocklists(); len(bl) != 0 {
 				t.Fatalf("blocklisted %v", bl)
 			}
@@ -224,10 +226,11 @@ func TestRev8_05_Acceptance(t *testing.T) {
 		}
 		// Publisher streams received nothing; the subscriber nothing more
 		// (no AUTH): the end the admin sends next is the next frame of
-		// each.
+		// the subscriber's, and the broker's close the next of the
+		// admin's other stream.
 		end := eos(t, admin, sp, chA)
 		pubA.send(end)
-		expectOnly(t, pubB, "publisher stream B", end)
+		expectOnly(t, pubB, "publisher stream B")
 		expectOnly(t, rawSub, "the raw subscriber", end)
 	})
 
@@ -537,7 +540,7 @@ func TestRev8_07_TwoAdminStreams(t *testing.T) {
 	}
 	end := eos(t, admin, sp, chA)
 	a.send(end)
-	expectOnly(t, b, "the admin's stream B", end)
+	expectOnly(t, b, "the admin's stream B")
 }
 
 // TestRev8_08_PublisherLeaving (Rev 8 item 8): a publisher stream going
