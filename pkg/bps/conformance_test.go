@@ -15,10 +15,18 @@ import (
 
 	"github.com/ethersphere/bee/v2/pkg/cac"
 	"github.com/ethersphere/bee/v2/pkg/soc"
+	"github.com/ethersphere/bee/v2/pkg/swarm"
 	"github.com/ethersphere/bps/pkg/bps"
 	"github.com/ethersphere/bps/pkg/bps/pb"
+	"github.com/ethersphere/bps/pkg/bps/streamtest"
 	"google.golang.org/protobuf/proto"
 )
+
+// swarmChunk is the chunk data at addr, for bee's validators.
+func swarmChunk(t *testing.T, addr, data []byte) swarm.Chunk {
+	t.Helper()
+	return swarm.NewChunk(swarm.NewAddress(addr), data)
+}
 
 // The singlehop broker's conformance to SWIP-74 Rev 8's items
 // (docs/conformance.md, "SWIP-74 Rev 8 and SWIP-60 rev 14"). Items 1–3
@@ -629,4 +637,140 @@ func TestRev8_08_Inactivity(t *testing.T) {
 			t.Fatalf("a reclaim blocklisted %v", bl)
 		}
 	})
+}
+
+// TestRev8_12_LitePeersAtFullBroker (Rev 8 item 12): a BPS-lite publisher
+// and subscriber — raw Rev 8 frames only, nothing of SWIP-60 — interoperate
+// with this full broker: the publisher claims with an AUTH at index 0
+// (upstream's form B) or with a DATA first (form A), the subscriber
+// declares an arbitrary 20-byte identity, and every frame it reads is a
+// DATA it can verify by Rev 8's rules alone — the id from the frame's
+// kind, challenge and index, the chunk valid at keccak256(id ‖ admin).
+func TestRev8_12_LitePeersAtFullBroker(t *testing.T) {
+	t.Parallel()
+	_, broker, cl := cluster(t, bps.Options{}, 4)
+	admin := newKey(t)
+	sp := feedSpec(t, "lite", admin)
+	full := subscribe(t, cl[3], broker, sp)
+	lite := openRaw(t, cl[0], broker)
+	if ack := lite.join(&pb.Join{Cohort: &pb.CohortSpec{Topic: sp.Topic, Binding: pb.TopicBinding_FEED_TOPIC, Admin: admin.addr}, Addr: newKey(t).addr}); ack.Status != pb.Status_OK || len(ack.Challenge) != 32 {
+		t.Fatalf("the lite subscriber: %s", ack.Status)
+	}
+
+	formB, chB := claimed(t, cl[1], broker, sp, admin) // AUTH at 0
+	formA := openRaw(t, cl[2], broker)
+	chA := formA.join(&pb.Join{Cohort: sp.PB(), Addr: admin.addr}).Challenge
+	formB.send(update(t, admin, sp, chB, 0, "form B"))
+	broker.rec.wait(t, "0 accepted", acceptedIndex(0))
+	formA.send(update(t, admin, sp, chA, 1, "form A, its claim"))
+	broker.rec.wait(t, "1 accepted", acceptedIndex(1))
+	formB.send(update(t, admin, sp, chB, 2, "form B again"))
+
+	for i, want := range []string{"form B", "form A, its claim", "form B again"} {
+		b := lite.recvMessage()
+		id := b.Soc[:32]
+		if b.Kind != pb.Kind_DATA || b.Index != uint64(i) || !bytes.Equal(id, bps.SessionID(pb.Kind_DATA, sp.Topic, b.Challenge, b.Index)) {
+			t.Fatalf("lite frame %d: kind %s index %d, id not the session feed's", i, b.Kind, b.Index)
+		}
+		ch := swarmChunk(t, keccak(id, admin.addr), b.Soc)
+		if !soc.Valid(ch) {
+			t.Fatalf("lite frame %d: not valid at keccak256(id ‖ admin)", i)
+		}
+		if got := string(b.Soc[32+65+8:]); got != want {
+			t.Fatalf("lite frame %d: %q, want %q", i, got, want)
+		}
+		if d := recv(t, full); d.Index != uint64(i) || string(d.Payload()) != want {
+			t.Fatalf("the full subscriber's %d: %d %q", i, d.Index, d.Payload())
+		}
+	}
+	if c := cohortInfo(t, broker, sp); c.Publishers != 2 || c.Accepted != 3 {
+		t.Fatalf("publishers %d accepted %d, want 2 3", c.Publishers, c.Accepted)
+	}
+	if n := broker.rec.count(kind(bps.EventDrop)) + broker.rec.count(kind(bps.EventViolation)); n != 0 {
+		t.Fatalf("%d drops and violations", n)
+	}
+}
+
+// TestRev8_Counters (Rev 8's counters, rev 14's invalid_roster, ours
+// revoked): each silent outcome is counted once in the cohort's counters
+// (GET /pubsub/) and in the node-wide Prometheus twin.
+func TestRev8_Counters(t *testing.T) {
+	t.Parallel()
+	_, broker, cl := cluster(t, bps.Options{Bounds: bps.Bounds{QueueLen: 4}, Timing: bps.Timing{ClaimDeadline: 100 * time.Millisecond}}, 7,
+		streamtest.WithBufferSize(2048))
+	admin, bob := newKey(t), newKey(t)
+	sp := feedSpec(t, "counters", admin)
+	sub := subscribe(t, cl[0], broker, sp)
+	a, ch := claimed(t, cl[1], broker, sp, admin)
+	drop := func(c bps.Counter) { t.Helper(); broker.rec.wait(t, c.String(), dropped(c)) }
+
+	a.send(update(t, admin, sp, ch, 0, "zero"))
+	recv(t, sub)
+	a.send(update(t, admin, sp, ch, 0, "zero again"))
+	drop(bps.CounterRetransmit)
+	a.send(update(t, admin, sp, keccak([]byte("old stream")), 1, "queued for another stream"))
+	drop(bps.CounterWrongChallenge)
+	future := update(t, admin, sp, ch, 1, "a later kind")
+	future.Kind = 9
+	a.send(future)
+	drop(bps.CounterUnknownKind)
+	a.send(chunk(t, admin, sp, pb.Kind_ROSTER, ch, 0, []byte{0x0a, 0x05, 1, 2, 3, 4, 5})) // a 5-byte entry
+	drop(bps.CounterInvalidRoster)
+
+	// queue_reset: a subscriber that never reads past its Ack.
+	slow := openRaw(t, cl[2], broker)
+	slow.join(&pb.Join{Cohort: sp.PB(), Addr: bps.ZeroAddress})
+	for i := uint64(1); broker.rec.count(dropped(bps.CounterQueueReset)) == 0; i++ {
+		if i > 200 {
+			t.Fatal("no queue reset after 200 updates")
+		}
+		a.send(update(t, admin, sp, ch, i, string(make([]byte, 1000))))
+		if d := recv(t, sub); d.Index != i {
+			t.Fatalf("delivered %d, want %d", d.Index, i)
+		}
+	}
+
+	// claim_timeout: a pending stream that never claims.
+	openRaw(t, cl[3], broker).join(&pb.Join{Cohort: sp.PB(), Addr: admin.addr})
+	drop(bps.CounterClaimTimeout)
+
+	// revoked: bob, granted and claimed, then revoked, sends within the
+	// grace.
+	a.send(rosterMsg(t, admin, sp, ch, 0, bob))
+	b := openRaw(t, cl[4], broker)
+	bch := b.join(&pb.Join{Cohort: sp.PB(), Addr: bob.addr}).Challenge
+	b.recvMessage() // the grant, its cue
+	claims := broker.rec.count(kind(bps.EventClaim))
+	b.send(auth(t, bob, sp, bch))
+	broker.rec.waitN(t, claims+1, "bob's claim", kind(bps.EventClaim))
+	a.send(rosterMsg(t, admin, sp, ch, 1))
+	if m := b.recvMessage(); m.Kind != pb.Kind_ROSTER || m.Index != 1 {
+		t.Fatalf("bob was told kind %s index %d, want the revocation", m.Kind, m.Index)
+	}
+	b.send(update(t, bob, sp, bch, 0, "within the grace"))
+	drop(bps.CounterRevoked)
+
+	// wrong_stream: a spectator's frame; invalid_soc: the admin's stream
+	// sends another owner's chunk. Both violations.
+	spec := openRaw(t, cl[5], broker)
+	sch := spec.join(&pb.Join{Cohort: sp.PB(), Addr: bps.ZeroAddress}).Challenge
+	spec.send(update(t, admin, sp, sch, 100, "a spectator's"))
+	drop(bps.CounterWrongStream)
+	a.send(update(t, bob, sp, ch, 100, "not the admin's"))
+	drop(bps.CounterInvalidSOC)
+
+	c := cohortInfo(t, broker, sp)
+	for _, name := range []string{"wrong_stream", "unknown_kind", "wrong_challenge", "invalid_soc", "claim_timeout", "retransmit", "queue_reset", "invalid_roster", "revoked"} {
+		if got := c.Counters[name]; got != 1 {
+			t.Errorf("cohort counter %s = %d, want 1", name, got)
+		}
+		if got := metricValue(t, broker.svc, name); got != 1 {
+			t.Errorf("bee_bps_%s = %v, want 1", name, got)
+		}
+	}
+	for _, name := range []string{"wrong_owner", "rate_limited"} {
+		if got := c.Counters[name]; got != 0 {
+			t.Errorf("cohort counter %s = %d, want 0", name, got)
+		}
+	}
 }
