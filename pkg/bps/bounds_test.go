@@ -231,6 +231,7 @@ func TestRev8_10_SubscriberReverifies(t *testing.T) {
 	if sub.Dropped() != 4 {
 		t.Fatalf("dropped %d, want 4 (forged, replayed, AUTH, invalid)", sub.Dropped())
 	}
+	<-sub.Done()
 	if err := sub.Err(); err == nil || !strings.Contains(err.Error(), "invalid_soc") {
 		t.Fatalf("the subscription ended with %v, want the parent's invalid chunk", err)
 	}
