@@ -26,6 +26,7 @@ var (
 	errEndGrace      = errors.New("peer kept its side open after the end of stream")
 	errRelayGone     = errors.New("this relay's subscription ended")
 	errSuperseded    = errors.New("a newer stream claimed for the same address")
+	errReplaced      = errors.New("a newer pending stream joined for the same address")
 	errUnnamed       = errors.New("a roster no longer names the pending stream's address")
 	errChallenges    = errors.New("too many frames under another challenge")
 )
