@@ -198,10 +198,6 @@ func TestOneHopRefusals(t *testing.T) {
 		{name: "streams of the peer in the cohort at their bound",
 			before: []func(*oneHop) *pb.Join{subscriberOf(feed), declaring(feed, admin.addr), declaring(feed, newKey(t).addr), subscriberOf(feed)},
 			join:   declaring(feed, newKey(t).addr), status: pb.Status_FULL},
-		// One pending stream per address at a time (docs/protocol.md
-		// "Bounds").
-		{name: "a second pending stream of one address",
-			before: []func(*oneHop) *pb.Join{declaring(feed, admin.addr)}, join: declaring(feed, admin.addr), status: pb.Status_FULL},
 		// SWIP-61: a multihop Join at capacity is answered by a probe of the
 		// subtree; with no child that speaks the envelope there is nothing
 		// to probe, and the answer is a bare FULL.
