@@ -616,31 +616,28 @@ func TestRev8_08_PublisherLeaving(t *testing.T) {
 // TestRev8_08_Inactivity (Rev 8 item 8): a cohort with nothing accepted
 // for the inactivity deadline is reclaimed, every stream in it reset; an
 // accepted update restarts the deadline, and so does an AUTH (activity:
-// the heartbeat our publishers send). Runs on synctest's fake clock.
+// the heartbeat). The publisher is a raw stream, which sends nothing the
+// test does not (a Publisher beats by itself: TestPublisherHeartbeat).
+// Runs on synctest's fake clock.
 func TestRev8_08_Inactivity(t *testing.T) {
 	t.Parallel()
 	synctest.Test(t, func(t *testing.T) {
-		const deadline = 10 * time.Minute
+		const deadline = bps.DefaultInactivity
 		_, broker, cl := cluster(t, bps.Options{}, 2)
 		admin := newKey(t)
 		sp := feedSpec(t, "idle", admin)
 		sub := subscribe(t, cl[0], broker, sp)
-		p := publish(t, cl[1], broker, sp, admin, 0)
+		p, ch := claimed(t, cl[1], broker, sp, admin)
 
 		time.Sleep(deadline / 2)
-		if err := p.PublishUpdate(t.Context(), 0, []byte("a")); err != nil {
-			t.Fatal(err)
-		}
+		p.send(update(t, admin, sp, ch, 0, "a"))
 		recv(t, sub)
 		time.Sleep(deadline - time.Second) // the update's deadline, less a second
 		synctest.Wait()
 		if n := broker.rec.count(kind(bps.EventReclaim)); n != 0 {
 			t.Fatal("reclaimed before the deadline counted from the last accepted update")
 		}
-		// A heartbeat: the stream's AUTH again.
-		if err := p.Send(t.Context(), auth(t, admin, sp, p.Challenge())); err != nil {
-			t.Fatal(err)
-		}
+		p.send(auth(t, admin, sp, ch)) // a heartbeat: the stream's AUTH again
 		synctest.Wait()
 		time.Sleep(deadline - time.Second) // past the update's deadline
 		synctest.Wait()
@@ -655,13 +652,11 @@ func TestRev8_08_Inactivity(t *testing.T) {
 		if _, ok := <-sub.C(); ok {
 			t.Fatal("delivery after reclaim")
 		}
+		<-sub.Done()
 		if sub.Err() == nil {
 			t.Fatal("a reclaim must reset the stream, not close it cleanly")
 		}
-		<-p.Done()
-		if p.Err() == nil {
-			t.Fatal("the publisher stream was not reset by the reclaim")
-		}
+		expectReset(t, p)
 		if n := len(broker.svc.Cohorts()); n != 0 {
 			t.Fatalf("%d cohorts after reclaim", n)
 		}
