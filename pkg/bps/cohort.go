@@ -551,6 +551,12 @@ func (c *cohort) refused(v verdict, from *member, relayed bool) error {
 	if v.violates() {
 		return violationf("%s", v.counter())
 	}
+	if v == unknownKind {
+		// What a later SWIP's kind looks like here: dropped and counted,
+		// "not a violation" (Rev 8), so never held against the stream,
+		// however many come; it costs no signature check.
+		return nil
+	}
 	if v == wrongChallenge {
 		if from.foreign++; from.foreign > maxForeign {
 			return errChallenges
