@@ -342,7 +342,9 @@ func TestOneHopViolations(t *testing.T) {
 				return frame(b)
 			})}},
 		{name: "an invalid publication after the claim", exchange: exchange{in: join(feed, admin.addr),
-			after: then(authBy(admin), func(a *pb.Ack) []byte { return frame(update(t, bob, specOf(t, feed), a.Challenge, 0, "not the admin's")) })}},
+			after: then(authBy(admin), func(a *pb.Ack) []byte {
+				return frame(update(t, bob, specOf(t, feed), a.Challenge, 0, "not the admin's"))
+			})}},
 		{name: "an unset kind after the claim", exchange: exchange{in: join(feed, admin.addr),
 			after: then(authBy(admin), func(a *pb.Ack) []byte {
 				b := update(t, admin, specOf(t, feed), a.Challenge, 0, "no kind")
