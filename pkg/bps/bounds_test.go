@@ -48,6 +48,7 @@ func TestRev8_09_StreamsPerCohort(t *testing.T) {
 		t.Fatalf("a second pending stream of the admin's: %s, want OK", ack.Status)
 	}
 	expectReset(t, old)
+	broker.rec.wait(t, "the replaced stream left", func(e bps.Event) bool { return e.Kind == bps.EventLeave && e.Err != nil })
 	pending.send(auth(t, admin, sp, ack.Challenge))
 	broker.rec.wait(t, "the pending stream's claim", kind(bps.EventClaim))
 	if n := broker.rec.count(kind(bps.EventViolation)); n != 0 || len(broker.Blocklists()) != 0 {

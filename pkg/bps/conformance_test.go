@@ -199,6 +199,7 @@ func TestRev8_04_PendingSeatNotSquatted(t *testing.T) {
 	p := publish(t, cl[2], broker, sp, admin, 0)
 	broker.rec.wait(t, "the admin's claim", kind(bps.EventClaim))
 	expectReset(t, squat)
+	broker.rec.wait(t, "the squatter left", func(e bps.Event) bool { return e.Kind == bps.EventLeave && e.Err != nil })
 	sendUpdate(t, p, 0, "the admin's")
 	if d := recv(t, sub); string(d.Payload()) != "the admin's" {
 		t.Fatalf("delivered %q", d.Payload())
