@@ -69,7 +69,9 @@ func TestJamAdmissionOrder(t *testing.T) {
 				return
 			}
 			if tc.joinFirst {
-				broker.rec.wait(t, "bob's Join", func(e bps.Event) bool { return e.Kind == bps.EventJoin && e.Status == "OK" && e.Peer.Equal(cl[1].Overlay()) })
+				broker.rec.wait(t, "bob's Join", func(e bps.Event) bool {
+					return e.Kind == bps.EventJoin && e.Status == "OK" && e.Peer.Equal(cl[1].Overlay())
+				})
 				roster()
 			}
 

@@ -19,9 +19,12 @@ import (
 
 // TestRev8_09_StreamsPerCohort (Rev 8 item 9): FULL at the fan-out bound
 // and only there; a Join declaring the admin's address is admitted past
-// it as a pending stream — one per address at a time — and stands outside
-// the bound once it claims; a returning admin, a publisher stream of its
-// own present, is admitted pending again (docs/protocol.md "Bounds").
+// it as a pending stream — one per address at a time: a second replaces
+// the first, which is reset without penalty (Rev 8: "admitted as a
+// pending stream whether or not its old one is still held") — and stands
+// outside the bound once it claims; a returning admin, a publisher stream
+// of its own present, is admitted pending again (docs/protocol.md
+// "Bounds").
 func TestRev8_09_StreamsPerCohort(t *testing.T) {
 	t.Parallel()
 	_, broker, cl := cluster(t, bps.Options{Bounds: bps.Bounds{MaxStreamsPerCohort: 2}}, 4)
@@ -35,20 +38,26 @@ func TestRev8_09_StreamsPerCohort(t *testing.T) {
 	if ack := openRaw(t, cl[3], broker).join(&pb.Join{Cohort: sp.PB(), Addr: newKey(t).addr}); ack.Status != pb.Status_FULL {
 		t.Fatalf("a stranger declaring an address: %s, want FULL", ack.Status)
 	}
-	pending := openRaw(t, cl[3], broker)
-	ack := pending.join(&pb.Join{Cohort: sp.PB(), Addr: admin.addr})
-	if ack.Status != pb.Status_OK {
+	old := openRaw(t, cl[3], broker)
+	if ack := old.join(&pb.Join{Cohort: sp.PB(), Addr: admin.addr}); ack.Status != pb.Status_OK {
 		t.Fatalf("the admin past the bound: %s, want OK", ack.Status)
 	}
-	if ack := openRaw(t, cl[2], broker).join(&pb.Join{Cohort: sp.PB(), Addr: admin.addr}); ack.Status != pb.Status_FULL {
-		t.Fatalf("a second pending stream of the admin's: %s, want FULL", ack.Status)
+	pending := openRaw(t, cl[2], broker)
+	ack := pending.join(&pb.Join{Cohort: sp.PB(), Addr: admin.addr})
+	if ack.Status != pb.Status_OK {
+		t.Fatalf("a second pending stream of the admin's: %s, want OK", ack.Status)
 	}
+	expectReset(t, old)
+	broker.rec.wait(t, "the replaced stream left", func(e bps.Event) bool { return e.Kind == bps.EventLeave && e.Err != nil })
 	pending.send(auth(t, admin, sp, ack.Challenge))
 	broker.rec.wait(t, "the pending stream's claim", kind(bps.EventClaim))
+	if n := broker.rec.count(kind(bps.EventViolation)); n != 0 || len(broker.Blocklists()) != 0 {
+		t.Fatalf("the replaced pending stream was punished: %d violations, blocklisted %v", n, broker.Blocklists())
+	}
 	if c := cohortInfo(t, broker, sp); c.Publishers != 1 || c.Subscribers != 2 {
 		t.Fatalf("publishers %d subscribers %d, want 1 2", c.Publishers, c.Subscribers)
 	}
-	back := openRaw(t, cl[2], broker)
+	back := openRaw(t, cl[3], broker)
 	ack = back.join(&pb.Join{Cohort: sp.PB(), Addr: admin.addr})
 	if ack.Status != pb.Status_OK {
 		t.Fatalf("a returning admin at the bound: %s, want OK", ack.Status)

@@ -40,6 +40,7 @@ func TestSeedFlow(t *testing.T) {
 	if err := p1.Close(); err != nil {
 		t.Fatal(err)
 	}
+	broker.rec.wait(t, "the first stream left", kind(bps.EventLeave))
 
 	// A second stream from the same node: a challenge of its own, its own
 	// claim; the broker's cursor is the admin's, not the stream's.

@@ -26,6 +26,7 @@ var (
 	errEndGrace      = errors.New("peer kept its side open after the end of stream")
 	errRelayGone     = errors.New("this relay's subscription ended")
 	errSuperseded    = errors.New("a newer stream claimed for the same address")
+	errReplaced      = errors.New("a newer pending stream joined for the same address")
 	errUnnamed       = errors.New("a roster no longer names the pending stream's address")
 	errChallenges    = errors.New("too many frames under another challenge")
 )
@@ -553,6 +554,12 @@ func (c *cohort) refused(v verdict, from *member, relayed bool) error {
 	}
 	if v.violates() {
 		return violationf("%s", v.counter())
+	}
+	if v == unknownKind {
+		// What a later SWIP's kind looks like here: dropped and counted,
+		// "not a violation" (Rev 8), so never held against the stream,
+		// however many come; it costs no signature check.
+		return nil
 	}
 	if v == wrongChallenge {
 		if from.foreign++; from.foreign > maxForeign {

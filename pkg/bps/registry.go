@@ -214,11 +214,25 @@ func joinRole(sp *Spec, addr []byte, listen bool, mayPublish func([]byte) bool) 
 // admitLocked checks m against c's fan-out limit: a pending stream stands
 // outside it — one per address at a time, within the publisher-stream
 // bound — and so does the admin's stream under ALL, so that a full chat
-// cannot keep the admin from ending it. It reports whether m stands
-// outside the bound, and false where c is full. The caller holds c.mu.
+// cannot keep the admin from ending it. A pending stream of an address
+// that has one already replaces it, and the older is reset without
+// penalty: Rev 8 admits the admin "as a pending stream whether or not its
+// old one is still held", and the pending seat is "not a slot anyone can
+// squat" — a stranger declaring the admin's address, or the admin's own
+// stream the transport has not reaped, must not keep the admin out for a
+// claim deadline. It reports whether m stands outside the bound, and false
+// where c is full. The caller holds c.mu.
 func (r *registry) admitLocked(c *cohort, m *member, limit int) (outside, ok bool) {
 	if m.role == rolePending {
-		if c != nil && (c.extras[string(m.declared)] != nil || c.nclaim+len(c.extras) >= r.s.opts.MaxPublisherStreams) {
+		if c == nil {
+			return true, true
+		}
+		if old := c.extras[string(m.declared)]; old != nil {
+			old.stopClaimTimer()
+			old.kill(errReplaced) // seatLocked puts m in its place
+			return true, true
+		}
+		if c.nclaim+len(c.extras) >= r.s.opts.MaxPublisherStreams {
 			return false, false
 		}
 		return true, true
