@@ -40,7 +40,7 @@ func TestHostileCandidateOutsideTree(t *testing.T) {
 		t.Fatal(err)
 	}
 	child := openRaw(t, kid, broker)
-	if a := child.join(&pb.Join{Cohort: sp.PB(), Multihop: true}); a.Status != pb.Status_OK {
+	if a := child.join(&pb.Join{Cohort: sp.PB(), Addr: bps.ZeroAddress, Multihop: true, Listen: true}); a.Status != pb.Status_OK {
 		t.Fatal(a.Status)
 	}
 	type result struct {
@@ -110,7 +110,7 @@ func TestHostileCandidateNotAsOffered(t *testing.T) {
 		}
 	}
 	child := openRaw(t, kid, broker)
-	if a := child.join(&pb.Join{Cohort: sp.PB(), Multihop: true}); a.Status != pb.Status_OK {
+	if a := child.join(&pb.Join{Cohort: sp.PB(), Addr: bps.ZeroAddress, Multihop: true, Listen: true}); a.Status != pb.Status_OK {
 		t.Fatal(a.Status)
 	}
 	// The child names the deep relay, at the probe's depth, for the
@@ -184,7 +184,7 @@ func TestHostileLateAnswerAfterManyProbes(t *testing.T) {
 		}
 	}
 	child := openRaw(t, kid, broker)
-	if a := child.join(&pb.Join{Cohort: sp.PB(), Multihop: true}); a.Status != pb.Status_OK {
+	if a := child.join(&pb.Join{Cohort: sp.PB(), Addr: bps.ZeroAddress, Multihop: true, Listen: true}); a.Status != pb.Status_OK {
 		t.Fatal(a.Status)
 	}
 	// join asks the full broker for a place, which probes the child; the
@@ -193,7 +193,7 @@ func TestHostileLateAnswerAfterManyProbes(t *testing.T) {
 		j := openRaw(t, joiner, broker)
 		acked := make(chan error, 1)
 		go func() {
-			if _, err := j.s.Write(bps.EncodeFrame(&pb.Join{Cohort: sp.PB(), Multihop: true})); err != nil {
+			if _, err := j.s.Write(bps.EncodeFrame(&pb.Join{Cohort: sp.PB(), Addr: bps.ZeroAddress, Multihop: true, Listen: true})); err != nil {
 				acked <- err
 				return
 			}
