@@ -2,8 +2,6 @@
 // Use of this source code is governed by a BSD-style
 // license that can be found in the LICENSE file.
 
-//go:build rev8todo
-
 package bps_test
 
 import (
@@ -31,12 +29,16 @@ func TestConcurrentAdminStreams(t *testing.T) {
 	admin := newKey(t)
 	sp := feedSpec(t, "two-admins", admin)
 	sub := subscribe(t, cl[0], broker, sp)
-	msgs := make([]*pb.Message, n)
-	for i := range msgs {
-		msgs[i] = update(t, admin, sp, uint64(i), "x")
-	}
 	pubs := []*bps.Publisher{publish(t, cl[1], broker, sp, admin, 0), publish(t, cl[2], broker, sp, admin, 0)}
 	broker.rec.waitN(t, 2, "two claims", kind(bps.EventClaim))
+	// Each stream signs the same updates under its own challenge (SWIP-74
+	// Rev 8): the broker's cursor is per publisher, not per stream.
+	msgs := make([][]*pb.Broadcast, len(pubs))
+	for j, p := range pubs {
+		for i := range n {
+			msgs[j] = append(msgs[j], update(t, admin, sp, p.Challenge(), uint64(i), "x"))
+		}
+	}
 
 	// The subscriber drains as the publishers send.
 	got := make(chan []uint64, 1)
@@ -52,11 +54,11 @@ func TestConcurrentAdminStreams(t *testing.T) {
 	}()
 	var wg sync.WaitGroup
 	errs := make(chan error, 2)
-	for _, p := range pubs {
+	for j, p := range pubs {
 		wg.Add(1)
 		go func() {
 			defer wg.Done()
-			for _, m := range msgs {
+			for _, m := range msgs[j] {
 				if err := p.Send(t.Context(), m); err != nil {
 					errs <- err
 					return

@@ -2,8 +2,6 @@
 // Use of this source code is governed by a BSD-style
 // license that can be found in the LICENSE file.
 
-//go:build rev8todo
-
 package bps_test
 
 import (
@@ -71,7 +69,8 @@ func TestPlaceStress(t *testing.T) {
 		}
 		wg.Go(func() { _ = mt.subs[ri].Close() })
 		wg.Go(func() { _ = mt.subs[leaf].Close() })
-		msgs := []*pb.Message{update(t, mt.admin, mt.sp, 3, "m3"), update(t, mt.admin, mt.sp, 4, "m4"), endMsg(t, mt.admin, mt.sp, 0)}
+		ch := p.Challenge()
+		msgs := []*pb.Broadcast{update(t, mt.admin, mt.sp, ch, 3, "m3"), update(t, mt.admin, mt.sp, ch, 4, "m4"), endMsg(t, mt.admin, mt.sp, ch)}
 		ctx := ctxT(t)
 		wg.Go(func() {
 			for _, m := range msgs {
