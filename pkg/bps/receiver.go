@@ -333,16 +333,19 @@ func (rc *receiver) admitLocked(pub publication, b *pb.Broadcast, key [32]byte) 
 		case Gap:
 			return accepted, true
 		}
-	case rc.seen != nil:
-		if !rc.seen.Add(pub.dedup) {
-			return retransmit, false
-		}
 	case rc.order != nil && pub.feed:
 		if !rc.order.admit(pub.owner, pub.index) {
 			return retransmit, false
 		}
 	case pub.feed:
+		// A session-feed update (explicit authorship, ALL, whatever the
+		// binding) is judged by its owner's cursor, never by the window:
+		// it carries no window key.
 		if !rc.s.cursors.advance(rc.spec.feedKey(pub.owner), pub.index) {
+			return retransmit, false
+		}
+	case rc.seen != nil:
+		if !rc.seen.Add(pub.dedup) {
 			return retransmit, false
 		}
 	}
