@@ -2,8 +2,6 @@
 // Use of this source code is governed by a BSD-style
 // license that can be found in the LICENSE file.
 
-//go:build rev8todo
-
 package bps_test
 
 import (
@@ -22,18 +20,25 @@ import (
 	"google.golang.org/protobuf/encoding/protodelim"
 )
 
-// FuzzVerify feeds arbitrary publications to the validation of every binding:
-// whatever the bytes, it answers, never panics, and accepts only what is a
-// valid SOC by the claimed owner.
+// FuzzVerify feeds arbitrary Broadcasts to the validation of every
+// binding, as a broker checks a stream's frame (its declared address and
+// challenge) and as a receiver does (nothing to compare): whatever the
+// bytes, it answers and never panics.
 func FuzzVerify(f *testing.F) {
 	k := newKey(f)
 	feed := feedSpec(f, "fuzz", k)
-	good := update(f, k, feed, 3, "seed")
-	f.Add(good.Address, good.Data, uint8(0))
-	svc, _ := bps.ServiceUpdate(k.signer, feed.Topic, &pb.ServiceMessage{Kind: pb.ServiceKind_ROSTER, Index: 1, Publishers: [][]byte{k.addr}})
-	f.Add(svc.Address, svc.Data, uint8(1))
-	f.Add([]byte{}, []byte{}, uint8(2))
-	f.Add(make([]byte, 32), make([]byte, 105), uint8(3))
+	ch := keccak([]byte("fuzz challenge"))
+	for _, b := range []*pb.Broadcast{
+		update(f, k, feed, ch, 3, "seed"),
+		auth(f, k, feed, ch),
+		roster(f, k, feed, ch, 1, k.addr),
+		eos(f, k, feed, ch),
+	} {
+		f.Add(b.Soc, int32(b.Kind), b.Challenge, b.Index, uint8(0))
+	}
+	f.Add([]byte{}, int32(0), []byte{}, uint64(0), uint8(2))
+	f.Add(make([]byte, 105), int32(2), make([]byte, 32), ^uint64(0), uint8(3))
+	f.Add(make([]byte, 105), int32(9), make([]byte, 31), uint64(1), uint8(4))
 
 	topic := topicOf("fuzz")
 	specs := []*bps.Spec{feed}
@@ -47,11 +52,11 @@ func FuzzVerify(f *testing.F) {
 	} {
 		specs = append(specs, specOf(f, c))
 	}
-	f.Fuzz(func(t *testing.T, address, data []byte, which uint8) {
+	f.Fuzz(func(t *testing.T, soc []byte, kind int32, challenge []byte, index uint64, which uint8) {
 		sp := specs[int(which)%len(specs)]
-		m := &pb.Message{Address: address, Data: data}
-		_ = sp.Verify(m, k.addr)
-		_ = sp.Verify(m, nil)
+		b := &pb.Broadcast{Soc: soc, Kind: pb.Kind(kind), Challenge: challenge, Index: index}
+		_ = sp.Verify(b, k.addr, ch)
+		_ = sp.Verify(b, k.addr, challenge)
 	})
 }
 
@@ -61,10 +66,14 @@ func FuzzVerify(f *testing.F) {
 func FuzzBrokerStream(f *testing.F) {
 	k := newKey(f)
 	sp := feedSpec(f, "fuzz-broker", k)
-	join := bps.EncodeFrame(&pb.Join{Cohort: sp.PB()})
+	join := bps.EncodeFrame(&pb.Join{Cohort: sp.PB(), Addr: bps.ZeroAddress})
 	declared := bps.EncodeFrame(&pb.Join{Cohort: sp.PB(), Addr: k.addr})
+	ch := make([]byte, 32) // not the stream's: a frame under it is dropped, wrong_challenge
 	f.Add(join)
-	f.Add(append(append([]byte{}, declared...), bps.EncodeFrame(update(f, k, sp, 0, "x"))...))
+	f.Add(bps.EncodeFrame(&pb.Join{Cohort: sp.PB()}))
+	f.Add(append(append([]byte{}, declared...), bps.EncodeFrame(update(f, k, sp, ch, 0, "x"))...))
+	f.Add(append(append([]byte{}, declared...), bps.EncodeFrame(&pb.Broadcast{Kind: pb.Kind_AUTH, Challenge: ch})...))
+	f.Add(append(append([]byte{}, join...), bps.EncodeFrame(auth(f, k, sp, ch))...))
 	f.Add(append(append([]byte{}, join...), 0x05, 0x0a, 0x03, 0x01, 0x02, 0x03))
 	f.Add([]byte{0xff, 0xff, 0xff, 0xff, 0x0f})
 	f.Add([]byte{})
@@ -123,13 +132,17 @@ func FuzzEnvelopeUp(f *testing.F) {
 	k := newKey(f)
 	sp := feedSpec(f, "fuzz-envelope-up", k)
 	frame := func(fr *pb.Frame) []byte { return bps.EncodeFrame(fr) }
-	f.Add(frame(&pb.Frame{Kind: &pb.Frame_Message{Message: update(f, k, sp, 0, "x")}}))
-	f.Add(frame(&pb.Frame{Kind: &pb.Frame_Claim{Claim: &pb.Claim{Addr: k.addr, Auth: &pb.Auth{R: make([]byte, 32), S: make([]byte, 32), V: 27}}}}))
+	ch := make([]byte, 32)
+	f.Add(frame(&pb.Frame{Kind: &pb.Frame_Broadcast{Broadcast: update(f, k, sp, ch, 0, "x")}}))
+	f.Add(frame(&pb.Frame{Kind: &pb.Frame_Broadcast{Broadcast: auth(f, k, sp, ch)}}))
+	f.Add(frame(&pb.Frame{Kind: &pb.Frame_Lease{Lease: &pb.Lease{Nonce: 1, Addr: k.addr}}}))
+	f.Add(frame(&pb.Frame{Kind: &pb.Frame_Route{Route: &pb.Route{Challenge: ch, Addr: k.addr}}}))
+	f.Add(frame(&pb.Frame{Kind: &pb.Frame_Release{Release: &pb.Release{Challenges: [][]byte{ch}}}}))
 	f.Add(frame(&pb.Frame{Kind: &pb.Frame_Candidates{Candidates: &pb.Candidates{Nonce: 1, Candidates: []*pb.Candidate{{Overlay: make([]byte, 32)}}}}}))
 	f.Add(frame(&pb.Frame{Kind: &pb.Frame_Probe{Probe: &pb.Probe{Depth: 1, Nonce: 2}}}))
 	f.Add(frame(&pb.Frame{Kind: &pb.Frame_Reparent{Reparent: &pb.Reparent{To: make([]byte, 32)}}}))
 	f.Add([]byte{0x02, 0x2a, 0x00})
-	f.Add(append(frame(&pb.Frame{Kind: &pb.Frame_Message{Message: update(f, k, sp, 0, "x")}}),
+	f.Add(append(frame(&pb.Frame{Kind: &pb.Frame_Broadcast{Broadcast: update(f, k, sp, ch, 0, "x")}}),
 		frame(&pb.Frame{Kind: &pb.Frame_Ask{Ask: &pb.Ask{Seqs: []uint64{0, 0}}}})...))
 	f.Add(frame(&pb.Frame{Kind: &pb.Frame_Ask{Ask: &pb.Ask{Seqs: []uint64{1 << 40}}}}))
 	f.Add(frame(&pb.Frame{Kind: &pb.Frame_SetPush{SetPush: &pb.SetPush{Mode: pb.PushMode_EAGER}}}))
@@ -137,7 +150,7 @@ func FuzzEnvelopeUp(f *testing.F) {
 	f.Add(frame(&pb.Frame{Kind: &pb.Frame_Announce{Announce: &pb.Announce{Key: make([]byte, 32)}}}))
 
 	net, broker := fuzzBroker(f, bps.Options{Timing: bps.Timing{HandshakeTimeout: time.Second}, Tree: bps.Tree{ProbeWait: 50 * time.Millisecond}})
-	join := bps.EncodeFrame(&pb.Join{Cohort: sp.PB(), Multihop: true, Push: pb.PushMode_LAZY})
+	join := bps.EncodeFrame(&pb.Join{Cohort: sp.PB(), Addr: bps.ZeroAddress, Multihop: true, Listen: true, Push: pb.PushMode_LAZY})
 	f.Fuzz(func(t *testing.T, b []byte) {
 		writeAndLeave(t, net, broker, append(bytes.Clone(join), b...))
 		subscribeAfterFuzz(t, net, broker, sp)
@@ -153,7 +166,9 @@ func FuzzEnvelopeDown(f *testing.F) {
 	k := newKey(f)
 	sp := feedSpec(f, "fuzz-envelope-down", k)
 	frame := func(fr *pb.Frame) []byte { return bps.EncodeFrame(fr) }
-	f.Add(frame(&pb.Frame{Kind: &pb.Frame_Message{Message: update(f, k, sp, 0, "x")}}))
+	f.Add(frame(&pb.Frame{Kind: &pb.Frame_Broadcast{Broadcast: update(f, k, sp, make([]byte, 32), 0, "x")}}))
+	f.Add(frame(&pb.Frame{Kind: &pb.Frame_Broadcast{Broadcast: roster(f, k, sp, make([]byte, 32), 0)}}))
+	f.Add(frame(&pb.Frame{Kind: &pb.Frame_Leased{Leased: &pb.Leased{Nonce: 1, Challenge: make([]byte, 32)}}}))
 	f.Add(frame(&pb.Frame{Kind: &pb.Frame_Probe{Probe: &pb.Probe{Depth: 1, Nonce: 2, Joiner: make([]byte, 32)}}}))
 	f.Add(frame(&pb.Frame{Kind: &pb.Frame_Reparent{Reparent: &pb.Reparent{To: bytes.Repeat([]byte{1}, 32), Underlays: [][]byte{{1}}}}}))
 	f.Add(frame(&pb.Frame{Kind: &pb.Frame_Candidates{Candidates: &pb.Candidates{Nonce: 3}}}))
@@ -220,7 +235,7 @@ func subscribeAfterFuzz(t *testing.T, net *streamtest.Network, broker *streamtes
 		t.Fatal(err)
 	}
 	defer func() { _ = gs.Reset() }()
-	if _, err := gs.Write(bps.EncodeFrame(&pb.Join{Cohort: sp.PB()})); err != nil {
+	if _, err := gs.Write(bps.EncodeFrame(&pb.Join{Cohort: sp.PB(), Addr: bps.ZeroAddress})); err != nil {
 		t.Fatal(err)
 	}
 	ack := new(pb.Ack)

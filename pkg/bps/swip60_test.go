@@ -2,8 +2,6 @@
 // Use of this source code is governed by a BSD-style
 // license that can be found in the LICENSE file.
 
-//go:build rev8todo
-
 package bps_test
 
 import (
@@ -19,7 +17,6 @@ import (
 	"github.com/ethersphere/bps/pkg/bps"
 	"github.com/ethersphere/bps/pkg/bps/pb"
 	"github.com/ethersphere/bps/pkg/bps/streamtest"
-	"google.golang.org/protobuf/proto"
 )
 
 func specOf(t testing.TB, c *pb.CohortSpec) *bps.Spec {
@@ -31,12 +28,25 @@ func specOf(t testing.TB, c *pb.CohortSpec) *bps.Spec {
 	return sp
 }
 
-
-
-
+// publishOpts is a publisher stream of k's at broker; with a signer it
+// claims at once with an AUTH at index 0 (docs/protocol.md: our publishers'
+// first frame).
 func publishOpts(t *testing.T, c, broker *tnode, sp *bps.Spec, k key, receive bool) *bps.Publisher {
 	t.Helper()
 	p, err := c.svc.Publish(ctxT(t), broker.Overlay(), sp, bps.PublishOptions{Addr: k.addr, Signer: k.signer, Receive: receive})
+	if err != nil {
+		t.Fatalf("publish: %v", err)
+	}
+	t.Cleanup(func() { _ = p.Close() })
+	return p
+}
+
+// unclaimed is a stream of k's at broker that sends nothing by itself (no
+// signer): a spectator, a silent or a pending stream until its first valid
+// frame, which the test sends.
+func unclaimed(t *testing.T, c, broker *tnode, sp *bps.Spec, k key) *bps.Publisher {
+	t.Helper()
+	p, err := c.svc.Publish(ctxT(t), broker.Overlay(), sp, bps.PublishOptions{Addr: k.addr, Receive: true})
 	if err != nil {
 		t.Fatalf("publish: %v", err)
 	}
@@ -58,42 +68,59 @@ func recvC(t *testing.T, c <-chan bps.Delivery, what string) bps.Delivery {
 	return bps.Delivery{}
 }
 
+// noDelivery fails if c holds a delivery now.
+func noDelivery(t *testing.T, c <-chan bps.Delivery, what string) {
+	t.Helper()
+	select {
+	case d, ok := <-c:
+		if ok {
+			t.Fatalf("%s received %s %d", what, d.Kind, d.Index)
+		}
+	default:
+	}
+}
 
-// TestConformance60_SpectatorJam covers grant and two-phase revocation
-// (items 8, 9), the roster from the service feed (item 10) and the latest
-// service SOC as a new stream's first delivery (item 6), on a spectator-jam:
-// an admin, its grantees, an audience.
+// isRoster reports whether d is the admin's ROSTER at index.
+func isRoster(d bps.Delivery, index uint64) bool {
+	return d.Kind == pb.Kind_ROSTER && d.Service != nil && d.Service.Kind == pb.Kind_ROSTER && d.Index == index
+}
+
+// TestConformance60_SpectatorJam covers grant and revocation (rev 14 items
+// 8, 9), the roster from the admin's ROSTER feed (item 10) and the latest
+// roster as a new stream's first delivery (item 6), on a spectator-jam: an
+// admin, a grantee, an audience. Rev 14: a spectator named by a roster
+// claims on the stream it holds, with its first valid frame (here an AUTH);
+// a revoked publisher's frame past RevocationGrace is a violation.
 func TestConformance60_SpectatorJam(t *testing.T) {
 	t.Parallel()
-	_, broker, cl := cluster(t, bps.Options{}, 4)
+	_, broker, cl := cluster(t, bps.Options{Timing: bps.Timing{RevocationGrace: 200 * time.Millisecond}}, 4)
 	admin, bob := newKey(t), newKey(t)
 	sp := feedSpec(t, "spectator-jam", admin)
 	sub := subscribe(t, cl[0], broker, sp)
 	a := publishOpts(t, cl[1], broker, sp, admin, true)
 	broker.rec.wait(t, "admin claimed", kind(bps.EventClaim))
 
-	// Bob claims before any roster names him: verified, not taken, no penalty.
-	b := publishOpts(t, cl[2], broker, sp, bob, true)
-	broker.rec.wait(t, "bob's early claim", dropped(bps.CounterInvalidClaim))
-	if bl := broker.Blocklists(); len(bl) != 0 {
-		t.Fatalf("an early claim was penalised: %v", bl)
-	}
+	// Bob declares his address before any roster names him: a spectator,
+	// within the fan-out set, which sends nothing.
+	b := unclaimed(t, cl[2], broker, sp, bob)
 
-	// The grant: a roster naming bob, then his claim on the same stream.
-	send(t, a, rosterMsg(t, admin, sp, 0, bob))
+	// The grant: a roster naming bob, which he receives as a spectator,
+	// then his claim — an AUTH — on the same stream.
+	send(t, a, rosterMsg(t, admin, sp, a.Challenge(), 0, bob))
 	d := recvC(t, sub.C(), "roster at the subscriber")
-	if d.Service == nil || d.Service.Kind != pb.ServiceKind_ROSTER || len(sub.Roster()) != 1 || !bytes.Equal(sub.Roster()[0], bob.addr) {
+	if !isRoster(d, 0) || len(sub.Roster()) != 1 || !bytes.Equal(sub.Roster()[0], bob.addr) {
 		t.Fatalf("subscriber did not take the roster: %+v", d.Service)
 	}
-	recvC(t, b.C(), "roster at bob")
-	if err := b.Reclaim(ctxT(t)); err != nil {
-		t.Fatal(err)
+	if d := recvC(t, b.C(), "roster at bob"); !isRoster(d, 0) {
+		t.Fatalf("bob got %s %d, want the roster", d.Kind, d.Index)
 	}
+	send(t, b, auth(t, bob, sp, b.Challenge()))
 	broker.rec.waitN(t, 2, "bob's claim taken", kind(bps.EventClaim))
 
-	// Both publish on their own feeds; each receives the other's, never its own.
-	send(t, a, update(t, admin, sp, 0, "from the admin"))
-	send(t, b, update(t, bob, sp, 0, "from bob"))
+	// Both publish on their own session feeds; each receives the other's,
+	// never its own.
+	send(t, a, update(t, admin, sp, a.Challenge(), 0, "from the admin"))
+	send(t, b, update(t, bob, sp, b.Challenge(), 0, "from bob"))
 	got := map[string]bool{}
 	for range 2 {
 		d := recvC(t, sub.C(), "subscriber")
@@ -109,114 +136,141 @@ func TestConformance60_SpectatorJam(t *testing.T) {
 		t.Fatalf("bob received %q", d.Payload())
 	}
 
-	// A newcomer's first delivery is the latest service SOC.
+	// A newcomer's first delivery is the latest roster.
 	late := subscribe(t, cl[3], broker, sp)
-	if d := recvC(t, late.C(), "late subscriber"); d.Service == nil || d.Service.Index != 0 {
-		t.Fatalf("first delivery to a new stream is not the roster: %+v", d)
+	if d := recvC(t, late.C(), "late subscriber"); !isRoster(d, 0) {
+		t.Fatalf("first delivery to a new stream is not the roster: %s %d", d.Kind, d.Index)
 	}
 
-	// Revocation: after the reduced roster reached bob's stream, his next
-	// publication is a violation.
-	send(t, a, rosterMsg(t, admin, sp, 1))
-	if d := recvC(t, b.C(), "bob sees his revocation"); d.Service == nil || d.Service.Index != 1 {
-		t.Fatalf("bob got %+v", d)
+	// Revocation: once the reduced roster reached bob's stream and the
+	// grace passed, his next publication is a violation.
+	send(t, a, rosterMsg(t, admin, sp, a.Challenge(), 1))
+	if d := recvC(t, b.C(), "bob sees his revocation"); !isRoster(d, 1) {
+		t.Fatalf("bob got %s %d", d.Kind, d.Index)
 	}
+	deadline := time.NewTimer(waitTimeout)
+	defer deadline.Stop()
 	for i := uint64(1); ; i++ {
-		if err := b.Send(ctxT(t), update(t, bob, sp, i, "after revocation")); err != nil {
+		if err := b.Send(ctxT(t), update(t, bob, sp, b.Challenge(), i, "after revocation")); err != nil {
 			break // reset
 		}
 		select {
 		case <-b.Done():
-		case <-time.After(10 * time.Millisecond): // pacing the retry loop only
-			if i < 50 {
-				continue
-			}
-			t.Fatal("a revoked publisher kept publishing after the reduced roster")
+		case <-deadline.C:
+			t.Fatal("a revoked publisher kept publishing past the grace")
+		case <-time.After(20 * time.Millisecond): // pacing the retry loop only
+			continue
 		}
 		break
 	}
 	waitBlocklisted(t, broker, cl[2])
-	if r := recvC(t, sub.C(), "roster 1 at the subscriber"); r.Service == nil || len(sub.Roster()) != 0 {
+	if r := recvC(t, sub.C(), "roster 1 at the subscriber"); !isRoster(r, 1) || len(sub.Roster()) != 0 {
 		t.Fatalf("subscriber roster after revocation: %x", sub.Roster())
 	}
+	if c := cohortInfo(t, broker, sp); c.Counters["revoked"] == 0 || c.Counters["wrong_stream"] != 1 {
+		t.Fatalf("counters %v: want frames within the grace counted revoked, the one after wrong_stream", c.Counters)
+	}
+	noDelivery(t, sub.C(), "the subscriber, of a revoked publisher,")
 }
 
 // TestConformance60_RevocationBeforeAnnouncement: a revoked publisher's
-// frames are dropped and tolerated until the reduced roster has been written
-// to its stream.
+// frames are dropped and tolerated (counted revoked) until the reduced
+// roster has been written to its stream and RevocationGrace has passed
+// since (docs/protocol.md, "Revocation, with a grace"); after both, a
+// frame is a violation.
 func TestConformance60_RevocationBeforeAnnouncement(t *testing.T) {
 	t.Parallel()
-	_, broker, cl := cluster(t, bps.Options{Bounds: bps.Bounds{QueueLen: 256}}, 2, streamtest.WithBufferSize(600))
+	_, broker, cl := cluster(t, bps.Options{Bounds: bps.Bounds{QueueLen: 256}, Timing: bps.Timing{RevocationGrace: 300 * time.Millisecond}}, 2, streamtest.WithBufferSize(600))
 	admin, bob := newKey(t), newKey(t)
 	sp := feedSpec(t, "revocation", admin)
 	a := publishOpts(t, cl[0], broker, sp, admin, true)
-	send(t, a, rosterMsg(t, admin, sp, 0, bob))
+	send(t, a, rosterMsg(t, admin, sp, a.Challenge(), 0, bob))
 	broker.rec.wait(t, "roster 0", kind(bps.EventAccept))
 
-	// Bob, by hand: claims in his Join, then stops reading.
+	// Bob, by hand: claims with an AUTH, then stops reading.
 	r := openRaw(t, cl[1], broker)
 	ack := r.join(&pb.Join{Cohort: sp.PB(), Addr: bob.addr})
-	r.send(claimFor(t, bob, ack.Challenge, broker.Overlay(), 0))
+	r.send(auth(t, bob, sp, ack.Challenge))
 	broker.rec.waitN(t, 2, "bob claimed", kind(bps.EventClaim))
 	// Fill his inbound buffer with the admin's updates so the broker's
 	// writer to him stalls, then revoke: the reduced roster waits in his queue.
 	for i := range uint64(4) {
-		send(t, a, update(t, admin, sp, i, string(make([]byte, 500))))
+		send(t, a, update(t, admin, sp, a.Challenge(), i, string(make([]byte, 500))))
 	}
-	send(t, a, rosterMsg(t, admin, sp, 1))
+	send(t, a, rosterMsg(t, admin, sp, a.Challenge(), 1))
 	broker.rec.wait(t, "roster 1", func(e bps.Event) bool { return e.Kind == bps.EventAccept && e.Service && e.Index == 1 })
 
-	r.send(update(t, bob, sp, 0, "sent before he could know"))
-	broker.rec.wait(t, "tolerated", dropped(bps.CounterWrongOwner))
+	r.send(update(t, bob, sp, ack.Challenge, 0, "sent before he could know"))
+	broker.rec.wait(t, "tolerated", dropped(bps.CounterRevoked))
 	if bl := broker.Blocklists(); len(bl) != 0 {
 		t.Fatalf("tolerated frame penalised: %v", bl)
 	}
 
-	// Bob reads until the reduced roster, then publishes: a violation.
+	// Bob reads until the reduced roster, then publishes: a violation once
+	// the grace has passed.
 	for {
 		m := r.recvMessage()
-		svc := new(pb.ServiceMessage)
-		if proto.Unmarshal(m.Data[105:], svc) == nil && svc.Kind == pb.ServiceKind_ROSTER && svc.Index == 1 {
+		if m.Kind == pb.Kind_ROSTER && m.Index == 1 {
 			break
 		}
 	}
+	stop := make(chan struct{})
+	sent := make(chan struct{})
+	defer func() { close(stop); <-sent }()
 	go func() {
-		for i := uint64(1); i < 100; i++ {
-			if _, err := r.s.Write(bps.EncodeFrame(update(t, bob, sp, i, "after"))); err != nil {
+		defer close(sent)
+		for i := uint64(1); i < 1000; i++ {
+			select {
+			case <-stop:
+				return
+			case <-time.After(10 * time.Millisecond): // the publisher's pace
+			}
+			if _, err := r.s.Write(bps.EncodeFrame(update(t, bob, sp, ack.Challenge, i, "after"))); err != nil {
 				return
 			}
 		}
 	}()
 	waitBlocklisted(t, broker, cl[1])
+	if c := cohortInfo(t, broker, sp); c.Counters["wrong_stream"] != 1 || c.Cursors[swarm.NewAddress(bob.addr).String()] != 0 {
+		t.Fatalf("counters %v cursors %v: want one violation and no cursor of bob's", c.Counters, c.Cursors)
+	}
 }
 
-// TestConformance60_Jam: a closed cohort (item 8): a stream without a claim
-// is silent — it receives nothing — and is disconnected at the claim deadline;
-// rostered seats claim and talk to each other (explicit ANCHOR: any id).
+// TestConformance60_Jam: a closed cohort (rev 14 item 8): a stream whose
+// address no roster names is silent — it receives nothing — and is
+// disconnected at the claim deadline; rostered seats claim and talk to
+// each other. Every chunk is a session-feed chunk whatever the binding
+// (here ANCHOR).
 func TestConformance60_Jam(t *testing.T) {
 	t.Parallel()
 	_, broker, cl := cluster(t, bps.Options{Timing: bps.Timing{ClaimDeadline: time.Second}}, 3)
 	admin, bob := newKey(t), newKey(t)
 	sp := specOf(t, &pb.CohortSpec{Topic: topicOf("jam-tuesday"), Binding: pb.TopicBinding_ANCHOR, Admin: admin.addr, Closed: true})
 	a := publishOpts(t, cl[0], broker, sp, admin, true)
-	send(t, a, rosterMsg(t, admin, sp, 0, bob))
+	send(t, a, rosterMsg(t, admin, sp, a.Challenge(), 0, bob))
 	broker.rec.wait(t, "roster", kind(bps.EventAccept))
 
 	intruder := openRaw(t, cl[2], broker)
-	if ack := intruder.join(&pb.Join{Cohort: sp.PB()}); ack.Status != pb.Status_OK {
-		t.Fatal(ack.Status)
+	if ack := intruder.join(&pb.Join{Cohort: sp.PB(), Addr: newKey(t).addr}); ack.Status != pb.Status_OK || len(ack.Challenge) != 32 {
+		t.Fatalf("%s, challenge %x", ack.Status, ack.Challenge)
 	}
 	b := publishOpts(t, cl[1], broker, sp, bob, true)
-	if d := recvC(t, b.C(), "bob's first delivery"); d.Service == nil {
-		t.Fatalf("bob's first delivery is not the roster")
+	if d := recvC(t, b.C(), "bob's first delivery"); !isRoster(d, 0) {
+		t.Fatalf("bob's first delivery is %s %d, not the roster", d.Kind, d.Index)
 	}
-	send(t, b, socMsg(t, bob, make([]byte, 32), "bob plays"))
-	send(t, a, socMsg(t, admin, make([]byte, 32), "alice plays"))
+	send(t, b, update(t, bob, sp, b.Challenge(), 0, "bob plays"))
+	send(t, a, update(t, admin, sp, a.Challenge(), 0, "alice plays"))
 	if d := recvC(t, a.C(), "alice hears bob"); string(d.Payload()) != "bob plays" {
 		t.Fatalf("alice heard %q", d.Payload())
 	}
 	if d := recvC(t, b.C(), "bob hears alice"); string(d.Payload()) != "alice plays" {
 		t.Fatalf("bob heard %q", d.Payload())
+	}
+	// A session-feed update is judged by its owner's cursor whatever the
+	// binding: a second one is no duplicate of the first.
+	send(t, b, update(t, bob, sp, b.Challenge(), 1, "bob plays on"))
+	if d := recvC(t, a.C(), "alice hears bob again"); string(d.Payload()) != "bob plays on" {
+		t.Fatalf("alice heard %q", d.Payload())
 	}
 	// The intruder received nothing and is cut off at the deadline.
 	expectReset(t, intruder)
@@ -226,9 +280,11 @@ func TestConformance60_Jam(t *testing.T) {
 	}
 }
 
-// TestConformance60_GroupChat: ALL over MNEMONIC (item 8: no claim, every
-// message checked against the declared address); each member hears the
-// others, never itself; a listener hears everyone.
+// TestConformance60_GroupChat: ALL (rev 14 item 8: no claim, every
+// publication a session-feed chunk validated at the declared address, any
+// binding); each member hears the others, never itself; a listener hears
+// everyone. Speaking as someone else on one's own stream is not valid at
+// keccak256(id ‖ addr), the owner forced: invalid_soc, a violation.
 func TestConformance60_GroupChat(t *testing.T) {
 	t.Parallel()
 	_, broker, cl := cluster(t, bps.Options{}, 4)
@@ -238,15 +294,10 @@ func TestConformance60_GroupChat(t *testing.T) {
 	keys := []key{newKey(t), newKey(t), newKey(t)}
 	pubs := make([]*bps.Publisher, 3)
 	for i, k := range keys {
-		p, err := cl[i+1].svc.Publish(ctxT(t), broker.Overlay(), sp, bps.PublishOptions{Addr: k.addr, Receive: true})
-		if err != nil {
-			t.Fatal(err)
-		}
-		t.Cleanup(func() { _ = p.Close() })
-		pubs[i] = p
+		pubs[i] = unclaimed(t, cl[i+1], broker, sp, k) // a publisher stream from its Join
 	}
 	for i, p := range pubs {
-		send(t, p, socMsg(t, keys[i], topicOf(fmt.Sprint(i)), fmt.Sprintf("hello from %d", i)))
+		send(t, p, update(t, keys[i], sp, p.Challenge(), 0, fmt.Sprintf("hello from %d", i)))
 		broker.rec.waitN(t, i+1, "accepted", kind(bps.EventAccept))
 	}
 	for i := range 3 {
@@ -265,8 +316,14 @@ func TestConformance60_GroupChat(t *testing.T) {
 		}
 	}
 	// Speaking as someone else is refused.
-	send(t, pubs[0], socMsg(t, keys[1], topicOf("spoof"), "not me"))
-	broker.rec.wait(t, "spoof", dropped(bps.CounterWrongOwner))
+	send(t, pubs[0], update(t, keys[1], sp, pubs[0].Challenge(), 1, "not me"))
+	broker.rec.wait(t, "spoof", dropped(bps.CounterInvalidSOC))
+	waitBlocklisted(t, broker, cl[1])
+	// Nothing lost for the others.
+	send(t, pubs[1], update(t, keys[1], sp, pubs[1].Challenge(), 1, "still here"))
+	if d := recvC(t, listener.C(), "listener after the spoof"); string(d.Payload()) != "still here" {
+		t.Fatalf("listener got %q", d.Payload())
+	}
 }
 
 // mineID finds an id whose SOC address with owner shares PoMin bits with
@@ -290,33 +347,48 @@ func mineID(t *testing.T, owner []byte, anchor func(id []byte) []byte) []byte {
 	return nil
 }
 
-// TestConformance60_Implicit: implicit authorship (item 7) over each binding:
-// a stream declaring an address publishes from its Join, every message held
-// to the binding's SOC shape.
+// TestConformance60_Implicit: implicit authorship (rev 14 item 7) over each
+// binding: a stream declaring an address publishes from its Join, no
+// claim, no salt, every chunk held to the binding's SOC shape; under
+// implicit FEED_TOPIC the frame's index is checked against the id
+// (docs/protocol.md, "Implicit authorship and ALL"). A chunk that is not
+// the binding's (another id, a tampered signature, another index) is
+// invalid_soc, a violation (Rev 8: one invalid chunk ends the stream); a
+// valid chunk too far from the topic is wrong_owner, dropped.
 func TestConformance60_Implicit(t *testing.T) {
 	t.Parallel()
 	owner := newKey(t)
 	ownerTopic, _ := crypto.LegacyKeccak256(owner.addr)
 	socIDAnchor := mineID(t, owner.addr, func(id []byte) []byte { return id })
 	ownerID := mineID(t, owner.addr, func([]byte) []byte { return ownerTopic })
+	feedTopic := topicOf("an implicit feed")
+	atIndex := func(b *pb.Broadcast, i uint64) *pb.Broadcast { b.Index = i; return b }
 
 	cases := []struct {
-		name string
-		spec *pb.CohortSpec
-		good *pb.Message
-		bad  *pb.Message
-		why  bps.Counter
+		name      string
+		spec      *pb.CohortSpec
+		id        []byte
+		good      *pb.Broadcast
+		bad       *pb.Broadcast
+		why       bps.Counter
+		violation bool
 	}{
-		{"soc id", &pb.CohortSpec{Topic: socIDAnchor, Binding: pb.TopicBinding_SOC_ID},
-			socMsg(t, owner, socIDAnchor, "mined"), socMsg(t, owner, topicOf("other id"), "wrong id"), bps.CounterInvalidIndex},
-		{"owner", &pb.CohortSpec{Topic: ownerTopic, Binding: pb.TopicBinding_OWNER},
-			socMsg(t, owner, ownerID, "mined"), socMsg(t, owner, topicOf("unmined"), "too far"), bps.CounterWrongOwner},
-		{"mnemonic", &pb.CohortSpec{Topic: topicOf("anything"), Binding: pb.TopicBinding_MNEMONIC},
-			socMsg(t, owner, topicOf("x"), "any soc"), func() *pb.Message {
-				m := socMsg(t, owner, topicOf("y"), "tampered")
-				m.Data[len(m.Data)-1] ^= 1
+		{"soc id", &pb.CohortSpec{Topic: socIDAnchor, Binding: pb.TopicBinding_SOC_ID}, socIDAnchor,
+			socMsg(t, owner, socIDAnchor, "mined"), socMsg(t, owner, topicOf("other id"), "wrong id"), bps.CounterInvalidSOC, true},
+		{"owner", &pb.CohortSpec{Topic: ownerTopic, Binding: pb.TopicBinding_OWNER}, ownerID,
+			socMsg(t, owner, ownerID, "mined"), socMsg(t, owner, topicOf("unmined"), "too far"), bps.CounterWrongOwner, false},
+		{"mnemonic", &pb.CohortSpec{Topic: topicOf("anything"), Binding: pb.TopicBinding_MNEMONIC}, topicOf("x"),
+			socMsg(t, owner, topicOf("x"), "any soc"), func() *pb.Broadcast {
+				// A signature that recovers no key (v out of range). A
+				// tampered payload recovers another owner: wrong_owner,
+				// as another's chunk on this stream.
+				m := socMsg(t, owner, topicOf("y"), "unsigned")
+				m.Soc[32+64] = 0xff
 				return m
-			}(), bps.CounterInvalidSOC},
+			}(), bps.CounterInvalidSOC, true},
+		{"feed topic", &pb.CohortSpec{Topic: feedTopic, Binding: pb.TopicBinding_FEED_TOPIC}, bps.FeedID(feedTopic, 5),
+			atIndex(socMsg(t, owner, bps.FeedID(feedTopic, 5), "update 5"), 5),
+			atIndex(socMsg(t, owner, bps.FeedID(feedTopic, 6), "index 6 said 7"), 7), bps.CounterInvalidSOC, true},
 	}
 	for _, tc := range cases {
 		t.Run(tc.name, func(t *testing.T) {
@@ -329,46 +401,77 @@ func TestConformance60_Implicit(t *testing.T) {
 				t.Fatal(err)
 			}
 			t.Cleanup(func() { _ = p.Close() })
-			send(t, p, tc.bad)
-			broker.rec.wait(t, "bad message", dropped(tc.why))
+			want, err := soc.CreateAddress(tc.id, owner.addr)
+			if err != nil {
+				t.Fatal(err)
+			}
 			send(t, p, tc.good)
-			if d := recvC(t, sub.C(), "good message"); !bytes.Equal(d.Address.Bytes(), tc.good.Address) {
-				t.Fatalf("delivered %s", d.Address)
+			if d := recvC(t, sub.C(), "good message"); !d.Address.Equal(want) {
+				t.Fatalf("delivered %s, want %s", d.Address, want)
 			}
 			send(t, p, tc.good)
 			broker.rec.wait(t, "duplicate", dropped(bps.CounterRetransmit))
+			send(t, p, tc.bad)
+			broker.rec.wait(t, "bad message", dropped(tc.why))
+			if tc.violation {
+				waitBlocklisted(t, broker, cl[1])
+			} else if bl := broker.Blocklists(); len(bl) != 0 {
+				t.Fatalf("a dropped chunk was penalised: %v", bl)
+			}
+			noDelivery(t, sub.C(), "the subscriber, of a bad chunk,")
 		})
 	}
 }
 
-// TestConformance60_ServiceFeedHostile: a forged service SOC, a replayed
-// older roster and a squatted spec change nothing for the genuine cohort.
+// TestConformance60_ServiceFeedHostile: a forged ROSTER, a replayed older
+// roster, a ROSTER from a rostered publisher's stream and a squatted spec
+// change nothing for the genuine cohort (rev 14: ROSTER and EOS are the
+// admin's stream's only, each held to the admin's address, forced).
 func TestConformance60_ServiceFeedHostile(t *testing.T) {
 	t.Parallel()
-	_, broker, cl := cluster(t, bps.Options{}, 3)
+	_, broker, cl := cluster(t, bps.Options{}, 4)
 	admin, mallory := newKey(t), newKey(t)
 	sp := feedSpec(t, "hostile", admin)
 	sub := subscribe(t, cl[0], broker, sp)
 	a := publishOpts(t, cl[1], broker, sp, admin, false)
-	send(t, a, rosterMsg(t, admin, sp, 0))
-	send(t, a, rosterMsg(t, admin, sp, 1, mallory))
-	send(t, a, rosterMsg(t, admin, sp, 0)) // replay of the older roster
+	ch := a.Challenge()
+	send(t, a, rosterMsg(t, admin, sp, ch, 0))
+	send(t, a, rosterMsg(t, admin, sp, ch, 1, mallory))
+	send(t, a, rosterMsg(t, admin, sp, ch, 0)) // replay of the older roster
 	broker.rec.wait(t, "replayed roster", dropped(bps.CounterRetransmit))
-	forged := rosterMsg(t, mallory, sp, 2, mallory) // signed by mallory, not the admin
-	send(t, a, forged)
-	broker.rec.wait(t, "forged roster", dropped(bps.CounterWrongOwner))
+
+	// Mallory, rostered, sends a roster of her own on her publisher
+	// stream: a kind her stream may not send.
+	m := publishOpts(t, cl[2], broker, sp, mallory, false)
+	broker.rec.waitN(t, 2, "mallory claimed", kind(bps.EventClaim))
+	send(t, m, rosterMsg(t, mallory, sp, m.Challenge(), 2, mallory))
+	broker.rec.wait(t, "roster from a publisher's stream", dropped(bps.CounterWrongStream))
+	waitBlocklisted(t, broker, cl[2])
+
+	// Declaring the admin's address, she signs a roster herself under that
+	// stream's challenge: not valid at the admin's address.
+	r := openRaw(t, cl[3], broker)
+	ack := r.join(&pb.Join{Cohort: sp.PB(), Addr: admin.addr})
+	r.send(rosterMsg(t, mallory, sp, ack.Challenge, 2, mallory))
+	expectReset(t, r)
+	broker.rec.wait(t, "forged roster", dropped(bps.CounterInvalidSOC))
+	waitBlocklisted(t, broker, cl[3])
 	if c := cohortInfo(t, broker, sp); c.ServiceNext != 2 || len(c.Roster) != 1 {
 		t.Fatalf("service next %d roster %x", c.ServiceNext, c.Roster)
 	}
-	recvC(t, sub.C(), "roster 0")
-	recvC(t, sub.C(), "roster 1")
+	if d := recvC(t, sub.C(), "roster 0"); !isRoster(d, 0) {
+		t.Fatalf("got %s %d", d.Kind, d.Index)
+	}
+	if d := recvC(t, sub.C(), "roster 1"); !isRoster(d, 1) {
+		t.Fatalf("got %s %d", d.Kind, d.Index)
+	}
 
 	// The squatter creates the same topic under its own admin: another cohort.
 	squat := feedSpec(t, "hostile", mallory)
-	m := publishOpts(t, cl[2], broker, squat, mallory, false)
-	send(t, m, update(t, mallory, squat, 0, "squatted"))
+	sq := publishOpts(t, cl[1], broker, squat, mallory, false)
+	send(t, sq, update(t, mallory, squat, sq.Challenge(), 0, "squatted"))
 	broker.rec.wait(t, "squat accepted in its own cohort", func(e bps.Event) bool { return e.Kind == bps.EventAccept && e.Cohort == squat.String() })
-	send(t, a, update(t, admin, sp, 0, "genuine"))
+	send(t, a, update(t, admin, sp, ch, 0, "genuine"))
 	if d := recvC(t, sub.C(), "genuine update"); string(d.Payload()) != "genuine" {
 		t.Fatalf("subscriber got %q", d.Payload())
 	}
@@ -377,10 +480,11 @@ func TestConformance60_ServiceFeedHostile(t *testing.T) {
 	}
 }
 
-// TestConformance60_EndOfStream: END_OF_STREAM ends the cohort attributably:
-// every subscription receives it and ends with ErrEndOfStream; the broker
-// closes every stream of the cohort, the admin's included, and forgets the
-// cohort; a newcomer, subscriber or publisher, is told at once.
+// TestConformance60_EndOfStream: an EOS ends the channel (rev 14; decided
+// as written): every subscription receives it and ends with
+// ErrEndOfStream; the broker closes every stream of the cohort, the
+// admin's included, and forgets the cohort; a newcomer, subscriber or
+// publisher, is told at once.
 func TestConformance60_EndOfStream(t *testing.T) {
 	t.Parallel()
 	_, broker, cl := cluster(t, bps.Options{}, 3)
@@ -388,8 +492,8 @@ func TestConformance60_EndOfStream(t *testing.T) {
 	sp := feedSpec(t, "the-end", admin)
 	sub := subscribe(t, cl[0], broker, sp)
 	a := publishOpts(t, cl[1], broker, sp, admin, false)
-	send(t, a, endMsg(t, admin, sp, 0))
-	if d := recvC(t, sub.C(), "end of stream"); d.Service == nil || d.Service.Kind != pb.ServiceKind_END_OF_STREAM {
+	send(t, a, endMsg(t, admin, sp, a.Challenge()))
+	if d := recvC(t, sub.C(), "end of stream"); d.Kind != pb.Kind_EOS || !d.Service.Ends() {
 		t.Fatalf("got %+v", d)
 	}
 	<-sub.Done()
@@ -409,15 +513,15 @@ func TestConformance60_EndOfStream(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if d := recvC(t, late.C(), "newcomer"); d.Service == nil || d.Service.Kind != pb.ServiceKind_END_OF_STREAM {
+	if d := recvC(t, late.C(), "newcomer"); d.Kind != pb.Kind_EOS {
 		t.Fatalf("newcomer got %+v", d)
 	}
 	<-late.Done()
 	if !errors.Is(late.Err(), bps.ErrEndOfStream) {
 		t.Fatalf("newcomer ended with %v", late.Err())
 	}
-	lp := publishOpts(t, cl[2], broker, sp, admin, true)
-	if d := recvC(t, lp.C(), "late publisher"); d.Service == nil || d.Service.Kind != pb.ServiceKind_END_OF_STREAM {
+	lp := unclaimed(t, cl[2], broker, sp, admin)
+	if d := recvC(t, lp.C(), "late publisher"); d.Kind != pb.Kind_EOS {
 		t.Fatalf("late publisher got %+v", d)
 	}
 	<-lp.Done()
@@ -429,15 +533,17 @@ func TestConformance60_EndOfStream(t *testing.T) {
 	}
 }
 
-// TestConformance60_ExtraSeatPerAbsentPublisher: one extra stream over the
-// fan-out bound for every rostered publisher without a publisher stream.
+// TestConformance60_ExtraSeatPerAbsentPublisher: a Join declaring a
+// rostered address is admitted pending past the fan-out bound, one per
+// address at a time (docs/protocol.md, "Bounds"); a stranger meets the
+// bound.
 func TestConformance60_ExtraSeatPerAbsentPublisher(t *testing.T) {
 	t.Parallel()
 	_, broker, cl := cluster(t, bps.Options{Bounds: bps.Bounds{MaxStreamsPerCohort: 1}}, 3)
 	admin, bob, carol := newKey(t), newKey(t), newKey(t)
 	sp := feedSpec(t, "seats", admin)
 	a := publishOpts(t, cl[0], broker, sp, admin, false)
-	send(t, a, rosterMsg(t, admin, sp, 0, bob, carol))
+	send(t, a, rosterMsg(t, admin, sp, a.Challenge(), 0, bob, carol))
 	broker.rec.wait(t, "roster", kind(bps.EventAccept))
 	subscribe(t, cl[1], broker, sp) // the fan-out set is full
 	for _, k := range []key{bob, carol} {
@@ -446,7 +552,7 @@ func TestConformance60_ExtraSeatPerAbsentPublisher(t *testing.T) {
 		}
 	}
 	if ack := openRaw(t, cl[2], broker).join(&pb.Join{Cohort: sp.PB(), Addr: bob.addr}); ack.Status != pb.Status_FULL {
-		t.Fatalf("a second extra seat for bob: %s", ack.Status)
+		t.Fatalf("a second pending stream for bob: %s", ack.Status)
 	}
 	if ack := openRaw(t, cl[2], broker).join(&pb.Join{Cohort: sp.PB(), Addr: newKey(t).addr}); ack.Status != pb.Status_FULL {
 		t.Fatalf("a stranger: %s", ack.Status)
@@ -454,13 +560,16 @@ func TestConformance60_ExtraSeatPerAbsentPublisher(t *testing.T) {
 }
 
 // TestConformance60_ServiceGap: a subscriber treats an index gap in the
-// service feed as a liveness fault, and still takes the roster.
+// ROSTER feed as a liveness fault, and still takes the roster. It compares
+// the frames' challenge with nothing (Rev 8): the hostile broker's chunks
+// are signed under a challenge of their own.
 func TestConformance60_ServiceGap(t *testing.T) {
 	t.Parallel()
 	net := newNetwork(t)
 	admin, bob := newKey(t), newKey(t)
 	sp := feedSpec(t, "gap", admin)
-	frames := []*pb.Message{rosterMsg(t, admin, sp, 0), rosterMsg(t, admin, sp, 2, bob), update(t, bob, sp, 0, "bob")}
+	ch := keccak([]byte("some stream of the admin's"))
+	frames := []*pb.Broadcast{rosterMsg(t, admin, sp, ch, 0), rosterMsg(t, admin, sp, ch, 2, bob), update(t, bob, sp, keccak([]byte("bob's")), 0, "bob")}
 	sub := subscribeToHostile(t, net, sp, frames)
 	var got []bps.Delivery
 	for d := range sub.C() {
@@ -471,5 +580,86 @@ func TestConformance60_ServiceGap(t *testing.T) {
 	}
 	if sub.LivenessFaults() != 1 {
 		t.Fatalf("liveness faults %d", sub.LivenessFaults())
+	}
+}
+
+// TestRev14_06_RosterFirst: the latest ROSTER is a stream's first
+// delivery (rev 14, decided as written): at attach for a spectator, at
+// once for a pending or silent stream whose address it names (the cue to
+// claim, before the claim), and never to the admin's own streams; a
+// pending or silent stream it does not name receives nothing.
+func TestRev14_06_RosterFirst(t *testing.T) {
+	t.Parallel()
+	for _, closed := range []bool{false, true} {
+		t.Run(fmt.Sprintf("closed=%v", closed), func(t *testing.T) {
+			t.Parallel()
+			_, broker, cl := cluster(t, bps.Options{}, 5)
+			admin, bob, carol := newKey(t), newKey(t), newKey(t)
+			sp := specOf(t, &pb.CohortSpec{Topic: topicOf("roster first"), Binding: pb.TopicBinding_FEED_TOPIC, Admin: admin.addr, Closed: closed})
+			a := publishOpts(t, cl[0], broker, sp, admin, true)
+			send(t, a, update(t, admin, sp, a.Challenge(), 0, "before anyone"))
+			send(t, a, rosterMsg(t, admin, sp, a.Challenge(), 0, bob))
+			broker.rec.waitN(t, 2, "update and roster", kind(bps.EventAccept))
+
+			// Bob, named: pending; the roster reaches him before any claim.
+			pend := openRaw(t, cl[1], broker)
+			pack := pend.join(&pb.Join{Cohort: sp.PB(), Addr: bob.addr})
+			if m := pend.recvMessage(); m.Kind != pb.Kind_ROSTER || m.Index != 0 {
+				t.Fatalf("bob's pending stream got %s %d first, want the roster", m.Kind, m.Index)
+			}
+			// Carol, not named: a spectator (open) receives the roster first,
+			// a silent stream (closed) receives nothing.
+			cs := unclaimed(t, cl[2], broker, sp, carol)
+			if !closed {
+				if d := recvC(t, cs.C(), "carol's spectator stream"); !isRoster(d, 0) {
+					t.Fatalf("a spectator's first delivery is %s %d", d.Kind, d.Index)
+				}
+			}
+			// A listener: the roster first.
+			sub := subscribe(t, cl[3], broker, sp)
+			if !closed {
+				if d := recvC(t, sub.C(), "listener"); !isRoster(d, 0) {
+					t.Fatalf("a listener's first delivery is %s %d", d.Kind, d.Index)
+				}
+			}
+			// The admin's second stream: never its own roster.
+			a2 := publishOpts(t, cl[4], broker, sp, admin, true)
+			broker.rec.waitN(t, 2, "two claims", kind(bps.EventClaim))
+
+			// Bob claims: then he receives what every publisher stream does.
+			pend.send(auth(t, bob, sp, pack.Challenge))
+			broker.rec.waitN(t, 3, "bob's claim", kind(bps.EventClaim))
+			send(t, a, update(t, admin, sp, a.Challenge(), 1, "after the claims"))
+			if m := pend.recvMessage(); m.Kind != pb.Kind_DATA || m.Index != 1 {
+				t.Fatalf("bob's publisher stream got %s %d", m.Kind, m.Index)
+			}
+			if !closed {
+				if d := recvC(t, sub.C(), "listener"); d.Kind != pb.Kind_DATA || d.Index != 1 {
+					t.Fatalf("listener got %s %d", d.Kind, d.Index)
+				}
+				if d := recvC(t, cs.C(), "carol"); d.Kind != pb.Kind_DATA || d.Index != 1 {
+					t.Fatalf("carol got %s %d", d.Kind, d.Index)
+				}
+			}
+			// Nothing else reached anyone: the admin's streams got neither
+			// the roster nor their own update; in a closed cohort the silent
+			// streams got nothing.
+			send(t, a, rosterMsg(t, admin, sp, a.Challenge(), 1, bob))
+			if m := pend.recvMessage(); m.Kind != pb.Kind_ROSTER || m.Index != 1 {
+				t.Fatalf("bob got %s %d", m.Kind, m.Index)
+			}
+			if !closed {
+				if d := recvC(t, sub.C(), "listener"); !isRoster(d, 1) {
+					t.Fatalf("listener got %s %d", d.Kind, d.Index)
+				}
+			}
+			broker.rec.wait(t, "roster 1", func(e bps.Event) bool { return e.Kind == bps.EventAccept && e.Service && e.Index == 1 })
+			noDelivery(t, a.C(), "the admin's stream")
+			noDelivery(t, a2.C(), "the admin's second stream")
+			if closed {
+				noDelivery(t, cs.C(), "a silent stream")
+				noDelivery(t, sub.C(), "a silent listener")
+			}
+		})
 	}
 }
