@@ -204,6 +204,9 @@ func (sub *Subscription) leased(p *parent, l *pb.Leased) error {
 	c := a.child.c
 	c.mu.Lock()
 	if ch != nil && !c.dead {
+		if a.child.leases == nil {
+			a.child.leases = make(leaseTable)
+		}
 		a.child.leases.put(ch, a.addr)
 	}
 	c.mu.Unlock()
