@@ -29,7 +29,11 @@ func TestConcurrentAdminStreams(t *testing.T) {
 	admin := newKey(t)
 	sp := feedSpec(t, "two-admins", admin)
 	sub := subscribe(t, cl[0], broker, sp)
-	pubs := []*bps.Publisher{publish(t, cl[1], broker, sp, admin, 0), publish(t, cl[2], broker, sp, admin, 0)}
+	// One pending stream per address at a time (Rev 8): the second
+	// stream joins once the first has claimed.
+	pubs := []*bps.Publisher{publish(t, cl[1], broker, sp, admin, 0)}
+	broker.rec.wait(t, "the first claim", kind(bps.EventClaim))
+	pubs = append(pubs, publish(t, cl[2], broker, sp, admin, 0))
 	broker.rec.waitN(t, 2, "two claims", kind(bps.EventClaim))
 	// Each stream signs the same updates under its own challenge (SWIP-74
 	// Rev 8): the broker's cursor is per publisher, not per stream.

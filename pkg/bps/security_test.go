@@ -92,10 +92,14 @@ func TestRev8Security_ChallengeSubstituted(t *testing.T) {
 	sp := feedSpec(t, "substituted", admin)
 	sub := subscribe(t, cl[0], broker, sp)
 	a := publish(t, cl[1], broker, sp, admin, 0)
+	broker.rec.wait(t, "the admin's claim", kind(bps.EventClaim)) // one pending stream per address at a time
 	captured := update(t, admin, sp, a.Challenge(), 5, "captured")
 
 	r := openRaw(t, cl[2], broker)
 	ack := r.join(&pb.Join{Cohort: sp.PB(), Addr: admin.addr})
+	if ack.Status != pb.Status_OK {
+		t.Fatalf("ack %v", ack)
+	}
 	captured.Challenge = ack.Challenge
 	r.send(captured)
 	expectReset(t, r)
