@@ -663,3 +663,123 @@ func TestRev14_06_RosterFirst(t *testing.T) {
 		})
 	}
 }
+
+// TestRev14_08_SilentNamedThenClaims: in a closed cohort a stream whose
+// address no roster names is silent — it receives nothing — until a roster
+// names it: that roster reaches it at once, its cue to claim (rev 14), and
+// its first valid frame claims on the stream it holds; from then on it
+// receives what every publisher stream does, and publishes.
+func TestRev14_08_SilentNamedThenClaims(t *testing.T) {
+	t.Parallel()
+	_, broker, cl := cluster(t, bps.Options{}, 3)
+	admin, carol := newKey(t), newKey(t)
+	sp := specOf(t, &pb.CohortSpec{Topic: topicOf("a seat later"), Binding: pb.TopicBinding_FEED_TOPIC, Admin: admin.addr, Closed: true})
+	a := publishOpts(t, cl[0], broker, sp, admin, true)
+	broker.rec.wait(t, "the admin's claim", kind(bps.EventClaim))
+	c := unclaimed(t, cl[1], broker, sp, carol) // silent
+	send(t, a, update(t, admin, sp, a.Challenge(), 0, "before carol's seat"))
+	broker.rec.wait(t, "update 0", acceptedIndex(0))
+
+	send(t, a, rosterMsg(t, admin, sp, a.Challenge(), 0, carol))
+	if d := recvC(t, c.C(), "carol's cue"); !isRoster(d, 0) {
+		t.Fatalf("carol's first delivery is %s %d %q, want the roster naming her", d.Kind, d.Index, d.Payload())
+	}
+	send(t, c, auth(t, carol, sp, c.Challenge()))
+	broker.rec.waitN(t, 2, "carol's claim", kind(bps.EventClaim))
+	send(t, a, update(t, admin, sp, a.Challenge(), 1, "to the seats"))
+	for {
+		d := recvC(t, c.C(), "carol")
+		if d.Kind == pb.Kind_ROSTER {
+			continue // the latest roster again, at her upgrade: a retransmit to her cursor
+		}
+		if d.Index != 1 {
+			t.Fatalf("carol got %s %d", d.Kind, d.Index)
+		}
+		break
+	}
+	send(t, c, update(t, carol, sp, c.Challenge(), 0, "carol plays"))
+	if d := recvC(t, a.C(), "the admin hears carol"); string(d.Payload()) != "carol plays" || !bytes.Equal(d.Owner, carol.addr) {
+		t.Fatalf("the admin heard %q from %x", d.Payload(), d.Owner)
+	}
+	if n := broker.rec.count(kind(bps.EventViolation)); n != 0 {
+		t.Fatalf("%d violations", n)
+	}
+}
+
+// TestRev14_EOSEndsTheChannel: an EOS is the admin's empty chunk at index 0
+// of its own feed: one at another index, or with a payload, is invalid_soc,
+// a violation, and ends nothing. A valid one ends the channel, not a
+// session (rev 14, decided as written): a later Join — the admin's own, on
+// a new stream with a new challenge — is answered with the EOS, and a
+// subscriber, which compares no challenge, ends on an EOS of any session
+// of the admin's.
+func TestRev14_EOSEndsTheChannel(t *testing.T) {
+	t.Parallel()
+	t.Run("at the broker", func(t *testing.T) {
+		t.Parallel()
+		_, broker, cl := cluster(t, bps.Options{}, 4)
+		admin := newKey(t)
+		sp := feedSpec(t, "the end of a channel", admin)
+		sub := subscribe(t, cl[0], broker, sp)
+		for i, bad := range []func(ch []byte) *pb.Broadcast{
+			func(ch []byte) *pb.Broadcast {
+				data, _, err := bps.SignSOC(admin.signer, admin.addr, bps.SessionID(pb.Kind_EOS, sp.Topic, ch, 1), nil)
+				if err != nil {
+					t.Fatal(err)
+				}
+				return &pb.Broadcast{Soc: data, Kind: pb.Kind_EOS, Challenge: ch, Index: 1}
+			},
+			func(ch []byte) *pb.Broadcast {
+				data, _, err := bps.SignSOC(admin.signer, admin.addr, bps.SessionID(pb.Kind_EOS, sp.Topic, ch, 0), []byte("the end"))
+				if err != nil {
+					t.Fatal(err)
+				}
+				return &pb.Broadcast{Soc: data, Kind: pb.Kind_EOS, Challenge: ch}
+			},
+		} {
+			r := openRaw(t, cl[1+i], broker)
+			ack := r.join(&pb.Join{Cohort: sp.PB(), Addr: admin.addr})
+			r.send(bad(ack.Challenge))
+			expectReset(t, r)
+			waitBlocklisted(t, broker, cl[1+i])
+		}
+		if c := cohortInfo(t, broker, sp); c.Ended || c.Counters["invalid_soc"] != 2 {
+			t.Fatalf("ended %v, counters %v", c.Ended, c.Counters)
+		}
+		a := publishOpts(t, cl[3], broker, sp, admin, false)
+		send(t, a, endMsg(t, admin, sp, a.Challenge()))
+		if d := recvC(t, sub.C(), "the end"); d.Kind != pb.Kind_EOS || d.Index != 0 {
+			t.Fatalf("got %s %d", d.Kind, d.Index)
+		}
+		<-a.Done()
+		again := unclaimed(t, cl[3], broker, sp, admin)
+		if bytes.Equal(again.Challenge(), a.Challenge()) {
+			t.Fatal("the new stream has the old challenge")
+		}
+		if d := recvC(t, again.C(), "the admin's new session"); d.Kind != pb.Kind_EOS {
+			t.Fatalf("got %s %d", d.Kind, d.Index)
+		}
+		<-again.Done()
+		if !errors.Is(again.Err(), bps.ErrEndOfStream) {
+			t.Fatalf("the admin's new session ended with %v", again.Err())
+		}
+	})
+	t.Run("at the subscriber", func(t *testing.T) {
+		t.Parallel()
+		net := newNetwork(t)
+		admin := newKey(t)
+		sp := feedSpec(t, "the end of a channel", admin)
+		s1, s2 := keccak([]byte("one session")), keccak([]byte("another session"))
+		sub := subscribeToHostile(t, net, sp, []*pb.Broadcast{update(t, admin, sp, s1, 0, "zero"), eos(t, admin, sp, s2), update(t, admin, sp, s1, 1, "after the end")})
+		var got []bps.Delivery
+		for d := range sub.C() {
+			got = append(got, d)
+		}
+		if len(got) != 2 || got[0].Index != 0 || got[1].Kind != pb.Kind_EOS {
+			t.Fatalf("deliveries %+v", got)
+		}
+		if !errors.Is(sub.Err(), bps.ErrEndOfStream) {
+			t.Fatalf("ended with %v", sub.Err())
+		}
+	})
+}
