@@ -142,6 +142,9 @@ func TestHostileRevokedKeepsReceivingClosed(t *testing.T) {
 	c := publishOpts(t, cl[2], broker, sp, carol, true)
 	recvC(t, b.C(), "bob's first delivery")
 	recvC(t, c.C(), "carol's first delivery")
+	// Claimed, not pending: a roster dropping a pending stream's address
+	// resets it instead.
+	broker.rec.waitN(t, 3, "three claims", kind(bps.EventClaim))
 
 	send(t, a, rosterMsg(t, admin, sp, ch, 1, carol))
 	if d := recvC(t, b.C(), "bob told his revocation"); !isRoster(d, 1) {
@@ -461,6 +464,7 @@ func TestHostileRevokedCutAtDeadline(t *testing.T) {
 	broker.rec.wait(t, "the grant", kind(bps.EventAccept))
 	b := publishOpts(t, cl[1], broker, sp, bob, true)
 	recvC(t, b.C(), "bob's first delivery")
+	broker.rec.waitN(t, 2, "bob's claim", kind(bps.EventClaim)) // claimed, not pending: revoked, not unnamed
 	send(t, a, rosterMsg(t, admin, sp, a.Challenge(), 1))
 	recvC(t, b.C(), "bob told his revocation")
 	select {
