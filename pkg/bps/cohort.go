@@ -436,9 +436,11 @@ func (c *cohort) publication(b *pb.Broadcast, from *member) error {
 		return nil
 	}
 	pub, v := check(c.spec, b, snd, c.role.authority())
-	if snd.pending && (v == accepted || v == retransmit) {
+	if snd.pending && (v == accepted || v == retransmit || v == invalidRoster) {
 		// The first valid frame is the claim (Rev 8): it upgrades the
-		// stream; there is no reply.
+		// stream; there is no reply. A ROSTER valid at the admin's
+		// address whose payload is not a Roster claims too (rev 14),
+		// then is dropped and counted.
 		if !c.r.claim(from) {
 			return errClaimRefused
 		}
