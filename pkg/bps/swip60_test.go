@@ -17,6 +17,7 @@ import (
 	"github.com/ethersphere/bps/pkg/bps"
 	"github.com/ethersphere/bps/pkg/bps/pb"
 	"github.com/ethersphere/bps/pkg/bps/streamtest"
+	"google.golang.org/protobuf/proto"
 )
 
 func specOf(t testing.TB, c *pb.CohortSpec) *bps.Spec {
@@ -782,4 +783,63 @@ func TestRev14_EOSEndsTheChannel(t *testing.T) {
 			t.Fatalf("ended with %v", sub.Err())
 		}
 	})
+}
+
+// TestRev14_InvalidRoster: a ROSTER chunk valid at the admin's address
+// whose payload is not a Roster of 20-byte entries is dropped and counted
+// invalid_roster, not a violation: it claims the admin's pending stream
+// like any valid frame, moves no roster cursor and is delivered to nobody;
+// the admin's next roster at the same index is taken.
+func TestRev14_InvalidRoster(t *testing.T) {
+	t.Parallel()
+	_, broker, cl := cluster(t, bps.Options{}, 2)
+	admin, bob := newKey(t), newKey(t)
+	sp := feedSpec(t, "not a roster", admin)
+	sub := subscribe(t, cl[0], broker, sp)
+	r := openRaw(t, cl[1], broker)
+	ack := r.join(&pb.Join{Cohort: sp.PB(), Addr: admin.addr})
+	bad, err := proto.Marshal(&pb.Roster{Publishers: [][]byte{bob.addr[:19]}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	r.send(chunk(t, admin, sp, pb.Kind_ROSTER, ack.Challenge, 0, bad))
+	broker.rec.wait(t, "the claim", kind(bps.EventClaim))
+	broker.rec.wait(t, "counted", dropped(bps.CounterInvalidRoster))
+	if c := cohortInfo(t, broker, sp); c.ServiceNext != 0 || len(c.Roster) != 0 {
+		t.Fatalf("roster cursor %d, roster %x", c.ServiceNext, c.Roster)
+	}
+	r.send(rosterMsg(t, admin, sp, ack.Challenge, 0, bob))
+	if d := recvC(t, sub.C(), "the valid roster"); !isRoster(d, 0) || len(sub.Roster()) != 1 {
+		t.Fatalf("got %s %d, roster %x", d.Kind, d.Index, sub.Roster())
+	}
+	if bl := broker.Blocklists(); len(bl) != 0 {
+		t.Fatalf("penalised: %v", bl)
+	}
+}
+
+// TestRev14_PendingUnnamedReset: a pending stream whose address a new
+// roster drops is reset without penalty (docs/protocol.md, decided): it
+// was admitted past the bound only as a claimant.
+func TestRev14_PendingUnnamedReset(t *testing.T) {
+	t.Parallel()
+	_, broker, cl := cluster(t, bps.Options{}, 2)
+	admin, bob := newKey(t), newKey(t)
+	sp := feedSpec(t, "unnamed", admin)
+	a := publishOpts(t, cl[0], broker, sp, admin, false)
+	send(t, a, rosterMsg(t, admin, sp, a.Challenge(), 0, bob))
+	broker.rec.wait(t, "the grant", kind(bps.EventAccept))
+	r := openRaw(t, cl[1], broker)
+	r.join(&pb.Join{Cohort: sp.PB(), Addr: bob.addr})
+	if m := r.recvMessage(); m.Kind != pb.Kind_ROSTER {
+		t.Fatalf("bob's cue is %s", m.Kind)
+	}
+	send(t, a, rosterMsg(t, admin, sp, a.Challenge(), 1))
+	expectReset(t, r)
+	broker.rec.wait(t, "bob's stream left", kind(bps.EventLeave))
+	if bl := broker.Blocklists(); len(bl) != 0 {
+		t.Fatalf("penalised: %v", bl)
+	}
+	if c := cohortInfo(t, broker, sp); c.Publishers != 1 || c.Subscribers != 0 {
+		t.Fatalf("%d publishers, %d others", c.Publishers, c.Subscribers)
+	}
 }
