@@ -259,6 +259,8 @@ func TestConformance60_Jam(t *testing.T) {
 	if d := recvC(t, b.C(), "bob's first delivery"); !isRoster(d, 0) {
 		t.Fatalf("bob's first delivery is %s %d, not the roster", d.Kind, d.Index)
 	}
+	// Claimed before alice plays: a pending stream receives nothing.
+	broker.rec.waitN(t, 2, "bob's claim", kind(bps.EventClaim))
 	send(t, b, update(t, bob, sp, b.Challenge(), 0, "bob plays"))
 	send(t, a, update(t, admin, sp, a.Challenge(), 0, "alice plays"))
 	if d := recvC(t, a.C(), "alice hears bob"); string(d.Payload()) != "bob plays" {
