@@ -223,6 +223,8 @@ func TestConformance60_Jam(t *testing.T) {
 	if d := recvC(t, b.C(), "bob's first delivery"); !isRoster(d, 0) {
 		t.Fatalf("bob's first delivery is %s %d, not the roster", d.Kind, d.Index)
 	}
+	// Claimed before alice plays: a pending stream receives nothing.
+	broker.rec.waitN(t, 2, "bob's claim", kind(bps.EventClaim))
 	send(t, b, update(t, bob, sp, b.Challenge(), 0, "bob plays"))
 	send(t, a, update(t, admin, sp, a.Challenge(), 0, "alice plays"))
 	if d := recvC(t, a.C(), "alice hears bob"); string(d.Payload()) != "bob plays" {
@@ -246,46 +248,59 @@ func TestConformance60_Jam(t *testing.T) {
 }
 
 // TestConformance60_GroupChat: ALL (rev 14 item 8: no claim, every
-// publication a session-feed chunk validated at the declared address, any
-// binding); each member hears the others, never itself; a listener hears
-// everyone. Speaking as someone else on one's own stream is not valid at
-// keccak256(id ‖ addr), the owner forced: invalid_soc, a violation.
+// publication a session-feed chunk validated at the declared address,
+// accepted with any binding: docs/protocol.md, "Implicit authorship and
+// ALL"); each member hears the others, never itself, every update of
+// each; a listener hears everyone. Speaking as someone else on one's own
+// stream is not valid at keccak256(id ‖ addr), the owner forced:
+// invalid_soc, a violation.
 func TestConformance60_GroupChat(t *testing.T) {
 	t.Parallel()
+	for _, binding := range []pb.TopicBinding{pb.TopicBinding_MNEMONIC, pb.TopicBinding_ANCHOR, pb.TopicBinding_FEED_TOPIC} {
+		t.Run(binding.String(), func(t *testing.T) {
+			t.Parallel()
+			groupChat(t, binding)
+		})
+	}
+}
+
+func groupChat(t *testing.T, binding pb.TopicBinding) {
 	_, broker, cl := cluster(t, bps.Options{}, 4)
 	admin := newKey(t)
-	sp := specOf(t, &pb.CohortSpec{Topic: topicOf("chat"), Binding: pb.TopicBinding_MNEMONIC, Admin: admin.addr, Publishers: pb.PublisherRegime_ALL})
+	sp := specOf(t, &pb.CohortSpec{Topic: topicOf("chat"), Binding: binding, Admin: admin.addr, Publishers: pb.PublisherRegime_ALL})
 	listener := subscribe(t, cl[0], broker, sp)
 	keys := []key{newKey(t), newKey(t), newKey(t)}
 	pubs := make([]*bps.Publisher, 3)
 	for i, k := range keys {
 		pubs[i] = unclaimed(t, cl[i+1], broker, sp, k) // a publisher stream from its Join
 	}
-	for i, p := range pubs {
-		send(t, p, update(t, keys[i], sp, p.Challenge(), 0, fmt.Sprintf("hello from %d", i)))
-		broker.rec.waitN(t, i+1, "accepted", kind(bps.EventAccept))
-	}
-	for i := range 3 {
-		if d := recvC(t, listener.C(), "listener"); string(d.Payload()) != fmt.Sprintf("hello from %d", i) || !bytes.Equal(d.Owner, keys[i].addr) {
-			t.Fatalf("listener got %q from %x", d.Payload(), d.Owner)
+	for round := range uint64(2) {
+		for i, p := range pubs {
+			send(t, p, update(t, keys[i], sp, p.Challenge(), round, fmt.Sprintf("hello %d from %d", round, i)))
+			broker.rec.waitN(t, int(round)*3+i+1, "accepted", kind(bps.EventAccept))
 		}
-	}
-	for i, p := range pubs {
-		for j := range 3 {
-			if j == i {
-				continue
+		for i := range 3 {
+			if d := recvC(t, listener.C(), "listener"); string(d.Payload()) != fmt.Sprintf("hello %d from %d", round, i) || !bytes.Equal(d.Owner, keys[i].addr) {
+				t.Fatalf("listener got %q from %x", d.Payload(), d.Owner)
 			}
-			if d := recvC(t, p.C(), "member"); !bytes.Equal(d.Owner, keys[j].addr) {
-				t.Fatalf("member %d got a message from %x, want %x", i, d.Owner, keys[j].addr)
+		}
+		for i, p := range pubs {
+			for j := range 3 {
+				if j == i {
+					continue
+				}
+				if d := recvC(t, p.C(), "member"); !bytes.Equal(d.Owner, keys[j].addr) || d.Index != round {
+					t.Fatalf("member %d got %d from %x, want %d from %x", i, d.Index, d.Owner, round, keys[j].addr)
+				}
 			}
 		}
 	}
 	// Speaking as someone else is refused.
-	send(t, pubs[0], update(t, keys[1], sp, pubs[0].Challenge(), 1, "not me"))
+	send(t, pubs[0], update(t, keys[1], sp, pubs[0].Challenge(), 2, "not me"))
 	broker.rec.wait(t, "spoof", dropped(bps.CounterInvalidSOC))
 	waitBlocklisted(t, broker, cl[1])
 	// Nothing lost for the others.
-	send(t, pubs[1], update(t, keys[1], sp, pubs[1].Challenge(), 1, "still here"))
+	send(t, pubs[1], update(t, keys[1], sp, pubs[1].Challenge(), 2, "still here"))
 	if d := recvC(t, listener.C(), "listener after the spoof"); string(d.Payload()) != "still here" {
 		t.Fatalf("listener got %q", d.Payload())
 	}
