@@ -57,6 +57,7 @@ func newMTreeWith(t *testing.T, n int, brokerOpts bps.Options, relayCap int, sp 
 		o := relayOptions(relayCap)
 		o.NoLazyPush = brokerOpts.NoLazyPush // the whole tree speaks lazy push, or none of it
 		o.RevocationGrace = brokerOpts.RevocationGrace
+		o.ClaimDeadline = brokerOpts.ClaimDeadline
 		nd := newNode(t, net, o)
 		for _, o := range all {
 			if err := net.Connect(nd.Node, o.Node); err != nil {
