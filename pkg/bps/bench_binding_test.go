@@ -85,7 +85,7 @@ func bindingFixtures(b *testing.B) map[string]bindingFixture {
 	add("mnemonic", &pb.CohortSpec{Topic: topicOf("m"), Binding: pb.TopicBinding_MNEMONIC}, implicit(id))
 	feed := &pb.CohortSpec{Topic: id, Binding: pb.TopicBinding_FEED_TOPIC, Admin: k.addr}
 	add("feed_topic (explicit: the session feed)", feed, session(feed))
-	all := &pb.CohortSpec{Topic: id, Binding: pb.TopicBinding_MNEMONIC, Publishers: pb.PublisherRegime_ALL}
+	all := &pb.CohortSpec{Topic: id, Binding: pb.TopicBinding_MNEMONIC, Admin: k.addr, Publishers: pb.PublisherRegime_ALL}
 	add("all (the session feed)", all, session(all))
 	implicitFeed := &pb.CohortSpec{Topic: id, Binding: pb.TopicBinding_FEED_TOPIC}
 	add("feed_topic (implicit)", implicitFeed, chunk(b, k, specOfB(b, implicitFeed), pb.Kind_DATA, nil, 0, payload))

@@ -57,6 +57,7 @@ func newMTreeWith(t *testing.T, n int, brokerOpts bps.Options, relayCap int, sp 
 		o := relayOptions(relayCap)
 		o.NoLazyPush = brokerOpts.NoLazyPush // the whole tree speaks lazy push, or none of it
 		o.RevocationGrace = brokerOpts.RevocationGrace
+		o.ClaimDeadline = brokerOpts.ClaimDeadline
 		nd := newNode(t, net, o)
 		for _, o := range all {
 			if err := net.Connect(nd.Node, o.Node); err != nil {
@@ -746,7 +747,15 @@ func TestMultihopHundredsLazy(t *testing.T) {
 }
 
 func testMultihopHundreds(t *testing.T, lazy bool) {
-	mt := newMTreeWith(t, 200, bps.Options{Bounds: bps.Bounds{MaxStreamsPerCohort: 4}, Tree: bps.Tree{NoLazyPush: !lazy}}, 4, func(a key) *bps.Spec { return feedSpec(t, "multihop-hundreds", a) })
+	// Under -race, where a verification costs tens of times more, 200
+	// nodes on a shared machine are slower than the reorder wait: a late
+	// copy is delivered out of order, which this test counts as a fault.
+	// It runs 80 there (raceEnabled, as TestScaleBounds shrinks).
+	nodes, minDepth := 200, uint32(4)
+	if raceEnabled() {
+		nodes, minDepth = 80, 3
+	}
+	mt := newMTreeWith(t, nodes, bps.Options{Bounds: bps.Bounds{MaxStreamsPerCohort: 4}, Tree: bps.Tree{NoLazyPush: !lazy}}, 4, func(a key) *bps.Spec { return feedSpec(t, "multihop-hundreds", a) })
 	mt.subscribeAll()
 	maxDepth := uint32(0)
 	positions := make(map[*tnode]bps.Position)
@@ -754,8 +763,8 @@ func testMultihopHundreds(t *testing.T, lazy bool) {
 		positions[nd] = mt.position(nd)
 		maxDepth = max(maxDepth, positions[nd].Depth)
 	}
-	if maxDepth < 4 {
-		t.Fatalf("a tree of 200 under capacity 4 only %d deep", maxDepth)
+	if maxDepth < minDepth {
+		t.Fatalf("a tree of %d under capacity 4 only %d deep", nodes, maxDepth)
 	}
 	p := mt.adminPublisher()
 	mt.publishN(p, 0, 10)

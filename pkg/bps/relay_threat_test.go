@@ -7,6 +7,7 @@ package bps_test
 import (
 	"bytes"
 	"testing"
+	"time"
 
 	"github.com/ethersphere/bps/pkg/bps"
 	"github.com/ethersphere/bps/pkg/bps/pb"
@@ -315,27 +316,32 @@ func TestHostileRelaySwapsChallenge(t *testing.T) {
 // TestHostileRelayHoardsLeases: a lying relay leases challenges for
 // addresses and never uses them, to fill the root's table. The root holds
 // at most MaxLeasesPerChild for one root child stream and refuses the next
-// (Leased without a challenge); the liar fills its own share only — a
-// publisher attached at an honest relay still gets a lease, claims and
-// publishes — and its hoard ends with its stream: a Route for a hoarded
-// challenge is refused afterwards.
+// (Leased without a challenge); the liar fills its own share only — the
+// admin attached at an honest relay, another root child, is still leased a
+// challenge, claims and publishes — and its hoard ends with its stream: a
+// Route for a hoarded challenge is refused afterwards. An honest relay's
+// pending stream that never claims gives its lease back at the claim
+// deadline: the root refuses a Route for it after.
 func TestHostileRelayHoardsLeases(t *testing.T) {
 	if testing.Short() {
 		t.Skip("4,097 leases")
 	}
 	t.Parallel()
-	mt := newMTree(t, 1, 4, 2, func(a key) *bps.Spec { return mnemonicAll(t, "a relay hoards leases", a) })
+	mt := newMTreeWith(t, 1, bps.Options{Bounds: bps.Bounds{MaxStreamsPerCohort: 4}, Timing: bps.Timing{ClaimDeadline: 500 * time.Millisecond}}, 2,
+		func(a key) *bps.Spec { return feedSpec(t, "a relay hoards leases", a) })
 	mt.subscribeAll()
 	honest := mt.nodes[0]
 	hoarder := newLiar(t, mt.net, mt.broker, mt.sp)
 
 	// In rounds the root's queue to the liar holds (QueueLen 64).
 	const round = 32
-	var hoard [][]byte
+	var hoard, hoardAddrs [][]byte
 	for len(hoard) < bps.MaxLeasesPerChild {
 		var nonces []uint64
 		for range min(round, bps.MaxLeasesPerChild-len(hoard)) {
-			nonces = append(nonces, hoarder.askLease(newKey(t).addr))
+			a := newKey(t).addr
+			hoardAddrs = append(hoardAddrs, a)
+			nonces = append(nonces, hoarder.askLease(a))
 		}
 		for _, nc := range nonces {
 			ch := hoarder.leased(nc)
@@ -349,17 +355,55 @@ func TestHostileRelayHoardsLeases(t *testing.T) {
 		t.Fatalf("lease %d granted past the bound of %d per root child stream", bps.MaxLeasesPerChild+1, bps.MaxLeasesPerChild)
 	}
 
-	// A publisher at the honest relay, another root child, is leased a
-	// challenge, claims with it and publishes.
-	k := newKey(t)
+	// A pending stream at the honest relay — the admin's address, never
+	// claimed — is leased a challenge and cut at the claim deadline.
+	pendingNode := newNode(t, mt.net, bps.Options{})
+	if err := mt.net.Connect(pendingNode.Node, honest.Node); err != nil {
+		t.Fatal(err)
+	}
+	pending := openRaw(t, pendingNode, honest)
+	ack := pending.join(&pb.Join{Cohort: mt.sp.PB(), Addr: mt.admin.addr})
+	if ack.Status != pb.Status_OK || len(ack.Challenge) != 32 {
+		t.Fatalf("the pending stream's Ack: %v", ack)
+	}
+	honest.rec.wait(t, "the pending stream cut at the claim deadline", dropped(bps.CounterClaimTimeout))
+	honest.rec.wait(t, "the pending stream's end", func(e bps.Event) bool {
+		return e.Kind == bps.EventLeave && e.Peer.Equal(pendingNode.Overlay())
+	})
+
+	// The admin at the honest relay is leased a challenge, claims with it
+	// and publishes. Its Lease goes up the relay's stream after the
+	// pending stream's Release: once its update is accepted, the release
+	// was taken.
 	pubNode := newNode(t, mt.net, bps.Options{})
 	if err := mt.net.Connect(pubNode.Node, honest.Node); err != nil {
 		t.Fatal(err)
 	}
-	p := publish(t, pubNode, honest, mt.sp, k, 0)
+	p := publish(t, pubNode, honest, mt.sp, mt.admin, 0)
 	sendUpdate(t, p, 0, "leased beside the hoard")
-	if d := recv(t, mt.subs[0]); d.Index != 0 || !bytes.Equal(d.Owner, k.addr) {
-		t.Fatalf("delivery %+v, want the publisher's update at the honest relay", d)
+	if d := recv(t, mt.subs[0]); d.Index != 0 || !bytes.Equal(d.Owner, mt.admin.addr) {
+		t.Fatalf("delivery %+v, want the admin's update at the honest relay", d)
+	}
+
+	// Whether the root holds a lease, seen by a third liar: a Route it
+	// refuses is counted wrong_challenge (untraced), then a marker under an
+	// invented challenge, which the reader takes after the Route, is.
+	l := newLiar(t, mt.net, mt.broker, mt.sp)
+	marked := 0
+	holds := func(ch, addr []byte) bool {
+		t.Helper()
+		before := counter(t, mt.broker, mt.sp, bps.CounterWrongChallenge)
+		l.route(ch, addr)
+		l.relay(update(t, mt.admin, mt.sp, topicOf("an invented challenge"), 1, "a marker"))
+		marked++
+		mt.broker.rec.waitN(t, marked, "the marker dropped", dropped(bps.CounterWrongChallenge))
+		return counter(t, mt.broker, mt.sp, bps.CounterWrongChallenge)-before == 1
+	}
+	if !holds(p.Challenge(), mt.admin.addr) || !holds(hoard[1], hoardAddrs[1]) {
+		t.Fatal("the root refused a Route for a lease it holds")
+	}
+	if holds(ack.Challenge, mt.admin.addr) {
+		t.Fatal("the root holds the lease of a pending stream cut at the claim deadline")
 	}
 
 	// The hoard ends with the hoarder's stream.
@@ -367,15 +411,8 @@ func TestHostileRelayHoardsLeases(t *testing.T) {
 	mt.broker.rec.wait(t, "the hoarder's stream ended", func(e bps.Event) bool {
 		return e.Kind == bps.EventLeave && e.Peer.Equal(hoarder.node.Overlay())
 	})
-	l := newLiar(t, mt.net, mt.broker, mt.sp)
-	before := counter(t, mt.broker, mt.sp, bps.CounterWrongChallenge)
-	l.route(hoard[0], k.addr) // refused: counted, untraced
-	l.relay(update(t, k, mt.sp, topicOf("an invented challenge"), 1, "a marker the reader takes after the Route"))
-	mt.broker.rec.waitN(t, 1, "the marker dropped", func(e bps.Event) bool {
-		return e.Kind == bps.EventDrop && e.Counter == bps.CounterWrongChallenge
-	})
-	if got := counter(t, mt.broker, mt.sp, bps.CounterWrongChallenge) - before; got != 2 {
-		t.Fatalf("wrong_challenge rose by %d, want 2: the Route for a hoarded lease after the hoarder left, and the marker", got)
+	if holds(hoard[0], hoardAddrs[0]) {
+		t.Fatal("the root holds a lease hoarded by a stream that ended")
 	}
 }
 
