@@ -3,10 +3,7 @@
 // license that can be found in the LICENSE file.
 
 // The one-hop recorder's helpers (newOneHop, checkBlock, checkFrames) are
-// in beestreamtest_test.go, which moves to the Rev 8 wire separately: this
-// file drops the tag with it.
-
-//go:build rev8todo
+// in beestreamtest_test.go.
 
 package bps_test
 
