@@ -131,18 +131,26 @@ func (s *Service) publishAt(ctx context.Context, broker swarm.Address, underlays
 	p.codec = negotiated(join, ack)
 	if sp.Explicit() && o.Signer != nil {
 		auth, err := sp.Chunk(o.Signer, o.Addr, pb.Kind_AUTH, ack.Challenge, 0, nil)
-		if err == nil {
-			p.auth = auth
-			err = p.send(ctx, s, outFrame{b: encodeFrame(auth), kind: kindBroadcast})
-		}
 		if err != nil {
 			_ = stream.Reset()
 			return nil, fmt.Errorf("claim: %w", err)
 		}
+		p.auth = auth
 	}
 	p.receiver.init(s, sp, o.Receive, p.quit)
 	if err := p.run(p.read, fr, func() { close(p.c) }); err != nil {
 		return nil, err
+	}
+	if p.auth != nil {
+		// Sent once the stream is metered (run): the broker prices the
+		// AUTH as any Broadcast written up, and so must this end.
+		p.writeMu.Lock()
+		err := p.send(ctx, s, outFrame{b: encodeFrame(p.auth), kind: kindBroadcast})
+		p.writeMu.Unlock()
+		if err != nil {
+			_ = p.Close()
+			return nil, fmt.Errorf("claim: %w", err)
+		}
 	}
 	return p, nil
 }
