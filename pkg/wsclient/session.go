@@ -243,9 +243,9 @@ func (s *Session) NextMessage(ctx context.Context) (Message, error) {
 }
 
 // Await returns the next text frame of type typ ("ready", "waiting",
-// "service", "claim-request", "error"), keeping the frames before it for
+// "service", "challenge", "stale", "error"), keeping the frames before it for
 // later reads. An error frame ends the wait with its reason, unless typ is
-// "error". Claim requests are answered as they come.
+// "error". Challenges are claimed, and stale updates re-signed, as they come.
 func (s *Session) Await(ctx context.Context, typ string) (map[string]any, error) {
 	if r, ok := s.take(func(r received) bool { return r.text != nil && r.text["type"] == typ }); ok {
 		return r.text, nil
