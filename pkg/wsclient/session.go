@@ -207,8 +207,8 @@ func nodeError(f map[string]any) error {
 
 // Next returns the next frame: a binary frame decoded per the session's
 // fields, or a text frame (returned in text, non-nil; the message is then
-// zero). Frames a selective read kept come first. A claim request is
-// answered before it is returned.
+// zero). Frames a selective read kept come first. A challenge is claimed,
+// and a stale update re-signed, before it is returned.
 func (s *Session) Next(ctx context.Context) (Message, map[string]any, error) {
 	if len(s.pending) > 0 {
 		r := s.pending[0]
