@@ -211,7 +211,7 @@ func runBPS(ctx context.Context, cfg config, n int, tree bool) (res result, err 
 	}
 
 	pub, err := pubNode.svc.Publish(ctx, broker.st.overlay, spec, bps.PublishOptions{
-		Addr: admin.Bytes(),
+		Addr:   admin.Bytes(),
 		Signer: signer,
 	})
 	if err != nil {
@@ -227,11 +227,7 @@ func runBPS(ctx context.Context, cfg config, n int, tree bool) (res result, err 
 		dropped0      uint64
 	)
 	err = t.publish(ctx, cfg, func(i int) error {
-		msg, err := bps.FeedUpdate(signer, topic, uint64(i), newPayload(cfg.size, i))
-		if err != nil {
-			return err
-		}
-		return pub.Send(ctx, msg)
+		return pub.PublishUpdate(ctx, uint64(i), newPayload(cfg.size, i))
 	}, func() {
 		for _, s := range subs {
 			dropped0 += s.Dropped()

@@ -12,6 +12,7 @@ import (
 
 	"github.com/ethersphere/bee/v2/pkg/crypto"
 	"github.com/ethersphere/bps/pkg/bps"
+	bpspb "github.com/ethersphere/bps/pkg/bps/pb"
 	pubsub "github.com/libp2p/go-libp2p-pubsub"
 	pb "github.com/libp2p/go-libp2p-pubsub/pb"
 	ic "github.com/libp2p/go-libp2p/core/crypto"
@@ -48,7 +49,11 @@ func calibrate(iterations int) (bpsCheck, gossipCheck time.Duration, err error) 
 	if err != nil {
 		return 0, 0, err
 	}
-	update, err := bps.FeedUpdate(signer, topic, 0, payload)
+	challenge := make([]byte, 32) // a stream's challenge (SWIP-74 Rev 8): the update is signed under it
+	if _, err := rand.Read(challenge); err != nil {
+		return 0, 0, err
+	}
+	update, err := spec.Chunk(signer, admin.Bytes(), bpspb.Kind_DATA, challenge, 0, payload)
 	if err != nil {
 		return 0, 0, err
 	}
@@ -95,7 +100,7 @@ func calibrate(iterations int) (bpsCheck, gossipCheck time.Duration, err error) 
 	for done := 0; done < iterations; done += block {
 		t0 := cpuTime()
 		for range block {
-			if err := spec.Verify(update, admin.Bytes()); err != nil {
+			if err := spec.Verify(update, admin.Bytes(), challenge); err != nil {
 				return 0, 0, fmt.Errorf("bps verify: %w", err)
 			}
 		}

@@ -5,6 +5,7 @@
 package main
 
 import (
+	"bytes"
 	"context"
 	"crypto/rand"
 	"encoding/binary"
@@ -683,6 +684,13 @@ func envelope(env bool, f *pb.Frame) []byte {
 	return nil // control frames exist only in the envelope
 }
 
+// subscriberJoin reports whether join is a subscriber's: under SWIP-74 Rev
+// 8 every Join declares an address, a subscriber the zero address (and, on
+// a multihop stream, listen).
+func subscriberJoin(join *pb.Join) bool {
+	return join.GetListen() || bytes.Equal(join.GetAddr(), make([]byte, 20)) || len(join.GetAddr()) == 0
+}
+
 func nonce() uint64 {
 	var b [8]byte
 	_, _ = rand.Read(b[:])
@@ -950,7 +958,7 @@ func (s *attackStream) onWrite(f []byte) []byte {
 		return s.forge(f, cs)
 	}
 	s.mu.Lock()
-	child := !s.dialed && s.join != nil && len(s.join.GetAddr()) == 0
+	child := !s.dialed && s.join != nil && subscriberJoin(s.join)
 	s.mu.Unlock()
 	if m := fr.GetBroadcast(); m != nil && child {
 		return s.toChild(f, m, env)
@@ -1286,7 +1294,7 @@ func (s *sniffStream) Write(p []byte) (int, error) {
 			b := body(f)
 			if s.n == 1 {
 				s.join = new(pb.Join)
-				if proto.Unmarshal(b, s.join) != nil || len(s.join.GetAddr()) == 0 {
+				if proto.Unmarshal(b, s.join) != nil || subscriberJoin(s.join) {
 					s.done = true
 					break
 				}

@@ -34,7 +34,7 @@ import (
 // and theirs measure latencies too.
 func TestAttacks(t *testing.T) {
 	// Attacks whose frames an honest node must refuse as violations.
-	refused := map[string]bool{"candidate-flood": true, "claim-replay": true}
+	refused := map[string]bool{"candidate-flood": true}
 	slots := make(chan struct{}, 3)
 	for _, a := range attacks {
 		t.Run(a.name, func(t *testing.T) {
@@ -88,6 +88,11 @@ func TestAttacks(t *testing.T) {
 				t.Fatalf("no slot squatted, or nothing delivered on one: %d squats, %d deliveries, %d units\n%s", ar.Squats, ar.SquatDeliveries, ar.UnpaidUnits, table.String())
 			case refused[a.name] && ar.ViolationsAttacker == 0:
 				t.Fatalf("no attacker was blocklisted\n%s", table.String())
+			case a.name == "claim-replay" && res.Counters["wrong_challenge"] == 0:
+				// SWIP-74 Rev 8: a publisher's chunk replayed on another
+				// stream is signed under another challenge: dropped and
+				// counted, claiming nothing (no penalty: reset past 64).
+				t.Fatalf("the replayed claims were not counted wrong_challenge: %v\n%s", res.Counters, table.String())
 			}
 		})
 	}

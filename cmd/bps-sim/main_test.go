@@ -211,7 +211,10 @@ func TestRunPriced(t *testing.T) {
 	if pr == nil || res.Published == 0 || res.DeliveryRatio != 1 {
 		t.Fatalf("pricing %+v, %d published, ratio %.3f", pr, res.Published, res.DeliveryRatio)
 	}
-	want := res.Deliveries*7 + res.Published*3
+	// Every Broadcast a publisher writes up is priced: each publisher
+	// stream's claiming AUTH (SWIP-74 Rev 8: our publishers' first frame)
+	// and the updates.
+	want := res.Deliveries*7 + (res.Published+res.Clients["publish OK"])*3
 	if pr.Debited != want || pr.Credit != want || len(pr.ByDepth) != 2 ||
 		pr.ByDepth[0].Earned != float64(want) || pr.ByDepth[1].Nodes != 19 || pr.Roles[treeview.RoleBroker].Earned != want {
 		t.Fatalf("charged %d, owed %d, want %d (%d deliveries, %d published); by depth %+v", pr.Debited, pr.Credit, want, res.Deliveries, res.Published, pr.ByDepth)

@@ -703,6 +703,7 @@ func (p *publisher) ensure() {
 			p.streams[i] = nil
 			continue
 		}
+		p.sim.counts.add("publish OK") // a stream that sent its claiming AUTH
 		p.streams[i] = stream
 	}
 }

@@ -122,12 +122,12 @@ func (sc Scenario) hop() time.Duration {
 }
 
 // nodeCPU is one node's costs. It tells a frame carrying a SOC from the
-// others by its shape on the wire — a Message (address, data), bare or in
-// SWIP-61's envelope — and remembers the last SOCs it took, so that a copy
-// of one (from the second parent) costs a read, not a check.
+// others by its shape on the wire — a Broadcast (soc, kind, …), bare or in
+// the multihop envelope — and remembers the last SOCs it took, so that a
+// copy of one (from the second parent) costs a read, not a check.
 type nodeCPU struct {
 	costs *VirtualTime
-	taken [takenWindow]uint64 // the first 8 bytes of the SOC addresses taken, a ring
+	taken [takenWindow]uint64 // the first 8 bytes of the SOC ids taken, a ring
 	next  int
 }
 
@@ -169,12 +169,13 @@ func (c *nodeCPU) take(addr []byte) bool {
 	return true
 }
 
-// socOf returns the SOC address of a frame that carries one: a Message
-// (field 1: a 32-byte address, field 2: the SOC), alone or as field 1 of an
-// envelope.
+// socOf returns the SOC id of a frame that carries one: a Broadcast
+// (SWIP-74 Rev 8: field 1 the SOC, field 2 its kind), alone or as field 1
+// of an envelope. Two parents' copies of a chunk carry the same SOC.
 func socOf(b []byte) ([]byte, bool) {
 	for range 2 {
-		var addr, data, inner []byte
+		var first []byte
+		kind := false
 		for len(b) > 0 {
 			num, typ, n := protowire.ConsumeTag(b)
 			if n < 0 {
@@ -182,6 +183,9 @@ func socOf(b []byte) ([]byte, bool) {
 			}
 			b = b[n:]
 			if typ != protowire.BytesType {
+				if num == 2 && typ == protowire.VarintType {
+					kind = true
+				}
 				if n = protowire.ConsumeFieldValue(num, typ, b); n < 0 {
 					return nil, false
 				}
@@ -193,20 +197,17 @@ func socOf(b []byte) ([]byte, bool) {
 				return nil, false
 			}
 			b = b[n:]
-			switch num {
-			case 1:
-				addr, inner = v, v
-			case 2:
-				data = v
+			if num == 1 {
+				first = v
 			}
 		}
-		if len(addr) == swarm.HashSize && len(data) >= socMinSize {
-			return addr, true
+		if kind && len(first) >= socMinSize {
+			return first[:swarm.HashSize], true
 		}
-		if inner == nil {
+		if first == nil {
 			return nil, false
 		}
-		b = inner
+		b = first
 	}
 	return nil, false
 }

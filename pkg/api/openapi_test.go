@@ -73,7 +73,7 @@ func TestOpenAPI(t *testing.T) {
 
 	query, headers := api.SessionParams()
 	checkParams(t, doc, "get", "/pubsub/{topic}", query, headers, "101", "400", "404", "429", "502", "503", "504")
-	checkParams(t, doc, "post", "/pubsub/{topic}/service", api.ServiceParams(), nil, "202", "400", "403", "409", "502")
+	checkParams(t, doc, "post", "/pubsub/{topic}/service", api.ServiceParams(), nil, "200", "400", "409", "413", "502")
 }
 
 // checkParams checks that the operation documents exactly the path

@@ -160,11 +160,13 @@ func TestPricingOnBeeAccounting(t *testing.T) {
 	// balances reach exactly the prices once its meters have applied — at
 	// most a second after the last frame; a child keeps a margin while its
 	// stream lives, which Settle applies. Applied whole, the light
-	// publisher's 500,000 passes its early payment (half the threshold
+	// publisher's 520,000 (its AUTH and the updates) passes its early payment (half the threshold
 	// bee gives a light node here): bee refreshes it by pseudosettle, and
 	// the broker accepts it in full (its ledger is not behind) — both
 	// balances return to 0. Either way the two ends agree.
-	wantSub, wantPub := int64(n*e2ePrices.Delivery), int64(n*e2ePrices.Publish)
+	// The publisher writes up its claiming AUTH (SWIP-74 Rev 8: our
+	// publishers' first frame, a Broadcast priced as any) and n updates.
+	wantSub, wantPub := int64(n*e2ePrices.Delivery), int64((n+1)*e2ePrices.Publish)
 	waitBalance(t, broker, payer.Overlay(), new(big.Int).Add(b0["broker/payer"], big.NewInt(wantSub)))
 	waitBalance(t, broker, publisher.Overlay(), new(big.Int).Add(b0["broker/publisher"], big.NewInt(wantPub)))
 	svcOf(payer).Settle()
@@ -301,7 +303,7 @@ func TestPricingBatchedOnBeeAccounting(t *testing.T) {
 	if err := psub.Close(); err != nil {
 		t.Fatal(err)
 	}
-	wantSub, wantPub := int64(n*prices.Delivery), int64(n*prices.Publish)
+	wantSub, wantPub := int64(n*prices.Delivery), int64((n+1)*prices.Publish) // the AUTH and n updates up
 	waitBalance(t, payer, broker.Overlay(), new(big.Int).Sub(b0["payer/broker"], big.NewInt(wantSub)))
 	waitBalance(t, broker, payer.Overlay(), new(big.Int).Add(b0["broker/payer"], big.NewInt(wantSub)))
 	waitBalance(t, publisher, broker.Overlay(), new(big.Int).Sub(b0["publisher/broker"], big.NewInt(wantPub)))

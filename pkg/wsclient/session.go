@@ -207,8 +207,8 @@ func nodeError(f map[string]any) error {
 
 // Next returns the next frame: a binary frame decoded per the session's
 // fields, or a text frame (returned in text, non-nil; the message is then
-// zero). Frames a selective read kept come first. A claim request is
-// answered before it is returned.
+// zero). Frames a selective read kept come first. A challenge is claimed,
+// and a stale update re-signed, before it is returned.
 func (s *Session) Next(ctx context.Context) (Message, map[string]any, error) {
 	if len(s.pending) > 0 {
 		r := s.pending[0]
@@ -243,9 +243,9 @@ func (s *Session) NextMessage(ctx context.Context) (Message, error) {
 }
 
 // Await returns the next text frame of type typ ("ready", "waiting",
-// "service", "claim-request", "error"), keeping the frames before it for
+// "service", "challenge", "stale", "error"), keeping the frames before it for
 // later reads. An error frame ends the wait with its reason, unless typ is
-// "error". Claim requests are answered as they come.
+// "error". Challenges are claimed, and stale updates re-signed, as they come.
 func (s *Session) Await(ctx context.Context, typ string) (map[string]any, error) {
 	if r, ok := s.take(func(r received) bool { return r.text != nil && r.text["type"] == typ }); ok {
 		return r.text, nil

@@ -4,8 +4,9 @@
 
 // Package wsclient is a Go client of a BPS node's WebSocket bridge
 // (/pubsub, docs/api.md): it opens sessions in every SWIP-60 configuration,
-// answers claim requests with a local key, signs what it publishes and the
-// admin's service SOCs, and decodes what it receives. The node holds no
+// signs with a local key — under its stream's challenge (SWIP-74 Rev 8) —
+// its claiming AUTH, what it publishes and the admin's rosters and end,
+// and decodes what it receives. The node holds no
 // keys. The bee-bps CLI and the end-to-end tests use it; a dApp would use
 // bee-js.
 //

@@ -147,6 +147,7 @@ type Stream struct {
 	ended bool
 	err   error
 	sent  []*pb.Broadcast
+	more  chan struct{} // closed, and replaced, on every Send
 }
 
 var (
@@ -158,7 +159,7 @@ var (
 func NewStream() *Stream {
 	ch := make([]byte, 32)
 	_, _ = rand.Read(ch)
-	return &Stream{c: make(chan bps.Delivery, streamQueue), challenge: ch}
+	return &Stream{c: make(chan bps.Delivery, streamQueue), challenge: ch, more: make(chan struct{})}
 }
 
 // C is what the broker sends.
@@ -182,7 +183,27 @@ func (s *Stream) Send(_ context.Context, b *pb.Broadcast) error {
 		return bps.ErrClosed
 	}
 	s.sent = append(s.sent, b)
+	close(s.more)
+	s.more = make(chan struct{})
 	return nil
+}
+
+// AwaitSent returns what was published on the stream once it holds at
+// least n frames, or ctx's error.
+func (s *Stream) AwaitSent(ctx context.Context, n int) ([]*pb.Broadcast, error) {
+	for {
+		s.mu.Lock()
+		sent, more := append([]*pb.Broadcast(nil), s.sent...), s.more
+		s.mu.Unlock()
+		if len(sent) >= n {
+			return sent, nil
+		}
+		select {
+		case <-more:
+		case <-ctx.Done():
+			return sent, ctx.Err()
+		}
+	}
 }
 
 // Challenge is the stream's challenge (its Ack's).
