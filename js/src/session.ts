@@ -887,8 +887,9 @@ export class Session extends Emitter<SessionEvents> {
    * its node (POST /pubsub/{topic}/service), which sends it on this
    * session's stream. A ROSTER's index defaults to one past the latest
    * roster the session knows (0 first); EOS is at 0. If the node answers
-   * 409 (the stream was replaced meanwhile), it is signed again under the
-   * next challenge and posted once more. Resolves with the index.
+   * 409 "no admin stream with this challenge" (the stream was replaced
+   * meanwhile), it is signed again under the next challenge and posted once
+   * more. Resolves with the index.
    */
   postService(m: Omit<ServiceMessage, 'index'> & { index?: bigint | number | string }): Promise<bigint> {
     const run = async () => {
@@ -904,7 +905,9 @@ export class Session extends Emitter<SessionEvents> {
           await postService({ api: this.api, peer: this.peer, cohort: this.o.cohort, key: this.key, challenge, message })
           break
         } catch (e) {
-          if (!(e instanceof HttpError && e.status === 409) || attempt > 0) throw e
+          // Only the stream replaced is worth another signature; a stale
+          // index (a roster the node holds a later one of) is the caller's.
+          if (!(e instanceof HttpError && e.status === 409 && /no admin stream/.test(e.nodeMessage)) || attempt > 0) throw e
           if (this.challengeHex === challenge) await this.waitFor('challenge', undefined, 30_000)
         }
       }

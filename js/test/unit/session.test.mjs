@@ -460,7 +460,7 @@ test('the admin posts a ROSTER and EOS signed under its stream\'s challenge; a 4
 
   // The stream is replaced meanwhile: the node answers 409; the roster is
   // signed again under the next challenge and posted once more.
-  answers.push([409, '{"code":409,"message":"no admin stream with this challenge"}'])
+  answers.push([409, '{"code":409,"message":"no admin stream with this challenge: the admin\'s stream was joined again: sign under the latest challenge frame"}'])
   const granted = s.grant('33'.repeat(20))
   while (posts.length < 2) await new Promise((r) => setTimeout(r, 1))
   challengeFrame(c, ch2, 2)
@@ -470,14 +470,19 @@ test('the admin posts a ROSTER and EOS signed under its stream\'s challenge; a 4
   assert.equal(posts[2].body.soc.slice(0, 64), hex(kindId(Kind.ROSTER, seq(0x00), seq(0x40), 2n)))
 
   pubReady(c, ch2, 2)
+  // A stale roster index is the caller's: not signed again.
+  answers.push([409, '{"code":409,"message":"stale service index 1: this node holds the admin\'s rosters up to index 2; the next is 3"}'])
+  await assert.rejects(s.setRoster([]), (e) => e.status === 409 && /stale service index/.test(e.nodeMessage))
+  assert.equal(posts.length, 4, 'posted once')
+  answers.push([200, '{"index":0}'])
   assert.equal(await s.endStream(), 0n)
-  assert.deepEqual({ ...posts[3].body, soc: posts[3].body.soc.slice(0, 64) }, { kind: 'EOS', index: 0, challenge: ch2, soc: hex(kindId(Kind.EOS, seq(0x00), seq(0x40), 0n)) })
+  assert.deepEqual({ ...posts[4].body, soc: posts[4].body.soc.slice(0, 64) }, { kind: 'EOS', index: 0, challenge: ch2, soc: hex(kindId(Kind.EOS, seq(0x00), seq(0x40), 0n)) })
 
   // Not the admin: refused before anything is signed.
   const bob = vsession(d, { cohort: { topic: vtopic, binding: 'feed', admin: '99'.repeat(20) } })
   const bc = await d.conn()
   await assert.rejects(bob.setRoster([]), /only the admin's publishing session/)
-  assert.equal(posts.length, 4)
+  assert.equal(posts.length, 5)
   await closeAll([s, c], [bob, bc])
 })
 
