@@ -812,12 +812,12 @@ export class Session extends Emitter<SessionEvents> {
 
   /**
    * Whether the session sends its AUTH now (explicit authorship): it holds
-   * a challenge it has not claimed with, or it was told to wait (revoked,
-   * not admitted), and its address is the admin's or on the roster it knows.
+   * a challenge it has not claimed with (or a roster revoked it since), and
+   * its address is the admin's or on the roster it knows.
    */
   private claimsNow(): boolean {
     if (!this.key || !explicit(this.cohort) || !this._challenge) return false
-    if (this.authSentFor === this.challengeHex && this._state !== 'waiting') return false
+    if (this.authSentFor === this.challengeHex) return false
     return this.addr === hex(this.cohort.admin!) || this.roster.has(this.addr!)
   }
 
@@ -871,14 +871,17 @@ export class Session extends Emitter<SessionEvents> {
 
   /** Takes a service event as the latest of its kind: the roster and its index, the end. */
   private takeService(e: ServiceEvent): void {
+    for (const p of e.publishers) this.candidates.add(p)
     if (e.kind === 'EOS') {
       this.ended = true
+      this.service = e
     } else if (this.rosterIndex === undefined || e.index >= this.rosterIndex) {
+      if (!this.ended) this.service = e
       this.rosterIndex = e.index
       this.roster = new Set(e.publishers)
+      // Revoked: a later roster naming the address is claimed again.
+      if (this.addr && !this.roster.has(this.addr) && this.addr !== hex(this.cohort.admin ?? new Uint8Array(0))) this.authSentFor = undefined
     }
-    for (const p of e.publishers) this.candidates.add(p)
-    if (!this.service || e.kind === 'EOS' || this.service.kind !== 'EOS') this.service = e
   }
 
   /**

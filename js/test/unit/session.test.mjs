@@ -381,6 +381,15 @@ test('an address the roster does not name waits; a roster naming it is the cue t
   assert.equal(c.sent.length, 2, 'nothing on revocation')
   text(c, { type: 'service', kind: 'ROSTER', index: 2, publishers: [owner], gap: false })
   assert.equal(hex(c.sent[2]), hex(c.sent[0]), 'the AUTH again on the stream it holds')
+  pubReady(c, ch1, 1)
+  // Revoked and granted again before the node's waiting frame: claimed again all the same.
+  text(c, { type: 'service', kind: 'ROSTER', index: 3, publishers: [], gap: false })
+  text(c, { type: 'service', kind: 'ROSTER', index: 4, publishers: [owner], gap: false })
+  assert.equal(c.sent.length, 4)
+  assert.equal(hex(c.sent[3]), hex(c.sent[0]))
+  // An older roster, late: not taken.
+  text(c, { type: 'service', kind: 'ROSTER', index: 2, publishers: [], gap: false })
+  assert.deepEqual(s.latestService.publishers, [owner])
   await closeAll([s, c])
 
   // A roster the session knows before the challenge: the AUTH at once.
