@@ -4,48 +4,88 @@
 // one cohort (a live-stream: binding feed with an admin). Prints p50 and p99
 // of two clocks: from send() called (signing included: what a dApp sees)
 // and from the frame written (signed before the clock starts, as
-// bench-node does).
+// bench-node does). In Node, or with --browser in a page of Debian's
+// headless Chromium (CHROMIUM_PATH, default /usr/bin/chromium) that loads
+// the browser bundle (dist/browser/bps.js) from its own origin.
 //
-//   node scripts/bench-latency.mjs <info file> [messages=100] [rate=10]
+//   node scripts/bench-latency.mjs [--browser] <info file> [messages=100] [rate=10]
 import { readFileSync } from 'node:fs'
-import { randomBytes } from 'node:crypto'
-import { BpsClient } from '../dist/esm/index.js'
+import { createServer } from 'node:http'
+import { dirname, join } from 'node:path'
+import { fileURLToPath } from 'node:url'
 
-const [info, messages = '100', rate = '10'] = process.argv.slice(2)
-if (!info) throw new Error('usage: bench-latency.mjs <info file> [messages] [rate]')
+const args = process.argv.slice(2)
+const browser = args[0] === '--browser'
+const [info, messages = '100', rate = '10'] = browser ? args.slice(1) : args
+if (!info) throw new Error('usage: bench-latency.mjs [--browser] <info file> [messages] [rate]')
 const cl = JSON.parse(readFileSync(info, 'utf8'))
 const [broker, A, B] = cl.nodes
-const key = randomBytes(32).toString('hex')
-const { addressOf } = await import('../dist/esm/index.js')
-const cohort = { topic: `bench-${Date.now()}`, binding: 'feed', admin: addressOf(key).toHex() }
-const sub = new BpsClient({ api: B.api, peer: broker.overlay }).subscribe(cohort)
-await sub.ready(30_000)
-const pub = new BpsClient({ api: A.api, peer: broker.overlay }).publish(cohort, key)
-await pub.ready(30_000)
+const cfg = { pubApi: A.api, subApi: B.api, broker: broker.overlay, n: Number(messages), rate: Number(rate) }
 
-const called = new Map() // index → send() called
-const written = new Map() // index → frame written (signing done)
-const total = []
-const wire = []
-sub.on('message', (m) => {
-  const now = performance.now()
-  const i = Number(m.index)
-  if (called.has(i)) total.push(now - called.get(i))
-  if (written.has(i)) wire.push(now - written.get(i))
-})
-const n = Number(messages)
-const gap = 1000 / Number(rate)
-for (let i = 0; i < n; i++) {
-  const due = performance.now() + gap
-  called.set(i, performance.now())
-  pub.send(`message ${i}`) // signs, then writes
-  written.set(i, performance.now())
-  await new Promise((r) => setTimeout(r, Math.max(0, due - performance.now()))) // the publishing rate
+// The measurement, run as it is in Node or in the page (bps: the client's module).
+async function measure(bps, cfg) {
+  const key = Array.from(globalThis.crypto.getRandomValues(new Uint8Array(32)), (b) => b.toString(16).padStart(2, '0')).join('')
+  const cohort = { topic: `bench-${Date.now()}`, binding: 'feed', admin: bps.addressOf(key).toHex() }
+  const sub = new bps.BpsClient({ api: cfg.subApi, peer: cfg.broker }).subscribe(cohort)
+  await sub.ready(30_000)
+  const pub = new bps.BpsClient({ api: cfg.pubApi, peer: cfg.broker }).publish(cohort, key)
+  await pub.ready(30_000)
+  const called = new Map() // index → send() called
+  const written = new Map() // index → frame written (signing done)
+  const total = []
+  const wire = []
+  const signing = []
+  sub.on('message', (m) => {
+    const now = performance.now()
+    const i = Number(m.index)
+    if (called.has(i)) total.push(now - called.get(i))
+    if (written.has(i)) wire.push(now - written.get(i))
+  })
+  const gap = 1000 / cfg.rate
+  for (let i = 0; i < cfg.n; i++) {
+    const due = performance.now() + gap
+    const t0 = performance.now()
+    called.set(i, t0)
+    pub.send(`message ${i}`) // signs, then writes
+    const t1 = performance.now()
+    written.set(i, t1)
+    signing.push(t1 - t0)
+    await new Promise((r) => setTimeout(r, Math.max(0, due - performance.now()))) // the publishing rate
+  }
+  const deadline = Date.now() + 10_000
+  while (total.length < cfg.n && Date.now() < deadline) await new Promise((r) => setTimeout(r, 50))
+  await pub.close()
+  await sub.close()
+  return { received: total.length, total, wire, signing }
 }
-const deadline = Date.now() + 10_000
-while (total.length < n && Date.now() < deadline) await new Promise((r) => setTimeout(r, 50))
+
+let r
+if (!browser) {
+  r = await measure(await import('../dist/esm/index.js'), cfg)
+} else {
+  const { chromium } = await import('playwright-core')
+  const bundle = readFileSync(join(dirname(fileURLToPath(import.meta.url)), '../dist/browser/bps.js'))
+  const html = `<!doctype html><script type="importmap">{"imports":{"@ethersphere/bps":"/bps.js"}}</script>
+<script type="module">import * as bps from '@ethersphere/bps'; window.bps = bps; document.title = 'ready'</script>`
+  const site = createServer((req, res) => {
+    if (req.url === '/bps.js') res.writeHead(200, { 'content-type': 'text/javascript' }).end(bundle)
+    else res.writeHead(200, { 'content-type': 'text/html' }).end(html)
+  })
+  await new Promise((ok) => site.listen(0, '127.0.0.1', ok))
+  const b = await chromium.launch({ executablePath: process.env.CHROMIUM_PATH || '/usr/bin/chromium', headless: true, args: ['--no-sandbox', '--disable-gpu'] })
+  try {
+    const page = await b.newPage()
+    await page.goto(`http://127.0.0.1:${site.address().port}/`)
+    await page.waitForFunction(() => document.title === 'ready')
+    r = await page.evaluate(`(${measure.toString()})(window.bps, ${JSON.stringify(cfg)})`)
+  } finally {
+    await b.close()
+    site.close()
+  }
+}
 const q = (xs, p) => [...xs].sort((a, b) => a - b)[Math.min(xs.length - 1, Math.floor(p * xs.length))]
 const fmt = (x) => `${x.toFixed(2)} ms`
-console.log(`js client: ${total.length}/${n} received; send()→receive p50 ${fmt(q(total, 0.5))} p99 ${fmt(q(total, 0.99))}; written→receive p50 ${fmt(q(wire, 0.5))} p99 ${fmt(q(wire, 0.99))}; signing p50 ${fmt(q(total, 0.5) - q(wire, 0.5))}`)
-await pub.close()
-await sub.close()
+console.log(
+  `js client (${browser ? 'Chromium' : 'Node'}): ${r.received}/${cfg.n} received; send()→receive p50 ${fmt(q(r.total, 0.5))} p99 ${fmt(q(r.total, 0.99))}; ` +
+    `written→receive p50 ${fmt(q(r.wire, 0.5))} p99 ${fmt(q(r.wire, 0.99))}; send() (signing) p50 ${fmt(q(r.signing, 0.5))} p99 ${fmt(q(r.signing, 0.99))}`,
+)

@@ -4,6 +4,7 @@ import { BpsError, HttpError } from './errors.js'
 import { postService } from './post.js'
 import { ServiceMessage } from './service.js'
 import { Session, SessionOptions } from './session.js'
+import { Signer } from './soc.js'
 import { Cohort } from './spec.js'
 
 export interface ClientOptions {
@@ -30,8 +31,12 @@ export class BpsClient {
     return new Session({ ...opts, api: this.api, peer: this.peer, cohort })
   }
 
-  /** A session publishing as key's address, signing here; it also receives the cohort's other publishers. */
-  publish(cohort: Cohort, key: PrivateKey | BytesLike, opts: Omit<Extra, 'resume'> = {}): Session {
+  /**
+   * A session publishing as key's address, signing here, or as a signer's
+   * (a Web Worker's, a wallet's session key: send with session.publish());
+   * it also receives the cohort's other publishers.
+   */
+  publish(cohort: Cohort, key: PrivateKey | BytesLike | Signer, opts: Omit<Extra, 'resume'> = {}): Session {
     return new Session({ ...opts, api: this.api, peer: this.peer, cohort, key })
   }
 
@@ -41,7 +46,7 @@ export class BpsClient {
    * node (Session.challenge); the admin's Session.setRoster, grant, revoke
    * and endStream do this for it.
    */
-  postService(cohort: Cohort, adminKey: PrivateKey | BytesLike, message: ServiceMessage, challenge: BytesLike): Promise<bigint> {
+  postService(cohort: Cohort, adminKey: PrivateKey | BytesLike | Signer, message: ServiceMessage, challenge: BytesLike): Promise<bigint> {
     return postService({ api: this.api, peer: this.peer, cohort, key: adminKey, message, challenge })
   }
 

@@ -1,25 +1,29 @@
-// Keys, signing, SOC and BMT, all bee-js's: this file only frames what
-// bee-js makes. bee-js exports its chunk functions as methods of Bee (its
-// package exports no deeper module), so one Bee serves as their holder; it
-// makes no request.
-import { Bee, Bytes, EthAddress, FeedIndex, Identifier, PrivateKey, PublicKey, Signature, Span } from '@ethersphere/bee-js'
+// Keys, keccak256, feed indices and signature recovery are bee-js's. The
+// signature is @noble/curves' secp256k1 (RFC 6979 nonces: bee's Go
+// signer's bytes, in well under a millisecond, where bee-js's JavaScript
+// secp256k1 takes 12-25 ms). The wrapped chunk's BMT address (hashing only
+// the segments that hold payload) and the SOC address are made here from
+// bee-js's keccak256; the unit tests compare both with bee-js's own. bee-js's
+// Bee, which holds its chunk functions as methods, is not used: a page's
+// bundle would carry Bee's whole HTTP API with it (75 KiB minified).
+import { Bytes, EthAddress, FeedIndex, PrivateKey, PublicKey, Signature, Span } from '@ethersphere/bee-js'
+import { secp256k1 } from '@noble/curves/secp256k1'
 import { BytesLike, concat, toBytes, utf8 } from './bytes.js'
 import { ValidationError } from './errors.js'
 import { randomBytes } from './platform.js'
 
-const chunks = new Bee('http://localhost:1633')
-
 /**
- * What signs for a session: any object that signs as bee-js's
- * PrivateKey.sign does — EIP-191 over keccak256(data), 65 bytes r ‖ s ‖ v —
- * as the Ethereum address it names: a wallet's session key, or a Web
- * Worker holding the key off the page's main thread (sign may then resolve
- * later). A bee-js PrivateKey or 32 key bytes are signers too.
+ * What signs for a session: any object that signs as signWithKey (bee's
+ * signer, bee-js's PrivateKey.sign) does — EIP-191 over keccak256(data),
+ * 65 bytes r ‖ s ‖ v — as the Ethereum address it names: a wallet's
+ * session key, or a Web Worker holding the key off the page's main thread
+ * (sign may then resolve later). A bee-js PrivateKey or 32 key bytes are
+ * signers too.
  */
 export interface Signer {
   /** The Ethereum address it signs as: 20 bytes, or hex. */
   address: BytesLike
-  /** Signs data as PrivateKey.sign does; 65 bytes r ‖ s ‖ v, or a promise of them. */
+  /** Signs data as signWithKey does; 65 bytes r ‖ s ‖ v, or a promise of them. */
   sign(data: Uint8Array): Uint8Array | Promise<Uint8Array>
 }
 
@@ -34,14 +38,35 @@ export function isSigner(key: unknown): key is Signer {
   return typeof key === 'object' && key !== null && !(key instanceof PrivateKey) && !(key instanceof Uint8Array) && typeof (key as Signer).sign === 'function' && 'address' in key
 }
 
-/** Holds a key or a signer: a key's address is derived once, and it signs with bee-js. */
+/** Holds a key or a signer: a key's address is derived once, and it signs with signWithKey. */
 export function toSigner(key: PrivateKey | BytesLike | Signer): HeldSigner {
   if (isSigner(key)) {
     const s = key
     return { address: toBytes(s.address, 20, 'signer.address'), sign: (d) => s.sign(d) }
   }
   const k = toKey(key)
-  return { address: ownerOf(k), sign: (d) => k.sign(d).toUint8Array() }
+  const secret = k.toUint8Array()
+  return { address: ownerOf(k), sign: (d) => signWithKey(secret, d) }
+}
+
+/** EIP-191's prefix of a 32-byte message, as bee's signer and bee-js's PrivateKey.sign put it. */
+const eip191 = utf8('\x19Ethereum Signed Message:\n32')
+
+/**
+ * Signs data as bee's signer (and bee-js's PrivateKey.sign) does: ECDSA on
+ * secp256k1 over keccak256(EIP-191 prefix ‖ keccak256(data)), 65 bytes
+ * r ‖ s ‖ v with s low and v = 27 + the recovery id. The nonce is RFC 6979's
+ * (@noble/curves), as bee's Go signer's (btcec): the same bytes as the node
+ * signs for the same key and data. bee-js's own signer derives its nonce
+ * otherwise (another valid signature of the same digest, which recovers to
+ * the same owner) and is 20-40 times slower.
+ */
+export function signWithKey(secret: Uint8Array, data: Uint8Array): Uint8Array {
+  const sig = secp256k1.sign(keccak(eip191, keccak(data)), secret, { lowS: true })
+  const out = new Uint8Array(65)
+  out.set(sig.toCompactRawBytes())
+  out[64] = 27 + sig.recovery
+  return out
 }
 
 /** A key as bee-js's PrivateKey (32 bytes, or hex). */
@@ -70,17 +95,21 @@ export interface SignedSOC {
 
 /**
  * The Ethereum address of each key this client signs with, derived once:
- * bee-js derives the public key anew at each call, and a SOC needs the
- * owner's address for its own address. Weak: a key no longer used is
- * forgotten with it.
+ * a SOC needs the owner's address for its own address. Weak: a key no
+ * longer used is forgotten with it.
  */
 const owners = new WeakMap<PrivateKey, Uint8Array>()
 
-/** The key's Ethereum address, derived once per key. */
+/**
+ * The key's Ethereum address, derived once per key: keccak256 of the
+ * uncompressed public key (@noble/curves' point, without its 0x04 prefix),
+ * its last 20 bytes — bee-js's PublicKey.address, without bee-js's
+ * JavaScript point multiplication.
+ */
 export function ownerOf(key: PrivateKey): Uint8Array {
   let a = owners.get(key)
   if (!a) {
-    a = key.publicKey().address().toUint8Array()
+    a = keccak(secp256k1.getPublicKey(key.toUint8Array(), false).subarray(1)).slice(12)
     owners.set(key, a)
   }
   return a
@@ -88,11 +117,10 @@ export function ownerOf(key: PrivateKey): Uint8Array {
 
 /**
  * Wraps payload in a content-addressed chunk and signs it as the SOC (id,
- * key), with bee-js: the chunk's BMT address by bee-js, one signature by
- * bee-js's PrivateKey.sign over id ‖ that address (the SOC digest bee
- * checks), and the SOC address keccak256(id ‖ owner) with the owner's
- * address derived once per key — where bee-js's toSingleOwnerChunk derives
- * the public key twice a chunk.
+ * key): the chunk's BMT address (chunkAddress), one signature (signWithKey) over
+ * id ‖ that address (the SOC digest bee checks), and the SOC address
+ * keccak256(id ‖ owner) with the owner's address derived once per key —
+ * where bee-js's toSingleOwnerChunk derives the public key twice a chunk.
  */
 export function signSOC(key: PrivateKey, id: Uint8Array, payload: Uint8Array): SignedSOC {
   return signSOCWith(toSigner(key), id, payload) as SignedSOC
@@ -106,16 +134,16 @@ export function signSOCWith(signer: HeldSigner, id: Uint8Array, payload: Uint8Ar
   if (payload.length < 1 || payload.length > 4096) {
     throw new ValidationError(`payload of ${payload.length} bytes: a chunk holds 1 to 4096`)
   }
-  const cac = chunks.makeContentAddressedChunk(payload)
-  const wrappedAddress = cac.address.toUint8Array()
+  const span = Span.fromBigInt(BigInt(payload.length)).toUint8Array()
+  const wrappedAddress = chunkAddress(span, payload)
   const make = (signature: Uint8Array): SignedSOC => {
     if (signature.length !== 65) throw new ValidationError(`signer: a signature is 65 bytes, got ${signature.length}`)
     return {
       address: keccak(id, signer.address),
       identifier: id.slice(),
       signature,
-      span: cac.span.toUint8Array(),
-      payload: cac.payload.toUint8Array(),
+      span,
+      payload: payload.slice(),
       wrappedAddress,
     }
   }
@@ -123,16 +151,46 @@ export function signSOCWith(signer: HeldSigner, id: Uint8Array, payload: Uint8Ar
   return sig instanceof Uint8Array ? make(sig) : Promise.resolve(sig).then((s) => make(new Uint8Array(s)))
 }
 
-/** The SOC address keccak256(id ‖ owner), with bee-js. */
+/** The SOC address keccak256(id ‖ owner) (bee-js's calculateSingleOwnerChunkAddress, which the unit tests compare it with). */
 export function socAddress(id: BytesLike, owner: BytesLike): Uint8Array {
-  return chunks
-    .calculateSingleOwnerChunkAddress(new Identifier(toBytes(id, 32, 'id')), new EthAddress(toBytes(owner, 20, 'owner')))
-    .toUint8Array()
+  return keccak(toBytes(id, 32, 'id'), toBytes(owner, 20, 'owner'))
 }
 
-/** The address of the content-addressed chunk span ‖ payload (bee's BMT), with bee-js. */
+/**
+ * The address of the content-addressed chunk span ‖ payload: keccak256(span
+ * ‖ BMT root), the BMT root over the payload zero-padded to 4096 bytes (128
+ * segments of 32, pairs hashed with keccak256 up to one). A subtree of
+ * padding alone has the same hash at every place of its level, so it is
+ * hashed once (zeroHash) and only the segments that hold payload are: 8
+ * hashes for a payload of up to 32 bytes, where bee-js's
+ * makeContentAddressedChunk hashes all 128 (1-1.5 ms a chunk). The unit tests
+ * compare it with bee-js's for payloads of every length.
+ */
 export function chunkAddress(span: Uint8Array, payload: Uint8Array): Uint8Array {
-  return chunks.makeContentAddressedChunk(payload, new Span(span)).address.toUint8Array()
+  if (payload.length > 4096) throw new ValidationError(`payload of ${payload.length} bytes: a chunk holds at most 4096`)
+  let level: Uint8Array[] = []
+  for (let i = 0; i < Math.max(1, Math.ceil(payload.length / 32)); i++) {
+    const seg = new Uint8Array(32)
+    seg.set(payload.subarray(i * 32, i * 32 + 32))
+    level.push(seg)
+  }
+  for (let depth = 0; depth < 7; depth++) {
+    const up: Uint8Array[] = []
+    for (let i = 0; i < level.length; i += 2) up.push(keccak(level[i], level[i + 1] ?? zeroHash(depth)))
+    level = up
+  }
+  return keccak(span, level[0])
+}
+
+/** The BMT hash of a subtree of zeros, by its depth (0: a segment of 32 zero bytes). */
+const zeroHashes: Uint8Array[] = [new Uint8Array(32)]
+
+function zeroHash(depth: number): Uint8Array {
+  while (zeroHashes.length <= depth) {
+    const z = zeroHashes[zeroHashes.length - 1]
+    zeroHashes.push(keccak(z, z))
+  }
+  return zeroHashes[depth]
 }
 
 /** keccak256 of the parts, concatenated. */

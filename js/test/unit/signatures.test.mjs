@@ -1,0 +1,84 @@
+// The client's signatures are bee's signer's, byte for byte: signWithKey
+// (@noble/curves, RFC 6979) against vectors made by bee's Go signer
+// (signatures.json, kept honest by pkg/wsclient's TestJSSignatureVectors),
+// and against bee-js, which recovers the same owner from them.
+import assert from 'node:assert/strict'
+import { readFileSync } from 'node:fs'
+import { test } from 'node:test'
+import { PrivateKey, Signature } from '@ethersphere/bee-js'
+import { addressOf, signSOC, signWithKey } from '../../dist/esm/index.js'
+
+const hex = (b) => Buffer.from(b).toString('hex')
+const unhex = (s) => new Uint8Array(Buffer.from(s, 'hex'))
+const vectors = JSON.parse(readFileSync(new URL('./signatures.json', import.meta.url), 'utf8'))
+
+test('signWithKey signs as bee\'s Go signer, byte for byte (32 vectors)', () => {
+  assert.equal(vectors.length, 32)
+  const vs = new Set()
+  for (const v of vectors) {
+    const sig = signWithKey(unhex(v.key), unhex(v.data))
+    assert.equal(hex(sig), v.signature, `key ${v.key}, data of ${v.data.length / 2} bytes`)
+    vs.add(sig[64])
+  }
+  assert.deepEqual([...vs].sort(), [27, 28], 'the vectors hold both recovery ids')
+})
+
+test('a key signs, and its address is derived, as bee-js reads them', () => {
+  for (const v of vectors.slice(0, 8)) {
+    const key = new PrivateKey(v.key)
+    assert.equal(addressOf(key).toHex(), v.address)
+    const data = unhex(v.data)
+    const sig = new Signature(signWithKey(unhex(v.key), data))
+    assert.equal(sig.recoverPublicKey(data).address().toHex(), v.address, 'bee-js recovers the owner')
+    assert.ok(sig.isValid(data, v.address))
+    // bee-js's own signer picks another nonce: another valid signature of the same digest.
+    assert.ok(key.sign(data).isValid(data, v.address))
+  }
+})
+
+test('signSOC: the SOC\'s owner is the key\'s address, derived once, as bee-js derives it', () => {
+  const v = vectors[3]
+  const key = new PrivateKey(v.key)
+  const id = unhex('11'.repeat(32))
+  for (const payload of ['a', 'b']) {
+    const soc = signSOC(key, id, new TextEncoder().encode(payload))
+    const signed = new Uint8Array([...id, ...soc.wrappedAddress])
+    assert.equal(new Signature(soc.signature).recoverPublicKey(signed).address().toHex(), v.address)
+  }
+})
+
+test('signWithKey refuses a key out of range', () => {
+  assert.throws(() => signWithKey(new Uint8Array(32), new Uint8Array(1)))
+  assert.throws(() => signWithKey(unhex('ff'.repeat(32)), new Uint8Array(1)))
+})
+
+test('chunkAddress is bee-js\'s BMT address, for payloads of every length class', async () => {
+  const { chunkAddress } = await import('../../dist/esm/soc.js')
+  const { Bee } = await import('@ethersphere/bee-js')
+  const bee = new Bee('http://localhost:1633') // holds bee-js's chunk functions; makes no request
+  const lengths = new Set()
+  for (let n = 1; n <= 130; n++) lengths.add(n)
+  for (let k = 5; k <= 128; k++) for (const n of [k * 32 - 1, k * 32, k * 32 + 1]) if (n <= 4096) lengths.add(n)
+  let seed = 1
+  for (const n of lengths) {
+    const payload = Uint8Array.from({ length: n }, () => (seed = (seed * 1103515245 + 12345) & 0x7fffffff) & 0xff)
+    const cac = bee.makeContentAddressedChunk(payload)
+    assert.equal(hex(chunkAddress(cac.span.toUint8Array(), payload)), cac.address.toHex(), `a payload of ${n} bytes`)
+  }
+  // A span other than the payload's length (a chunk of a file's tree) is hashed as given.
+  const payload = new Uint8Array(64).fill(9)
+  const span = unhex('0020000000000000')
+  const { Span } = await import('@ethersphere/bee-js')
+  assert.equal(hex(chunkAddress(span, payload)), bee.makeContentAddressedChunk(payload, new Span(span)).address.toHex())
+  assert.throws(() => chunkAddress(span, new Uint8Array(4097)))
+})
+
+test('socAddress is bee-js\'s SOC address', async () => {
+  const { socAddress } = await import('../../dist/esm/index.js')
+  const { Bee, EthAddress, Identifier } = await import('@ethersphere/bee-js')
+  const bee = new Bee('http://localhost:1633')
+  for (const v of vectors.slice(0, 4)) {
+    const id = unhex(v.key) // any 32 bytes
+    assert.equal(hex(socAddress(id, v.address)), bee.calculateSingleOwnerChunkAddress(new Identifier(id), new EthAddress(v.address)).toHex())
+  }
+})
