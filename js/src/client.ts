@@ -41,7 +41,7 @@ export class BpsClient {
    * node (Session.challenge); the admin's Session.setRoster, grant, revoke
    * and endStream do this for it.
    */
-  postService(cohort: Cohort, adminKey: PrivateKey | BytesLike, message: ServiceMessage, challenge: BytesLike): Promise<bigint> {
+  postService(cohort: Cohort, adminKey: PrivateKey | BytesLike | Signer, message: ServiceMessage, challenge: BytesLike): Promise<bigint> {
     return postService({ api: this.api, peer: this.peer, cohort, key: adminKey, message, challenge })
   }
 

@@ -1,5 +1,5 @@
 // @ethersphere/bps: a client of a BPS node's WebSocket API (/pubsub), for
-// Node and browsers. Keys, signing, SOCs and BMT are bee-js's.
+// Node and browsers. Keys, SOCs and BMT are bee-js's; signatures @noble/curves'.
 export { BpsClient } from './client.js'
 export type { ClientOptions } from './client.js'
 export { Session } from './session.js'
@@ -16,7 +16,7 @@ export type { ServiceMessage } from './service.js'
 export { channelId, encodeRoster, inboundFrame, Kind, kindId, kindName, kindPrefix, MAX_INDEX, sessionId, sessionTopic, signChunk, socData } from './sessionfeed.js'
 export type { KindName } from './sessionfeed.js'
 export { FeedCursor, FeedCursors, HELD, WINDOW } from './cursor.js'
-export { addressOf, feedId, mineOwnerId, PO_MIN, proximity, signSOC, socAddress } from './soc.js'
+export { addressOf, feedId, mineOwnerId, PO_MIN, proximity, signSOC, signWithKey, socAddress } from './soc.js'
 export type { SignedSOC, Signer } from './soc.js'
 export { parseFrame } from './json.js'
 export { decodeMessage } from './frames.js'

@@ -812,12 +812,12 @@ export class Session extends Emitter<SessionEvents> {
 
   /**
    * Whether the session sends its AUTH now (explicit authorship): it holds
-   * a challenge it has not claimed with, or it was told to wait (revoked,
-   * not admitted), and its address is the admin's or on the roster it knows.
+   * a challenge it has not claimed with (or a roster revoked it since), and
+   * its address is the admin's or on the roster it knows.
    */
   private claimsNow(): boolean {
     if (!this.key || !explicit(this.cohort) || !this._challenge) return false
-    if (this.authSentFor === this.challengeHex && this._state !== 'waiting') return false
+    if (this.authSentFor === this.challengeHex) return false
     return this.addr === hex(this.cohort.admin!) || this.roster.has(this.addr!)
   }
 
@@ -871,14 +871,17 @@ export class Session extends Emitter<SessionEvents> {
 
   /** Takes a service event as the latest of its kind: the roster and its index, the end. */
   private takeService(e: ServiceEvent): void {
+    for (const p of e.publishers) this.candidates.add(p)
     if (e.kind === 'EOS') {
       this.ended = true
+      this.service = e
     } else if (this.rosterIndex === undefined || e.index >= this.rosterIndex) {
+      if (!this.ended) this.service = e
       this.rosterIndex = e.index
       this.roster = new Set(e.publishers)
+      // Revoked: a later roster naming the address is claimed again.
+      if (this.addr && !this.roster.has(this.addr) && this.addr !== hex(this.cohort.admin ?? new Uint8Array(0))) this.authSentFor = undefined
     }
-    for (const p of e.publishers) this.candidates.add(p)
-    if (!this.service || e.kind === 'EOS' || this.service.kind !== 'EOS') this.service = e
   }
 
   /**
@@ -887,8 +890,9 @@ export class Session extends Emitter<SessionEvents> {
    * its node (POST /pubsub/{topic}/service), which sends it on this
    * session's stream. A ROSTER's index defaults to one past the latest
    * roster the session knows (0 first); EOS is at 0. If the node answers
-   * 409 (the stream was replaced meanwhile), it is signed again under the
-   * next challenge and posted once more. Resolves with the index.
+   * 409 "no admin stream with this challenge" (the stream was replaced
+   * meanwhile), it is signed again under the next challenge and posted once
+   * more. Resolves with the index.
    */
   postService(m: Omit<ServiceMessage, 'index'> & { index?: bigint | number | string }): Promise<bigint> {
     const run = async () => {
@@ -904,7 +908,9 @@ export class Session extends Emitter<SessionEvents> {
           await postService({ api: this.api, peer: this.peer, cohort: this.o.cohort, key: this.key, challenge, message })
           break
         } catch (e) {
-          if (!(e instanceof HttpError && e.status === 409) || attempt > 0) throw e
+          // Only the stream replaced is worth another signature; a stale
+          // index (a roster the node holds a later one of) is the caller's.
+          if (!(e instanceof HttpError && e.status === 409 && /no admin stream/.test(e.nodeMessage)) || attempt > 0) throw e
           if (this.challengeHex === challenge) await this.waitFor('challenge', undefined, 30_000)
         }
       }

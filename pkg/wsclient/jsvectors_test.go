@@ -49,12 +49,12 @@ func TestJSSignatureVectors(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		// Data of every length a client signs: a claim preimage (84 bytes), a SOC digest
-		// (64), and others, from 0 to 95 bytes.
+		// Data of every length from 0 to 95 bytes, among them a SOC digest's
+		// preimage (64: id ‖ wrapped address).
 		data := bytes.Repeat([]byte{byte(i)}, (i*37)%96)
 		signer := crypto.NewDefaultSigner(key)
-		// A client signs keccak256 of what it is given (a SOC's id ‖ wrapped address,
-		// a claim's preimage), as bee signs a SOC's and a claim's digest.
+		// A client signs keccak256 of what it is given (a SOC's id ‖ wrapped
+		// address), as bee signs a SOC's digest.
 		digest, err := crypto.LegacyKeccak256(data)
 		if err != nil {
 			t.Fatal(err)

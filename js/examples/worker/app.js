@@ -66,7 +66,8 @@ async function run() {
   let key
   if (mode === 'worker') key = await workerSigner(new Worker(new URL('./signer.worker.js', import.meta.url), { type: 'module' }))
   else key = crypto.getRandomValues(new Uint8Array(32))
-  // The publisher's session first (the worker answers its claim), then the reader's.
+  // The reader's session first, then the publisher's (the worker signs its AUTH
+  // under each challenge the node sends).
   const admin = mode === 'worker' ? key.address : addressOf(key).toHex()
   show('me', admin)
   const cohort = { topic: `ticker-${admin}-${Date.now()}`, binding: 'feed', admin }

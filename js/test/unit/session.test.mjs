@@ -3,9 +3,8 @@
 import assert from 'node:assert/strict'
 import { test } from 'node:test'
 import { PrivateKey } from '@ethersphere/bee-js'
-import { anchorTopic, CloseError, FeedCursors, HttpError, Kind, kindId, Session, SignError, socAddress, StateError, ValidationError } from '../../dist/esm/index.js'
+import { anchorTopic, CloseError, FeedCursors, HttpError, Kind, kindId, Session, SignError, signWithKey, socAddress, StateError, ValidationError } from '../../dist/esm/index.js'
 import { go } from './govectors.mjs'
-import { rfc6979Signer } from './rfc6979.mjs'
 
 const hex = (b) => Buffer.from(b).toString('hex')
 const key = new PrivateKey('4f3edf983ac636a65a842ce7c78d9aa706d3b113bce9c46f30d7d21715b23b1d')
@@ -228,8 +227,13 @@ test('a node that refuses the cursor (no storage): the subscriber reconnects liv
 // the vectors' key, topic and challenge: what the session sends is the Go
 // bytes.
 const seq = (b) => Uint8Array.from({ length: 32 }, (_, i) => b + i)
-const rfc = rfc6979Signer(seq(0x01))
-const owner = hex(rfc.address)
+// The vectors' key, 0x0102…20: the PrivateKey itself (the client signs
+// with signWithKey), and a signer object holding the same key as a Web
+// Worker would, signing with the same function.
+const vsecret = seq(0x01)
+const vkey = new PrivateKey(vsecret)
+const owner = vkey.publicKey().address().toHex()
+const vsigner = { address: owner, sign: (data) => signWithKey(vsecret, data) }
 const vtopic = hex(seq(0x00))
 const ch1 = hex(seq(0x20))
 const ch2 = hex(seq(0x40))
@@ -241,7 +245,7 @@ const frameKind = (f) => f[0]
 const frameId = (f) => hex(f.subarray(9, 41))
 
 function vsession(d, o = {}) {
-  return new Session({ api: 'http://127.0.0.1:1', peer: 'cd'.repeat(32), cohort: { topic: vtopic, binding: 'feed', admin: owner }, key: rfc, transport: d.transport, feedCursors: new FeedCursors(), ...o })
+  return new Session({ api: 'http://127.0.0.1:1', peer: 'cd'.repeat(32), cohort: { topic: vtopic, binding: 'feed', admin: owner }, key: vkey, transport: d.transport, feedCursors: new FeedCursors(), ...o })
 }
 
 async function closeAll(...pairs) {
@@ -321,7 +325,7 @@ test('a challenge for another address or topic is not signed: the session ends',
 test('a rejoin: a new challenge, a new AUTH first; a frame the node found stale is re-signed at its index under it, before later ones', async () => {
   const d = driver()
   // A signer that answers later (a Web Worker): the same key.
-  const worker = { address: rfc.address, sign: (data) => new Promise((r) => setTimeout(() => r(rfc.sign(data)), 2)) }
+  const worker = { address: vsigner.address, sign: (data) => new Promise((r) => setTimeout(() => r(vsigner.sign(data)), 2)) }
   const s = vsession(d, { key: worker })
   const c = await d.conn()
   let authed = s.waitFor('auth')
@@ -358,6 +362,47 @@ test('a rejoin: a new challenge, a new AUTH first; a frame the node found stale 
   await closeAll([s, c])
 })
 
+test('a signer that answers later (a Web Worker, a wallet): the AUTH and publish() wait for it, frames in call order, the bytes the key itself signs', async () => {
+  // Moved from rev 3 (the claim-request answered by a slow signer): under
+  // Rev 8 the claim is the AUTH, the first frame after the challenge
+  // (docs/api.md "Publishing session", step 3), signed like every chunk.
+  const d = driver()
+  // The worker: the same key, signing as the client does (signWithKey) on
+  // a later turn, out of order.
+  let n = 0
+  const worker = { address: owner, sign: (data) => new Promise((r) => setTimeout(() => r(signWithKey(vsecret, data)), n++ % 2 === 0 ? 20 : 1)) }
+  const s = vsession(d, { key: worker, index: 5 })
+  assert.equal(s.addr, owner)
+  const c = await d.conn()
+  const authed = s.waitFor('auth')
+  challengeFrame(c, ch1, 1)
+  assert.equal(c.sent.length, 0, 'nothing before the signer answers')
+  await authed
+  // The same key itself, in a session of its own (its own feed cursors).
+  const sync = vsession(d, { index: 5 })
+  const cs = await d.conn()
+  const syncAuthed = sync.waitFor('auth')
+  challengeFrame(cs, ch1, 1)
+  await syncAuthed
+  assert.equal(c.sent.length, 1)
+  assert.equal(hex(c.sent[0]), hex(cs.sent[0]), 'the same AUTH as the key itself')
+  assert.equal(hex(c.sent[0]), '02' + '0000000000000000' + go.auth, 'the Go AUTH')
+
+  pubReady(c, ch1, 1)
+  assert.throws(() => s.send('now'), (e) => e instanceof StateError && /publish\(\)/.test(e.message))
+  const sent = await Promise.all([s.publish('bps rev 8'), s.publish('b'), s.publish('c')])
+  assert.deepEqual(sent.map((x) => x.index), [5n, 6n, 7n])
+  const frames = c.sent.slice(1)
+  assert.deepEqual(frames.map((f) => [frameKind(f), frameIndex(f)]), [[Kind.DATA, 5n], [Kind.DATA, 6n], [Kind.DATA, 7n]], 'sent in call order')
+  assert.deepEqual(frames.map(frameId), [5n, 6n, 7n].map((i) => hex(kindId(Kind.DATA, seq(0x00), seq(0x20), i))))
+  pubReady(cs, ch1, 1)
+  const want = sync.send('bps rev 8')
+  assert.equal(hex(frames[0].subarray(9 + 32, 9 + 32 + 65)), hex(want.signature), 'the signature the key makes')
+  assert.equal(hex(frames[0]), hex(cs.sent[1]), 'the same frame as the key itself')
+  assert.equal(hex(frames[0]), '01' + '0000000000000005' + go.data, 'the Go DATA')
+  await closeAll([s, c], [sync, cs])
+})
+
 test('an address the roster does not name waits; a roster naming it is the cue to send the AUTH; revoked and granted again, it claims again', async () => {
   const d = driver()
   const alice = '99'.repeat(20)
@@ -381,6 +426,15 @@ test('an address the roster does not name waits; a roster naming it is the cue t
   assert.equal(c.sent.length, 2, 'nothing on revocation')
   text(c, { type: 'service', kind: 'ROSTER', index: 2, publishers: [owner], gap: false })
   assert.equal(hex(c.sent[2]), hex(c.sent[0]), 'the AUTH again on the stream it holds')
+  pubReady(c, ch1, 1)
+  // Revoked and granted again before the node's waiting frame: claimed again all the same.
+  text(c, { type: 'service', kind: 'ROSTER', index: 3, publishers: [], gap: false })
+  text(c, { type: 'service', kind: 'ROSTER', index: 4, publishers: [owner], gap: false })
+  assert.equal(c.sent.length, 4)
+  assert.equal(hex(c.sent[3]), hex(c.sent[0]))
+  // An older roster, late: not taken.
+  text(c, { type: 'service', kind: 'ROSTER', index: 2, publishers: [], gap: false })
+  assert.deepEqual(s.latestService.publishers, [owner])
   await closeAll([s, c])
 
   // A roster the session knows before the challenge: the AUTH at once.
@@ -460,7 +514,7 @@ test('the admin posts a ROSTER and EOS signed under its stream\'s challenge; a 4
 
   // The stream is replaced meanwhile: the node answers 409; the roster is
   // signed again under the next challenge and posted once more.
-  answers.push([409, '{"code":409,"message":"no admin stream with this challenge"}'])
+  answers.push([409, '{"code":409,"message":"no admin stream with this challenge: the admin\'s stream was joined again: sign under the latest challenge frame"}'])
   const granted = s.grant('33'.repeat(20))
   while (posts.length < 2) await new Promise((r) => setTimeout(r, 1))
   challengeFrame(c, ch2, 2)
@@ -470,14 +524,19 @@ test('the admin posts a ROSTER and EOS signed under its stream\'s challenge; a 4
   assert.equal(posts[2].body.soc.slice(0, 64), hex(kindId(Kind.ROSTER, seq(0x00), seq(0x40), 2n)))
 
   pubReady(c, ch2, 2)
+  // A stale roster index is the caller's: not signed again.
+  answers.push([409, '{"code":409,"message":"stale service index 1: this node holds the admin\'s rosters up to index 2; the next is 3"}'])
+  await assert.rejects(s.setRoster([]), (e) => e.status === 409 && /stale service index/.test(e.nodeMessage))
+  assert.equal(posts.length, 4, 'posted once')
+  answers.push([200, '{"index":0}'])
   assert.equal(await s.endStream(), 0n)
-  assert.deepEqual({ ...posts[3].body, soc: posts[3].body.soc.slice(0, 64) }, { kind: 'EOS', index: 0, challenge: ch2, soc: hex(kindId(Kind.EOS, seq(0x00), seq(0x40), 0n)) })
+  assert.deepEqual({ ...posts[4].body, soc: posts[4].body.soc.slice(0, 64) }, { kind: 'EOS', index: 0, challenge: ch2, soc: hex(kindId(Kind.EOS, seq(0x00), seq(0x40), 0n)) })
 
   // Not the admin: refused before anything is signed.
   const bob = vsession(d, { cohort: { topic: vtopic, binding: 'feed', admin: '99'.repeat(20) } })
   const bc = await d.conn()
   await assert.rejects(bob.setRoster([]), /only the admin's publishing session/)
-  assert.equal(posts.length, 4)
+  assert.equal(posts.length, 5)
   await closeAll([s, c], [bob, bc])
 })
 
@@ -487,7 +546,7 @@ test('a publication still signing when the connection drops goes out on the next
   const gate = new Promise((r) => (release = r))
   let calls = 0
   // The second signature (the DATA's) waits for the test; the AUTHs do not.
-  const worker = { address: rfc.address, sign: async (data) => (++calls === 2 ? gate.then(() => rfc.sign(data)) : rfc.sign(data)) }
+  const worker = { address: vsigner.address, sign: async (data) => (++calls === 2 ? gate.then(() => vsigner.sign(data)) : vsigner.sign(data)) }
   const s = vsession(d, { key: worker, reconnect: { initialDelay: 1, maxDelay: 2 } })
   const c1 = await d.conn()
   const a1 = s.waitFor('auth')
