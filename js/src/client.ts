@@ -4,6 +4,7 @@ import { BpsError, HttpError } from './errors.js'
 import { postService } from './post.js'
 import { ServiceMessage } from './service.js'
 import { Session, SessionOptions } from './session.js'
+import { Signer } from './soc.js'
 import { Cohort } from './spec.js'
 
 export interface ClientOptions {
@@ -30,8 +31,12 @@ export class BpsClient {
     return new Session({ ...opts, api: this.api, peer: this.peer, cohort })
   }
 
-  /** A session publishing as key's address, signing here; it also receives the cohort's other publishers. */
-  publish(cohort: Cohort, key: PrivateKey | BytesLike, opts: Omit<Extra, 'resume'> = {}): Session {
+  /**
+   * A session publishing as key's address, signing here, or as a signer's
+   * (a Web Worker's, a wallet's session key: send with session.publish());
+   * it also receives the cohort's other publishers.
+   */
+  publish(cohort: Cohort, key: PrivateKey | BytesLike | Signer, opts: Omit<Extra, 'resume'> = {}): Session {
     return new Session({ ...opts, api: this.api, peer: this.peer, cohort, key })
   }
 
