@@ -117,6 +117,7 @@ describe('pages under load and on a flaky network, full nodes', { skip, timeout:
               window.s.send(`update ${window.sent}`)
               window.sent++
             } catch (e) {
+              window.tickerError = String(e)
               return fail(e)
             }
           }
@@ -127,7 +128,11 @@ describe('pages under load and on a flaky network, full nodes', { skip, timeout:
     }, n)
   const sentSoFar = (p) => p.page.evaluate(() => window.sent)
   /** Resolves once the page's publisher sent at least n. */
-  const untilSent = (p, n) => p.page.waitForFunction((n) => window.sent >= n, n, { timeout: 60_000 })
+  const untilSent = (p, n) =>
+    p.page.waitForFunction((n) => window.sent >= n, n, { timeout: 60_000 }).catch(async (e) => {
+      const [sent, state, log, err] = await p.page.evaluate(() => [window.sent, window.s.state, window.log, window.tickerError])
+      throw new Error(`${e.message}: the publisher sent ${sent} of ${n}${err ? ` and stopped: ${err}` : ''}, its session ${state}, it saw ${JSON.stringify(log)}`)
+    })
 
   test("the reader's connection drops and comes back: it resumes at its cursor, every update once", { timeout: 180_000 }, async (t) => {
     await usableStamp(A)
