@@ -136,17 +136,24 @@ func replayOf(join *pb.Join) time.Duration {
 
 // replayMs is the replay this subscription asks of a parent it attaches
 // to: none unless it is repairing — it lost a parent it has not replaced
-// (repairlog.go) — and took something before; then the time since its last
-// delivery and replaySlack, at most replayAge. A node that still has a
-// parent asks too: that parent may hang on the node that died as well.
+// (repairlog.go) — and took something before; then the time since it lost
+// that parent or took its last delivery, whichever came first, and
+// replaySlack, at most replayAge. A node that still has a parent asks too:
+// that parent may hang on the node that died as well; and one whose sister
+// kept delivering (the lazy one taking over) may miss what the dead parent
+// had in flight, a hole before its last delivery.
 func (sub *Subscription) replayMs() uint32 {
 	sub.mu.Lock()
-	repairing := !sub.pstate.cut.IsZero()
+	cut := sub.pstate.cut
 	sub.mu.Unlock()
 	last := sub.lastTake.Load()
-	if !repairing || last == 0 {
+	if cut.IsZero() || last == 0 {
 		return 0
 	}
-	d := min(time.Since(time.Unix(0, last))+replaySlack, replayAge)
+	from := time.Unix(0, last)
+	if cut.Before(from) {
+		from = cut
+	}
+	d := min(time.Since(from)+replaySlack, replayAge)
 	return uint32(d / time.Millisecond)
 }
