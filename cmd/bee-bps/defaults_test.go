@@ -49,13 +49,15 @@ func TestNodeDefaults(t *testing.T) {
 			QueueLen:            d.QueueLen,
 		},
 		Timing: bps.Timing{
-			Inactivity:    d.Inactivity,
-			ClaimDeadline: d.ClaimDeadline,
+			Inactivity:      d.Inactivity,
+			ClaimDeadline:   d.ClaimDeadline,
+			RevocationGrace: d.RevocationGrace,
 		},
 		Tree: bps.Tree{
 			RelayCapacity: d.RelayCapacity,
 			NoLazyPush:    d.NoLazyPush,
 		},
+		Wire: d.Wire,
 	}
 	if !reflect.DeepEqual(o, want) {
 		t.Errorf("bee-bps's default options %+v, want bps.NodeOptions' %+v", o, want)

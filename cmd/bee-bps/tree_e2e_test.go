@@ -130,11 +130,13 @@ func TestDevClusterTree(t *testing.T) {
 		t.Fatalf("publish on node %d: %v", deepest, err)
 	}
 	t.Cleanup(func() { _ = pub.Close() })
+	var next uint64 // the author's feed index: every chunk is a session-feed update (SWIP-74 Rev 8)
 	say := func(what string, skip ...int) {
 		t.Helper()
-		if err := pub.SendSOC(author.signer, swip60Topic(what), []byte(what)); err != nil {
+		if err := pub.SendUpdate(author.signer, next, []byte(what)); err != nil {
 			t.Fatal(err)
 		}
+		next++
 		for i := 1; i < len(cl.Nodes); i++ {
 			if slices.Contains(skip, i) {
 				continue

@@ -380,10 +380,28 @@ func (r rootRole) release(from *member, chs [][]byte) {
 		if _, ok := from.leases[string(ch)]; ok {
 			delete(from.leases, string(ch))
 			if l, ok := c.issued[string(ch)]; ok && l.via == from {
-				delete(c.issued, string(ch))
+				delete(c.issued, string(ch)) // the stream it was leased for ended
 			}
 		}
 	}
+}
+
+// holdsLease is a child stream of c other than except that still records
+// lease ch (a Route up another path), or is the stream it was leased for;
+// nil if none. The caller holds c.mu.
+func (c *cohort) holdsLease(ch string, except *member) *member {
+	for o := range c.children {
+		if o == except {
+			continue
+		}
+		if _, ok := o.leases[ch]; ok {
+			return o
+		}
+		if !o.listen && string(o.challenge) == ch {
+			return o
+		}
+	}
+	return nil
 }
 
 // lease passes a child's Lease rootward; the answer comes back through
@@ -417,7 +435,9 @@ func (rl *relay) release(from *member, chs [][]byte) {
 	for _, ch := range chs {
 		if _, ok := from.leases[string(ch)]; ok {
 			delete(from.leases, string(ch))
-			gone = append(gone, ch)
+			if c.holdsLease(string(ch), from) == nil {
+				gone = append(gone, ch)
+			}
 		}
 	}
 	c.mu.Unlock()
@@ -430,19 +450,27 @@ func (rl *relay) release(from *member, chs [][]byte) {
 func (c *cohort) leasesGone(m *member) [][]byte {
 	chs := slices.Collect(maps.Keys(m.leases))
 	if _, ok := c.role.(rootRole); ok {
+		// A path lost, not the stream ended (that is a Release): a lease
+		// another child stream still routes lives on through it, so that a
+		// publisher's second path carries it when the first one's relay
+		// dies (SWIP-61 item 6).
 		for _, ch := range chs {
 			if l, ok := c.issued[ch]; ok && l.via == m {
-				delete(c.issued, ch)
+				if o := c.holdsLease(ch, m); o != nil {
+					l.via = o
+					c.issued[ch] = l
+				} else {
+					delete(c.issued, ch)
+				}
 			}
 		}
 		return nil
 	}
-	out := make([][]byte, 0, len(chs)+1)
-	for _, ch := range chs {
-		out = append(out, []byte(ch))
-	}
+	// At a relay only the end of a stream leased here ends its lease: a
+	// child that carried others' leases is a path lost, and the root keeps
+	// them for the paths that remain.
 	if !m.listen {
-		out = append(out, m.challenge)
+		return [][]byte{m.challenge}
 	}
-	return out
+	return nil
 }
