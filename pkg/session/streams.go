@@ -10,10 +10,11 @@ import (
 	"errors"
 	"fmt"
 
-	"github.com/ethersphere/bps/pkg/bps"
 	"sync"
 	"sync/atomic"
 	"time"
+
+	"github.com/ethersphere/bps/pkg/bps"
 
 	"github.com/ethersphere/bee/v2/pkg/swarm"
 	"github.com/ethersphere/bps/pkg/bps/pb"
@@ -240,10 +241,8 @@ type generation struct {
 	p         Publisher
 	challenge []byte
 	seq       int
-	lost      atomic.Bool                  // the broker lost it: a rejoin follows, or the end
-	claimed   atomic.Bool                  // explicit authorship: an AUTH was sent on it, and no roster revoked the address since
-	last      atomic.Int64                 // unix nanoseconds of the last frame sent
-	auth      atomic.Pointer[pb.Broadcast] // the last AUTH sent: re-sent as the stream's heartbeat
+	lost      atomic.Bool // the broker lost it: a rejoin follows, or the end
+	claimed   atomic.Bool // explicit authorship: an AUTH was sent on it, and no roster revoked the address since
 }
 
 // StaleError: a frame signed under a challenge that is not the stream's
@@ -254,11 +253,6 @@ type StaleError struct{ Seq int }
 func (e *StaleError) Error() string {
 	return fmt.Sprintf("signed under an earlier challenge of the stream: re-sign under challenge %d", e.Seq)
 }
-
-// heartbeat is how long a publisher stream may stay without a frame before
-// it re-sends its claiming AUTH: a third of the broker's inactivity
-// deadline (docs/protocol.md "AUTH").
-const heartbeat = bps.DefaultInactivity / 3
 
 // Publish returns the publisher stream of (r, o.Addr), opening it if
 // there is none.
@@ -320,7 +314,6 @@ func (x *mux) openPub(ctx context.Context, e *PubStream) {
 func (e *PubStream) setGen(g *generation) {
 	e.gmu.Lock()
 	if g != nil {
-		g.last.Store(time.Now().UnixNano())
 		e.gen = g
 	} else {
 		e.over = true
@@ -422,7 +415,8 @@ var ErrStreamEnded = errors.New("bps: the publisher stream ended")
 // Send publishes b on the stream's join now. Under explicit authorship and
 // ALL, b must be signed under that join's challenge: a frame signed under
 // an earlier one is not sent (*StaleError). An AUTH claims the stream
-// (explicit authorship) and is kept as its heartbeat. While the stream is
+// (explicit authorship); bps.Publisher re-sends it as the stream's
+// heartbeat (docs/protocol.md "AUTH"). While the stream is
 // being joined again Send waits for the new join, then answers
 // *StaleError.
 func (e *PubStream) Send(ctx context.Context, b *pb.Broadcast) error {
@@ -446,9 +440,7 @@ func (e *PubStream) Send(ctx context.Context, b *pb.Broadcast) error {
 		}
 		return err
 	}
-	g.last.Store(time.Now().UnixNano())
 	if b.Kind == pb.Kind_AUTH {
-		g.auth.Store(b)
 		if e.claims && !g.claimed.Swap(true) {
 			e.poke()
 		}
@@ -493,8 +485,7 @@ func (e *PubStream) poke() {
 // it ends the sessions left). It joins again a stream the broker lost, at
 // most Rejoins times; it sees a roster revoke the address (the stream is
 // unclaimed again: a spectator or silent); it closes a stream the broker
-// holds to a claim deadline still unclaimed after SilentWait; and it
-// re-sends the stream's AUTH when nothing was sent for heartbeat.
+// holds to a claim deadline still unclaimed after SilentWait.
 func (e *PubStream) run() {
 	defer e.x.metrics.PublisherStreams.Dec()
 	defer e.room.removePub(e)
@@ -507,8 +498,6 @@ func (e *PubStream) run() {
 		}
 	}
 	defer stopDeadline()
-	beat := time.NewTicker(heartbeat / 4)
-	defer beat.Stop()
 	rejoins := 0
 	for {
 		g, _, _ := e.current()
@@ -555,8 +544,6 @@ func (e *PubStream) run() {
 			deadline, expired = nil, nil
 			e.end(&NotAdmittedError{Addr: e.addr, Wait: e.x.opts.SilentWait, Pending: e.room.Rostered(e.addr)})
 			return
-		case <-beat.C:
-			e.heartbeat(g)
 		case <-e.x.ctx.Done():
 			e.end(ErrMuxClosed)
 			return
@@ -587,21 +574,6 @@ func (e *PubStream) rejoin() (Publisher, error) {
 		}
 	}
 	return x.join(ctx, e)
-}
-
-// heartbeat re-sends the stream's last AUTH when nothing was sent on it
-// for heartbeat, so that an idle publisher keeps its cohort at the broker
-// (docs/protocol.md "AUTH": a byte-identical repeat is activity).
-func (e *PubStream) heartbeat(g *generation) {
-	auth := g.auth.Load()
-	if auth == nil || g.lost.Load() || !g.claimed.Load() || time.Since(time.Unix(0, g.last.Load())) < heartbeat {
-		return
-	}
-	ctx, cancel := context.WithTimeout(e.x.ctx, e.x.opts.JoinTimeout)
-	defer cancel()
-	if g.p.Send(ctx, auth) == nil {
-		g.last.Store(time.Now().UnixNano())
-	}
 }
 
 // finish ends the stream for good after the broker ended it, and its
