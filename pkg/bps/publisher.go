@@ -233,6 +233,12 @@ func (p *Publisher) heartbeat() {
 		return
 	default:
 	}
+	if p.clientStream.spec.Explicit() && !p.isPublisher(p.addr) {
+		// A roster this stream received revoked its address: past the
+		// grace any frame of it is a violation (docs/protocol.md,
+		// "Revocation"), a heartbeat too.
+		return
+	}
 	p.writeMu.Lock()
 	defer p.writeMu.Unlock()
 	if p.send(s.ctx, s, outFrame{b: encodeFrame(p.auth), kind: kindBroadcast}) == nil {
