@@ -461,16 +461,23 @@ export class Session extends Emitter<SessionEvents> {
       m.identifier ??
       (c.binding === 'feed' && !c.admin && m.index !== undefined ? channelId(c.topic, m.index) : c.binding === 'soc_id' ? c.topic : undefined)
     if (!id) return undefined
-    for (const cand of this.candidates) if (equal(keccak(id, this.candidateBytes(cand)), m.address)) return cand
+    for (const cand of this.candidates) {
+      const b = this.candidateBytes(cand)
+      if (b.length === 20 && equal(keccak(id, b), m.address)) return cand
+    }
     return undefined
   }
 
-  /** A candidate publisher's address as bytes (hex is how the session keeps them), decoded once. */
+  /** A candidate publisher's address as bytes (hex is how the session keeps them), decoded once; empty if it is not an address. */
   private candidateBytes(cand: string): Uint8Array {
     let b = this.candidateCache.get(cand)
     if (!b) {
       if (this.candidateCache.size >= 1024) this.candidateCache.clear()
-      b = toBytes(cand, 20, 'candidate')
+      try {
+        b = toBytes(cand, 20, 'candidate')
+      } catch {
+        b = new Uint8Array(0) // a node's frame named no address: matches nothing
+      }
       this.candidateCache.set(cand, b)
     }
     return b
