@@ -84,6 +84,7 @@ type outFrame struct {
 	done chan error
 	kind frameKind
 	end  bool
+	free bool // never charged: the root's heartbeat (heartbeat.go)
 } // 48 bytes: a queue holds Options.QueueLen of them
 
 // frameQueue is a stream's queue: at most max frames, oldest first, in a

@@ -132,6 +132,7 @@ func (s *Service) Subscribe(ctx context.Context, broker swarm.Address, sp *Spec)
 	sub.lz.init(&sub.receiver, sub.judge)
 	sub.observers = []observer{sub.judge, &sub.lz}
 	sub.onRepeat = sub.judge.repeated
+	sub.onBeat = sub.beat
 	if feed {
 		sub.order = newReorder()
 		sub.onGaps = sub.judge.gaps
@@ -363,6 +364,7 @@ func (sub *Subscription) attachAt(ctx context.Context, peer swarm.Address, under
 		join.ReplayMs = sub.replayMs()
 	}
 	stream, fr, ack, err := s.join(ctx, peer, sub.spec, join)
+	sub.judge.rootTerms(peer, ack, err)
 	if err != nil {
 		s.trace(Event{Kind: EventParent, Cohort: sub.spec.String(), Peer: peer, Status: statusOf(err), Err: err})
 		return err
