@@ -237,23 +237,30 @@ func (s *Service) beatDownLocked(c *cohort, frame []byte) {
 
 // verifyBeat checks heartbeat b of cohort sp against the root's key: the
 // id its index and the spec give, the signature key's, the payload a
-// Heartbeat naming at most maxBeatHeads 20-byte addresses.
-func verifyBeat(sp *Spec, b *pb.Broadcast, key []byte) (*pb.Heartbeat, error) {
+// Heartbeat naming at most maxBeatHeads 20-byte addresses. fromRoot: it
+// came on a stream from the root itself, whose word it is — the signature
+// is what a relay's copy needs, and is not checked (a root's direct
+// children, its largest audience, spend no signature check per period).
+func verifyBeat(sp *Spec, b *pb.Broadcast, key []byte, fromRoot bool) (*pb.Heartbeat, error) {
 	if len(b.Soc) < socHeaderSize || len(b.Soc) > maxSOCDataSize || !bytes.Equal(b.Challenge, sp.beatChallenge()) {
 		return nil, errBeatShape
 	}
 	if !bytes.Equal(b.Soc[:idSize], SessionID(pb.Kind_HEARTBEAT, sp.Topic, b.Challenge, b.Index)) {
 		return nil, errBeatShape
 	}
-	sc, err := readSOC(b.Soc)
-	if err != nil {
-		return nil, errBeatShape
-	}
-	if !bytes.Equal(sc.OwnerAddress(), key) {
-		return nil, errBeatKey
+	payload := b.Soc[socHeaderSize:]
+	if !fromRoot {
+		sc, err := readSOC(b.Soc)
+		if err != nil {
+			return nil, errBeatShape
+		}
+		if !bytes.Equal(sc.OwnerAddress(), key) {
+			return nil, errBeatKey
+		}
+		payload = sc.WrappedChunk().Data()[swarm.SpanSize:]
 	}
 	hb := new(pb.Heartbeat)
-	if err := proto.Unmarshal(sc.WrappedChunk().Data()[swarm.SpanSize:], hb); err != nil || len(hb.Heads) > maxBeatHeads {
+	if err := proto.Unmarshal(payload, hb); err != nil || len(hb.Heads) > maxBeatHeads {
 		return nil, errBeatShape
 	}
 	for _, h := range hb.Heads {
@@ -275,7 +282,7 @@ func (sub *Subscription) beat(cs *clientStream, b *pb.Broadcast) error {
 		sub.drop(cs, CounterUnknownKind, b.Index)
 		return nil
 	}
-	hb, err := verifyBeat(sub.spec, b, key)
+	hb, err := verifyBeat(sub.spec, b, key, cs.peer.Equal(sub.root))
 	if err != nil {
 		sub.drop(cs, CounterInvalidSOC, b.Index)
 		return violationf("parent sent a heartbeat that is not the root's: %w", err)
