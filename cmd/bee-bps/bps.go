@@ -231,7 +231,7 @@ func bpsPlugin(o bps.Options, prices bps.Prices) node.PluginFactory {
 	return func(env node.PluginEnv) (node.Plugin, error) {
 		o := o // each node its own: the factory builds many (bee-bps dev)
 		o.Prices = prices
-		o.Logger, o.PeerCheck, o.Accounting = env.Logger, env.PeerCheck, env.Accounting
+		o.Logger, o.PeerCheck, o.Accounting, o.Signer = env.Logger, env.PeerCheck, env.Accounting, env.Signer
 		o.Connect, o.Underlays = env.Connect, env.Underlays
 		s, err := bps.New(env.Streamer, env.Overlay, o)
 		if err != nil {

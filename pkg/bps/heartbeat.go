@@ -488,3 +488,11 @@ func (sub *Subscription) BeatGaps() uint64 {
 	defer j.mu.Unlock()
 	return j.hb.gaps
 }
+
+// HeartbeatKey is the address the cohort's root stated, in its Ack, that
+// it signs its heartbeats with (its bee signer's: the Ethereum address
+// bee's handshake binds to its overlay); nil if it stated none.
+func (sub *Subscription) HeartbeatKey() []byte {
+	k := sub.judge.beatKey()
+	return append([]byte(nil), k...)
+}
