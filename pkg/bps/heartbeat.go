@@ -272,15 +272,19 @@ func verifyBeat(sp *Spec, b *pb.Broadcast, key []byte, fromRoot bool) (*pb.Heart
 }
 
 // beat takes a HEARTBEAT parent stream cs sent (the receiver's onBeat):
-// dropped as an unknown kind while the node knows no root key; a violation
-// if it does not verify; otherwise, the first time its index is seen,
-// passed to this node's children and judged.
+// dropped as an unknown kind while the node knows no root key, and
+// unchecked if its index is not past the last taken (the other parent's
+// copy: one signature check per period, not two); a violation if it does
+// not verify; otherwise passed to this node's children and judged.
 func (sub *Subscription) beat(cs *clientStream, b *pb.Broadcast) error {
 	j := sub.judge
-	key := j.beatKey()
+	key, last := j.beatKeySeq()
 	if key == nil {
 		sub.drop(cs, CounterUnknownKind, b.Index)
 		return nil
+	}
+	if b.Index <= last {
+		return nil // the other parent's copy, or an old one: nothing to check
 	}
 	hb, err := verifyBeat(sub.spec, b, key, cs.peer.Equal(sub.root))
 	if err != nil {
@@ -322,9 +326,15 @@ type beatState struct {
 
 // beatKey is the root's heartbeat key, nil if its Ack stated none.
 func (j *judge) beatKey() []byte {
+	k, _ := j.beatKeySeq()
+	return k
+}
+
+// beatKeySeq is the root's heartbeat key and the last heartbeat taken.
+func (j *judge) beatKeySeq() ([]byte, uint64) {
 	j.mu.Lock()
 	defer j.mu.Unlock()
-	return j.hb.key
+	return j.hb.key, j.hb.seq
 }
 
 // rootTerms takes the heartbeat terms of the Ack (or FULL answer, err)
