@@ -407,10 +407,11 @@ func (j *judge) watched() {
 }
 
 // beatJudgedLocked reports whether the node's parents are the ones a
-// heartbeat judges: two, neither the root (which gives what it accepts).
-// Under j.mu.
+// heartbeat judges: one or two, none the root (which gives what it
+// accepts). A single parent is judged too — the heartbeat is evidence
+// against every parent the node has, where a gap needs two. Under j.mu.
 func (j *judge) beatJudgedLocked() bool {
-	if len(j.parents) != 2 {
+	if len(j.parents) == 0 || len(j.parents) > 2 {
 		return false
 	}
 	for _, q := range j.parents {

@@ -262,14 +262,15 @@ func (sub *Subscription) escape(leave *parent, gap uint64) (kept *parent) {
 			kept = p
 		}
 	}
-	sub.want++ // room for the new parent beside the old ones, for the overlap
+	had := len(sub.parents) // two, or one (the root's heartbeat judges a single parent too)
+	sub.want++              // room for the new parent beside the old ones, for the overlap
 	sub.mu.Unlock()
 	ctx, cancel := context.WithTimeout(sub.ctx, s.opts.HandshakeTimeout+s.opts.ProbeWait)
 	err := sub.acquire(ctx, sub.root, nil, false, nil)
 	cancel()
 	sub.mu.Lock()
 	sub.want--
-	gained := err == nil && len(sub.parents) > 2 && sub.hasParentLocked(leave.cs.peer)
+	gained := err == nil && len(sub.parents) > had && sub.hasParentLocked(leave.cs.peer)
 	sub.mu.Unlock()
 	if !gained {
 		if err == nil {
