@@ -321,6 +321,7 @@ type beatState struct {
 	behind []gapRef    // what the last heartbeat said this node lacked
 	check  *time.Timer // judges behind
 	watch  *time.Timer // the missed-period watch
+	wgen   uint64      // numbers the watch: a callback of one replaced is a no-op
 	gaps   uint64      // heartbeat gaps seen (Subscription.BeatGaps)
 }
 
@@ -378,15 +379,20 @@ func (j *judge) rootTerms(peer swarm.Address, ack *pb.Ack, err error) {
 func (j *judge) missedAfter() time.Duration { return beatMissed*j.hb.period + escapeGrace }
 
 func (j *judge) armWatchLocked(d time.Duration) {
-	j.hb.watch = time.AfterFunc(d, j.watched)
+	j.hb.wgen++
+	gen := j.hb.wgen
+	j.hb.watch = time.AfterFunc(d, func() { j.watched(gen) })
 }
 
 // watched runs when no heartbeat may have come for missedAfter: if none
 // did, the node's parents drop it — a gap of its own — and the node
 // escapes as from a gap both passed over.
-func (j *judge) watched() {
+func (j *judge) watched(gen uint64) {
 	j.mu.Lock()
 	defer j.mu.Unlock()
+	if gen != j.hb.wgen {
+		return // replaced meanwhile (rootTerms)
+	}
 	j.hb.watch = nil
 	if j.stopped || j.hb.period == 0 {
 		return
