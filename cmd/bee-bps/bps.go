@@ -35,6 +35,7 @@ const (
 	optionNameBPSLazyPush            = "bps-lazy-push"
 	optionNameBPSProtocolIDs         = "bps-protocol-ids"
 	optionNameBPSRevocationGrace     = "bps-revocation-grace"
+	optionNameBPSHeartbeat           = "bps-heartbeat"
 
 	optionNameBPSDeliveryPrice = "bps-delivery-price"
 	optionNameBPSPublishPrice  = "bps-publish-price"
@@ -65,6 +66,7 @@ func setBPSFlags(f *pflag.FlagSet, withEnable bool) {
 	f.Duration(optionNameBPSRevocationGrace, d.RevocationGrace, "BPS: time a publisher a roster revoked may still send, tolerated, after the roster reached its stream (SWIP-60 rev 14)")
 	f.StringSlice(optionNameBPSProtocolIDs, bps.DefaultProtocolIDs, "BPS: protocol ids this node joins a broker on, in order of preference (the first the broker supports is used, and remembered); it serves all three whatever this says")
 	f.Int(optionNameBPSRelayCapacity, d.RelayCapacity, "BPS: children this node accepts per cohort it follows, as a relay in the cohort's tree (SWIP-61); 0: it does not relay (a light node never does)")
+	f.Duration(optionNameBPSHeartbeat, d.Heartbeat, "BPS: as a cohort's root, sign and send a heartbeat down its tree this often — each publisher's latest index, so that a node whose parents withhold one sees a gap (issue 24); negative: none")
 	f.Bool(optionNameBPSLazyPush, !d.NoLazyPush, "BPS: lazy push: of a node's two parents one sends each delivery whole and the other announces it, sending it when asked (about half the bytes); negotiated per stream; false: every frame whole")
 	f.Uint64(optionNameBPSDeliveryPrice, p.Delivery, "BPS: accounting units a child owes its parent for each delivery, on bee's accounting, settled in batches (default: bee's base price over a relay's default fan-out; both prices 0: BPS charges nothing)")
 	f.Uint64(optionNameBPSPublishPrice, p.Publish, "BPS: accounting units per hop a publication costs its sender, times its depth, owed to its parent (default: as bps-delivery-price)")
@@ -105,7 +107,11 @@ func bpsOptions(v *viper.Viper) (bps.Options, error) {
 		Tree: bps.Tree{
 			RelayCapacity: v.GetInt(optionNameBPSRelayCapacity),
 			NoLazyPush:    !v.GetBool(optionNameBPSLazyPush),
+			Heartbeat:     v.GetDuration(optionNameBPSHeartbeat),
 		},
+	}
+	if h := o.Heartbeat; h == 0 || h > time.Minute || (h > 0 && h < 100*time.Millisecond) {
+		return o, fmt.Errorf("--%s %s: must be between 100ms and 1m, or negative (none)", optionNameBPSHeartbeat, h)
 	}
 	if o.RelayCapacity < 0 || o.RelayCapacity > maxBPSCount {
 		return o, fmt.Errorf("--%s %d: must be between 0 and %d", optionNameBPSRelayCapacity, o.RelayCapacity, maxBPSCount)
@@ -231,7 +237,7 @@ func bpsPlugin(o bps.Options, prices bps.Prices) node.PluginFactory {
 	return func(env node.PluginEnv) (node.Plugin, error) {
 		o := o // each node its own: the factory builds many (bee-bps dev)
 		o.Prices = prices
-		o.Logger, o.PeerCheck, o.Accounting = env.Logger, env.PeerCheck, env.Accounting
+		o.Logger, o.PeerCheck, o.Accounting, o.Signer = env.Logger, env.PeerCheck, env.Accounting, env.Signer
 		o.Connect, o.Underlays = env.Connect, env.Underlays
 		s, err := bps.New(env.Streamer, env.Overlay, o)
 		if err != nil {

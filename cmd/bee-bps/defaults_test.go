@@ -56,6 +56,7 @@ func TestNodeDefaults(t *testing.T) {
 		Tree: bps.Tree{
 			RelayCapacity: d.RelayCapacity,
 			NoLazyPush:    d.NoLazyPush,
+			Heartbeat:     d.Heartbeat,
 		},
 		Wire: d.Wire,
 	}

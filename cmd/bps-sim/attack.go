@@ -51,7 +51,8 @@ var attacks = []attackDef{
 	{"candidates", "forged candidates: answer every probe with itself and a fellow attacker, both at the probe's depth (the shallowest a candidate may claim), room or not"},
 	{"depth-lie", "depth lies: state depth 0 in the Ack to every child and in every candidate"},
 	{"withhold", "selective withholding: drop every k-th message (-attack-k) to children"},
-	{"withhold-publisher", "selective withholding: drop every update of the cohort's publisher to children, pass the service feed"},
+	{"withhold-publisher", "selective withholding: drop every update of the cohort's publisher to children, pass the service feed (and drop the root's heartbeat)"},
+	{"withhold-publisher-hb", "withhold-publisher, passing the root's heartbeat too"},
 	{"delay", "hold every message to children for -attack-delay"},
 	{"replay", "replay genuine messages older than the dedup window: one with every message, down to children and up to parents"},
 	{"reparent", "reparent hijack: a Reparent to every child, pointing at a fellow attacker or into the child's own subtree (a cycle)"},
@@ -1015,8 +1016,8 @@ func (s *attackStream) toChild(f []byte, m *pb.Broadcast, env bool) []byte {
 			s.a.count("withheld", 1)
 			return nil
 		}
-	case "withhold-publisher":
-		if !s.service(m) {
+	case "withhold-publisher", "withhold-publisher-hb":
+		if !s.service(m) && !(s.a.kind == "withhold-publisher-hb" && m.GetKind() == pb.Kind_HEARTBEAT) {
 			s.a.count("withheld", 1)
 			return nil
 		}

@@ -79,6 +79,7 @@ func parseFlags(args []string, stderr io.Writer) (cli, error) {
 	fs.IntVar(&sc.BrokerCapacity, "broker-capacity", sc.BrokerCapacity, "subscriber streams a broker admits per cohort (the node's default)")
 	durFlag(fs, &sc.ProbeWait, "probe-wait", "how long a node at capacity waits for its subtree's candidates (the node's default)")
 	fs.IntVar(&sc.Parents, "parents", sc.Parents, "parents a subscriber keeps: 1 or 2 (the node's default: 2)")
+	durFlag(fs, &sc.Heartbeat, "heartbeat", "the root's heartbeat period (the node's default, 2s; negative: none, as before issue 24)")
 	fs.BoolVar(&sc.LazyParents, "lazy-parents", sc.LazyParents, "lazy push: the second parent announces each delivery and sends it when asked (the node's default: true; -lazy-parents=false: both parents send every delivery whole)")
 	fs.Float64Var(&sc.FailRelays, "fail-relays", sc.FailRelays, "fraction of relays killed halfway through (they stay down)")
 	fs.BoolVar(&sc.Persist, "persist", sc.Persist, "publishers store every update (SOC and wrapped chunk); a subscriber recovers a gap from storage with bps.FetchUpdate (SWIP-65)")

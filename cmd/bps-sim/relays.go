@@ -23,6 +23,7 @@ func applyRelays(o *bps.Options, sc Scenario) {
 	o.SingleParent = sc.Parents < 2
 	o.NoLazyPush = !sc.LazyParents
 	o.ProbeWait = time.Duration(sc.ProbeWait)
+	o.Heartbeat = time.Duration(sc.Heartbeat)
 }
 
 // withDialer returns the options of the node self will hold: it names its

@@ -51,6 +51,7 @@ type Scenario struct {
 	BrokerCapacity int     `json:"broker_capacity"` // the broker's subscriber streams per cohort (0: bps's default, 64)
 	ProbeWait      Dur     `json:"probe_wait"`      // how long a node at capacity waits for its subtree's candidates (0: bps's default)
 	Parents        int     `json:"parents"`
+	Heartbeat      Dur     `json:"heartbeat"`    // the root's heartbeat period (0: the node's default, 2 s; negative: none)
 	LazyParents    bool    `json:"lazy_parents"` // the second parent announces and sends when asked (not bps.Options.NoLazyPush; the node's default: true; false: both parents send every delivery whole)
 	FailRelays     float64 `json:"fail_relays"`
 	DeliveryPrice  uint64  `json:"delivery_price"` // bee accounting units a child owes its parent per frame delivered (0 with PublishPrice 0: free)

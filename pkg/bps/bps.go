@@ -107,6 +107,7 @@ type Service struct {
 	cursors *cursorCache // client side: per (topic, admin)
 	joinIDs *joinIDs     // client side: the protocol id that worked, per broker
 	pricing *pricing     // charging for depth on bee's accounting; nil: free (pricing.go)
+	beatKey beatSigner   // what this node signs its heartbeats with as a root (heartbeat.go)
 	rations rations      // probe rounds strangers' Joins start (ration.go)
 	ctx     context.Context
 	cancel  context.CancelFunc
@@ -134,6 +135,9 @@ func New(streamer p2p.Streamer, overlay swarm.Address, o Options) (*Service, err
 		s.metrics = o.Metrics.m
 	} else {
 		s.metrics = newMetrics()
+	}
+	if err := s.initBeat(); err != nil {
+		return nil, err
 	}
 	s.ctx, s.cancel = context.WithCancel(context.Background())
 	s.reg = newRegistry(s)

@@ -183,6 +183,9 @@ func (s *Service) admit(ctx context.Context, h *handling, fr *frameReader, sp *S
 	// The Ack states this node's own depth in the cohort (SWIP-61;
 	// docs/protocol.md, "Depth"): a broker is the root, 0.
 	ack.Depth = m.c.ackDepth(m)
+	if _, root := m.c.role.(rootRole); root && join.Multihop {
+		s.stateBeat(ack, sp)
+	}
 	s.metrics.Joins.WithLabelValues("OK").Inc()
 	s.trace(Event{Kind: EventJoin, Cohort: sp.String(), Peer: peer.Address, Status: pb.Status_OK.String()})
 	return s.serve(ctx, h, encodeFrame(ack))
@@ -244,7 +247,13 @@ func (s *Service) refer(ctx context.Context, peer p2p.Peer, stream p2p.Stream, s
 	}
 	s.metrics.Joins.WithLabelValues("REFERRED").Inc()
 	s.trace(Event{Kind: EventJoin, Cohort: sp.String(), Peer: peer.Address, Status: pb.Status_FULL.String(), Index: uint64(len(cands))})
-	frame := encodeFrame(&pb.Ack{Status: pb.Status_FULL, Candidates: cands, Multihop: true})
+	ack := &pb.Ack{Status: pb.Status_FULL, Candidates: cands, Multihop: true}
+	if c := s.reg.live(sp); c != nil {
+		if _, root := c.role.(rootRole); root {
+			s.stateBeat(ack, sp)
+		}
+	}
+	frame := encodeFrame(ack)
 	if err := s.withDeadline(ctx, stream, s.opts.WriteTimeout, func() error {
 		_, err := stream.Write(frame)
 		return err

@@ -97,7 +97,7 @@ func refusal(ack *pb.Ack) (backoff bool, err error) {
 		return false, nil
 	case pb.Status_FULL:
 		if cands := validCandidates(ack.Candidates); len(cands) > 0 {
-			return false, &FullError{Candidates: cands}
+			return false, &FullError{Candidates: cands, ack: ack}
 		}
 		return true, ErrFull
 	case pb.Status_REJECTED:
@@ -133,6 +133,7 @@ func (s *Service) BackoffUntil(broker swarm.Address, sp *Spec) time.Time {
 // (SWIP-61). It is ErrFull to errors.Is.
 type FullError struct {
 	Candidates []*pb.Candidate
+	ack        *pb.Ack // the answer: a root's heartbeat terms (heartbeat.go)
 }
 
 func (e *FullError) Error() string {

@@ -82,6 +82,7 @@ type cohort struct {
 	pool       probePool             // candidates probes found and no joiner took yet (probe.go)
 	gone       chan struct{}         // closed when the last child left, if a graceful leave waits for it
 	recent     growRing[recentFrame] // the last deliveries fanned out, for a child's replay (replay.go)
+	beat       rootBeat              // the root's heartbeat (heartbeat.go)
 }
 
 // parentRole is what this node is as a parent in one cohort: the cohort's
@@ -178,6 +179,7 @@ func (r rootRole) position(children []swarm.Address, streams int) (Position, boo
 // for the same spec takes it back (registry.feeds).
 func (r rootRole) forgotten() {
 	c := r.c
+	c.beat.stop()
 	if !c.dead && c.svc.Seen() && !c.svc.Ended() {
 		c.r.feeds.put(c.spec.key, string(c.spec.Admin), heldFeed{svc: c.svc.clone(), latest: c.latest, from: c.svcFrom})
 	}

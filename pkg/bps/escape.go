@@ -187,15 +187,27 @@ func (j *judge) afterGrace(g gapRef, gens [2]uint32) {
 			return // a parent changed meanwhile: judged again on the next gap
 		}
 	}
+	j.escapeNowLocked(g.index)
+}
+
+// escapeNowLocked leaves one of the node's parents, at random, for a
+// parent the root's probe finds — unless an escape runs or the node
+// escaped less than the interval ago; index is the update that set it off
+// (a gap both of two parents passed over, or what the root's heartbeat
+// said, which judges a single parent too: heartbeat.go). Under j.mu.
+func (j *judge) escapeNowLocked(index uint64) {
+	if j.esc.moving || j.stopped || len(j.parents) == 0 {
+		return
+	}
 	now := time.Now()
 	wait, ok := escapeWait(j.esc.last, j.esc.wait, now)
 	if !ok {
 		return
 	}
 	j.esc.wait = wait
-	leave := j.parents[mrand.IntN(2)].p
+	leave := j.parents[mrand.IntN(len(j.parents))].p
 	j.esc.last, j.esc.moving = now, true
-	if !j.s.goOwned(func() { j.escaped(j.acts.escape(leave, g.index)) }) {
+	if !j.s.goOwned(func() { j.escaped(j.acts.escape(leave, index)) }) {
 		j.esc.moving = false
 	}
 }

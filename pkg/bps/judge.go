@@ -53,6 +53,7 @@ type judge struct {
 	parents []*judged // the subscription's parents, in its order
 	lag     lagWindow
 	esc     escapeState
+	hb      beatState       // the root's heartbeat (heartbeat.go)
 	stopped bool            // the subscription is closing or over
 	shunned []swarm.Address // parents dropped for withholding, most recent last; never taken again
 
@@ -104,6 +105,7 @@ func (j *judge) stop() {
 	j.mu.Lock()
 	defer j.mu.Unlock()
 	j.stopped = true
+	j.stopBeatLocked()
 	if j.esc.timer != nil {
 		j.esc.timer.Stop()
 		j.esc.timer = nil

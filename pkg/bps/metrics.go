@@ -86,15 +86,17 @@ type metrics struct {
 	ClientReceived prometheus.Counter
 	ClientDropped  prometheus.Counter
 
-	Probes     prometheus.Counter
-	Rationed   prometheus.Counter
-	Reparents  prometheus.Counter
-	Withheld   prometheus.Counter
-	Faults     prometheus.Counter
-	Forwarded  prometheus.Counter
-	Unchecked  prometheus.Counter
-	ParentLost prometheus.Counter
-	Escapes    prometheus.Counter
+	Probes        prometheus.Counter
+	Rationed      prometheus.Counter
+	Reparents     prometheus.Counter
+	Withheld      prometheus.Counter
+	Faults        prometheus.Counter
+	Forwarded     prometheus.Counter
+	Unchecked     prometheus.Counter
+	ParentLost    prometheus.Counter
+	Escapes       prometheus.Counter
+	Heartbeats    prometheus.Counter
+	HeartbeatGaps prometheus.Counter
 
 	ParentlessSeconds   prometheus.Counter
 	SingleParentSeconds prometheus.Counter
@@ -145,15 +147,17 @@ func newMetrics() metrics {
 		ClientReceived: counter("client_received", "Deliveries accepted by this node's subscriptions."),
 		ClientDropped:  counter("client_dropped", "Deliveries dropped by this node's subscriptions (stale or invalid)."),
 
-		Probes:     counter("probes", "Subtree probes this node originated or forwarded for a joiner (SWIP-61)."),
-		Rationed:   counter("probes_rationed", "Joins answered from the pool only: their peer, or its overlay's prefix, had started its bound of probe rounds here."),
-		Reparents:  counter("reparents", "Moves to a new parent on a Reparent (SWIP-61)."),
-		Withheld:   counter("withheld_parents", "Parents dropped for lagging their sister (SWIP-61)."),
-		Faults:     counter("liveness_faults", "Subscriptions that lost both parents (SWIP-61)."),
-		Forwarded:  counter("forwarded", "Publications a relay forwarded rootward (SWIP-61)."),
-		Unchecked:  counter("relayed_unchecked", "Publications a child relayed that were dropped unchecked: its stream made this node check too many that failed this second."),
-		ParentLost: counter("parents_lost", "Parent streams of subscriptions that ended other than by close."),
-		Escapes:    counter("gap_escapes", "Parents left because both parents passed over an update of an explicit feed: the node took a parent the root's probe found instead."),
+		Probes:        counter("probes", "Subtree probes this node originated or forwarded for a joiner (SWIP-61)."),
+		Rationed:      counter("probes_rationed", "Joins answered from the pool only: their peer, or its overlay's prefix, had started its bound of probe rounds here."),
+		Reparents:     counter("reparents", "Moves to a new parent on a Reparent (SWIP-61)."),
+		Withheld:      counter("withheld_parents", "Parents dropped for lagging their sister (SWIP-61)."),
+		Faults:        counter("liveness_faults", "Subscriptions that lost both parents (SWIP-61)."),
+		Forwarded:     counter("forwarded", "Publications a relay forwarded rootward (SWIP-61)."),
+		Unchecked:     counter("relayed_unchecked", "Publications a child relayed that were dropped unchecked: its stream made this node check too many that failed this second."),
+		ParentLost:    counter("parents_lost", "Parent streams of subscriptions that ended other than by close."),
+		Escapes:       counter("gap_escapes", "Parents left because both parents passed over an update of an explicit feed: the node took a parent the root's probe found instead."),
+		Heartbeats:    counter("heartbeats", "Root heartbeats a subscription took (verified, new) and passed to its children."),
+		HeartbeatGaps: counter("heartbeat_gaps", "Gaps a subscription saw through the root's heartbeat: an accepted index that never came, or missed periods."),
 
 		ParentlessSeconds:   counter("parentless_seconds", "Seconds subscriptions spent without a parent after their first attach: receiving nothing (SWIP-61)."),
 		SingleParentSeconds: counter("single_parent_seconds", "Seconds subscriptions spent with one parent where they want two: the next failure is not masked (SWIP-61)."),

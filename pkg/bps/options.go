@@ -10,6 +10,7 @@ import (
 	"time"
 
 	"github.com/ethersphere/bee/v2/pkg/accounting"
+	"github.com/ethersphere/bee/v2/pkg/crypto"
 	"github.com/ethersphere/bee/v2/pkg/log"
 	"github.com/ethersphere/bee/v2/pkg/p2p"
 	"github.com/ethersphere/bee/v2/pkg/swarm"
@@ -146,6 +147,13 @@ type Tree struct {
 	// gave, among the last LagWindow the node accepted, before it is
 	// dropped as withholding and replaced (SWIP-61). Default 8.
 	MaxLag int
+	// Heartbeat is the period at which this node, as a cohort's root,
+	// signs and sends a HEARTBEAT down the tree: each publisher's latest
+	// accepted index, so that a node whose parents withhold a publisher
+	// sees the silence as a gap (heartbeat.go). Explicit FEED_TOPIC
+	// cohorts only. Default 2 s; negative: none (the Ack states none, and
+	// this node's subscriptions still judge what their roots send).
+	Heartbeat time.Duration
 }
 
 // Pricing is what the node charges for depth on bee's accounting
@@ -194,6 +202,11 @@ type Deps struct {
 	// set, each node's counts then add up in it, to save a node the
 	// collectors' memory (about 9 KB).
 	Metrics *Metrics
+	// Signer is the key this node signs its heartbeats with as a root
+	// (heartbeat.go): the node's bee signer, whose Ethereum address bee's
+	// handshake binds to its overlay. nil: a key drawn when the Service is
+	// made (a test network, the simulator).
+	Signer crypto.Signer
 }
 
 // Default values of Options.
@@ -343,6 +356,9 @@ func (t *Tree) setDefaults() {
 	if t.MaxLag == 0 {
 		t.MaxLag = d.MaxLag
 	}
+	if t.Heartbeat == 0 {
+		t.Heartbeat = DefaultHeartbeat
+	}
 }
 
 // validate checks every group, and names the one at fault.
@@ -406,6 +422,9 @@ func (t Timing) validate() error {
 func (t Tree) validate() error {
 	if err := nonNegative(map[string]int{"RelayCapacity": t.RelayCapacity, "MaxLag": t.MaxLag}); err != nil {
 		return err
+	}
+	if t.Heartbeat > 0 && (t.Heartbeat < minHeartbeat || t.Heartbeat > maxHeartbeat) {
+		return fmt.Errorf("Heartbeat %s: must be between %s and %s (negative: none)", t.Heartbeat, minHeartbeat, maxHeartbeat)
 	}
 	return nonNegative(map[string]time.Duration{"ProbeWait": t.ProbeWait, "LazyWait": t.LazyWait})
 }

@@ -159,7 +159,7 @@ func price(unit uint64, n int) uint64 {
 // pricedOut reports whether the writer charges for f: a Broadcast (a bare
 // frame whose kind is unset is one).
 func pricedOut(f *outFrame) bool {
-	return f.b != nil && (f.kind == 0 || f.kind == kindBroadcast)
+	return f.b != nil && !f.free && (f.kind == 0 || f.kind == kindBroadcast)
 }
 
 // pricedUp reports whether a frame read from a child is a Broadcast: every

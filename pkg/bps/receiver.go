@@ -84,6 +84,9 @@ type receiver struct {
 	// onRepeat, if set, is told of a priced delivery a parent stream gave
 	// twice (charge): the judge's miss. Not under dmu.
 	onRepeat func(from *clientStream)
+	// onBeat, a subscription's, judges the root's HEARTBEAT a parent
+	// sent (heartbeat.go); nil: dropped as an unknown kind.
+	onBeat func(cs *clientStream, b *pb.Broadcast) error
 	// onGaps, if set, is told the gaps a reorder flush passed over: the
 	// judge's gaps (escape.go).
 	onGaps func(gaps []gapRef)
@@ -215,6 +218,9 @@ func (rc *receiver) take(cs *clientStream, b *pb.Broadcast) error {
 		// priced stream checks it still: a child pays only for what is
 		// valid.
 		return nil
+	}
+	if b.Kind == pb.Kind_HEARTBEAT && rc.onBeat != nil {
+		return rc.onBeat(cs, b) // the root's, never a delivery (heartbeat.go)
 	}
 	if b.Kind == pb.Kind_AUTH || b.Kind > pb.Kind_EOS {
 		rc.drop(cs, CounterUnknownKind, b.Index)

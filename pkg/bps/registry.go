@@ -280,6 +280,7 @@ func (r *registry) newCohortLocked(sp *Spec, up *Subscription) *cohort {
 			c.svc, c.latest, c.svcFrom = h.svc, h.latest, h.from
 		}
 		r.armInactivity(c, r.s.opts.Inactivity)
+		r.s.armBeatLocked(c)
 	}
 	r.s.metrics.Cohorts.Inc()
 	return c

@@ -87,6 +87,7 @@ type outFrame struct {
 	kind   frameKind
 	end    bool
 	replay bool
+	free   bool // never charged: the root's heartbeat (heartbeat.go)
 } // 48 bytes: a queue holds Options.QueueLen of them, and at most replayFrames replayed
 
 // frameQueue is a stream's queue: at most max frames, oldest first, in a

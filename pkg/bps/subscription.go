@@ -132,6 +132,7 @@ func (s *Service) Subscribe(ctx context.Context, broker swarm.Address, sp *Spec)
 	sub.lz.init(&sub.receiver, sub.judge)
 	sub.observers = []observer{sub.judge, &sub.lz}
 	sub.onRepeat = sub.judge.repeated
+	sub.onBeat = sub.beat
 	if feed {
 		sub.order = newReorder()
 		sub.onGaps = sub.judge.gaps
@@ -261,14 +262,15 @@ func (sub *Subscription) escape(leave *parent, gap uint64) (kept *parent) {
 			kept = p
 		}
 	}
-	sub.want++ // room for the new parent beside the old ones, for the overlap
+	had := len(sub.parents) // two, or one (the root's heartbeat judges a single parent too)
+	sub.want++              // room for the new parent beside the old ones, for the overlap
 	sub.mu.Unlock()
 	ctx, cancel := context.WithTimeout(sub.ctx, s.opts.HandshakeTimeout+s.opts.ProbeWait)
 	err := sub.acquire(ctx, sub.root, nil, false, nil)
 	cancel()
 	sub.mu.Lock()
 	sub.want--
-	gained := err == nil && len(sub.parents) > 2 && sub.hasParentLocked(leave.cs.peer)
+	gained := err == nil && len(sub.parents) > had && sub.hasParentLocked(leave.cs.peer)
 	sub.mu.Unlock()
 	if !gained {
 		if err == nil {
@@ -366,6 +368,7 @@ func (sub *Subscription) attachAt(ctx context.Context, peer swarm.Address, under
 		fill = func(j *pb.Join) { j.ReplayMs = sub.replayMs() }
 	}
 	stream, fr, ack, err := s.joinFilled(ctx, peer, sub.spec, join, fill)
+	sub.judge.rootTerms(peer, ack, err)
 	if err != nil {
 		s.trace(Event{Kind: EventParent, Cohort: sub.spec.String(), Peer: peer, Status: statusOf(err), Err: err})
 		return err

@@ -36,10 +36,11 @@ const (
 	EventAnnounced                   // a subscription waits for the frame a lazy parent announced (Peer)
 	EventEscape                      // a subscription left one of two parents that both passed over an update, for a parent the root's probe found (Peer: the one left; Index: the update passed over; Err set if no new parent was found)
 	EventActivity                    // the root took an AUTH on a publisher stream as activity (Peer)
+	EventHeartbeat                   // a subscription took a root heartbeat (Peer: the parent; Index: its sequence), or saw a gap through it (Err set: why)
 )
 
 var eventNames = [...]string{"join", "claim", "accept", "drop", "violation", "queue_reset", "leave", "reclaim", "deliver", "client_drop", "end",
-	"parent", "parent_lost", "probe", "reparent", "withheld", "fault", "forward", "ask", "promote", "announced", "escape", "activity"}
+	"parent", "parent_lost", "probe", "reparent", "withheld", "fault", "forward", "ask", "promote", "announced", "escape", "activity", "heartbeat"}
 
 func (k EventKind) String() string {
 	if k < 0 || int(k) >= len(eventNames) {

@@ -40,7 +40,7 @@ var _ node.StreamHolder = bpsPlugin{}
 func bpsFactory(o bps.Options, peers *peerSet) node.PluginFactory {
 	return func(env node.PluginEnv) (node.Plugin, error) {
 		o := o // each node its own
-		o.Logger, o.PeerCheck = env.Logger, env.PeerCheck
+		o.Logger, o.PeerCheck, o.Signer = env.Logger, env.PeerCheck, env.Signer
 		s, err := bps.New(env.Streamer, env.Overlay, o)
 		if err != nil {
 			return nil, err

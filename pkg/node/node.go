@@ -35,6 +35,7 @@ import (
 
 	"github.com/ethersphere/bee/v2"
 	beeapi "github.com/ethersphere/bee/v2/pkg/api"
+	"github.com/ethersphere/bee/v2/pkg/crypto"
 	"github.com/ethersphere/bee/v2/pkg/log"
 	"github.com/ethersphere/bee/v2/pkg/metrics"
 	beenode "github.com/ethersphere/bee/v2/pkg/node"
@@ -50,6 +51,7 @@ const internalAPIAddr = "127.0.0.1:0"
 type Node struct {
 	logger  log.Logger
 	bee     *beenode.Bee
+	signer  crypto.Signer // the node's bee signer: the plugin's (PluginEnv.Signer)
 	in      *seam.Internals
 	overlay swarm.Address
 	plugin  Plugin
@@ -101,14 +103,14 @@ func Start(ctx context.Context, c Config) (n *Node, err error) {
 	}()
 
 	started := time.Now()
-	b, beeCtx, cancel, err := startBee(ctx, c, logger, ln.Addr())
+	b, beeCtx, cancel, signer, err := startBee(ctx, c, logger, ln.Addr())
 	if err != nil {
 		return nil, err
 	}
 
 	// From here on every failure shuts bee down. The deferred cleanup holds
 	// its own reference: a `return nil, err` sets the named result to nil.
-	built := &Node{logger: logger, bee: b, front: fr, timeout: timeout, cancel: cancel}
+	built := &Node{logger: logger, bee: b, signer: signer, front: fr, timeout: timeout, cancel: cancel}
 	n = built
 	defer func() {
 		if err != nil {
@@ -151,15 +153,15 @@ func (c *Config) logger() (log.Logger, error) {
 // startBee builds and starts bee from c, with the keys in c.DataDir. bee
 // keeps the context it is built with for its whole life, so it gets one of
 // its own, beeCtx, ended by cancel; ctx may only cut the start short. On a
-// failure bee has shut down what it built.
-func startBee(ctx context.Context, c Config, logger log.Logger, apiAddr net.Addr) (b *beenode.Bee, beeCtx context.Context, cancel context.CancelFunc, err error) {
+// failure bee has shut down what it built. signer is bee's signer.
+func startBee(ctx context.Context, c Config, logger log.Logger, apiAddr net.Addr) (b *beenode.Bee, beeCtx context.Context, cancel context.CancelFunc, signer crypto.Signer, err error) {
 	k, err := loadKeys(c.DataDir, c.Password)
 	if err != nil {
-		return nil, nil, nil, err
+		return nil, nil, nil, nil, err
 	}
 	opts, err := c.beeOptions(logger, internalAPIAddr)
 	if err != nil {
-		return nil, nil, nil, fmt.Errorf("config: %w", err)
+		return nil, nil, nil, nil, fmt.Errorf("config: %w", err)
 	}
 	logger.Info("starting bee node", "bee_version", bee.Version, "network_id", c.NetworkID, "full_node", c.FullNode, "api_addr", apiAddr)
 	beeCtx, cancel = context.WithCancel(context.Background())
@@ -171,9 +173,9 @@ func startBee(ctx context.Context, c Config, logger log.Logger, apiAddr net.Addr
 	if err != nil {
 		cancel()
 		// NewBee shuts down what it built when it fails.
-		return nil, nil, nil, fmt.Errorf("bee: %w", err)
+		return nil, nil, nil, nil, fmt.Errorf("bee: %w", err)
 	}
-	return b, beeCtx, cancel, nil
+	return b, beeCtx, cancel, k.signer, nil
 }
 
 // open reaches bee's internals through the seam, attaches the plugin and
@@ -207,6 +209,7 @@ func (n *Node) attachPlugin(beeCtx context.Context, factory PluginFactory, beeAP
 	}
 	env := PluginEnv{
 		Overlay:   n.overlay,
+		Signer:    n.signer,
 		Logger:    n.logger,
 		PeerCheck: TransportBinding(addressbook.New(n.in.StateStore)),
 	}

@@ -12,6 +12,7 @@ import (
 
 	"github.com/ethersphere/bee/v2/pkg/accounting"
 	"github.com/ethersphere/bee/v2/pkg/bzz"
+	"github.com/ethersphere/bee/v2/pkg/crypto"
 	"github.com/ethersphere/bee/v2/pkg/log"
 	"github.com/ethersphere/bee/v2/pkg/p2p"
 	"github.com/ethersphere/bee/v2/pkg/swarm"
@@ -46,6 +47,10 @@ type PluginEnv struct {
 	Streamer p2p.Streamer
 	// Overlay is the node's address.
 	Overlay swarm.Address
+	// Signer is bee's signer, the node's swarm key: its Ethereum address
+	// is the one bee's handshake binds to Overlay (bzz.Address). BPS signs
+	// its root heartbeats with it. nil on a test host.
+	Signer crypto.Signer
 	// Logger is the node's logger.
 	Logger log.Logger
 	// PeerCheck is the transport binding check (TransportBinding) a plugin

@@ -219,7 +219,8 @@ const (
 	// never delivered; sent at index 0 (any index accepted)
 	Kind_ROSTER Kind = 3 // SWIP-60, the admin's: payload a Roster; index sequential
 	// from 0 on its own feed
-	Kind_EOS Kind = 4 // SWIP-60, the admin's: empty, index 0 only; ends the channel
+	Kind_EOS       Kind = 4 // SWIP-60, the admin's: empty, index 0 only; ends the channel
+	Kind_HEARTBEAT Kind = 5 // ours (issue 24), the root's: payload a Heartbeat, index its
 )
 
 // Enum value maps for Kind.
@@ -230,6 +231,7 @@ var (
 		2: "AUTH",
 		3: "ROSTER",
 		4: "EOS",
+		5: "HEARTBEAT",
 	}
 	Kind_value = map[string]int32{
 		"KIND_UNSPECIFIED": 0,
@@ -237,6 +239,7 @@ var (
 		"AUTH":             2,
 		"ROSTER":           3,
 		"EOS":              4,
+		"HEARTBEAT":        5,
 	}
 )
 
@@ -573,7 +576,14 @@ type Ack struct {
 	Multihop   bool         `protobuf:"varint,17,opt,name=multihop,proto3" json:"multihop,omitempty"`    // both set: the stream switches to Frame
 	Depth      uint32       `protobuf:"varint,18,opt,name=depth,proto3" json:"depth,omitempty"`          // the answering node's depth (root 0); for
 	// pricing and inspection only
-	Push          PushMode `protobuf:"varint,19,opt,name=push,proto3,enum=bps.PushMode" json:"push,omitempty"` // lazy push spoken too; starts in the Join's mode
+	Push PushMode `protobuf:"varint,19,opt,name=push,proto3,enum=bps.PushMode" json:"push,omitempty"` // lazy push spoken too; starts in the Join's mode
+	// The root heartbeat (our addition, issue 24), set by the cohort's root
+	// only: the period at which it sends a HEARTBEAT down the tree, and the
+	// 20-byte address whose signature every HEARTBEAT carries (its bee
+	// signer's, which bee's handshake binds to its overlay). Absent: the
+	// root sends none.
+	HeartbeatMs   uint32 `protobuf:"varint,20,opt,name=heartbeat_ms,json=heartbeatMs,proto3" json:"heartbeat_ms,omitempty"`
+	HeartbeatKey  []byte `protobuf:"bytes,21,opt,name=heartbeat_key,json=heartbeatKey,proto3" json:"heartbeat_key,omitempty"`
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache
 }
@@ -648,6 +658,20 @@ func (x *Ack) GetPush() PushMode {
 		return x.Push
 	}
 	return PushMode_PUSH_MODE_UNSPECIFIED
+}
+
+func (x *Ack) GetHeartbeatMs() uint32 {
+	if x != nil {
+		return x.HeartbeatMs
+	}
+	return 0
+}
+
+func (x *Ack) GetHeartbeatKey() []byte {
+	if x != nil {
+		return x.HeartbeatKey
+	}
+	return nil
 }
 
 // Every frame after the handshake, both directions:
@@ -777,6 +801,113 @@ func (x *Roster) GetPublishers() [][]byte {
 	return nil
 }
 
+// The payload of a HEARTBEAT chunk (ours, issue 24): what the root has
+// accepted, as of the chunk's index.
+type Heartbeat struct {
+	state         protoimpl.MessageState `protogen:"open.v1"`
+	PeriodMs      uint32                 `protobuf:"varint,1,opt,name=period_ms,json=periodMs,proto3" json:"period_ms,omitempty"` // the period the root sends at
+	Heads         []*Head                `protobuf:"bytes,2,rep,name=heads,proto3" json:"heads,omitempty"`                        // at most 128: the explicit feed's publishers
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *Heartbeat) Reset() {
+	*x = Heartbeat{}
+	mi := &file_bps_proto_msgTypes[6]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *Heartbeat) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*Heartbeat) ProtoMessage() {}
+
+func (x *Heartbeat) ProtoReflect() protoreflect.Message {
+	mi := &file_bps_proto_msgTypes[6]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use Heartbeat.ProtoReflect.Descriptor instead.
+func (*Heartbeat) Descriptor() ([]byte, []int) {
+	return file_bps_proto_rawDescGZIP(), []int{6}
+}
+
+func (x *Heartbeat) GetPeriodMs() uint32 {
+	if x != nil {
+		return x.PeriodMs
+	}
+	return 0
+}
+
+func (x *Heartbeat) GetHeads() []*Head {
+	if x != nil {
+		return x.Heads
+	}
+	return nil
+}
+
+// One publisher's place at the root.
+type Head struct {
+	state         protoimpl.MessageState `protogen:"open.v1"`
+	Addr          []byte                 `protobuf:"bytes,1,opt,name=addr,proto3" json:"addr,omitempty"`  // 20 bytes
+	Next          uint64                 `protobuf:"varint,2,opt,name=next,proto3" json:"next,omitempty"` // one past the highest index the root accepted
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *Head) Reset() {
+	*x = Head{}
+	mi := &file_bps_proto_msgTypes[7]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *Head) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*Head) ProtoMessage() {}
+
+func (x *Head) ProtoReflect() protoreflect.Message {
+	mi := &file_bps_proto_msgTypes[7]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use Head.ProtoReflect.Descriptor instead.
+func (*Head) Descriptor() ([]byte, []int) {
+	return file_bps_proto_rawDescGZIP(), []int{7}
+}
+
+func (x *Head) GetAddr() []byte {
+	if x != nil {
+		return x.Addr
+	}
+	return nil
+}
+
+func (x *Head) GetNext() uint64 {
+	if x != nil {
+		return x.Next
+	}
+	return 0
+}
+
 // Parent -> child, lazy stream: the parent took the delivery with this key,
 // key = sha256(byte(kind) ‖ challenge ‖ uint64BE(index) ‖ soc).
 type Announce struct {
@@ -788,7 +919,7 @@ type Announce struct {
 
 func (x *Announce) Reset() {
 	*x = Announce{}
-	mi := &file_bps_proto_msgTypes[6]
+	mi := &file_bps_proto_msgTypes[8]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -800,7 +931,7 @@ func (x *Announce) String() string {
 func (*Announce) ProtoMessage() {}
 
 func (x *Announce) ProtoReflect() protoreflect.Message {
-	mi := &file_bps_proto_msgTypes[6]
+	mi := &file_bps_proto_msgTypes[8]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -813,7 +944,7 @@ func (x *Announce) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use Announce.ProtoReflect.Descriptor instead.
 func (*Announce) Descriptor() ([]byte, []int) {
-	return file_bps_proto_rawDescGZIP(), []int{6}
+	return file_bps_proto_rawDescGZIP(), []int{8}
 }
 
 func (x *Announce) GetKey() []byte {
@@ -833,7 +964,7 @@ type Ask struct {
 
 func (x *Ask) Reset() {
 	*x = Ask{}
-	mi := &file_bps_proto_msgTypes[7]
+	mi := &file_bps_proto_msgTypes[9]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -845,7 +976,7 @@ func (x *Ask) String() string {
 func (*Ask) ProtoMessage() {}
 
 func (x *Ask) ProtoReflect() protoreflect.Message {
-	mi := &file_bps_proto_msgTypes[7]
+	mi := &file_bps_proto_msgTypes[9]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -858,7 +989,7 @@ func (x *Ask) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use Ask.ProtoReflect.Descriptor instead.
 func (*Ask) Descriptor() ([]byte, []int) {
-	return file_bps_proto_rawDescGZIP(), []int{7}
+	return file_bps_proto_rawDescGZIP(), []int{9}
 }
 
 func (x *Ask) GetSeqs() []uint64 {
@@ -879,7 +1010,7 @@ type SetPush struct {
 
 func (x *SetPush) Reset() {
 	*x = SetPush{}
-	mi := &file_bps_proto_msgTypes[8]
+	mi := &file_bps_proto_msgTypes[10]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -891,7 +1022,7 @@ func (x *SetPush) String() string {
 func (*SetPush) ProtoMessage() {}
 
 func (x *SetPush) ProtoReflect() protoreflect.Message {
-	mi := &file_bps_proto_msgTypes[8]
+	mi := &file_bps_proto_msgTypes[10]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -904,7 +1035,7 @@ func (x *SetPush) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use SetPush.ProtoReflect.Descriptor instead.
 func (*SetPush) Descriptor() ([]byte, []int) {
-	return file_bps_proto_rawDescGZIP(), []int{8}
+	return file_bps_proto_rawDescGZIP(), []int{10}
 }
 
 func (x *SetPush) GetMode() PushMode {
@@ -933,7 +1064,7 @@ type Probe struct {
 
 func (x *Probe) Reset() {
 	*x = Probe{}
-	mi := &file_bps_proto_msgTypes[9]
+	mi := &file_bps_proto_msgTypes[11]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -945,7 +1076,7 @@ func (x *Probe) String() string {
 func (*Probe) ProtoMessage() {}
 
 func (x *Probe) ProtoReflect() protoreflect.Message {
-	mi := &file_bps_proto_msgTypes[9]
+	mi := &file_bps_proto_msgTypes[11]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -958,7 +1089,7 @@ func (x *Probe) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use Probe.ProtoReflect.Descriptor instead.
 func (*Probe) Descriptor() ([]byte, []int) {
-	return file_bps_proto_rawDescGZIP(), []int{9}
+	return file_bps_proto_rawDescGZIP(), []int{11}
 }
 
 func (x *Probe) GetDepth() uint32 {
@@ -993,7 +1124,7 @@ type Candidates struct {
 
 func (x *Candidates) Reset() {
 	*x = Candidates{}
-	mi := &file_bps_proto_msgTypes[10]
+	mi := &file_bps_proto_msgTypes[12]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1005,7 +1136,7 @@ func (x *Candidates) String() string {
 func (*Candidates) ProtoMessage() {}
 
 func (x *Candidates) ProtoReflect() protoreflect.Message {
-	mi := &file_bps_proto_msgTypes[10]
+	mi := &file_bps_proto_msgTypes[12]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1018,7 +1149,7 @@ func (x *Candidates) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use Candidates.ProtoReflect.Descriptor instead.
 func (*Candidates) Descriptor() ([]byte, []int) {
-	return file_bps_proto_rawDescGZIP(), []int{10}
+	return file_bps_proto_rawDescGZIP(), []int{12}
 }
 
 func (x *Candidates) GetCandidates() []*Candidate {
@@ -1046,7 +1177,7 @@ type Reparent struct {
 
 func (x *Reparent) Reset() {
 	*x = Reparent{}
-	mi := &file_bps_proto_msgTypes[11]
+	mi := &file_bps_proto_msgTypes[13]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1058,7 +1189,7 @@ func (x *Reparent) String() string {
 func (*Reparent) ProtoMessage() {}
 
 func (x *Reparent) ProtoReflect() protoreflect.Message {
-	mi := &file_bps_proto_msgTypes[11]
+	mi := &file_bps_proto_msgTypes[13]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1071,7 +1202,7 @@ func (x *Reparent) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use Reparent.ProtoReflect.Descriptor instead.
 func (*Reparent) Descriptor() ([]byte, []int) {
-	return file_bps_proto_rawDescGZIP(), []int{11}
+	return file_bps_proto_rawDescGZIP(), []int{13}
 }
 
 func (x *Reparent) GetTo() []byte {
@@ -1101,7 +1232,7 @@ type Lease struct {
 
 func (x *Lease) Reset() {
 	*x = Lease{}
-	mi := &file_bps_proto_msgTypes[12]
+	mi := &file_bps_proto_msgTypes[14]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1113,7 +1244,7 @@ func (x *Lease) String() string {
 func (*Lease) ProtoMessage() {}
 
 func (x *Lease) ProtoReflect() protoreflect.Message {
-	mi := &file_bps_proto_msgTypes[12]
+	mi := &file_bps_proto_msgTypes[14]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1126,7 +1257,7 @@ func (x *Lease) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use Lease.ProtoReflect.Descriptor instead.
 func (*Lease) Descriptor() ([]byte, []int) {
-	return file_bps_proto_rawDescGZIP(), []int{12}
+	return file_bps_proto_rawDescGZIP(), []int{14}
 }
 
 func (x *Lease) GetNonce() uint64 {
@@ -1157,7 +1288,7 @@ type Leased struct {
 
 func (x *Leased) Reset() {
 	*x = Leased{}
-	mi := &file_bps_proto_msgTypes[13]
+	mi := &file_bps_proto_msgTypes[15]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1169,7 +1300,7 @@ func (x *Leased) String() string {
 func (*Leased) ProtoMessage() {}
 
 func (x *Leased) ProtoReflect() protoreflect.Message {
-	mi := &file_bps_proto_msgTypes[13]
+	mi := &file_bps_proto_msgTypes[15]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1182,7 +1313,7 @@ func (x *Leased) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use Leased.ProtoReflect.Descriptor instead.
 func (*Leased) Descriptor() ([]byte, []int) {
-	return file_bps_proto_rawDescGZIP(), []int{13}
+	return file_bps_proto_rawDescGZIP(), []int{15}
 }
 
 func (x *Leased) GetNonce() uint64 {
@@ -1211,7 +1342,7 @@ type Release struct {
 
 func (x *Release) Reset() {
 	*x = Release{}
-	mi := &file_bps_proto_msgTypes[14]
+	mi := &file_bps_proto_msgTypes[16]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1223,7 +1354,7 @@ func (x *Release) String() string {
 func (*Release) ProtoMessage() {}
 
 func (x *Release) ProtoReflect() protoreflect.Message {
-	mi := &file_bps_proto_msgTypes[14]
+	mi := &file_bps_proto_msgTypes[16]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1236,7 +1367,7 @@ func (x *Release) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use Release.ProtoReflect.Descriptor instead.
 func (*Release) Descriptor() ([]byte, []int) {
-	return file_bps_proto_rawDescGZIP(), []int{14}
+	return file_bps_proto_rawDescGZIP(), []int{16}
 }
 
 func (x *Release) GetChallenges() [][]byte {
@@ -1258,7 +1389,7 @@ type Route struct {
 
 func (x *Route) Reset() {
 	*x = Route{}
-	mi := &file_bps_proto_msgTypes[15]
+	mi := &file_bps_proto_msgTypes[17]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1270,7 +1401,7 @@ func (x *Route) String() string {
 func (*Route) ProtoMessage() {}
 
 func (x *Route) ProtoReflect() protoreflect.Message {
-	mi := &file_bps_proto_msgTypes[15]
+	mi := &file_bps_proto_msgTypes[17]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1283,7 +1414,7 @@ func (x *Route) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use Route.ProtoReflect.Descriptor instead.
 func (*Route) Descriptor() ([]byte, []int) {
-	return file_bps_proto_rawDescGZIP(), []int{15}
+	return file_bps_proto_rawDescGZIP(), []int{17}
 }
 
 func (x *Route) GetChallenge() []byte {
@@ -1322,7 +1453,7 @@ type Frame struct {
 
 func (x *Frame) Reset() {
 	*x = Frame{}
-	mi := &file_bps_proto_msgTypes[16]
+	mi := &file_bps_proto_msgTypes[18]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1334,7 +1465,7 @@ func (x *Frame) String() string {
 func (*Frame) ProtoMessage() {}
 
 func (x *Frame) ProtoReflect() protoreflect.Message {
-	mi := &file_bps_proto_msgTypes[16]
+	mi := &file_bps_proto_msgTypes[18]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1347,7 +1478,7 @@ func (x *Frame) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use Frame.ProtoReflect.Descriptor instead.
 func (*Frame) Descriptor() ([]byte, []int) {
-	return file_bps_proto_rawDescGZIP(), []int{16}
+	return file_bps_proto_rawDescGZIP(), []int{18}
 }
 
 func (x *Frame) GetKind() isFrame_Kind {
@@ -1553,7 +1684,7 @@ const file_bps_proto_rawDesc = "" +
 	"\tCandidate\x12\x18\n" +
 	"\aoverlay\x18\x01 \x01(\fR\aoverlay\x12\x14\n" +
 	"\x05depth\x18\x02 \x01(\rR\x05depth\x12\x1c\n" +
-	"\tunderlays\x18\x03 \x03(\fR\tunderlays\"\xfd\x01\n" +
+	"\tunderlays\x18\x03 \x03(\fR\tunderlays\"\xc5\x02\n" +
 	"\x03Ack\x12#\n" +
 	"\x06status\x18\x01 \x01(\x0e2\v.bps.StatusR\x06status\x12\x1c\n" +
 	"\tchallenge\x18\x02 \x01(\fR\tchallenge\x12.\n" +
@@ -1562,7 +1693,9 @@ const file_bps_proto_rawDesc = "" +
 	"candidates\x12\x1a\n" +
 	"\bmultihop\x18\x11 \x01(\bR\bmultihop\x12\x14\n" +
 	"\x05depth\x18\x12 \x01(\rR\x05depth\x12!\n" +
-	"\x04push\x18\x13 \x01(\x0e2\r.bps.PushModeR\x04pushJ\x04\b\x03\x10\x04J\x04\b\x04\x10\x05J\x04\b\x05\x10\x06J\x04\b\x06\x10\aJ\x04\b\a\x10\bJ\x04\b\b\x10\tJ\x04\b\t\x10\n" +
+	"\x04push\x18\x13 \x01(\x0e2\r.bps.PushModeR\x04push\x12!\n" +
+	"\fheartbeat_ms\x18\x14 \x01(\rR\vheartbeatMs\x12#\n" +
+	"\rheartbeat_key\x18\x15 \x01(\fR\fheartbeatKeyJ\x04\b\x03\x10\x04J\x04\b\x04\x10\x05J\x04\b\x05\x10\x06J\x04\b\x06\x10\aJ\x04\b\a\x10\bJ\x04\b\b\x10\tJ\x04\b\t\x10\n" +
 	"J\x04\b\f\x10\r\"p\n" +
 	"\tBroadcast\x12\x10\n" +
 	"\x03soc\x18\x01 \x01(\fR\x03soc\x12\x1d\n" +
@@ -1572,7 +1705,13 @@ const file_bps_proto_rawDesc = "" +
 	"\x06Roster\x12\x1e\n" +
 	"\n" +
 	"publishers\x18\x01 \x03(\fR\n" +
-	"publishers\"\x1c\n" +
+	"publishers\"I\n" +
+	"\tHeartbeat\x12\x1b\n" +
+	"\tperiod_ms\x18\x01 \x01(\rR\bperiodMs\x12\x1f\n" +
+	"\x05heads\x18\x02 \x03(\v2\t.bps.HeadR\x05heads\".\n" +
+	"\x04Head\x12\x12\n" +
+	"\x04addr\x18\x01 \x01(\fR\x04addr\x12\x12\n" +
+	"\x04next\x18\x02 \x01(\x04R\x04next\"\x1c\n" +
 	"\bAnnounce\x12\x10\n" +
 	"\x03key\x18\x01 \x01(\fR\x03key\"\x19\n" +
 	"\x03Ask\x12\x12\n" +
@@ -1642,14 +1781,15 @@ const file_bps_proto_rawDesc = "" +
 	"\x12STATUS_UNSPECIFIED\x10\x00\x12\x06\n" +
 	"\x02OK\x10\x01\x12\b\n" +
 	"\x04FULL\x10\x02\x12\f\n" +
-	"\bREJECTED\x10\x03*E\n" +
+	"\bREJECTED\x10\x03*T\n" +
 	"\x04Kind\x12\x14\n" +
 	"\x10KIND_UNSPECIFIED\x10\x00\x12\b\n" +
 	"\x04DATA\x10\x01\x12\b\n" +
 	"\x04AUTH\x10\x02\x12\n" +
 	"\n" +
 	"\x06ROSTER\x10\x03\x12\a\n" +
-	"\x03EOS\x10\x04*:\n" +
+	"\x03EOS\x10\x04\x12\r\n" +
+	"\tHEARTBEAT\x10\x05*:\n" +
 	"\bPushMode\x12\x19\n" +
 	"\x15PUSH_MODE_UNSPECIFIED\x10\x00\x12\t\n" +
 	"\x05EAGER\x10\x01\x12\b\n" +
@@ -1668,7 +1808,7 @@ func file_bps_proto_rawDescGZIP() []byte {
 }
 
 var file_bps_proto_enumTypes = make([]protoimpl.EnumInfo, 5)
-var file_bps_proto_msgTypes = make([]protoimpl.MessageInfo, 17)
+var file_bps_proto_msgTypes = make([]protoimpl.MessageInfo, 19)
 var file_bps_proto_goTypes = []any{
 	(TopicBinding)(0),    // 0: bps.TopicBinding
 	(PublisherRegime)(0), // 1: bps.PublisherRegime
@@ -1681,17 +1821,19 @@ var file_bps_proto_goTypes = []any{
 	(*Ack)(nil),          // 8: bps.Ack
 	(*Broadcast)(nil),    // 9: bps.Broadcast
 	(*Roster)(nil),       // 10: bps.Roster
-	(*Announce)(nil),     // 11: bps.Announce
-	(*Ask)(nil),          // 12: bps.Ask
-	(*SetPush)(nil),      // 13: bps.SetPush
-	(*Probe)(nil),        // 14: bps.Probe
-	(*Candidates)(nil),   // 15: bps.Candidates
-	(*Reparent)(nil),     // 16: bps.Reparent
-	(*Lease)(nil),        // 17: bps.Lease
-	(*Leased)(nil),       // 18: bps.Leased
-	(*Release)(nil),      // 19: bps.Release
-	(*Route)(nil),        // 20: bps.Route
-	(*Frame)(nil),        // 21: bps.Frame
+	(*Heartbeat)(nil),    // 11: bps.Heartbeat
+	(*Head)(nil),         // 12: bps.Head
+	(*Announce)(nil),     // 13: bps.Announce
+	(*Ask)(nil),          // 14: bps.Ask
+	(*SetPush)(nil),      // 15: bps.SetPush
+	(*Probe)(nil),        // 16: bps.Probe
+	(*Candidates)(nil),   // 17: bps.Candidates
+	(*Reparent)(nil),     // 18: bps.Reparent
+	(*Lease)(nil),        // 19: bps.Lease
+	(*Leased)(nil),       // 20: bps.Leased
+	(*Release)(nil),      // 21: bps.Release
+	(*Route)(nil),        // 22: bps.Route
+	(*Frame)(nil),        // 23: bps.Frame
 }
 var file_bps_proto_depIdxs = []int32{
 	0,  // 0: bps.CohortSpec.binding:type_name -> bps.TopicBinding
@@ -1702,24 +1844,25 @@ var file_bps_proto_depIdxs = []int32{
 	7,  // 5: bps.Ack.candidates:type_name -> bps.Candidate
 	4,  // 6: bps.Ack.push:type_name -> bps.PushMode
 	3,  // 7: bps.Broadcast.kind:type_name -> bps.Kind
-	4,  // 8: bps.SetPush.mode:type_name -> bps.PushMode
-	7,  // 9: bps.Candidates.candidates:type_name -> bps.Candidate
-	9,  // 10: bps.Frame.broadcast:type_name -> bps.Broadcast
-	14, // 11: bps.Frame.probe:type_name -> bps.Probe
-	16, // 12: bps.Frame.reparent:type_name -> bps.Reparent
-	15, // 13: bps.Frame.candidates:type_name -> bps.Candidates
-	11, // 14: bps.Frame.announce:type_name -> bps.Announce
-	12, // 15: bps.Frame.ask:type_name -> bps.Ask
-	13, // 16: bps.Frame.set_push:type_name -> bps.SetPush
-	17, // 17: bps.Frame.lease:type_name -> bps.Lease
-	18, // 18: bps.Frame.leased:type_name -> bps.Leased
-	19, // 19: bps.Frame.release:type_name -> bps.Release
-	20, // 20: bps.Frame.route:type_name -> bps.Route
-	21, // [21:21] is the sub-list for method output_type
-	21, // [21:21] is the sub-list for method input_type
-	21, // [21:21] is the sub-list for extension type_name
-	21, // [21:21] is the sub-list for extension extendee
-	0,  // [0:21] is the sub-list for field type_name
+	12, // 8: bps.Heartbeat.heads:type_name -> bps.Head
+	4,  // 9: bps.SetPush.mode:type_name -> bps.PushMode
+	7,  // 10: bps.Candidates.candidates:type_name -> bps.Candidate
+	9,  // 11: bps.Frame.broadcast:type_name -> bps.Broadcast
+	16, // 12: bps.Frame.probe:type_name -> bps.Probe
+	18, // 13: bps.Frame.reparent:type_name -> bps.Reparent
+	17, // 14: bps.Frame.candidates:type_name -> bps.Candidates
+	13, // 15: bps.Frame.announce:type_name -> bps.Announce
+	14, // 16: bps.Frame.ask:type_name -> bps.Ask
+	15, // 17: bps.Frame.set_push:type_name -> bps.SetPush
+	19, // 18: bps.Frame.lease:type_name -> bps.Lease
+	20, // 19: bps.Frame.leased:type_name -> bps.Leased
+	21, // 20: bps.Frame.release:type_name -> bps.Release
+	22, // 21: bps.Frame.route:type_name -> bps.Route
+	22, // [22:22] is the sub-list for method output_type
+	22, // [22:22] is the sub-list for method input_type
+	22, // [22:22] is the sub-list for extension type_name
+	22, // [22:22] is the sub-list for extension extendee
+	0,  // [0:22] is the sub-list for field type_name
 }
 
 func init() { file_bps_proto_init() }
@@ -1727,7 +1870,7 @@ func file_bps_proto_init() {
 	if File_bps_proto != nil {
 		return
 	}
-	file_bps_proto_msgTypes[16].OneofWrappers = []any{
+	file_bps_proto_msgTypes[18].OneofWrappers = []any{
 		(*Frame_Broadcast)(nil),
 		(*Frame_Probe)(nil),
 		(*Frame_Reparent)(nil),
@@ -1746,7 +1889,7 @@ func file_bps_proto_init() {
 			GoPackagePath: reflect.TypeOf(x{}).PkgPath(),
 			RawDescriptor: unsafe.Slice(unsafe.StringData(file_bps_proto_rawDesc), len(file_bps_proto_rawDesc)),
 			NumEnums:      5,
-			NumMessages:   17,
+			NumMessages:   19,
 			NumExtensions: 0,
 			NumServices:   0,
 		},

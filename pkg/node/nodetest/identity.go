@@ -96,6 +96,9 @@ func NewIdentity(ctx context.Context, o IdentityOptions) (*Identity, error) {
 	}
 	o.BPS.Logger = logger
 	o.BPS.PeerCheck = node.TransportBinding(book)
+	if o.BPS.Signer == nil {
+		o.BPS.Signer = crypto.NewDefaultSigner(swarmKey) // the heartbeat key, bound to overlay as in a node
+	}
 	if id.BPS, err = bps.New(p2ps, overlay, o.BPS); err != nil {
 		return fail(err)
 	}
