@@ -219,19 +219,19 @@ const (
 	// never delivered; sent at index 0 (any index accepted)
 	Kind_ROSTER Kind = 3 // SWIP-60, the admin's: payload a Roster; index sequential
 	// from 0 on its own feed
-	Kind_EOS       Kind = 4 // SWIP-60, the admin's: empty, index 0 only; ends the channel
-	Kind_HEARTBEAT Kind = 5 // ours (issue 24), the root's: payload a Heartbeat, index its
+	Kind_EOS       Kind = 4  // SWIP-60, the admin's: empty, index 0 only; ends the channel
+	Kind_HEARTBEAT Kind = 16 // ours (issue 24; from 16, clear of the kinds a later
 )
 
 // Enum value maps for Kind.
 var (
 	Kind_name = map[int32]string{
-		0: "KIND_UNSPECIFIED",
-		1: "DATA",
-		2: "AUTH",
-		3: "ROSTER",
-		4: "EOS",
-		5: "HEARTBEAT",
+		0:  "KIND_UNSPECIFIED",
+		1:  "DATA",
+		2:  "AUTH",
+		3:  "ROSTER",
+		4:  "EOS",
+		16: "HEARTBEAT",
 	}
 	Kind_value = map[string]int32{
 		"KIND_UNSPECIFIED": 0,
@@ -239,7 +239,7 @@ var (
 		"AUTH":             2,
 		"ROSTER":           3,
 		"EOS":              4,
-		"HEARTBEAT":        5,
+		"HEARTBEAT":        16,
 	}
 )
 
@@ -1789,7 +1789,7 @@ const file_bps_proto_rawDesc = "" +
 	"\n" +
 	"\x06ROSTER\x10\x03\x12\a\n" +
 	"\x03EOS\x10\x04\x12\r\n" +
-	"\tHEARTBEAT\x10\x05*:\n" +
+	"\tHEARTBEAT\x10\x10*:\n" +
 	"\bPushMode\x12\x19\n" +
 	"\x15PUSH_MODE_UNSPECIFIED\x10\x00\x12\t\n" +
 	"\x05EAGER\x10\x01\x12\b\n" +
