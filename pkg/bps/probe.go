@@ -342,25 +342,29 @@ func bestCandidates(all []found, exclude swarm.Address) []*pb.Candidate {
 // (the broker) holds a join, under the flash-crowd policy (rootJoin); a
 // relay answers at once (probeSubtree).
 //
-// A join whose peer or prefix had its rounds (rationed, ration.go) starts
-// none: a relay answers it from its pool, the root from its pool or, while
-// others' rounds are open or joins held, as a held join once they fed it.
-func (s *Service) probe(c *cohort, childDepth uint32, exclude swarm.Address, wait time.Duration, rationed bool) []*pb.Candidate {
+// A join the rations stopped (jr.rationed, ration.go) starts none: a
+// relay answers it from its pool, the root from its pool or, while others'
+// rounds are open or joins held, as a held join once they fed it. A
+// stranger's join at a relay (jr.gated) starts one only with the node's
+// one round a probe wait for strangers, else it is answered from the pool.
+func (s *Service) probe(c *cohort, childDepth uint32, exclude swarm.Address, wait time.Duration, jr joinRation) []*pb.Candidate {
 	c.mu.Lock()
 	root := c.role.holdsJoins()
 	c.mu.Unlock()
 	if !root {
 		// A relay asked to refer — its child repairing — answers as it
 		// answers a probe: a crowd joins at the root.
-		if rationed {
-			c.mu.Lock()
-			defer c.mu.Unlock()
-			return c.pool.take(time.Now(), childDepth, exclude, maxCandidates)
+		c.mu.Lock()
+		best := c.pool.take(time.Now(), childDepth, exclude, maxCandidates)
+		c.mu.Unlock()
+		if best != nil || jr.rationed || jr.gated && !s.strangerRound() {
+			return best
 		}
-		return s.probeSubtree(c, childDepth, exclude, wait)
+		best, _ = s.probeOnce(c, childDepth, exclude, wait, maxProbeFanout)
+		return best
 	}
 	j := s.newRootJoin(c, childDepth, exclude, wait)
-	j.rationed = rationed
+	j.rationed = jr.rationed
 	defer j.unhold()
 	return j.answer()
 }
