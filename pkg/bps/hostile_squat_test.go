@@ -20,9 +20,9 @@ import (
 // of ration.go over the wire; each fails with its rule removed.
 
 // answerProbes answers every probe the raw child r reads with cands(probe),
-// after delay (a slow child), until its stream ends (the test's cleanup
-// resets it; a child that reads nothing for the raw read's deadline is
-// reset too, so a test keeps its probes within it).
+// the first after delay (a slow child), until its stream ends (the test's
+// cleanup resets it; a child that reads nothing for the raw read's
+// deadline is reset too, so a test keeps its probes within it).
 func answerProbes(t *testing.T, r *raw, delay time.Duration, cands func(*pb.Probe) []*pb.Candidate) {
 	t.Helper()
 	done := make(chan struct{})
@@ -51,6 +51,7 @@ func answerProbes(t *testing.T, r *raw, delay time.Duration, cands func(*pb.Prob
 					tm.Stop()
 					return
 				}
+				delay = 0
 			}
 			if _, err := r.s.Write(bps.EncodeFrame(&pb.Frame{Kind: &pb.Frame_Candidates{Candidates: &pb.Candidates{Nonce: pr.Nonce, Candidates: cands(pr)}}})); err != nil {
 				return
@@ -96,10 +97,11 @@ func fullRoot(t *testing.T, net *streamtest.Network, sp *bps.Spec, o bps.Options
 // TestHostileStrangersShareOneRound: at a relay (a node following the
 // cohort, full), plain multihop Joins from peers holding no stream in the
 // cohort there — 16 peers, each from its own prefix, one Join each, so
-// that no per-peer or per-prefix bucket binds — start at most one probe
-// round per probe wait between them; the rest are answered from the pool
-// (here empty: a bare FULL) and counted as rationed. Without the rule
-// (strangerRound) the relay probes its subtree 16 times.
+// that no per-peer or per-prefix bucket binds — start at most the node's
+// strangers' bucket of rounds between them (a burst of 4, then one per
+// probe wait); the rest are answered from the pool (here empty: a bare
+// FULL) and counted as rationed. Without the rule (strangerRound) the
+// relay probes its subtree 16 times.
 func TestHostileStrangersShareOneRound(t *testing.T) {
 	t.Parallel()
 	const strangers = 16
@@ -128,7 +130,7 @@ func TestHostileStrangersShareOneRound(t *testing.T) {
 			t.Fatalf("stranger %d's join: %v, want a bare FULL", i, a)
 		}
 	}
-	most := 1 + int(time.Since(began)/wait)
+	most := bps.StrangerBurst + int(time.Since(began)/wait)
 	if n := relay.rec.count(kind(bps.EventProbe)); n > most {
 		t.Fatalf("%d strangers' joins made the relay probe %d times, want at most %d", strangers, n, most)
 	}
@@ -138,26 +140,31 @@ func TestHostileStrangersShareOneRound(t *testing.T) {
 }
 
 // TestHostileRepeatJoinerFromPool: at the root, a stranger's Join is
-// answered by a round of its own; its next Joins in the cohort within the
-// window start none: answered from the pool while it holds candidates
-// (what the first round found beyond the two it was told), then — the
-// pool empty — with a bare FULL, counted as rationed. A joiner that comes
-// for the first time still gets its round (the root is where a flash
-// crowd joins). Without the rule (repeatJoiner) the third Join starts a
-// round of its own.
+// answered by a round of its own; its next Join in the cohort within the
+// window is answered from the pool while it holds candidates (what the
+// first round found beyond the two it was told), and past the pool its
+// Joins start rounds until it has sent FreeJoins (a join, a second parent,
+// an orphan's rejoins), then at most the node's strangers' bucket of
+// rounds (a burst of 4, then one per probe wait); the rest are answered
+// with a bare FULL and counted as rationed. A joiner that comes for the
+// first time still gets its round (the root is where a flash crowd joins).
+// Without the rule (the root's gate on repeat joiners) each of the repeat
+// joiner's Joins starts a round of its own.
 func TestHostileRepeatJoinerFromPool(t *testing.T) {
 	t.Parallel()
+	const repeats = bps.FreeJoins + bps.StrangerBurst + 3
 	net := newNetwork(t)
 	sp := feedSpec(t, "a repeat joiner", newKey(t))
-	// Two children, each naming two slots of its subtree: a round finds
-	// four, tells the joiner two (one from each subtree) and pools two.
-	// The second child answers slowly, so that the round takes a while and
-	// the pool keeps what it found as long (poolTTL: as long as the round
-	// took, at most a quarter of the probe wait).
+	// Two children, each naming two slots of its subtree in the first
+	// round and none after: the first round finds four, tells the joiner
+	// two (one from each subtree) and pools two. The second child answers
+	// that round slowly, so that it takes a while and the pool keeps what
+	// it found as long (poolTTL: as long as the round took, at most a
+	// quarter of the probe wait).
 	wait := 8 * time.Second
-	slow := wait / 4
-	root := newNode(t, net, bps.Options{Bounds: bps.Bounds{MaxStreamsPerCohort: 2}, Tree: bps.Tree{ProbeWait: wait}})
-	for i, delay := range []time.Duration{0, slow} {
+	// The per-peer bucket wide enough not to bind.
+	root := newNode(t, net, bps.Options{Bounds: bps.Bounds{MaxStreamsPerCohort: 2, PeerProbeRounds: 64}, Tree: bps.Tree{ProbeWait: wait}})
+	for i, delay := range []time.Duration{0, wait / 4} {
 		kid := newNode(t, net, bps.Options{})
 		if err := net.Connect(kid.Node, root.Node); err != nil {
 			t.Fatal(err)
@@ -166,12 +173,18 @@ func TestHostileRepeatJoinerFromPool(t *testing.T) {
 		if a := child.join(listenJoin(sp)); a.Status != pb.Status_OK {
 			t.Fatalf("child %d: %v", i, a.Status)
 		}
+		first := true
 		answerProbes(t, child, delay, func(pr *pb.Probe) []*pb.Candidate {
+			if !first {
+				return nil
+			}
+			first = false
 			return []*pb.Candidate{candidateAt(t, pr.Depth), candidateAt(t, pr.Depth+1)}
 		})
 	}
 	hunter := strangerAt(t, net, 1, root)
 
+	began := time.Now()
 	if a := openRaw(t, hunter, root).join(listenJoin(sp)); a.Status != pb.Status_FULL || len(a.Candidates) != 2 {
 		t.Fatalf("the first join: %v, want FULL with two candidates", a)
 	}
@@ -181,21 +194,30 @@ func TestHostileRepeatJoinerFromPool(t *testing.T) {
 	if a := openRaw(t, hunter, root).join(listenJoin(sp)); a.Status != pb.Status_FULL || len(a.Candidates) != 2 {
 		t.Fatalf("the second join: %v, want FULL with the two pooled candidates", a)
 	}
-	if a := openRaw(t, hunter, root).join(listenJoin(sp)); a.Status != pb.Status_FULL || len(a.Candidates) != 0 {
-		t.Fatalf("the third join, the pool empty: %v, want a bare FULL", a)
-	}
 	if n := root.rec.count(kind(bps.EventProbe)); n != 1 {
-		t.Fatalf("a repeat joiner's joins made the root probe %d times, want 1", n)
+		t.Fatalf("the second join, answered from the pool: %d rounds in all, want 1", n)
 	}
-	if n := root.svc.Rationed(); n != 2 {
-		t.Fatalf("%d joins rationed, want the repeat joiner's 2", n)
+	for i := range repeats {
+		if a := openRaw(t, hunter, root).join(listenJoin(sp)); a.Status != pb.Status_FULL || len(a.Candidates) != 0 {
+			t.Fatalf("repeat join %d, the pool empty: %v, want a bare FULL", i, a)
+		}
 	}
-	newcomer := strangerAt(t, net, 2, root)
-	if a := openRaw(t, newcomer, root).join(listenJoin(sp)); a.Status != pb.Status_FULL || len(a.Candidates) != 2 {
-		t.Fatalf("a newcomer's join: %v, want FULL with two candidates", a)
+	// FreeJoins free (one answered from the pool), refilled at FreeJoins
+	// per 10 s; then the strangers' bucket, refilled at one per probe wait.
+	took := time.Since(began)
+	most := bps.FreeJoins - 1 + int(took.Seconds()*bps.FreeJoins/10) + bps.StrangerBurst + int(took/wait)
+	if n := root.rec.count(kind(bps.EventProbe)); n > most {
+		t.Fatalf("a repeat joiner's %d joins made the root probe %d times, want at most %d", repeats, n, most)
 	}
-	if n := root.rec.count(kind(bps.EventProbe)); n != 2 {
-		t.Fatalf("a newcomer's join: %d rounds in all, want 2", n)
+	if n := root.svc.Rationed(); n < repeats-most {
+		t.Fatalf("%d joins rationed, want at least %d", n, repeats-most)
+	}
+	before := root.rec.count(kind(bps.EventProbe))
+	if a := openRaw(t, strangerAt(t, net, 2, root), root).join(listenJoin(sp)); a.Status != pb.Status_FULL {
+		t.Fatalf("a newcomer's join: %v, want FULL", a)
+	}
+	if n := root.rec.count(kind(bps.EventProbe)); n != before+1 {
+		t.Fatalf("a newcomer's join made the root probe %d times, want 1", n-before)
 	}
 }
 

@@ -364,7 +364,7 @@ func (s *Service) probe(c *cohort, childDepth uint32, exclude swarm.Address, wai
 		return best
 	}
 	j := s.newRootJoin(c, childDepth, exclude, wait)
-	j.rationed = jr.rationed
+	j.rationed, j.gated = jr.rationed, jr.gated
 	defer j.unhold()
 	return j.answer()
 }
@@ -392,6 +392,7 @@ type rootJoin struct {
 	woken    bool          // the last hold ended on a round's close
 	busy     bool          // the last round found every child to ask busy
 	rationed bool          // its peer or prefix had its rounds: none of its own (ration.go)
+	gated    bool          // a repeat joiner's: a round of its own takes a token from the strangers' bucket
 }
 
 func (s *Service) newRootJoin(c *cohort, depth uint32, joiner swarm.Address, wait time.Duration) *rootJoin {
@@ -450,6 +451,9 @@ func (j *rootJoin) look() ([]*pb.Candidate, turn, *poolWaiter) {
 	}
 	if c.dead || c.svc.Ended() {
 		return nil, turnAnswered, nil
+	}
+	if !j.rationed && j.gated && len(c.probes) < maxOpenProbes && !j.busy && !j.s.strangerRound() {
+		j.rationed = true // the strangers' bucket is empty: as a rationed join from here on
 	}
 	if j.rationed {
 		if len(c.probes) == 0 && len(c.pool.waiting) <= c.pool.gone {

@@ -14,35 +14,48 @@ import (
 
 // No stranger makes a node work (docs/protocol.md, "Threat model"): a
 // multihop Join this node has no room for starts a probe round into its
-// subtree (refer), and anyone may send one. Three rules bound the rounds
-// Joins start; a Join past any of them is answered from the pool only —
-// what earlier rounds found, the flash crowd's answer (probe.go) — or with
-// a bare FULL, and counted (Rationed):
+// subtree (refer), and anyone may send one. Two rules bound the rounds
+// Joins start; a Join past either is answered from the pool only — what
+// earlier rounds found, the flash crowd's answer (probe.go) — or with a
+// bare FULL, and counted (Rationed):
 //
 //   - per peer and per prefix: a token bucket per peer
 //     (Bounds.PeerProbeRounds) and per leading byte of the peer's overlay
 //     (Bounds.PrefixProbeRounds: overlays are cheap to mine, a prefix is
 //     not) over probeRationWindow, for every Join, refer or plain;
-//   - a repeat joiner: a plain Join (not a child's refer) from a peer
-//     whose Join in the same cohort was let through here within
-//     probeRationWindow starts no round — a joiner is answered once, a
-//     hunter coming back for more slots is answered from the pool;
-//   - per node, for strangers: at a relay (a node that follows the cohort)
-//     a plain Join from a peer holding no stream in the cohort here starts
-//     a round only if the node started none for a stranger within the
-//     probe wait (one a ProbeWait, all strangers and cohorts together). A
-//     relay is reached by a joiner a candidate sent it there, for a slot
-//     it offered; one that finds the slot taken is the rare case, and a
-//     spread hunt over many peers — which per-peer and per-prefix buckets
-//     never bind (bps-sim -attack squat) — is the common one. The root is
-//     where a flash crowd joins, all of it strangers: there the rounds are
-//     bounded by the buckets above and maxOpenProbes.
+//   - per node, for strangers and repeat joiners: a round for a plain Join
+//     (not a child's refer) from a peer holding no stream in the cohort
+//     here, at a relay, or from a repeat joiner — one that sent more than
+//     freeJoins plain Joins in the cohort here within probeRationWindow —
+//     at the root, takes a token from the node's one bucket: one a probe
+//     wait, a burst of strangerBurst, all such peers and cohorts together.
+//     What it asks the pool comes first, as for any join.
+//
+// A relay is reached by a joiner its candidate sent there, for a slot it
+// offered; a stranger finding the slot taken is the rare case, and a hunt
+// spread over many peers and nodes — which per-peer and per-prefix buckets
+// never bind (bps-sim -attack squat) — the common one. The root is where a
+// flash crowd joins, every joiner a stranger: there a joiner's first Joins
+// take no token (the crowd is bounded by the buckets above and
+// maxOpenProbes), nor does an honest node's repair; one coming back for
+// more slots again and again — a hunter — shares the node's bucket.
 
 // probeRationWindow is how long a peer's or a prefix's spent rounds take
 // to come back: each is a token bucket of its bound, refilled at the bound
 // per window, so that a joiner repairing now and then is never rationed;
 // and how long a joiner let through is a repeat joiner in its cohort.
 const probeRationWindow = 10 * time.Second
+
+// freeJoins is how many plain Joins a peer sends a root in one cohort
+// within probeRationWindow before it is a repeat joiner: a join, a second
+// parent, a publisher stream, and an orphan's rejoins (maxRejoins) are
+// fewer; a hunter's 4 a second are not.
+const freeJoins = maxRejoins + 1
+
+// strangerBurst is how many rounds the strangers' bucket holds: a few
+// honest repairs at once (a relay's children told to reparent, a node
+// rejoining) start theirs at once.
+const strangerBurst = 4
 
 // maxRationedPeers bounds the peers a node counts rounds for, and the
 // (peer, cohort) pairs it remembers as joiners. Only a peer whose prefix
@@ -58,9 +71,10 @@ type rations struct {
 	mu       sync.Mutex
 	peers    map[string]*rate.Limiter
 	prefixes [256]*rate.Limiter
-	joiners  map[string]time.Time // peer overlay + cohort key -> when its Join was let through
-	// strangers is the node's one round a probe wait for plain Joins from
-	// peers holding no stream in the cohort, at a relay.
+	joiners  map[string]*rate.Limiter // peer overlay + cohort key -> its plain Joins in the window
+	// strangers is the node's one round a probe wait (strangerBurst at
+	// once) for strangers' plain Joins at a relay and repeat joiners' at
+	// the root.
 	strangers *rate.Limiter
 }
 
@@ -82,22 +96,21 @@ type joinRation struct {
 // no room for: refer is a child's refer-Join. A rationed Join is counted.
 func (s *Service) mayProbe(c *cohort, peer swarm.Address, refer bool) joinRation {
 	now := time.Now()
-	var jr joinRation
-	switch {
-	case !s.ration(now, peer):
-		jr.rationed = true
-	case !refer && s.repeatJoiner(now, peer, c.spec.key):
-		jr.rationed = true
-	case !refer:
-		c.mu.Lock()
-		relay := !c.role.holdsJoins()
-		c.mu.Unlock()
-		jr.gated = relay && !s.reg.hasStream(peer, c.spec)
-	}
-	if jr.rationed {
+	if !s.ration(now, peer) {
 		s.metrics.Rationed.Inc()
+		return joinRation{rationed: true}
 	}
-	return jr
+	if refer {
+		return joinRation{}
+	}
+	repeat := s.repeatJoiner(now, peer, c.spec.key)
+	c.mu.Lock()
+	root := c.role.holdsJoins()
+	c.mu.Unlock()
+	if root {
+		return joinRation{gated: repeat}
+	}
+	return joinRation{gated: !s.reg.hasStream(peer, c.spec)}
 }
 
 // ration takes a round from peer's bucket and its prefix's at now if both
@@ -142,42 +155,44 @@ func (s *Service) ration(now time.Time, peer swarm.Address) bool {
 	return true
 }
 
-// repeatJoiner reports whether peer's Join in the cohort of key was let
-// through within probeRationWindow; if not, it remembers this one. Where
-// the memory is full of joiners within the window, every Join is a repeat.
+// repeatJoiner counts a plain Join from peer in the cohort of key and
+// reports whether it is one past the peer's freeJoins there in the window:
+// a token bucket of freeJoins per (peer, cohort), refilled at freeJoins
+// per probeRationWindow. Where the memory is full of pairs that joined
+// within the window, every Join is a repeat.
 func (s *Service) repeatJoiner(now time.Time, peer swarm.Address, key string) bool {
 	r := &s.rations
 	r.mu.Lock()
 	defer r.mu.Unlock()
 	k := peer.ByteString() + key
-	if at, ok := r.joiners[k]; ok && now.Sub(at) < probeRationWindow {
-		return true
-	}
-	if _, ok := r.joiners[k]; !ok && len(r.joiners) >= maxRationedPeers {
-		for j, at := range r.joiners {
-			if now.Sub(at) >= probeRationWindow {
-				delete(r.joiners, j)
+	l := r.joiners[k]
+	if l == nil {
+		if len(r.joiners) >= maxRationedPeers {
+			for j, q := range r.joiners {
+				if q.TokensAt(now) >= freeJoins {
+					delete(r.joiners, j)
+				}
+			}
+			if len(r.joiners) >= maxRationedPeers {
+				return true
 			}
 		}
-		if len(r.joiners) >= maxRationedPeers {
-			return true
+		if r.joiners == nil {
+			r.joiners = make(map[string]*rate.Limiter)
 		}
+		l = rationLimiter(freeJoins)
+		r.joiners[k] = l
 	}
-	if r.joiners == nil {
-		r.joiners = make(map[string]time.Time)
-	}
-	r.joiners[k] = now
-	return false
+	return !l.AllowN(now, 1)
 }
 
-// strangerRound takes the strangers' one round a probe wait if it is
-// there, and reports whether it did; a Join refused it is counted as
-// rationed.
+// strangerRound takes a round from the strangers' bucket if it has one,
+// and reports whether it did; a Join refused it is counted as rationed.
 func (s *Service) strangerRound() bool {
 	r := &s.rations
 	r.mu.Lock()
 	if r.strangers == nil {
-		r.strangers = rate.NewLimiter(rate.Every(s.opts.ProbeWait), 1)
+		r.strangers = rate.NewLimiter(rate.Every(s.opts.ProbeWait), strangerBurst)
 	}
 	ok := r.strangers.Allow()
 	r.mu.Unlock()

@@ -6,6 +6,13 @@ package bps
 
 import dto "github.com/prometheus/client_model/go"
 
+// StrangerBurst is how many rounds the strangers' bucket holds (ration.go).
+const StrangerBurst = strangerBurst
+
+// FreeJoins is how many plain Joins a peer sends a root in a cohort within
+// the window before it is a repeat joiner (ration.go).
+const FreeJoins = freeJoins
+
 // Rationed is how many Joins the node answered without a probe round of
 // their own (ration.go).
 func (s *Service) Rationed() int {
