@@ -95,8 +95,8 @@ func fullRoot(t *testing.T, net *streamtest.Network, sp *bps.Spec, o bps.Options
 }
 
 // TestHostileStrangersShareOneRound: at a relay (a node following the
-// cohort, full), plain multihop Joins from peers holding no stream in the
-// cohort there — 16 peers, each from its own prefix, one Join each, so
+// cohort, full), plain multihop Joins — a child asks with a refer-Join;
+// here from peers holding no stream in the cohort there, 16 peers, each from its own prefix, one Join each, so
 // that no per-peer or per-prefix bucket binds — start at most the node's
 // strangers' bucket of rounds between them (a burst of 4, then one per
 // probe wait); the rest are answered from the pool (here empty: a bare

@@ -345,8 +345,9 @@ func bestCandidates(all []found, exclude swarm.Address) []*pb.Candidate {
 // A join the rations stopped (jr.rationed, ration.go) starts none: a
 // relay answers it from its pool, the root from its pool or, while others'
 // rounds are open or joins held, as a held join once they fed it. A
-// stranger's join at a relay (jr.gated) starts one only with the node's
-// one round a probe wait for strangers, else it is answered from the pool.
+// plain join at a relay, or a repeat joiner's at the root (jr.gated),
+// starts one only with a token from the node's bucket (strangerRound),
+// else it is answered as a rationed one.
 func (s *Service) probe(c *cohort, childDepth uint32, exclude swarm.Address, wait time.Duration, jr joinRation) []*pb.Candidate {
 	c.mu.Lock()
 	root := c.role.holdsJoins()

@@ -23,22 +23,26 @@ import (
 //     (Bounds.PeerProbeRounds) and per leading byte of the peer's overlay
 //     (Bounds.PrefixProbeRounds: overlays are cheap to mine, a prefix is
 //     not) over probeRationWindow, for every Join, refer or plain;
-//   - per node, for strangers and repeat joiners: a round for a plain Join
-//     (not a child's refer) from a peer holding no stream in the cohort
-//     here, at a relay, or from a repeat joiner — one that sent more than
-//     freeJoins plain Joins in the cohort here within probeRationWindow —
-//     at the root, takes a token from the node's one bucket: one a probe
-//     wait, a burst of strangerBurst, all such peers and cohorts together.
-//     What it asks the pool comes first, as for any join.
+//   - per node, for plain Joins at a relay and repeat joiners at the
+//     root: a round for a plain Join (not a child's refer) at a relay, or
+//     at the root for one from a repeat joiner — a peer that sent more
+//     than freeJoins plain Joins in the cohort here within
+//     probeRationWindow — takes a token from the node's one bucket: one a
+//     probe wait, a burst of strangerBurst, all such peers and cohorts
+//     together. What it asks the pool comes first, as for any join.
 //
 // A relay is reached by a joiner its candidate sent there, for a slot it
-// offered; a stranger finding the slot taken is the rare case, and a hunt
-// spread over many peers and nodes — which per-peer and per-prefix buckets
-// never bind (bps-sim -attack squat) — the common one. The root is where a
-// flash crowd joins, every joiner a stranger: there a joiner's first Joins
-// take no token (the crowd is bounded by the buckets above and
-// maxOpenProbes), nor does an honest node's repair; one coming back for
-// more slots again and again — a hunter — shares the node's bucket.
+// offered, and by a child asking where else to attach with a refer-Join
+// (one at a time); a plain Join that finds it full is the rare case — a
+// candidate's slot taken meanwhile, a relay's children told to reparent —
+// and a hunt spread over many peers and nodes — which per-peer and
+// per-prefix buckets never bind (bps-sim -attack squat) — the common one.
+// Whether the peer holds a stream here says nothing: a hunter holds one
+// wherever it squats. The root is where a flash crowd joins, every joiner
+// a stranger: there a joiner's first Joins take no token (the crowd is
+// bounded by the buckets above and maxOpenProbes), nor does an honest
+// node's repair; one coming back for more slots again and again — a
+// hunter — shares the node's bucket.
 
 // probeRationWindow is how long a peer's or a prefix's spent rounds take
 // to come back: each is a token bucket of its bound, refilled at the bound
@@ -73,8 +77,7 @@ type rations struct {
 	prefixes [256]*rate.Limiter
 	joiners  map[string]*rate.Limiter // peer overlay + cohort key -> its plain Joins in the window
 	// strangers is the node's one round a probe wait (strangerBurst at
-	// once) for strangers' plain Joins at a relay and repeat joiners' at
-	// the root.
+	// once) for plain Joins at a relay and repeat joiners' at the root.
 	strangers *rate.Limiter
 }
 
@@ -107,10 +110,7 @@ func (s *Service) mayProbe(c *cohort, peer swarm.Address, refer bool) joinRation
 	c.mu.Lock()
 	root := c.role.holdsJoins()
 	c.mu.Unlock()
-	if root {
-		return joinRation{gated: repeat}
-	}
-	return joinRation{gated: !s.reg.hasStream(peer, c.spec)}
+	return joinRation{gated: repeat || !root}
 }
 
 // ration takes a round from peer's bucket and its prefix's at now if both

@@ -123,14 +123,6 @@ func (r *registry) mayRefer(peer swarm.Address, sp *Spec) bool {
 	return true
 }
 
-// hasStream reports whether peer holds a stream in sp's cohort here: a
-// child, not a stranger (ration.go).
-func (r *registry) hasStream(peer swarm.Address, sp *Spec) bool {
-	r.mu.Lock()
-	defer r.mu.Unlock()
-	return r.peers[peer.ByteString()][sp.key] > 0
-}
-
 // referred frees the refer slot mayRefer took.
 func (r *registry) referred(peer swarm.Address, sp *Spec) {
 	r.mu.Lock()
