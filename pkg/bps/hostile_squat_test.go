@@ -95,13 +95,13 @@ func fullRoot(t *testing.T, net *streamtest.Network, sp *bps.Spec, o bps.Options
 }
 
 // TestHostileStrangersShareOneRound: at a relay (a node following the
-// cohort, full), plain multihop Joins — a child asks with a refer-Join;
-// here from peers holding no stream in the cohort there, 16 peers, each from its own prefix, one Join each, so
-// that no per-peer or per-prefix bucket binds — start at most the node's
-// strangers' bucket of rounds between them (a burst of 4, then one per
-// probe wait); the rest are answered from the pool (here empty: a bare
-// FULL) and counted as rationed. Without the rule (strangerRound) the
-// relay probes its subtree 16 times.
+// cohort, full), plain multihop Joins (a child asks with a refer-Join) —
+// here from 16 peers holding no stream in the cohort there, each from its
+// own prefix, one Join each, so that no per-peer or per-prefix bucket
+// binds — start at most the node's bucket of rounds between them (a burst
+// of 2, then one every 10 s); the rest are answered from the pool (here
+// empty: a bare FULL) and counted as rationed. Without the rule
+// (strangerRound) the relay probes its subtree 16 times.
 func TestHostileStrangersShareOneRound(t *testing.T) {
 	t.Parallel()
 	const strangers = 16
@@ -130,7 +130,7 @@ func TestHostileStrangersShareOneRound(t *testing.T) {
 			t.Fatalf("stranger %d's join: %v, want a bare FULL", i, a)
 		}
 	}
-	most := bps.StrangerBurst + int(time.Since(began)/wait)
+	most := bps.StrangerBurst + int(time.Since(began)/relay.svc.StrangerEvery())
 	if n := relay.rec.count(kind(bps.EventProbe)); n > most {
 		t.Fatalf("%d strangers' joins made the relay probe %d times, want at most %d", strangers, n, most)
 	}
@@ -145,7 +145,7 @@ func TestHostileStrangersShareOneRound(t *testing.T) {
 // first round found beyond the two it was told), and past the pool its
 // Joins start rounds until it has sent FreeJoins (a join, a second parent,
 // an orphan's rejoins), then at most the node's strangers' bucket of
-// rounds (a burst of 4, then one per probe wait); the rest are answered
+// rounds (a burst of 2, then one every 10 s); the rest are answered
 // with a bare FULL and counted as rationed. A joiner that comes for the
 // first time still gets its round (the root is where a flash crowd joins).
 // Without the rule (the root's gate on repeat joiners) each of the repeat
@@ -205,7 +205,7 @@ func TestHostileRepeatJoinerFromPool(t *testing.T) {
 	// FreeJoins free (one answered from the pool), refilled at FreeJoins
 	// per 10 s; then the strangers' bucket, refilled at one per probe wait.
 	took := time.Since(began)
-	most := bps.FreeJoins - 1 + int(took.Seconds()*bps.FreeJoins/10) + bps.StrangerBurst + int(took/wait)
+	most := bps.FreeJoins - 1 + int(took.Seconds()*bps.FreeJoins/10) + bps.StrangerBurst + int(took/root.svc.StrangerEvery())
 	if n := root.rec.count(kind(bps.EventProbe)); n > most {
 		t.Fatalf("a repeat joiner's %d joins made the root probe %d times, want at most %d", repeats, n, most)
 	}

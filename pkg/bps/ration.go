@@ -27,9 +27,10 @@ import (
 //     root: a round for a plain Join (not a child's refer) at a relay, or
 //     at the root for one from a repeat joiner — a peer that sent more
 //     than freeJoins plain Joins in the cohort here within
-//     probeRationWindow — takes a token from the node's one bucket: one a
-//     probe wait, a burst of strangerBurst, all such peers and cohorts
-//     together. What it asks the pool comes first, as for any join.
+//     probeRationWindow — takes a token from the node's one bucket:
+//     strangerBurst, then one every 10 s (strangerEvery), all such peers
+//     and cohorts together. What it asks the pool comes first, as for any
+//     join.
 //
 // A relay is reached by a joiner its candidate sent there, for a slot it
 // offered, and by a child asking where else to attach with a refer-Join
@@ -56,10 +57,18 @@ const probeRationWindow = 10 * time.Second
 // fewer; a hunter's 4 a second are not.
 const freeJoins = maxRejoins + 1
 
-// strangerBurst is how many rounds the strangers' bucket holds: a few
-// honest repairs at once (a relay's children told to reparent, a node
-// rejoining) start theirs at once.
-const strangerBurst = 4
+// strangerBurst is how many rounds the node's bucket for plain Joins at a
+// relay and repeat joiners at the root holds, refilled at one per
+// strangerEvery: the honest cases (a candidate's slot taken meanwhile, a
+// relay's children told to reparent there, whose first round pools what
+// the others take) are rare, and a hunt spread over a thousand nodes asks
+// each of them about once every few seconds (bps-sim -attack squat), so
+// one round a probe wait at each bound nothing.
+const strangerBurst = 2
+
+// strangerEvery is how often the node's bucket gains a round: the
+// rations' window, or the probe wait if longer.
+func (s *Service) strangerEvery() time.Duration { return max(probeRationWindow, s.opts.ProbeWait) }
 
 // maxRationedPeers bounds the peers a node counts rounds for, and the
 // (peer, cohort) pairs it remembers as joiners. Only a peer whose prefix
@@ -76,8 +85,9 @@ type rations struct {
 	peers    map[string]*rate.Limiter
 	prefixes [256]*rate.Limiter
 	joiners  map[string]*rate.Limiter // peer overlay + cohort key -> its plain Joins in the window
-	// strangers is the node's one round a probe wait (strangerBurst at
-	// once) for plain Joins at a relay and repeat joiners' at the root.
+	// strangers is the node's bucket of rounds (strangerBurst, one every
+	// strangerEvery) for plain Joins at a relay and repeat joiners' at the
+	// root.
 	strangers *rate.Limiter
 }
 
@@ -192,7 +202,7 @@ func (s *Service) strangerRound() bool {
 	r := &s.rations
 	r.mu.Lock()
 	if r.strangers == nil {
-		r.strangers = rate.NewLimiter(rate.Every(s.opts.ProbeWait), strangerBurst)
+		r.strangers = rate.NewLimiter(rate.Every(s.strangerEvery()), strangerBurst)
 	}
 	ok := r.strangers.Allow()
 	r.mu.Unlock()

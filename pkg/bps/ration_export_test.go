@@ -4,10 +4,17 @@
 
 package bps
 
-import dto "github.com/prometheus/client_model/go"
+import (
+	"time"
+
+	dto "github.com/prometheus/client_model/go"
+)
 
 // StrangerBurst is how many rounds the strangers' bucket holds (ration.go).
 const StrangerBurst = strangerBurst
+
+// StrangerEvery is how often that bucket gains a round.
+func (s *Service) StrangerEvery() time.Duration { return s.strangerEvery() }
 
 // FreeJoins is how many plain Joins a peer sends a root in a cohort within
 // the window before it is a repeat joiner (ration.go).
