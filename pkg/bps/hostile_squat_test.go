@@ -144,8 +144,8 @@ func TestHostileStrangersShareOneRound(t *testing.T) {
 // window is answered from the pool while it holds candidates (what the
 // first round found beyond the two it was told), and past the pool its
 // Joins start rounds until it has sent FreeJoins (a join, a second parent,
-// an orphan's rejoins), then at most the node's strangers' bucket of
-// rounds (a burst of 2, then one every 10 s); the rest are answered
+// an orphan's rejoins; one more a minute), then at most the node's bucket
+// of rounds (a burst of 2, then one every 10 s); the rest are answered
 // with a bare FULL and counted as rationed. A joiner that comes for the
 // first time still gets its round (the root is where a flash crowd joins).
 // Without the rule (the root's gate on repeat joiners) each of the repeat
@@ -202,10 +202,10 @@ func TestHostileRepeatJoinerFromPool(t *testing.T) {
 			t.Fatalf("repeat join %d, the pool empty: %v, want a bare FULL", i, a)
 		}
 	}
-	// FreeJoins free (one answered from the pool), refilled at FreeJoins
-	// per 10 s; then the strangers' bucket, refilled at one per probe wait.
+	// FreeJoins free (one answered from the pool), one more a minute; then
+	// the node's bucket, one more every 10 s.
 	took := time.Since(began)
-	most := bps.FreeJoins - 1 + int(took.Seconds()*bps.FreeJoins/10) + bps.StrangerBurst + int(took/root.svc.StrangerEvery())
+	most := bps.FreeJoins - 1 + int(took/bps.FreeJoinsEvery) + bps.StrangerBurst + int(took/root.svc.StrangerEvery())
 	if n := root.rec.count(kind(bps.EventProbe)); n > most {
 		t.Fatalf("a repeat joiner's %d joins made the root probe %d times, want at most %d", repeats, n, most)
 	}

@@ -25,9 +25,8 @@ import (
 //     not) over probeRationWindow, for every Join, refer or plain;
 //   - per node, for plain Joins at a relay and repeat joiners at the
 //     root: a round for a plain Join (not a child's refer) at a relay, or
-//     at the root for one from a repeat joiner — a peer that sent more
-//     than freeJoins plain Joins in the cohort here within
-//     probeRationWindow — takes a token from the node's one bucket:
+//     at the root for one from a repeat joiner — a peer past its free
+//     plain Joins in the cohort here (6, one more a minute) — takes a token from the node's one bucket:
 //     strangerBurst, then one every 10 s (strangerEvery), all such peers
 //     and cohorts together. What it asks the pool comes first, as for any
 //     join.
@@ -51,11 +50,17 @@ import (
 // and how long a joiner let through is a repeat joiner in its cohort.
 const probeRationWindow = 10 * time.Second
 
-// freeJoins is how many plain Joins a peer sends a root in one cohort
-// within probeRationWindow before it is a repeat joiner: a join, a second
-// parent, a publisher stream, and an orphan's rejoins (maxRejoins) are
-// fewer; a hunter's 4 a second are not.
-const freeJoins = maxRejoins + 1
+// freeJoins is how many plain Joins a peer sends a root in one cohort at
+// once before it is a repeat joiner, and freeJoinsEvery how often it gains
+// one more: a join, a second parent, a publisher stream and an orphan's
+// rejoins (maxRejoins) fit, now and then; a hunter's 4 a second do not —
+// and a hundred hunters' free Joins are the root's rounds, so they refill
+// slowly (at 6 per 10 s, 100 hunters started 60 a second: bps-sim -attack
+// squat-root).
+const (
+	freeJoins      = maxRejoins + 1
+	freeJoinsEvery = time.Minute
+)
 
 // strangerBurst is how many rounds the node's bucket for plain Joins at a
 // relay and repeat joiners at the root holds, refilled at one per
@@ -166,10 +171,10 @@ func (s *Service) ration(now time.Time, peer swarm.Address) bool {
 }
 
 // repeatJoiner counts a plain Join from peer in the cohort of key and
-// reports whether it is one past the peer's freeJoins there in the window:
-// a token bucket of freeJoins per (peer, cohort), refilled at freeJoins
-// per probeRationWindow. Where the memory is full of pairs that joined
-// within the window, every Join is a repeat.
+// reports whether it is one past the peer's free Joins there: a token
+// bucket of freeJoins per (peer, cohort), refilled at one per
+// freeJoinsEvery. Where the memory is full of pairs whose buckets are not
+// full, every Join is a repeat.
 func (s *Service) repeatJoiner(now time.Time, peer swarm.Address, key string) bool {
 	r := &s.rations
 	r.mu.Lock()
@@ -190,7 +195,7 @@ func (s *Service) repeatJoiner(now time.Time, peer swarm.Address, key string) bo
 		if r.joiners == nil {
 			r.joiners = make(map[string]*rate.Limiter)
 		}
-		l = rationLimiter(freeJoins)
+		l = rate.NewLimiter(rate.Every(freeJoinsEvery), freeJoins)
 		r.joiners[k] = l
 	}
 	return !l.AllowN(now, 1)

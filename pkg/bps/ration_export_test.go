@@ -16,9 +16,13 @@ const StrangerBurst = strangerBurst
 // StrangerEvery is how often that bucket gains a round.
 func (s *Service) StrangerEvery() time.Duration { return s.strangerEvery() }
 
-// FreeJoins is how many plain Joins a peer sends a root in a cohort within
-// the window before it is a repeat joiner (ration.go).
-const FreeJoins = freeJoins
+// FreeJoins is how many plain Joins a peer sends a root in a cohort at
+// once before it is a repeat joiner, and FreeJoinsEvery how often it gains
+// one more (ration.go).
+const (
+	FreeJoins      = freeJoins
+	FreeJoinsEvery = freeJoinsEvery
+)
 
 // Rationed is how many Joins the node answered without a probe round of
 // their own (ration.go).
