@@ -46,8 +46,7 @@ import (
 
 // probeRationWindow is how long a peer's or a prefix's spent rounds take
 // to come back: each is a token bucket of its bound, refilled at the bound
-// per window, so that a joiner repairing now and then is never rationed;
-// and how long a joiner let through is a repeat joiner in its cohort.
+// per window, so that a joiner repairing now and then is never rationed.
 const probeRationWindow = 10 * time.Second
 
 // freeJoins is how many plain Joins a peer sends a root in one cohort at
@@ -77,19 +76,20 @@ func (s *Service) strangerEvery() time.Duration { return max(probeRationWindow, 
 
 // maxRationedPeers bounds the peers a node counts rounds for, and the
 // (peer, cohort) pairs it remembers as joiners. Only a peer whose prefix
-// had a round left is counted; past the bound the full buckets (idle a
-// window) and the joiners older than the window are let go, and if none
-// is, the Join is rationed.
+// had a round left is counted; past the bound the full buckets (idle long
+// enough to refill) are let go, and if none is, the Join is rationed (a
+// peer) or a repeat (a joiner).
 const maxRationedPeers = 8192
 
 // rations are what a node counts to ration probe rounds: a token bucket
 // (x/time/rate, as the publish rate's) per peer and per overlay prefix,
-// the joiners let through lately, and the strangers' bucket.
+// a bucket of free Joins per (peer, cohort), and the node's bucket of
+// rounds for plain Joins at a relay and repeat joiners at the root.
 type rations struct {
 	mu       sync.Mutex
 	peers    map[string]*rate.Limiter
 	prefixes [256]*rate.Limiter
-	joiners  map[string]*rate.Limiter // peer overlay + cohort key -> its plain Joins in the window
+	joiners  map[string]*rate.Limiter // peer overlay + cohort key -> its free plain Joins
 	// strangers is the node's bucket of rounds (strangerBurst, one every
 	// strangerEvery) for plain Joins at a relay and repeat joiners' at the
 	// root.
@@ -103,8 +103,8 @@ func rationLimiter(most int) *rate.Limiter {
 }
 
 // joinRation is what the rations say of one Join: rationed, it starts no
-// round; gated, a round it would start needs the strangers' token
-// (strangerRound).
+// round; gated, a round it would start needs a token from the node's
+// bucket (strangerRound).
 type joinRation struct {
 	rationed bool
 	gated    bool
