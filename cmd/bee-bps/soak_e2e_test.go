@@ -135,11 +135,16 @@ type rssSample struct {
 	rss int64         // kB
 }
 
-// soakDown is one downtime of a node: killed, restarted, and back (its
-// first update after the restart).
+// soakDown is one downtime of a node: killed, its process started again,
+// restarted (its API answers: the node is up), subscribed (its session's
+// join answered: the node is attached in the tree), and back (its first
+// update after the restart). "Back after restart" is back − restarted:
+// bee's own start (started to restarted) is reported beside it, not in it.
 type soakDown struct {
-	killed, restarted, back time.Time
-	atUpdate                int // the updates sent when it was killed
+	killed, started, restarted, subscribed, back time.Time
+	atUpdate                                     int    // the updates sent when it was killed
+	tries                                        int    // subscriptions tried until one was answered
+	refused                                      string // why the first refused one was, if any
 }
 
 // start runs the node's next incarnation. Its API listens on a port the
@@ -258,11 +263,21 @@ func (n *soakNode) subscribe(ctx context.Context, t *testing.T, o wsclient.Optio
 	t.Helper()
 	o.API = "http://" + n.api
 	var s *wsclient.Session
+	tries, refused := 0, ""
 	waitFor(ctx, t, fmt.Sprintf("subscribe on node %d", n.id), func() bool {
 		var err error
 		s, err = wsclient.Subscribe(ctx, o)
+		if tries++; err != nil && refused == "" {
+			refused = err.Error()
+		}
 		return err == nil
 	})
+	n.mu.Lock()
+	if d := len(n.kills); d > 0 && n.kills[d-1].subscribed.IsZero() && !n.kills[d-1].restarted.IsZero() {
+		k := &n.kills[d-1]
+		k.subscribed, k.tries, k.refused = time.Now(), tries, refused
+	}
+	n.mu.Unlock()
 	n.sub, n.subOK = s, make(chan struct{})
 	go func() {
 		defer close(n.subOK)
@@ -361,7 +376,13 @@ func (n *soakNode) entry(ctx context.Context) (treeEntry, bool) {
 // kill cut off (each of its parents the killed node or cut off itself:
 // two parents mask one failure, not a shared ancestor) included, which
 // asks its new parents for what it missed (Join.replay_ms) — and that each
-// killed node was back within 5 s of its restart.
+// killed node was back within 5 s of its restart. "Back after restart" is
+// from the moment the restarted node's API answers (GET /addresses with its
+// overlay) to its subscriber's first update: the subscriber's session, the
+// node's join in the tree (probe round, attach) and the wait for the next
+// update. Bee's own start before it (process start to API up: keys,
+// localstore recovery, chain backend; 1.7–2.2 s here) is reported beside
+// it, per restart, as are the join and the first update.
 func TestSoakProcesses(t *testing.T) {
 	c := soakConfigFromEnv(t)
 	if c.bin == "" {
@@ -543,6 +564,9 @@ func TestSoakProcesses(t *testing.T) {
 		v.kill()
 		soakSleep(ctx, t, c.down, nil)
 		v.start(t, c, cl)
+		v.mu.Lock()
+		v.kills[len(v.kills)-1].started = time.Now()
+		v.mu.Unlock()
 		v.up(ctx, t)
 		v.mu.Lock()
 		v.kills[len(v.kills)-1].restarted = time.Now()
@@ -643,7 +667,7 @@ func soakReport(t *testing.T, c soakConfig, ns []*soakNode, sentAt []time.Time, 
 	total := len(sentAt)
 	at := func(k int) float64 { return sentAt[k].Sub(began).Seconds() }
 	var lostOutside, lostOwn, lostRepair int
-	var backs []time.Duration
+	var backs, starts, joins, firsts []time.Duration
 	t.Logf("%-5s %8s %8s %8s %6s %6s %-22s %s", "node", "received", "lost up", "lost own", "dups", "order", "back after restart", "RSS kB (min/max/last)")
 	for _, n := range ns {
 		n.mu.Lock()
@@ -696,7 +720,7 @@ func soakReport(t *testing.T, c soakConfig, ns []*soakNode, sentAt []time.Time, 
 				outages = append(outages, what)
 			}
 		}
-		var back []string
+		var back, phases []string
 		for _, d := range n.kills {
 			if d.back.IsZero() {
 				back = append(back, "never")
@@ -705,6 +729,15 @@ func soakReport(t *testing.T, c soakConfig, ns []*soakNode, sentAt []time.Time, 
 			b := d.back.Sub(d.restarted)
 			backs = append(backs, b)
 			back = append(back, fmt.Sprintf("%.1fs", b.Seconds()))
+			starts = append(starts, d.restarted.Sub(d.started))
+			joins = append(joins, d.subscribed.Sub(d.restarted))
+			firsts = append(firsts, d.back.Sub(d.subscribed))
+			ph := fmt.Sprintf("start→API %.2fs, API→attached %.2fs (%d tries), attached→first update %.2fs", d.restarted.Sub(d.started).Seconds(),
+				d.subscribed.Sub(d.restarted).Seconds(), d.tries, d.back.Sub(d.subscribed).Seconds())
+			if d.refused != "" {
+				ph += fmt.Sprintf(" [first refusal: %s]", d.refused)
+			}
+			phases = append(phases, ph)
 		}
 		var lo, hi, last int64
 		for _, s := range n.rss {
@@ -725,6 +758,9 @@ func soakReport(t *testing.T, c soakConfig, ns []*soakNode, sentAt []time.Time, 
 		}
 		if len(repairs) > 0 {
 			t.Logf("      node %d lost while repairing, cut off by a kill: %v", n.id, repairs)
+		}
+		for i, ph := range phases {
+			t.Logf("      node %d restart %d: %s", n.id, i+1, ph)
 		}
 		lostOutside += up
 		lostRepair += rep
@@ -769,6 +805,10 @@ func soakReport(t *testing.T, c soakConfig, ns []*soakNode, sentAt []time.Time, 
 		series = append(series, line)
 	}
 	t.Logf("RSS MB over time (node 1 …):\n%s", strings.Join(series, "\n"))
+	if len(backs) > 0 {
+		t.Logf("restarts: process start to API up %s; API up to attached (the session's join) %s; attached to the first update %s",
+			spread(starts), spread(joins), spread(firsts))
+	}
 	slices.Sort(backs)
 	if len(backs) > 0 {
 		t.Logf("%d updates sent; lost outside a node's own downtime: %d, and %d more by nodes cut off by a kill while they repaired; within it: %d; back after a restart: median %.1fs, worst %.1fs",

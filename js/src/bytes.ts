@@ -10,7 +10,8 @@ export function toBytes(b: BytesLike, n: number | undefined, what: string): Uint
   if (typeof b === 'string') {
     const h = b.startsWith('0x') || b.startsWith('0X') ? b.slice(2) : b
     if (!/^([0-9a-fA-F]{2})*$/.test(h)) throw new ValidationError(`${what}: not hex: ${b}`)
-    out = new Bytes(h).toUint8Array()
+    out = new Uint8Array(h.length / 2)
+    for (let i = 0; i < out.length; i++) out[i] = parseInt(h.substr(i * 2, 2), 16)
   } else if (b instanceof Uint8Array) {
     out = b
   } else if (b instanceof Bytes) {
@@ -22,8 +23,14 @@ export function toBytes(b: BytesLike, n: number | undefined, what: string): Uint
   return out
 }
 
+/** The two lowercase hex digits of each byte value. */
+const hexByte = Array.from({ length: 256 }, (_, i) => i.toString(16).padStart(2, '0'))
+
+/** b in lowercase hex, without 0x (as bee-js's Bytes.toHex). */
 export function hex(b: Uint8Array): string {
-  return new Bytes(b).toHex()
+  let s = ''
+  for (let i = 0; i < b.length; i++) s += hexByte[b[i]]
+  return s
 }
 
 export function concat(...parts: Uint8Array[]): Uint8Array {
@@ -37,7 +44,9 @@ export function concat(...parts: Uint8Array[]): Uint8Array {
 }
 
 export function equal(a: Uint8Array, b: Uint8Array): boolean {
-  return a.length === b.length && a.every((v, i) => v === b[i])
+  if (a.length !== b.length) return false
+  for (let i = 0; i < a.length; i++) if (a[i] !== b[i]) return false
+  return true
 }
 
 export const MAX_UINT64 = (1n << 64n) - 1n

@@ -1,5 +1,5 @@
 import { PrivateKey } from '@ethersphere/bee-js'
-import { BytesLike, concat, hex, toBytes, toUint64, uint64BE } from './bytes.js'
+import { BytesLike, concat, equal, hex, toBytes, toUint64, uint64BE } from './bytes.js'
 import { defaultFeedCursors, FeedCursor, FeedCursors, HELD } from './cursor.js'
 import { Emitter } from './emitter.js'
 import { BpsError, CloseCode, CloseError, HttpError, SignError, StateError, TimeoutError, ValidationError } from './errors.js'
@@ -25,9 +25,9 @@ import {
 import { parseFrame } from './json.js'
 import { postService } from './post.js'
 import { ServiceMessage } from './service.js'
-import { channelId, inboundFrame, Kind, kindId, signChunk, socData } from './sessionfeed.js'
+import { channelId, inboundFrame, Kind, kindPrefix, sessionId, sessionTopic, signChunk, socData } from './sessionfeed.js'
 import { Cohort, endpoint, explicit, ResolvedCohort, resolveCohort, specQuery } from './spec.js'
-import { HeldSigner, mineOwnerId, PO_MIN, proximity, publicKeyAddress, SignedSOC, Signer, socAddress, toSigner } from './soc.js'
+import { HeldSigner, keccak, mineOwnerId, PO_MIN, proximity, publicKeyAddress, SignedSOC, Signer, socAddress, toSigner } from './soc.js'
 import { Connect, Socket } from './transport.js'
 import { connect as defaultConnect, randomBytes, sendsHeaders as defaultSendsHeaders } from './platform.js'
 
@@ -444,7 +444,13 @@ export class Session extends Emitter<SessionEvents> {
   }
 
   private owner(m: Message): string | undefined {
-    if (m.recoveredPubKey) return publicKeyAddress(m.recoveredPubKey).toHex()
+    if (m.recoveredPubKey) {
+      try {
+        return publicKeyAddress(m.recoveredPubKey).toHex()
+      } catch {
+        return undefined // not a point: the node checked it, so never
+      }
+    }
     if (!m.address) return undefined
     const c = this.cohort
     // The signed id names the owner with the address; without it, only the
@@ -455,10 +461,28 @@ export class Session extends Emitter<SessionEvents> {
       m.identifier ??
       (c.binding === 'feed' && !c.admin && m.index !== undefined ? channelId(c.topic, m.index) : c.binding === 'soc_id' ? c.topic : undefined)
     if (!id) return undefined
-    const want = hex(m.address)
-    for (const cand of this.candidates) if (hex(socAddress(id, cand)) === want) return cand
+    for (const cand of this.candidates) {
+      const b = this.candidateBytes(cand)
+      if (b.length === 20 && equal(keccak(id, b), m.address)) return cand
+    }
     return undefined
   }
+
+  /** A candidate publisher's address as bytes (hex is how the session keeps them), decoded once; empty if it is not an address. */
+  private candidateBytes(cand: string): Uint8Array {
+    let b = this.candidateCache.get(cand)
+    if (!b) {
+      if (this.candidateCache.size >= 1024) this.candidateCache.clear()
+      try {
+        b = toBytes(cand, 20, 'candidate')
+      } catch {
+        b = new Uint8Array(0) // a node's frame named no address: matches nothing
+      }
+      this.candidateCache.set(cand, b)
+    }
+    return b
+  }
+  private readonly candidateCache = new Map<string, Uint8Array>()
 
   private onBinary(data: Uint8Array): void {
     const m = decodeMessage(data, this.decodeFields)
@@ -711,6 +735,21 @@ export class Session extends Emitter<SessionEvents> {
     return { kind: Kind.DATA, index: 0n, payload: data, id }
   }
 
+  /** The session feeds' topics under the current challenge, by kind (kindId's first hash, made once a stream). */
+  private feedTopics?: { challenge: string; byKind: Map<number, Uint8Array> }
+
+  /** The topic of kind's session feed under the current challenge: sessionTopic, once per stream and kind. */
+  private kindTopic(kind: number): Uint8Array {
+    const ch = this.challengeHex!
+    if (this.feedTopics?.challenge !== ch) this.feedTopics = { challenge: ch, byKind: new Map() }
+    let t = this.feedTopics.byKind.get(kind)
+    if (!t) {
+      t = sessionTopic(kindPrefix(kind), this.cohort.topic, this._challenge!)
+      this.feedTopics.byKind.set(kind, t)
+    }
+    return t
+  }
+
   /** Whether a frame can be signed now: a session-feed frame needs the stream's challenge. */
   private canSign(): boolean {
     return this.mode !== 'session' || this._challenge !== undefined
@@ -734,7 +773,7 @@ export class Session extends Emitter<SessionEvents> {
       return then(signChunk(key, o.id!, o.payload), (soc) => ({ soc, frame: inboundFrame(Kind.DATA, o.index, soc) }))
     }
     if (!this._challenge) throw new StateError('no challenge from the node yet: nothing can be signed')
-    const soc = signChunk(key, kindId(o.kind, c.topic, this._challenge, o.index), o.payload)
+    const soc = signChunk(key, sessionId(this.kindTopic(o.kind), o.index), o.payload)
     const stored = this.batch && o.kind === Kind.DATA ? signChunk(key, channelId(c.topic, o.index), o.payload) : undefined
     const make = (s: SignedSOC, st?: SignedSOC): Built => ({ soc: s, frame: inboundFrame(o.kind, o.index, s, st?.signature), challenge })
     if (soc instanceof Promise || stored instanceof Promise) return Promise.all([soc, stored]).then(([s, st]) => make(s, st))

@@ -101,8 +101,8 @@ export function socData(soc: SignedSOC): Uint8Array {
  * signature(65) before the soc.
  */
 export function inboundFrame(kind: number, index: bigint, soc: SignedSOC, storageSignature?: Uint8Array): Uint8Array {
-  const head = concat(Uint8Array.of(kind), uint64BE(index))
-  return storageSignature ? concat(head, storageSignature, socData(soc)) : concat(head, socData(soc))
+  const parts = [Uint8Array.of(kind), uint64BE(index), ...(storageSignature ? [storageSignature] : []), soc.identifier, soc.signature, soc.span, soc.payload]
+  return concat(...parts)
 }
 
 /**

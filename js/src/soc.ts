@@ -1,13 +1,16 @@
 // Keys, keccak256, feed indices and signature recovery are bee-js's. The
 // signature is @noble/curves' secp256k1 (RFC 6979 nonces: bee's Go
 // signer's bytes, in well under a millisecond, where bee-js's JavaScript
-// secp256k1 takes 12-25 ms). The wrapped chunk's BMT address (hashing only
+// secp256k1 takes 12-25 ms), on a curve instance without the GLV
+// endomorphism (see `curve`). The wrapped chunk's BMT address (hashing only
 // the segments that hold payload) and the SOC address are made here from
 // bee-js's keccak256; the unit tests compare both with bee-js's own. bee-js's
 // Bee, which holds its chunk functions as methods, is not used: a page's
 // bundle would carry Bee's whole HTTP API with it (75 KiB minified).
 import { Bytes, EthAddress, FeedIndex, PrivateKey, PublicKey, Signature, Span } from '@ethersphere/bee-js'
+import { weierstrass } from '@noble/curves/abstract/weierstrass'
 import { secp256k1 } from '@noble/curves/secp256k1'
+import { sha256 } from '@noble/hashes/sha2'
 import { BytesLike, concat, toBytes, utf8 } from './bytes.js'
 import { ValidationError } from './errors.js'
 import { randomBytes } from './platform.js'
@@ -49,6 +52,20 @@ export function toSigner(key: PrivateKey | BytesLike | Signer): HeldSigner {
   return { address: ownerOf(k), sign: (d) => signWithKey(secret, d) }
 }
 
+/**
+ * secp256k1 as @noble/curves defines it, less its GLV endomorphism, which
+ * the library uses for every point multiplication: for the generator, whose
+ * multiples it precomputes (8-bit windows), the endomorphism's split of a
+ * nonce k into two halves walks the precomputed windows twice, each with
+ * its constant-time decoy additions — k·G costs twice the additions of the
+ * plain walk. Without it a signature takes 15-25 % less CPU (k·G is most of
+ * a signature); the signatures are the same bytes (RFC 6979 fixes them:
+ * the unit tests compare them with bee's vectors and with @noble's own
+ * secp256k1), and the walk is the library's own constant-time one.
+ */
+const { endo: _endo, ...params } = secp256k1.CURVE
+export const curve = weierstrass({ ...params, hash: sha256 })
+
 /** EIP-191's prefix of a 32-byte message, as bee's signer and bee-js's PrivateKey.sign put it. */
 const eip191 = utf8('\x19Ethereum Signed Message:\n32')
 
@@ -62,7 +79,7 @@ const eip191 = utf8('\x19Ethereum Signed Message:\n32')
  * the same owner) and is 20-40 times slower.
  */
 export function signWithKey(secret: Uint8Array, data: Uint8Array): Uint8Array {
-  const sig = secp256k1.sign(keccak(eip191, keccak(data)), secret, { lowS: true })
+  const sig = curve.sign(keccak(eip191, keccak(data)), secret, { lowS: true })
   const out = new Uint8Array(65)
   out.set(sig.toCompactRawBytes())
   out[64] = 27 + sig.recovery
@@ -109,7 +126,7 @@ const owners = new WeakMap<PrivateKey, Uint8Array>()
 export function ownerOf(key: PrivateKey): Uint8Array {
   let a = owners.get(key)
   if (!a) {
-    a = keccak(secp256k1.getPublicKey(key.toUint8Array(), false).subarray(1)).slice(12)
+    a = keccak(curve.getPublicKey(key.toUint8Array(), false).subarray(1)).slice(12)
     owners.set(key, a)
   }
   return a
@@ -211,9 +228,15 @@ export function recoverOwner(identifier: Uint8Array, signature: Uint8Array, wrap
   return new Signature(signature).recoverPublicKey(concat(identifier, wrappedAddress)).address()
 }
 
-/** The address of a compressed (33-byte) or uncompressed public key. */
+/**
+ * The address of a compressed (33-byte) or uncompressed (65, or 64 without
+ * the 0x04 prefix) public key: bee-js's PublicKey.address, with
+ * @noble/curves' point decompression (a subscriber of an implicit-authorship
+ * cohort does it for every message).
+ */
 export function publicKeyAddress(pub: Uint8Array): EthAddress {
-  return new PublicKey(pub).address()
+  const point = curve.Point.fromHex(pub.length === 64 ? concat(Uint8Array.of(4), pub) : pub) // 64: bee-js's x ‖ y
+  return new EthAddress(keccak(point.toRawBytes(false).subarray(1)).slice(12))
 }
 
 export { utf8 }

@@ -18,6 +18,13 @@ import (
 // join opens a stream to broker, sends join and reads the Ack, honouring the
 // mandatory backoff for (broker, cohort). On OK it returns the open stream.
 func (s *Service) join(ctx context.Context, broker swarm.Address, sp *Spec, join *pb.Join) (_ p2p.Stream, _ *frameReader, _ *pb.Ack, err error) {
+	return s.joinFilled(ctx, broker, sp, join, nil)
+}
+
+// joinFilled is join, with fill, if set, called on the Join just before it
+// is written — after any backoff and the stream's opening — for what must
+// be stated as of the moment the Join leaves (Join.replay_ms).
+func (s *Service) joinFilled(ctx context.Context, broker swarm.Address, sp *Spec, join *pb.Join, fill func(*pb.Join)) (_ p2p.Stream, _ *frameReader, _ *pb.Ack, err error) {
 	if s.closed() {
 		return nil, nil, nil, ErrClosed
 	}
@@ -55,6 +62,9 @@ func (s *Service) join(ctx context.Context, broker swarm.Address, sp *Spec, join
 
 	fr := newFrameReader(stream)
 	ack := new(pb.Ack)
+	if fill != nil {
+		fill(join)
+	}
 	err = s.withDeadline(ctx, stream, s.opts.HandshakeTimeout, func() error {
 		if _, err := stream.Write(encodeFrame(join)); err != nil {
 			return fmt.Errorf("write join: %w", err)

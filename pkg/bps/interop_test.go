@@ -233,3 +233,46 @@ func TestPublisherHeartbeat(t *testing.T) {
 		t.Fatalf("%d publisher streams, want the one", got)
 	}
 }
+
+// TestPublisherRevokedStopsBeating: a publisher whose address a roster it
+// received revoked sends no heartbeat: past the revocation grace any frame
+// of its stream is a violation (docs/protocol.md, "Revocation, with a
+// grace"), and a beat would get its node blocklisted at the broker. Bob
+// beats every 50 ms, the admin every 100 ms; once the admin has beaten
+// four times after bob's revocation, bob would have beaten about eight.
+func TestPublisherRevokedStopsBeating(t *testing.T) {
+	t.Parallel()
+	net := newNetwork(t)
+	broker := newNode(t, net, bps.Options{Timing: bps.Timing{Inactivity: time.Second, RevocationGrace: time.Nanosecond, ClaimDeadline: time.Minute}})
+	adminNode := newNode(t, net, bps.Options{Timing: bps.Timing{Inactivity: 300 * time.Millisecond}})
+	bobNode := newNode(t, net, bps.Options{Timing: bps.Timing{Inactivity: 150 * time.Millisecond}})
+	for _, n := range []*tnode{adminNode, bobNode} {
+		if err := net.Connect(n.Node, broker.Node); err != nil {
+			t.Fatal(err)
+		}
+	}
+	admin, bob := newKey(t), newKey(t)
+	sp := specOf(t, &pb.CohortSpec{Topic: topicOf("revoked, beating"), Binding: pb.TopicBinding_ANCHOR, Admin: admin.addr, Closed: true})
+	a := publishOpts(t, adminNode, broker, sp, admin, true)
+	ch := a.Challenge()
+	send(t, a, rosterMsg(t, admin, sp, ch, 0, bob))
+	broker.rec.wait(t, "the grant", kind(bps.EventAccept))
+	b := publishOpts(t, bobNode, broker, sp, bob, true)
+	recvC(t, b.C(), "bob's first delivery")
+	broker.rec.waitN(t, 2, "two claims", kind(bps.EventClaim))
+
+	send(t, a, rosterMsg(t, admin, sp, ch, 1))
+	if d := recvC(t, b.C(), "bob told his revocation"); !isRoster(d, 1) {
+		t.Fatalf("bob got %+v, want the revoking roster", d)
+	}
+	fromAdmin := func(e bps.Event) bool {
+		return e.Kind == bps.EventActivity && e.Peer.Equal(adminNode.Overlay())
+	}
+	seen := broker.rec.count(fromAdmin)
+	broker.rec.waitN(t, seen+4, "four of the admin's beats after the revocation", fromAdmin)
+	if n := broker.rec.count(func(e bps.Event) bool {
+		return e.Kind == bps.EventViolation && e.Peer.Equal(bobNode.Overlay())
+	}); n != 0 {
+		t.Fatalf("%d violations by the revoked publisher's node: it beat past the grace", n)
+	}
+}

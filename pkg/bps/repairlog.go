@@ -23,6 +23,7 @@ type parentState struct {
 	n     int           // parents since then
 	short bool          // since then the node had fewer parents than it wants
 	cut   time.Time     // when it last lost a parent it has not replaced (zero: none)
+	lost  time.Time     // when it last lost a parent (zero: never), for a replay (replay.go)
 	cause error         // why it lost that parent
 	peer  swarm.Address // the parent lost
 }
@@ -58,6 +59,7 @@ func (st *parentState) changedLocked(sub *Subscription, lost *parent, err error)
 		if sub.closing || sub.fatal != nil || lost.moved.Load() || errors.Is(err, ErrEndOfStream) {
 			return // not a failure: closed, ended, or moved to a parent taken already
 		}
+		st.lost = now
 		if st.cut.IsZero() {
 			st.cut, st.cause, st.peer = now, err, lost.cs.peer
 		}

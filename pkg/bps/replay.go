@@ -10,7 +10,7 @@ import (
 	"github.com/ethersphere/bps/pkg/bps/pb"
 )
 
-// Replay on repair (issue 26). Two parents mask one failure, not a shared
+// Replay on join (issue 26). Two parents mask one failure, not a shared
 // ancestor: a node whose every parent hangs on the node that died — its
 // one parent, or two parents both in the dead node's subtree — receives
 // nothing from the moment that node died until it, or the parents it hangs
@@ -18,18 +18,26 @@ import (
 // live node of the tree but it. Each node therefore keeps its last
 // deliveries (the root those it fanned out, every other node those its
 // subscription took — a leaf too, which a repairing node may attach to;
-// at most replayFrames and replayAge), and a node repairing a lost parent asks
-// each parent it attaches to meanwhile for what that parent took since
-// shortly before its own last delivery (Join.replay_ms): the parent queues
-// those first, before anything live, whole even on a stream that starts
-// lazy. The node's dedup window and feed cursors drop what it had; what is
-// new to it is taken and fanned out to its children, so a subtree cut off
-// with it gets it too, with no request of its own. A node that is not cut
-// off asks for what arrived in the last replaySlack, and drops it.
+// at most replayFrames and replayAge), and every join a node makes as a
+// subscriber asks the parent for what that parent took since shortly
+// before the node's own last delivery (Join.replay_ms) — a repair's, and
+// a routine one for a second parent too: a node cut off with its one
+// parent lost no parent, and the routine join that finds it a live second
+// parent is the first that can bring back what the cut cost; its old
+// parent, dropped later, never brings it. The parent queues those first,
+// before anything live, whole even on a stream that starts lazy, beside
+// the stream's queue (frameQueue.spare): the replay is bounded by time,
+// not by the queue. The node's dedup window and feed cursors drop what it
+// had; what is new to it is taken and fanned out to its children, so a
+// subtree cut off with it gets it too, with no request of its own. A node
+// that is not cut off asks for what arrived in the last replaySlack, and
+// drops it.
 
 const (
-	// replayFrames bounds the deliveries a cohort keeps for a replay.
-	replayFrames = 64
+	// replayFrames bounds the deliveries a cohort keeps for a replay, and
+	// so the frames a replay queues beside a stream's queue: replayAge at
+	// up to 12.8 updates a second.
+	replayFrames = 128
 	// replayAge bounds how old a kept delivery may be, and so the
 	// replay a joiner may ask for: a node cut off longer than this lost
 	// the older ones.
@@ -108,20 +116,21 @@ func (c *cohort) recentLocked(since time.Time, limit int) [][]byte {
 
 // replayLocked queues on m, a stream just admitted, the deliveries c fanned
 // out within the last d, oldest first, after its first delivery and before
-// anything live: at most three quarters of its queue, the newest of them,
-// so that live deliveries find room. The caller holds c.mu.
+// anything live: beside its queue (frameQueue), so that live deliveries
+// find the whole queue. The caller holds c.mu.
 func (r *registry) replayLocked(c *cohort, m *member, d time.Duration) {
 	if d <= 0 || m.silent || m.role != roleSpectator || c.svc.Ended() {
 		return
 	}
-	frames := c.recentLocked(time.Now().Add(-d), r.s.opts.QueueLen*3/4)
-	for _, f := range frames {
-		if !m.offer(outFrame{b: f}) {
+	n := 0
+	for _, f := range c.recentLocked(time.Now().Add(-d), replayFrames) {
+		if !m.offer(outFrame{b: f, replay: true}) {
 			break
 		}
+		n++
 	}
-	if len(frames) > 0 {
-		r.s.metrics.Replayed.Add(float64(len(frames)))
+	if n > 0 {
+		r.s.metrics.Replayed.Add(float64(n))
 	}
 }
 
@@ -135,25 +144,26 @@ func replayOf(join *pb.Join) time.Duration {
 }
 
 // replayMs is the replay this subscription asks of a parent it attaches
-// to: none unless it is repairing — it lost a parent it has not replaced
-// (repairlog.go) — and took something before; then the time since it lost
-// that parent or took its last delivery, whichever came first, and
-// replaySlack, at most replayAge. A node that still has a parent asks too:
-// that parent may hang on the node that died as well; and one whose sister
-// kept delivering (the lazy one taking over) may miss what the dead parent
-// had in flight, a hole before its last delivery.
+// to, on every join once it took something: the time since its last
+// delivery — a node cut off with its parents (a shared ancestor died) has
+// taken nothing since — or since it last lost a parent, if that came
+// first and within replayAge (one whose sister kept delivering, the lazy
+// one taking over, may miss what the dead parent had in flight, a hole
+// before its last delivery), and replaySlack; at most replayAge. A node
+// that is not cut off asks for about replaySlack, and drops it.
 func (sub *Subscription) replayMs() uint32 {
-	sub.mu.Lock()
-	cut := sub.pstate.cut
-	sub.mu.Unlock()
 	last := sub.lastTake.Load()
-	if cut.IsZero() || last == 0 {
+	if last == 0 {
 		return 0
 	}
+	sub.mu.Lock()
+	lost := sub.pstate.lost
+	sub.mu.Unlock()
+	now := time.Now()
 	from := time.Unix(0, last)
-	if cut.Before(from) {
-		from = cut
+	if !lost.IsZero() && lost.Before(from) && now.Sub(lost) < replayAge {
+		from = lost
 	}
-	d := min(time.Since(from)+replaySlack, replayAge)
+	d := min(now.Sub(from)+replaySlack, replayAge)
 	return uint32(d / time.Millisecond)
 }

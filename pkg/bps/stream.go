@@ -78,36 +78,49 @@ func newPeerStream(stream p2p.Stream, peer swarm.Address, c codec, o *Options) p
 // envelope where the stream negotiated one. svc is the service index + 1 of
 // a service SOC, 0 otherwise. end: the cohort ended; the writer writes b, if
 // any, then closes the stream. done, if set, is told the write's outcome.
+// replay: a delivery sent again to a child that asked (replay.go), queued
+// beside the stream's QueueLen, not in it.
 type outFrame struct {
-	b    []byte
-	svc  uint64
-	done chan error
-	kind frameKind
-	end  bool
-} // 48 bytes: a queue holds Options.QueueLen of them
+	b      []byte
+	svc    uint64
+	done   chan error
+	kind   frameKind
+	end    bool
+	replay bool
+} // 48 bytes: a queue holds Options.QueueLen of them, and at most replayFrames replayed
 
 // frameQueue is a stream's queue: at most max frames, oldest first, in a
 // ring that grows as frames are queued and is let go when it empties (one
 // of at most queueKeep slots is kept, for the next frames): a stream that
-// is idle, as most of a large tree's are, holds no queue. Its stream's wmu
-// guards it.
+// is idle, as most of a large tree's are, holds no queue. Frames of a
+// replay (replay.go) are queued beside the max, at most replayFrames of
+// them (spare: how many are queued), so that a replay of a cut-off child's
+// last seconds leaves the live deliveries after it their whole queue. Its
+// stream's wmu guards it.
 type frameQueue struct {
 	ring    []outFrame
 	head, n int
 	max     int
+	spare   int
 }
 
 // queueKeep is the largest ring an empty queue keeps: a relay's steady
 // fan-out queues a frame or two to a stream at a time.
 const queueKeep = 4
 
-// push queues f; false if the queue holds max frames.
+// push queues f; false if the queue holds max frames besides the replayed
+// ones, or f is replayed and replayFrames replayed ones are queued.
 func (q *frameQueue) push(f outFrame) bool {
-	if q.n >= q.max {
+	if f.replay {
+		if q.spare >= replayFrames {
+			return false
+		}
+		q.spare++
+	} else if q.n >= q.max+q.spare {
 		return false
 	}
 	if q.n == len(q.ring) {
-		ring := make([]outFrame, min(q.max, max(2, 2*len(q.ring))))
+		ring := make([]outFrame, min(q.max+q.spare, max(2, 2*len(q.ring))))
 		k := copy(ring, q.ring[q.head:])
 		copy(ring[k:], q.ring[:q.head])
 		q.ring, q.head = ring, 0
@@ -124,6 +137,9 @@ func (q *frameQueue) pop() (outFrame, bool) {
 	}
 	f := q.ring[q.head]
 	q.ring[q.head] = outFrame{} // the queue holds no frame it gave
+	if f.replay {
+		q.spare--
+	}
 	q.head = (q.head + 1) % len(q.ring)
 	if q.n--; q.n == 0 {
 		q.head = 0

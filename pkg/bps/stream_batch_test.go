@@ -337,3 +337,44 @@ func TestFrameQueue(t *testing.T) {
 		t.Fatal("a queue of 0 took a frame")
 	}
 }
+
+// TestFrameQueueReplayBeside: a replay is queued beside the queue's max —
+// at most replayFrames of it — and the live frames queued after it find
+// the whole max; as the replay drains, the room it took goes with it.
+func TestFrameQueueReplayBeside(t *testing.T) {
+	const max = 16
+	q := frameQueue{max: max}
+	for i := range replayFrames {
+		if !q.push(outFrame{svc: uint64(i), replay: true}) {
+			t.Fatalf("replayed frame %d refused", i)
+		}
+	}
+	if q.push(outFrame{replay: true}) {
+		t.Fatalf("a replayed frame past %d taken", replayFrames)
+	}
+	for i := range max {
+		if !q.push(outFrame{svc: uint64(replayFrames + i)}) {
+			t.Fatalf("live frame %d refused behind a replay", i)
+		}
+	}
+	if q.push(outFrame{}) {
+		t.Fatalf("a live frame past the max taken")
+	}
+	for i := range replayFrames + max {
+		f, ok := q.pop()
+		if !ok || f.svc != uint64(i) || f.replay != (i < replayFrames) {
+			t.Fatalf("pop %d: %+v, %v", i, f, ok)
+		}
+	}
+	if q.spare != 0 || q.n != 0 {
+		t.Fatalf("drained: %d spare, %d queued", q.spare, q.n)
+	}
+	for i := range max {
+		if !q.push(outFrame{svc: uint64(i)}) {
+			t.Fatalf("live frame %d refused", i)
+		}
+	}
+	if q.push(outFrame{}) {
+		t.Fatal("the replay's room outlived it")
+	}
+}

@@ -358,11 +358,14 @@ func (sub *Subscription) attachAt(ctx context.Context, peer swarm.Address, under
 		return err
 	}
 	join := &pb.Join{Cohort: sub.spec.PB(), Addr: zeroAddress, Listen: true, Multihop: true, Refer: refer}
+	var fill func(*pb.Join)
 	if !refer {
 		join.Push = sub.lz.pushFor()
-		join.ReplayMs = sub.replayMs()
+		// As of the moment the Join leaves: a backoff before it is time
+		// the node may have gone without deliveries (replay.go).
+		fill = func(j *pb.Join) { j.ReplayMs = sub.replayMs() }
 	}
-	stream, fr, ack, err := s.join(ctx, peer, sub.spec, join)
+	stream, fr, ack, err := s.joinFilled(ctx, peer, sub.spec, join, fill)
 	if err != nil {
 		s.trace(Event{Kind: EventParent, Cohort: sub.spec.String(), Peer: peer, Status: statusOf(err), Err: err})
 		return err

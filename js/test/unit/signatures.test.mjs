@@ -82,3 +82,58 @@ test('socAddress is bee-js\'s SOC address', async () => {
     assert.equal(hex(socAddress(id, v.address)), bee.calculateSingleOwnerChunkAddress(new Identifier(id), new EthAddress(v.address)).toHex())
   }
 })
+
+test('keccak is bee-js\'s keccak256, for one part or several, of every length around the rate', async () => {
+  const { keccak } = await import('../../dist/esm/soc.js')
+  const { Bytes } = await import('@ethersphere/bee-js')
+  let seed = 7
+  for (const n of [0, 1, 20, 31, 32, 33, 52, 64, 135, 136, 137, 271, 272, 273, 1000, 4104]) {
+    const data = Uint8Array.from({ length: n }, () => (seed = (seed * 1103515245 + 12345) & 0x7fffffff) & 0xff)
+    const want = Bytes.keccak256(data).toHex()
+    assert.equal(hex(keccak(data)), want, `${n} bytes`)
+    const cut = Math.floor(n / 3)
+    assert.equal(hex(keccak(data.subarray(0, cut), data.subarray(cut, 2 * cut), data.subarray(2 * cut))), want, `${n} bytes in three parts`)
+  }
+})
+
+test('hex and toBytes read and write hex as bee-js\'s Bytes', async () => {
+  const { hex: toHex, toBytes } = await import('../../dist/esm/bytes.js')
+  const { Bytes } = await import('@ethersphere/bee-js')
+  const all = Uint8Array.from({ length: 256 }, (_, i) => i)
+  assert.equal(toHex(all), new Bytes(all).toHex())
+  assert.equal(toHex(new Uint8Array(0)), '')
+  assert.deepEqual(toBytes('', undefined, 'x'), new Uint8Array(0)) // bee-js's Bytes refuses '' (falsy)
+  assert.throws(() => toBytes('0x', 32, 'x'), /0 bytes, want 32/)
+  for (const s of [toHex(all), toHex(all).toUpperCase(), '0x' + toHex(all), '0X00ff']) {
+    assert.deepEqual(toBytes(s, undefined, 'x'), new Bytes(s.replace(/^0[xX]/, '')).toUint8Array(), s.slice(0, 10))
+  }
+  for (const bad of ['0', 'abc', 'zz', '0x0g', ' 00']) assert.throws(() => toBytes(bad, undefined, 'x'), /not hex/, bad)
+  assert.throws(() => toBytes('00', 2, 'x'), /1 bytes, want 2/)
+})
+
+test('publicKeyAddress is bee-js\'s PublicKey.address, compressed or not', async () => {
+  const { publicKeyAddress } = await import('../../dist/esm/soc.js')
+  const { PrivateKey } = await import('@ethersphere/bee-js')
+  for (const v of vectors.slice(0, 8)) {
+    const pub = new PrivateKey(v.key).publicKey()
+    assert.equal(publicKeyAddress(pub.toCompressedUint8Array()).toHex(), v.address.replace(/^0x/, '').toLowerCase())
+    assert.equal(publicKeyAddress(pub.toUint8Array()).toHex(), pub.address().toHex()) // 64 bytes, x ‖ y
+    assert.equal(publicKeyAddress(Uint8Array.of(4, ...pub.toUint8Array())).toHex(), pub.address().toHex())
+  }
+  assert.throws(() => publicKeyAddress(new Uint8Array(33)))
+})
+
+test('the curve without the endomorphism signs as @noble/curves\' secp256k1, byte for byte and recovery bit (500 random keys and digests)', async () => {
+  const { curve } = await import('../../dist/esm/soc.js')
+  const { secp256k1 } = await import('@noble/curves/secp256k1')
+  const { randomBytes } = await import('node:crypto')
+  for (let i = 0; i < 500; i++) {
+    const key = new Uint8Array(randomBytes(32))
+    const digest = new Uint8Array(randomBytes(32))
+    const a = curve.sign(digest, key, { lowS: true })
+    const b = secp256k1.sign(digest, key, { lowS: true })
+    assert.equal(hex(a.toCompactRawBytes()), hex(b.toCompactRawBytes()))
+    assert.equal(a.recovery, b.recovery)
+    assert.equal(hex(curve.getPublicKey(key, false)), hex(secp256k1.getPublicKey(key, false)))
+  }
+})
