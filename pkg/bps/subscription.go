@@ -534,6 +534,13 @@ func (sub *Subscription) lost(p *parent) {
 			sub.faults.Add(1)
 			s.metrics.Faults.Inc()
 			s.trace(Event{Kind: EventFault, Cohort: sub.spec.String(), Peer: p.cs.peer, Err: err})
+			// The rejoin goes to the broker at once: a backoff its
+			// refusals of this node's routine requests for a second
+			// parent imposed (FULL: no room then, up to BackoffMax) is
+			// news from before the loss — the dead parent's slot may be
+			// free now — and waited out it would cut the node, and its
+			// subtree, off for longer than a replay covers (replay.go).
+			s.backoff.succeed(sub.root.ByteString() + sub.spec.key)
 		}
 		// A loss repairs now: a retry armed for a second parent the tree
 		// had no room for (up to maxRepairWait away) must not hold it.
