@@ -43,6 +43,22 @@ func challengingParent(t *testing.T, net *streamtest.Network, depth uint32) *str
 	return nd
 }
 
+// publishBelow publishes as k from c at relay, a node at depth 1 (a child
+// of the root): through a referring root that names relay as its candidate
+// at depth 1, as the root does when it is full — a publisher stream takes a
+// parent below the root only through a candidate, as a subscriber does
+// (TestHostilePublisherStatedDepth).
+func publishBelow(t *testing.T, net *streamtest.Network, c, relay *tnode, sp *bps.Spec, k key) *bps.Publisher {
+	t.Helper()
+	root := referringRoot(t, net, relay.Overlay(), 1)
+	for _, n := range []*streamtest.Node{root, relay.Node} {
+		if err := net.Connect(c.Node, n); err != nil {
+			t.Fatal(err)
+		}
+	}
+	return publish(t, c, &tnode{Node: root}, sp, k, 0)
+}
+
 // TestHostilePublisherStatedDepth: a publisher stream's parent prices every
 // publication written up at (depth + 1) × the publish price, from the depth
 // its Ack states, so a publisher holds it to what it can check, as a
