@@ -9,6 +9,7 @@ import (
 	"io"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/ethersphere/bee/v2/pkg/p2p"
 	"github.com/ethersphere/bps/pkg/bps"
@@ -118,5 +119,37 @@ func TestHostilePublisherStatedDepth(t *testing.T) {
 		case !c.ok && (err == nil || !strings.Contains(err.Error(), "below the one its candidate stated")):
 			t.Fatalf("a candidate offered at 2 stating %d: %v, want refused", c.depth, err)
 		}
+	}
+}
+
+// TestHostileRevokedCutInClosed: in a closed cohort a publisher the admin
+// revoked is told the revoking roster, then must be named again or leave:
+// its stream is cut at the claim deadline after the revocation grace
+// (counted claim_timeout), while one named again keeps its stream
+// (TestHostileRevokedKeepsReceivingClosed: it hears nothing meanwhile).
+func TestHostileRevokedCutInClosed(t *testing.T) {
+	t.Parallel()
+	_, broker, cl := cluster(t, bps.Options{Timing: bps.Timing{ClaimDeadline: 200 * time.Millisecond, RevocationGrace: 100 * time.Millisecond}}, 3)
+	admin, bob, carol := newKey(t), newKey(t), newKey(t)
+	sp := specOf(t, &pb.CohortSpec{Topic: topicOf("revoked, cut"), Binding: pb.TopicBinding_ANCHOR, Admin: admin.addr, Closed: true})
+	a := publishOpts(t, cl[0], broker, sp, admin, true)
+	send(t, a, rosterMsg(t, admin, sp, a.Challenge(), 0, bob, carol))
+	broker.rec.wait(t, "the grant", kind(bps.EventAccept))
+	b := publishOpts(t, cl[1], broker, sp, bob, true)
+	c := publishOpts(t, cl[2], broker, sp, carol, true)
+	recvC(t, b.C(), "bob's first delivery")
+	recvC(t, c.C(), "carol's first delivery")
+	broker.rec.waitN(t, 3, "three claims", kind(bps.EventClaim))
+
+	send(t, a, rosterMsg(t, admin, sp, a.Challenge(), 1, carol))
+	if d := recvC(t, b.C(), "bob told his revocation"); !isRoster(d, 1) {
+		t.Fatalf("bob got %+v, want the revoking roster", d)
+	}
+	broker.rec.wait(t, "bob cut at the claim deadline", dropped(bps.CounterClaimTimeout))
+	broker.rec.wait(t, "bob's stream ended", func(e bps.Event) bool {
+		return e.Kind == bps.EventLeave && e.Peer.Equal(cl[1].Overlay())
+	})
+	if n := broker.rec.count(dropped(bps.CounterClaimTimeout)); n != 1 {
+		t.Fatalf("%d streams cut at the claim deadline, want bob's alone", n)
 	}
 }
