@@ -9,9 +9,10 @@
 #   scripts/threat-evidence.sh            every mutation
 #   scripts/threat-evidence.sh 9 24b      the ones named (column 1)
 #
-# Output: one Markdown row per mutation — id, package, file:line, the line
-# as mutated, tests, and the result: "fails in N s", "still passes", or
-# "hangs" (the 60 s timeout). A baseline run of each test on the unmutated
+# Output: one Markdown row per mutation — id, file:line, the line as
+# mutated, tests, and the result: "fails: TESTS (first in N s)", "still
+# passes", or "hangs" (the 60 s timeout); THREAT_EVIDENCE_LOG=file keeps
+# each run's go test output. A baseline run of each test on the unmutated
 # copy is not made here: `make test` is that.
 set -euo pipefail
 cd "$(git rev-parse --show-toplevel)"
