@@ -521,44 +521,62 @@ func readEnvelope(t *testing.T, r *raw) *pb.Frame {
 	return f
 }
 
-// TestHostileLazyAskFlood: a lazy child may ask for each announcement
-// once, and is served each whole; asking for one again, or for one never
-// made, is a violation: reset, blocklisted, counted.
-func TestHostileLazyAskFlood(t *testing.T) {
-	t.Parallel()
-	_, broker, cl := cluster(t, bps.Options{}, 3)
-	admin := newKey(t)
-	sp := feedSpec(t, "lazy-ask-flood", admin)
-	child := openRaw(t, cl[0], broker)
+// lazyChild is a raw lazy child of a broker (cl[0]'s stream) and a
+// publisher of the admin's at it (cl[1]'s), in a cluster of three clients.
+func lazyChild(t *testing.T, topic string) (broker *tnode, cl []*tnode, child *raw, pub *bps.Publisher, sp *bps.Spec, admin key) {
+	t.Helper()
+	_, broker, cl = cluster(t, bps.Options{}, 3)
+	admin = newKey(t)
+	sp = feedSpec(t, topic, admin)
+	child = openRaw(t, cl[0], broker)
 	if ack := child.join(&pb.Join{Cohort: sp.PB(), Addr: bps.ZeroAddress, Listen: true, Multihop: true, Push: pb.PushMode_LAZY}); ack.Push != pb.PushMode_LAZY {
 		t.Fatalf("ack push %s, want LAZY", ack.Push)
 	}
-	pub := publish(t, cl[1], broker, sp, admin, 0)
+	return broker, cl, child, publish(t, cl[1], broker, sp, admin, 0), sp, admin
+}
+
+// announced publishes update index and reads its announcement on child.
+func announced(t *testing.T, child *raw, pub *bps.Publisher, sp *bps.Spec, admin key, index uint64) *pb.Broadcast {
+	t.Helper()
+	m := update(t, admin, sp, pub.Challenge(), index, "flood")
+	if err := pub.Send(ctxT(t), m); err != nil {
+		t.Fatal(err)
+	}
+	a := readEnvelope(t, child).GetAnnounce()
+	if a == nil {
+		t.Fatal("a lazy stream was sent a frame other than an announcement")
+	}
+	if k := bps.FrameKey(m); !bytes.Equal(a.Key, k[:]) {
+		t.Fatalf("announcement %d names %x, want the frame key %x", index, a.Key, k)
+	}
+	return m
+}
+
+// expectAskViolation: the ask just sent on child (cl[0]'s) is a violation:
+// the stream reset, its peer blocklisted, wrong_stream counted once more
+// than before.
+func expectAskViolation(t *testing.T, broker *tnode, cl []*tnode, child *raw, sp *bps.Spec, before uint64) {
+	t.Helper()
+	expectReset(t, child)
+	waitBlocklisted(t, broker, cl[0])
+	if got := cohortInfo(t, broker, sp).Counters[bps.CounterWrongStream.String()]; got != before+1 {
+		t.Fatalf("wrong_stream %d, want %d", got, before+1)
+	}
+}
+
+// TestHostileLazyAskFlood: a lazy child may ask for each announcement
+// once, and is served each whole; asking for one again is a violation:
+// reset, blocklisted, counted. The ask again is within the total an ask
+// may reach (one per announcement: TestHostileLazyAskCount), so only the
+// rule that each announcement is asked once refuses it.
+func TestHostileLazyAskFlood(t *testing.T) {
+	t.Parallel()
+	broker, cl, child, pub, sp, admin := lazyChild(t, "lazy-ask-flood")
 	const n = 4
 	var sent []*pb.Broadcast
 	for i := range uint64(n) {
-		m := update(t, admin, sp, pub.Challenge(), i, "flood")
-		if err := pub.Send(ctxT(t), m); err != nil {
-			t.Fatal(err)
-		}
-		sent = append(sent, m)
+		sent = append(sent, announced(t, child, pub, sp, admin, i))
 	}
-	keys := make([][]byte, 0, n)
-	for range n {
-		a := readEnvelope(t, child).GetAnnounce()
-		if a == nil {
-			t.Fatal("a lazy stream was sent a frame other than an announcement")
-		}
-		keys = append(keys, a.Key)
-	}
-	for i, m := range sent {
-		if k := bps.FrameKey(m); !bytes.Equal(keys[i], k[:]) {
-			t.Fatalf("announcement %d names %x, want the frame key %x", i, keys[i], k)
-		}
-	}
-	// Three of the four asked for: the ask again below is within the total
-	// an ask may reach (one per announcement), so only the rule that each
-	// announcement is asked once refuses it.
 	child.send(&pb.Frame{Kind: &pb.Frame_Ask{Ask: &pb.Ask{Seqs: []uint64{0, 1, 2}}}})
 	for i := range n - 1 {
 		m := readEnvelope(t, child).GetBroadcast()
@@ -568,16 +586,46 @@ func TestHostileLazyAskFlood(t *testing.T) {
 	}
 	before := cohortInfo(t, broker, sp).Counters[bps.CounterWrongStream.String()]
 	child.send(&pb.Frame{Kind: &pb.Frame_Ask{Ask: &pb.Ask{Seqs: []uint64{1}}}})
-	expectReset(t, child)
-	waitBlocklisted(t, broker, cl[0])
-	if got := cohortInfo(t, broker, sp).Counters[bps.CounterWrongStream.String()]; got != before+1 {
-		t.Fatalf("wrong_stream %d, want %d", got, before+1)
-	}
+	expectAskViolation(t, broker, cl, child, sp, before)
+}
 
-	// An ask for an announcement never made.
-	other := openRaw(t, cl[2], broker)
-	other.join(&pb.Join{Cohort: sp.PB(), Addr: bps.ZeroAddress, Listen: true, Multihop: true, Push: pb.PushMode_LAZY})
-	other.send(&pb.Frame{Kind: &pb.Frame_Ask{Ask: &pb.Ask{Seqs: []uint64{7}}}})
-	expectReset(t, other)
-	waitBlocklisted(t, broker, cl[2])
+// TestHostileLazyAskNeverMade: an ask for an announcement never made is a
+// violation, even one within the total an ask may reach (two made, one
+// asked): not a late ask for one that fell out of the parent's ring.
+func TestHostileLazyAskNeverMade(t *testing.T) {
+	t.Parallel()
+	broker, cl, child, pub, sp, admin := lazyChild(t, "lazy-ask-never-made")
+	for i := range uint64(2) {
+		announced(t, child, pub, sp, admin, i)
+	}
+	before := cohortInfo(t, broker, sp).Counters[bps.CounterWrongStream.String()]
+	child.send(&pb.Frame{Kind: &pb.Frame_Ask{Ask: &pb.Ask{Seqs: []uint64{5}}}})
+	expectAskViolation(t, broker, cl, child, sp, before)
+}
+
+// TestHostileLazyAskCount: more asks than announcements are a violation,
+// whatever they name. An announcement that fell out of the parent's ring
+// (lazyRing, 128, behind) is not served and its ask not held against the
+// child (a late ask), so only this count bounds a child asking for it again
+// and again: here 131 asks for announcement 0 after 130 were made.
+func TestHostileLazyAskCount(t *testing.T) {
+	t.Parallel()
+	broker, cl, child, pub, sp, admin := lazyChild(t, "lazy-ask-count")
+	const made = 129 // one past the ring
+	for i := range uint64(made) {
+		announced(t, child, pub, sp, admin, i)
+	}
+	before := cohortInfo(t, broker, sp).Counters[bps.CounterWrongStream.String()]
+	for _, n := range []int{64, 64, made - 128} { // made asks: not one too many
+		child.send(&pb.Frame{Kind: &pb.Frame_Ask{Ask: &pb.Ask{Seqs: make([]uint64, n)}}})
+	}
+	// Nothing is served for them, and the stream stays: the next update's
+	// announcement comes (130 made), and two asks more — 131 — are the
+	// violation.
+	announced(t, child, pub, sp, admin, made)
+	if got := cohortInfo(t, broker, sp).Counters[bps.CounterWrongStream.String()]; got != before {
+		t.Fatalf("wrong_stream %d after asks within the count, want %d", got, before)
+	}
+	child.send(&pb.Frame{Kind: &pb.Frame_Ask{Ask: &pb.Ask{Seqs: []uint64{0, 0}}}})
+	expectAskViolation(t, broker, cl, child, sp, before)
 }

@@ -378,7 +378,14 @@ func TestPricingDepth(t *testing.T) {
 			if err := net.Connect(pub.Node, parent); err != nil {
 				t.Fatal(err)
 			}
-			p, err := pub.svc.Publish(ctxT(t), parent.Overlay(), sp, bps.PublishOptions{Addr: k.addr, Signer: k.signer})
+			if at != parent {
+				// A publisher, too, is below the root only through a
+				// candidate (TestHostilePublisherStatedDepth).
+				if err := net.Connect(pub.Node, at); err != nil {
+					t.Fatal(err)
+				}
+			}
+			p, err := pub.svc.Publish(ctxT(t), at.Overlay(), sp, bps.PublishOptions{Addr: k.addr, Signer: k.signer})
 			if err != nil {
 				t.Fatal(err)
 			}

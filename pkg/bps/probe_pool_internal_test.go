@@ -108,3 +108,34 @@ func TestProbePoolHoldsLongerWhileTheCrowdProgresses(t *testing.T) {
 		t.Fatalf("%d joiners held longer after every one gave its place back", len(p.long))
 	}
 }
+
+// TestProbeHoldBoundedWhileTheCrowdProgresses: a join held while the crowd
+// makes progress is held a probe wait past the last round that found
+// candidates — but never past maxHold after it came, however long the
+// progress goes on (joiners, or a child feeding the root's rounds, make it
+// go on: docs/protocol.md, "Threat model"), so that it is answered well
+// within the joiner's own handshake timeout.
+func TestProbeHoldBoundedWhileTheCrowdProgresses(t *testing.T) {
+	t.Parallel()
+	const wait = 2 * time.Second
+	s := &Service{opts: Options{Tree: Tree{ProbeWait: wait}, Timing: Timing{HandshakeTimeout: 30 * time.Second}}}
+	most := s.maxHold()
+	if most != 10*time.Second {
+		t.Fatalf("maxHold %v, want a third of the handshake timeout", most)
+	}
+	c := &cohort{}
+	j := s.newRootJoin(c, 1, swarm.NewAddress(bytes.Repeat([]byte{1}, swarm.HashSize)), wait)
+	for _, age := range []time.Duration{wait, most / 2, most - wait/2, most, 3 * most} {
+		j.start = time.Now().Add(-age) // came age ago
+		c.mu.Lock()
+		c.pool.progress = time.Now() // a round found candidates just now
+		c.mu.Unlock()
+		j.extend()
+		if !j.long {
+			t.Fatalf("a join %v old not held on while the crowd progresses", age)
+		}
+		if end := j.start.Add(most); j.deadline.After(end) {
+			t.Fatalf("a join %v old held until %v past it came, want at most %v", age, j.deadline.Sub(j.start), most)
+		}
+	}
+}

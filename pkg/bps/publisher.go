@@ -87,7 +87,7 @@ func (p *Publisher) Challenge() []byte { return p.challenge }
 // A broker at capacity may answer with candidates in its subtree (SWIP-61):
 // Publish tries them in turn.
 func (s *Service) Publish(ctx context.Context, broker swarm.Address, sp *Spec, o PublishOptions) (*Publisher, error) {
-	p, err := s.publishAt(ctx, broker, nil, sp, o)
+	p, err := s.publishAt(ctx, broker, broker, nil, nil, sp, o)
 	var full *FullError
 	if !errors.As(err, &full) {
 		return p, err
@@ -97,14 +97,20 @@ func (s *Service) Publish(ctx context.Context, broker swarm.Address, sp *Spec, o
 		if at.Equal(s.overlay) {
 			continue
 		}
-		if p, err = s.publishAt(ctx, at, c.Underlays, sp, o); err == nil {
+		if p, err = s.publishAt(ctx, broker, at, c.Underlays, c, sp, o); err == nil {
 			return p, nil
 		}
 	}
 	return nil, err
 }
 
-func (s *Service) publishAt(ctx context.Context, broker swarm.Address, underlays [][]byte, sp *Spec, o PublishOptions) (*Publisher, error) {
+// publishAt joins sp at broker, reached directly as the cohort's root
+// (cand nil) or through cand, a candidate in root's subtree. The depth its
+// Ack states prices every publication written up (Prices.Publish × (depth
+// + 1)), so it is held to what this node can check, as a subscriber's
+// parent is (ackRefused): the named broker states 0, a candidate's Ack no
+// more than the candidate's depth.
+func (s *Service) publishAt(ctx context.Context, root, broker swarm.Address, underlays [][]byte, cand *pb.Candidate, sp *Spec, o PublishOptions) (*Publisher, error) {
 	if err := s.dial(ctx, broker, underlays); err != nil {
 		return nil, err
 	}
@@ -119,6 +125,10 @@ func (s *Service) publishAt(ctx context.Context, broker swarm.Address, underlays
 	if len(ack.Challenge) != challengeSize {
 		_ = stream.Reset()
 		return nil, fmt.Errorf("bps: broker issued a %d-byte challenge", len(ack.Challenge))
+	}
+	if err := ackRefused(root, broker, ack, cand); err != nil {
+		_ = stream.Reset()
+		return nil, err
 	}
 	if o.Joined != nil {
 		o.Joined(bytes.Clone(ack.Challenge))

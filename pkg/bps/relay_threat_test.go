@@ -376,10 +376,7 @@ func TestHostileRelayHoardsLeases(t *testing.T) {
 	// pending stream's Release: once its update is accepted, the release
 	// was taken.
 	pubNode := newNode(t, mt.net, bps.Options{})
-	if err := mt.net.Connect(pubNode.Node, honest.Node); err != nil {
-		t.Fatal(err)
-	}
-	p := publish(t, pubNode, honest, mt.sp, mt.admin, 0)
+	p := publishBelow(t, mt.net, pubNode, honest, mt.sp, mt.admin)
 	sendUpdate(t, p, 0, "leased beside the hoard")
 	if d := recv(t, mt.subs[0]); d.Index != 0 || !bytes.Equal(d.Owner, mt.admin.addr) {
 		t.Fatalf("delivery %+v, want the admin's update at the honest relay", d)
@@ -476,10 +473,7 @@ func TestHostileRelayRoutesForeignLease(t *testing.T) {
 	honest, sub := mt.nodes[0], mt.subs[0]
 	publisherAt := func(k key) (*bps.Publisher, *tnode) {
 		nd := newNode(t, mt.net, bps.Options{})
-		if err := mt.net.Connect(nd.Node, honest.Node); err != nil {
-			t.Fatal(err)
-		}
-		return publish(t, nd, honest, mt.sp, k, 0), nd
+		return publishBelow(t, mt.net, nd, honest, mt.sp, k), nd
 	}
 	kp := newKey(t)
 	p, pNode := publisherAt(kp)

@@ -69,6 +69,16 @@ func TestReorderSkipBounded(t *testing.T) {
 	if !o.admit(owner, 1) || o.admit(owner, 1<<59) {
 		t.Fatal("the first skipped indexes are remembered, not the far ones")
 	}
+	// A second jump: what the first remembered is forgotten, so that the
+	// newest gaps are tracked, never more than maxSkipped in all.
+	o.push(Delivery{Owner: owner, Index: 1 << 61}, func() {})
+	o.flush()
+	if o.nskip > maxSkipped {
+		t.Fatalf("%d indexes remembered after two jumps, want at most %d", o.nskip, maxSkipped)
+	}
+	if o.admit(owner, 1) || !o.admit(owner, 1<<60+1) {
+		t.Fatal("after a second jump the first one's gaps are remembered, or not its own")
+	}
 }
 
 // TestReorderPassedGaps: a flush tells the gap escape (escape.go) the
