@@ -69,6 +69,7 @@ type pricingMetrics struct {
 	credited prometheus.Counter
 	unpaid   *prometheus.CounterVec
 	flushes  prometheus.Counter
+	unacked  prometheus.Counter
 }
 
 func newPricing(ctx context.Context, acc accounting.Interface, p Prices, st Settlement) *pricing {
@@ -82,6 +83,8 @@ func newPricing(ctx context.Context, acc accounting.Interface, p Prices, st Sett
 			[]string{"side"}),
 		flushes: prometheus.NewCounter(prometheus.CounterOpts{Namespace: beemetrics.Namespace, Subsystem: "bps",
 			Name: "accounting_flushes", Help: "Charges BPS made on bee's accounting, each applying what one peer's ledger held (batched settlement)."}),
+		unacked: prometheus.NewCounter(prometheus.CounterOpts{Namespace: beemetrics.Namespace, Subsystem: "bps",
+			Name: "accounting_unacknowledged", Help: "Child streams ended because the child sent no receipt for the deliveries written past the window (receipt.go)."}),
 	}}
 }
 
@@ -224,6 +227,15 @@ type ledger struct {
 	// kept then (on the flusher's late list); zero if it waits for nothing.
 	lateDue time.Time
 	err     error // bee's accounting refused a flush: every later charge fails with it
+
+	// A parent's view of its child's debt in bee's accounting (receipt.go,
+	// debtRoom): the balance last read, when, and what the ledger applied
+	// since; the bound, read once.
+	owed      uint64
+	applied   uint64
+	owedRead  time.Time
+	boundOnce sync.Once
+	bound     uint64
 }
 
 // meter opens the meter of a stream with peer, on the peer's ledger for
@@ -438,6 +450,7 @@ func (l *ledger) flushLocked(all bool) error {
 		return l.err
 	}
 	if l.parent {
+		l.applied = satAdd(l.applied, pr)
 		l.t.debited.Add(pr)
 		l.p.metrics.debited.Add(float64(pr))
 	} else {

@@ -140,8 +140,8 @@ func (l *ledger) waitBalance(t *testing.T, who string, peer swarm.Address, want 
 func (*ledger) Balance(swarm.Address) (*big.Int, error)        { return nil, accounting.ErrPeerNoBalance }
 func (*ledger) SurplusBalance(swarm.Address) (*big.Int, error) { return new(big.Int), nil }
 func (*ledger) Balances() (map[string]*big.Int, error)         { return nil, nil }
-func (*ledger) CompensatedBalance(swarm.Address) (*big.Int, error) {
-	return nil, accounting.ErrPeerNoBalance
+func (l *ledger) CompensatedBalance(peer swarm.Address) (*big.Int, error) {
+	return big.NewInt(l.balance(peer)), nil
 }
 func (*ledger) CompensatedBalances() (map[string]*big.Int, error) { return nil, nil }
 func (*ledger) PeerAccounting() (map[string]accounting.PeerInfo, error) {
@@ -479,12 +479,10 @@ func TestPricingChildCannotPay(t *testing.T) {
 	broker := pricedNode(t, net, bps.Options{}, newLedger(), testPrices)
 	l := newLedger()
 	l.overdraft = 2 * int64(testPrices.Delivery)
-	// The child settles every 2 frames: the flush of the first two fits
-	// its overdraft, that of the third and fourth does not, and the
-	// fourth is not delivered (the child holds at most one frame past what
-	// its accounting took; at a flush after an hour, the third's alone
-	// would not fit either).
-	child := settledNode(t, net, bps.Options{}, l, testPrices, bps.Settlement{Frames: 2, Interval: time.Hour, Margin: -1})
+	// The child sends a receipt a delivery and settles every 2: the flush
+	// of the first two fits its overdraft, that of the third and fourth
+	// does not.
+	child := settledNode(t, net, bps.Options{}, l, testPrices, bps.Settlement{Frames: 2, Interval: time.Hour, Margin: -1, Receipt: 1})
 	pubNode := newNode(t, net, bps.Options{})
 	for _, c := range []*tnode{child, pubNode} {
 		if err := net.Connect(c.Node, broker.Node); err != nil {
@@ -505,8 +503,10 @@ func TestPricingChildCannotPay(t *testing.T) {
 		got++
 	}
 	err := sub.Err()
-	if got != 3 || !errors.Is(err, bps.ErrUnpaid) || !errors.Is(err, accounting.ErrOverdraft) {
-		t.Fatalf("received %d, ended with %v; want 3 and the overdraft", got, err)
+	// It charges a delivery as its receipt is written, after it handed
+	// the delivery on: the fourth may have come before the refusal.
+	if got < 3 || got > 4 || !errors.Is(err, bps.ErrUnpaid) || !errors.Is(err, accounting.ErrOverdraft) {
+		t.Fatalf("received %d, ended with %v; want 3 or 4 and the overdraft", got, err)
 	}
 	t.Logf("the subscription says: %v", err)
 }
@@ -549,9 +549,13 @@ func TestPricingSettlement(t *testing.T) {
 		t.Parallel()
 		// A subscriber holds a delivery once it has read it, before it is
 		// handed on: after 7, it has applied two batches of 3 and holds one.
-		broker, sub, bl, sl, s := settledCohort(t, bps.Settlement{Frames: 3, Interval: time.Hour, Margin: -1}, 7)
-		if got := sl.balance(broker.Overlay()); got != -6*d {
-			t.Fatalf("the subscriber's balance after 7 deliveries is %d, want two batches of 3: %d", got, -6*d)
+		// It charges a delivery as its receipt is written (one receipt a
+		// delivery here): Settle sends the last and applies what is held.
+		broker, sub, bl, sl, s := settledCohort(t, bps.Settlement{Frames: 3, Interval: time.Hour, Margin: -1, Receipt: 1}, 7)
+		sl.waitBalance(t, "subscriber", broker.Overlay(), -6*d)
+		sub.svc.Settle()
+		if got := sl.balance(broker.Overlay()); got != -7*d {
+			t.Fatalf("the subscriber's balance after Settle is %d, want %d", got, -7*d)
 		}
 		if err := s.Close(); err != nil {
 			t.Fatal(err)
@@ -573,7 +577,10 @@ func TestPricingSettlement(t *testing.T) {
 		// batches of 3. Once the stream ends the subscriber applies what
 		// it kept after the broker has applied the rest: at no time does
 		// the subscriber's ledger say it owes more than the broker's.
-		broker, sub, bl, sl, s := settledCohort(t, bps.Settlement{Frames: 3, Interval: time.Hour}, 7)
+		// The broker charges by the receipts (one a delivery here); the
+		// last may be lost with the close, uncharged at both ends.
+		broker, sub, bl, sl, s := settledCohort(t, bps.Settlement{Frames: 3, Interval: time.Hour, Receipt: 1}, 7)
+		bl.waitBalance(t, "broker", sub.Overlay(), 6*d)
 		if got := sl.balance(broker.Overlay()); got != 0 {
 			t.Fatalf("the subscriber's balance after 7 deliveries is %d, want 0: within its margin", got)
 		}
@@ -586,11 +593,11 @@ func TestPricingSettlement(t *testing.T) {
 			if owes > owed {
 				t.Fatalf("the subscriber's ledger says it owes %d, the broker's %d", owes, owed)
 			}
-			if owes == 7*d && owed == 7*d {
+			if owes == owed && (owed == 7*d || owed == 6*d) {
 				break
 			}
 			if time.Now().After(deadline) {
-				t.Fatalf("the subscriber owes %d, the broker is owed %d; want %d", owes, owed, 7*d)
+				t.Fatalf("the subscriber owes %d, the broker is owed %d; want both %d or %d", owes, owed, 6*d, 7*d)
 			}
 			time.Sleep(time.Millisecond)
 		}
@@ -626,6 +633,7 @@ func TestPricingDisconnectMidBatch(t *testing.T) {
 		t.Run(fmt.Sprint("accounting disconnected ", gone), func(t *testing.T) {
 			t.Parallel()
 			broker, sub, bl, _, s := settledCohort(t, bps.Settlement{Frames: frames, Interval: time.Hour}, n)
+			sub.svc.Settle() // every delivery acknowledged: the receipts are written
 			if got := bl.balance(sub.Overlay()); got != 0 {
 				t.Fatalf("the broker applied %d before the stream ended, want 0", got)
 			}
