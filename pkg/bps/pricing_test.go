@@ -399,18 +399,35 @@ func TestPricingDepth(t *testing.T) {
 	}
 }
 
-// TestPricingCutAtThreshold: a subscriber that never settles is cut when
-// the broker's accounting refuses its debt, as bee's accounting ends any
-// exchange — the handler returns bee's own BlockPeerError, which the node
-// blocklists, and BPS counts no violation — while a subscriber that settles
-// keeps receiving every update.
+// TestPricingCutAtThreshold: a subscriber that acknowledges its deliveries
+// and never pays gets exactly what the broker's debt bound allows
+// (Settlement.Debt, here 3 deliveries: receipt.go), then nothing until it
+// pays, and its stream ends unpaid (ErrUnpaid, no violation) after five
+// settlement intervals; it is charged for every delivery it got. A
+// subscriber that pays keeps receiving every update. With no bound
+// (Debt < 0) it is cut by the broker's accounting at its disconnect
+// threshold, as bee's accounting ends any exchange — the handler returns
+// bee's own BlockPeerError, which the node blocklists.
 func TestPricingCutAtThreshold(t *testing.T) {
 	t.Parallel()
+	for _, bound := range []bool{true, false} {
+		t.Run(fmt.Sprint("debt bound ", bound), func(t *testing.T) {
+			t.Parallel()
+			cutAtThreshold(t, bound)
+		})
+	}
+}
+
+func cutAtThreshold(t *testing.T, bound bool) {
 	net := newNetwork(t)
 	bl := newLedger()
-	bl.disconnect = 3 * int64(testPrices.Delivery)
-	const frames = 4 // the broker's meters settle every 4 frames (and every hour)
-	broker := settledNode(t, net, bps.Options{}, bl, testPrices, bps.Settlement{Frames: frames, Interval: time.Hour})
+	price := int64(testPrices.Delivery)
+	bl.disconnect = 3 * price
+	st := bps.Settlement{Frames: 4, Interval: 50 * time.Millisecond, Debt: 3 * price}
+	if !bound {
+		st.Debt = -1
+	}
+	broker := settledNode(t, net, bps.Options{}, bl, testPrices, st)
 	debtor, payer := newNode(t, net, bps.Options{}), newNode(t, net, bps.Options{})
 	pubNode := newNode(t, net, bps.Options{})
 	for _, c := range []*tnode{debtor, payer, pubNode} {
@@ -436,34 +453,36 @@ func TestPricingCutAtThreshold(t *testing.T) {
 	leave := broker.rec.wait(t, "the debtor's stream ended", func(e bps.Event) bool {
 		return e.Kind == bps.EventLeave && e.Peer.Equal(debtor.Overlay())
 	})
-	if !errors.Is(leave.Err, accounting.ErrDisconnectThresholdExceeded) || !errors.Is(leave.Err, bps.ErrUnpaid) {
-		t.Fatalf("debtor's stream ended with %v, want the disconnect threshold", leave.Err)
-	}
-	var bpe *p2p.BlockPeerError
-	if !errors.As(leave.Err, &bpe) {
-		t.Fatalf("debtor's stream ended with %v, not bee's BlockPeerError", leave.Err)
-	}
-	waitBlocklisted(t, broker, debtor)
-	if got := broker.rec.count(kind(bps.EventViolation)); got != 0 {
-		t.Fatalf("%d violations counted", got)
-	}
-	// It received at most what it was charged for: the broker applies
-	// what the debtor's meter holds before a write that would take it past
-	// 4 frames, and a refusal ends the stream before that write. The flush
-	// that reached the threshold (3) held at most 4 frames, so the debtor
-	// got at most 2 + 4 — the threshold's frames and the credit bound —
-	// and was charged for every one. Fewer is possible: the reset
-	// discards what was written and not yet read.
 	got := 0
 	for range dsub.C() {
 		got++
 	}
-	owed := bl.balance(debtor.Overlay())
-	if got > 2+frames || owed < bl.disconnect || owed > bl.disconnect+(frames-1)*int64(testPrices.Delivery) || int64(got)*int64(testPrices.Delivery) > owed {
-		t.Fatalf("debtor received %d deliveries and owes %d, want at most %d, charged for each, owing at least %d", got, owed, 2+frames, bl.disconnect)
-	}
 	if err := dsub.Err(); err == nil {
 		t.Fatal("debtor's subscription ended without an error")
+	}
+	if n := broker.rec.count(kind(bps.EventViolation)); n != 0 {
+		t.Fatalf("%d violations counted", n)
+	}
+	owed := bl.balance(debtor.Overlay())
+	if bound {
+		if !errors.Is(leave.Err, bps.ErrUnpaid) {
+			t.Fatalf("debtor's stream ended with %v, want unpaid", leave.Err)
+		}
+		if got != 3 || owed != 3*price {
+			t.Fatalf("debtor received %d deliveries and owes %d, want 3 and %d", got, owed, 3*price)
+		}
+	} else {
+		if !errors.Is(leave.Err, accounting.ErrDisconnectThresholdExceeded) || !errors.Is(leave.Err, bps.ErrUnpaid) {
+			t.Fatalf("debtor's stream ended with %v, want the disconnect threshold", leave.Err)
+		}
+		var bpe *p2p.BlockPeerError
+		if !errors.As(leave.Err, &bpe) {
+			t.Fatalf("debtor's stream ended with %v, not bee's BlockPeerError", leave.Err)
+		}
+		waitBlocklisted(t, broker, debtor)
+		if owed < bl.disconnect || int64(got)*price < owed {
+			t.Fatalf("debtor received %d deliveries and owes %d, want at least %d, and charged for no more than it got", got, owed, bl.disconnect)
+		}
 	}
 	if c := broker.svc.Charges(); len(c) != 2 {
 		t.Fatalf("broker holds charges of %d peers after the debtor left, want 2: %+v", len(c), c)
