@@ -43,11 +43,12 @@ const (
 	// sends a receipt for fewer.
 	receiptDelay = 100 * time.Millisecond
 	// unackedMax is how many deliveries a parent writes to a child on a
-	// priced multihop stream past the child's last receipt: sixteen
-	// receipts' worth, four times what a writer batches, so that an honest
-	// child's receipts, sent every receiptEvery or receiptDelay, never
-	// hold its parent's writer but when its reader lags by that much.
-	unackedMax = 256
+	// priced multihop stream past the child's last receipt: four
+	// receipts' worth, two writes' batches, a stream's queue
+	// (DefaultQueueLen), so that an honest child's receipts, sent every
+	// receiptEvery or receiptDelay, hold its parent's writer only when its
+	// reader lags by that much — when its queue would fill anyway.
+	unackedMax = 64
 	// unackedWait is how long a parent's writer waits for a receipt that
 	// lets it write, before it ends the stream (errUnacknowledged).
 	unackedWait = 5 * time.Second

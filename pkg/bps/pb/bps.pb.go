@@ -1305,7 +1305,7 @@ func (x *Route) GetAddr() []byte {
 // its last 256 and not a violation — cumulative from the stream's start.
 // Sent once 16 are untold, or 100 ms after the first untold one; each must
 // be larger than the last and at most what the parent wrote. The parent
-// charges what a receipt adds, and writes no delivery past 256 untold.
+// charges what a receipt adds, and writes no delivery past 64 untold.
 type Receipt struct {
 	state         protoimpl.MessageState `protogen:"open.v1"`
 	Taken         uint64                 `protobuf:"varint,1,opt,name=taken,proto3" json:"taken,omitempty"`
