@@ -95,7 +95,8 @@ func (r *receiptOut) took(cs *clientStream, key [32]byte) (fresh bool, err error
 	}
 	r.taken++
 	if r.taken-r.told >= uint64(cs.s.opts.Settlement.receiptEvery()) {
-		return true, r.sendLocked(cs)
+		r.sendLocked(cs)
+		return true, nil
 	}
 	if r.timer == nil && !r.ended {
 		r.timer = time.AfterFunc(receiptDelay, func() { r.flush(cs) })
@@ -111,12 +112,12 @@ func (r *receiptOut) flush(cs *clientStream) {
 	if r.ended || r.taken == r.told {
 		return
 	}
-	_ = r.sendLocked(cs)
+	r.sendLocked(cs)
 }
 
-// sendLocked queues a receipt of r.taken and charges what it adds; under
-// r.mu.
-func (r *receiptOut) sendLocked(cs *clientStream) error {
+// sendLocked queues a receipt of r.taken, which the writer charges once
+// it is written (putBatch); under r.mu.
+func (r *receiptOut) sendLocked(cs *clientStream) {
 	if r.timer != nil {
 		r.timer.Stop()
 		r.timer = nil
@@ -127,7 +128,6 @@ func (r *receiptOut) sendLocked(cs *clientStream) error {
 	if !cs.push(cs.s, outFrame{b: encodeFrame(&pb.Receipt{Taken: r.taken}), kind: kindReceipt, acks: uint32(min(n, math.MaxUint32)), done: r.last}) {
 		r.last = nil
 	}
-	return nil
 }
 
 // tell sends, on a multihop stream, a receipt of what is untold and waits
@@ -136,7 +136,7 @@ func (r *receiptOut) sendLocked(cs *clientStream) error {
 func (r *receiptOut) tell(cs *clientStream) {
 	r.mu.Lock()
 	if !r.ended && r.taken > r.told {
-		_ = r.sendLocked(cs)
+		r.sendLocked(cs)
 	}
 	done := r.last // the last receipt sent, written or not
 	r.last = nil
