@@ -20,7 +20,9 @@ import (
 	"github.com/ethersphere/bee/v2/pkg/accounting"
 	beemetrics "github.com/ethersphere/bee/v2/pkg/metrics"
 	"github.com/ethersphere/bee/v2/pkg/swarm"
+	"github.com/ethersphere/bps/pkg/bps/pb"
 	"github.com/prometheus/client_golang/prometheus"
+	"google.golang.org/protobuf/encoding/protowire"
 )
 
 // pricing is the accounting of one Service. Its peers map is guarded by mu,
@@ -204,9 +206,15 @@ func (m *meter) pricedWrite(f *outFrame) bool {
 	if !m.l.parent || m.down == 0 {
 		return true
 	}
+	_, n := protowire.ConsumeVarint(f.b)
+	b := new(pb.Broadcast)
+	_ = decodeFrame(f.b[max(n, 0):], b) // the node encoded it
+	if b.Kind == pb.Kind_AUTH || b.Kind > pb.Kind_EOS {
+		return false // a kind the child drops unread is not a delivery it takes (receiver.take)
+	}
 	m.l.mu.Lock()
 	defer m.l.mu.Unlock()
-	return m.freshLocked(frameKeyOf(f.b))
+	return m.freshLocked(FrameKey(b))
 }
 
 // ledger is what a node's priced streams with one peer, on one side, hold
