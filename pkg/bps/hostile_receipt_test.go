@@ -115,7 +115,8 @@ func TestHostileChildOverAcknowledges(t *testing.T) {
 
 // TestHostileChildNeverAcknowledges: a child that reads and never
 // acknowledges gets exactly the window (UnackedMax deliveries), then
-// nothing, and its stream ends; it owes nothing. Without the window it
+// nothing, and its stream ends, the child blocklisted (no violation); it
+// owes nothing. Without the window it
 // read every update.
 func TestHostileChildNeverAcknowledges(t *testing.T) {
 	t.Parallel()
@@ -147,5 +148,11 @@ func TestHostileChildNeverAcknowledges(t *testing.T) {
 	})
 	if got := bl.balance(child.Overlay()); got != 0 {
 		t.Fatalf("the child owes %d, want 0: it acknowledged nothing", got)
+	}
+	// Blocklisted by bee, no violation: a squatter gets one window per
+	// parent per blocklist period, not one per stream it opens.
+	waitBlocklisted(t, broker, child)
+	if n := broker.rec.count(kind(bps.EventViolation)); n != 0 {
+		t.Fatalf("%d violations", n)
 	}
 }

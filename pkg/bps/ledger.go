@@ -35,6 +35,9 @@ type pricing struct {
 	prices  Prices
 	settle  Settlement
 	goOwned func(func()) bool // the service's: runs the flusher (nil: none runs)
+	// blocklist: how long bee blocklists a child that acknowledged nothing
+	// for too long (receipt.go); the service's BlocklistDuration.
+	blocklist time.Duration
 
 	metrics pricingMetrics
 

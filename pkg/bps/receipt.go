@@ -14,7 +14,8 @@ package bps
 // the two ledgers count the same deliveries at any moment a receipt
 // settles. The parent writes no delivery past unackedMax untold ones (a
 // child that reads and never acknowledges gets at most that many, then its
-// stream ends after unackedWait), and none that would take the child's
+// stream ends after unackedWait and bee blocklists it for the service's
+// BlocklistDuration: one window per parent per period), and none that would take the child's
 // debt in bee's accounting past its bound (Settlement.Debt) until the
 // child has paid (debtWaits, then its stream ends unpaid). A receipt that
 // does not advance, or acknowledges more than the parent wrote, is a
@@ -29,6 +30,7 @@ import (
 	"time"
 
 	"github.com/ethersphere/bee/v2/pkg/accounting"
+	"github.com/ethersphere/bee/v2/pkg/p2p"
 	"github.com/ethersphere/bee/v2/pkg/swarm"
 	"github.com/ethersphere/bps/pkg/bps/pb"
 )
@@ -281,8 +283,12 @@ func (ps *peerStream) awaitRoom(m *meter, n int) error {
 				m.l.p.metrics.unpaid.WithLabelValues("parent").Inc()
 				return fmt.Errorf("%w: the child's debt %d is past %d (child %s)", ErrUnpaid, debt, m.l.debtBound(), ps.peer)
 			}
+			// Not provably a lie (a frozen child reads nothing either), so
+			// no violation; but a squatter must not be given a window on
+			// every stream it opens: bee blocklists it here for a while, as
+			// its accounting does a debtor past its limit.
 			m.l.p.metrics.unacked.Inc()
-			return fmt.Errorf("%w: %d deliveries untold (child %s)", errUnacknowledged, unacked, ps.peer)
+			return p2p.NewBlockPeerError(m.l.p.blocklist, fmt.Errorf("%w: %d deliveries untold (child %s)", errUnacknowledged, unacked, ps.peer))
 		}
 	}
 }
