@@ -366,7 +366,8 @@ func peerThreshold(acc accounting.Interface, peer string) uint64 {
 // (its compensated balance), what the ledger holds unapplied and more
 // within the bound. The balance is read from bee only when the ledger's
 // own estimate — the last balance read and what it applied since, which
-// only a payment lowers — would pass the bound. debt is the estimate.
+// only a payment lowers — would pass the bound, after applying what the
+// ledger holds. debt is the estimate.
 func (l *ledger) debtRoom(more uint64) (ok bool, debt uint64) {
 	bound := l.debtBound()
 	if bound == 0 {
@@ -379,6 +380,14 @@ func (l *ledger) debtRoom(more uint64) (ok bool, debt uint64) {
 	if read && est <= bound {
 		return true, est
 	}
+	// What the ledger holds is debt bee does not know of yet, so the
+	// child cannot have paid it: it is applied first (the creditor's ledger
+	// moving early is the safe way round), then bee's balance read.
+	l.mu.Lock()
+	if l.held > 0 {
+		_ = l.flushLocked(false)
+	}
+	l.mu.Unlock()
 	owed := balanceOf(l.p.acc, l.t.peer)
 	l.mu.Lock()
 	l.owed, l.applied, l.owedRead = owed, 0, time.Now()
