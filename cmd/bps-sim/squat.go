@@ -36,17 +36,19 @@ import (
 //     made-up address (a publisher that never claims: a subscriber under
 //     explicit authorship, bounded by the cohort's seats only, not by the
 //     two plain streams a peer may hold). It reads and discards what the
-//     stream carries, answers no probe, never pays — its node's accounting
-//     never hears of the stream — and holds the slot until the parent ends
-//     the stream or the run ends. At most -attack-flood such streams at
+//     stream carries, answers no probe, never acknowledges a delivery (no
+//     receipt, issue 24) and never pays — its node's accounting never hears
+//     of the stream — and holds the slot until the parent ends the stream
+//     or the run ends. A priced parent writes it at most the receipts'
+//     window (64 deliveries) and ends the stream when no receipt comes. At most -attack-flood such streams at
 //     once per attacker; it keeps hunting past that, to replace the ones it
 //     loses and to keep full nodes probing.
 //
 // What the run reports beside the attack table's rows: the probes the
 // whole network sent (originated or forwarded) and the Joins answered from
 // the pool by the probe rations, the squats held, and the deliveries the
-// squats read — each charged by its parent at the delivery price and never
-// paid by the squatter, whose own ledger holds no stream for it.
+// squats read — each delivered at its parent's cost and never paid: the
+// squatter acknowledges none, so its parent charges none (receipt.go).
 
 // Bounds of the hunt.
 const (

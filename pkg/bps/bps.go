@@ -147,6 +147,7 @@ func New(streamer p2p.Streamer, overlay swarm.Address, o Options) (*Service, err
 	if o.Accounting != nil && o.Prices != (Prices{}) {
 		s.pricing = newPricing(s.ctx, o.Accounting, o.Prices, o.Settlement)
 		s.pricing.goOwned = s.goOwned
+		s.pricing.blocklist = o.BlocklistDuration
 	}
 	return s, nil
 }

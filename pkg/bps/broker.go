@@ -381,6 +381,13 @@ func (s *Service) readLoop(m *member, fr *frameReader) error {
 			s.count(c, CounterInvalidSOC)
 			return err
 		}
+		if r := f.GetReceipt(); r != nil {
+			// A receipt that lies is a violation, counted as one (unwind).
+			if err := m.receipt(r); err != nil {
+				return err
+			}
+			continue
+		}
 		if ok, err := c.lazyUp(f, m); ok {
 			if err != nil {
 				return err

@@ -20,7 +20,9 @@ import (
 	"github.com/ethersphere/bee/v2/pkg/accounting"
 	beemetrics "github.com/ethersphere/bee/v2/pkg/metrics"
 	"github.com/ethersphere/bee/v2/pkg/swarm"
+	"github.com/ethersphere/bps/pkg/bps/pb"
 	"github.com/prometheus/client_golang/prometheus"
+	"google.golang.org/protobuf/encoding/protowire"
 )
 
 // pricing is the accounting of one Service. Its peers map is guarded by mu,
@@ -33,6 +35,9 @@ type pricing struct {
 	prices  Prices
 	settle  Settlement
 	goOwned func(func()) bool // the service's: runs the flusher (nil: none runs)
+	// blocklist: how long bee blocklists a child that acknowledged nothing
+	// for too long (receipt.go); the service's BlocklistDuration.
+	blocklist time.Duration
 
 	metrics pricingMetrics
 
@@ -69,6 +74,7 @@ type pricingMetrics struct {
 	credited prometheus.Counter
 	unpaid   *prometheus.CounterVec
 	flushes  prometheus.Counter
+	unacked  prometheus.Counter
 }
 
 func newPricing(ctx context.Context, acc accounting.Interface, p Prices, st Settlement) *pricing {
@@ -82,6 +88,8 @@ func newPricing(ctx context.Context, acc accounting.Interface, p Prices, st Sett
 			[]string{"side"}),
 		flushes: prometheus.NewCounter(prometheus.CounterOpts{Namespace: beemetrics.Namespace, Subsystem: "bps",
 			Name: "accounting_flushes", Help: "Charges BPS made on bee's accounting, each applying what one peer's ledger held (batched settlement)."}),
+		unacked: prometheus.NewCounter(prometheus.CounterOpts{Namespace: beemetrics.Namespace, Subsystem: "bps",
+			Name: "accounting_unacknowledged", Help: "Child streams ended because the child sent no receipt for the deliveries written past the window (receipt.go)."}),
 	}}
 }
 
@@ -201,9 +209,15 @@ func (m *meter) pricedWrite(f *outFrame) bool {
 	if !m.l.parent || m.down == 0 {
 		return true
 	}
+	_, n := protowire.ConsumeVarint(f.b)
+	b := new(pb.Broadcast)
+	_ = decodeFrame(f.b[max(n, 0):], b) // the node encoded it
+	if b.Kind == pb.Kind_AUTH || b.Kind > pb.Kind_EOS {
+		return false // a kind the child drops unread is not a delivery it takes (receiver.take)
+	}
 	m.l.mu.Lock()
 	defer m.l.mu.Unlock()
-	return m.freshLocked(frameKeyOf(f.b))
+	return m.freshLocked(FrameKey(b))
 }
 
 // ledger is what a node's priced streams with one peer, on one side, hold
@@ -224,6 +238,15 @@ type ledger struct {
 	// kept then (on the flusher's late list); zero if it waits for nothing.
 	lateDue time.Time
 	err     error // bee's accounting refused a flush: every later charge fails with it
+
+	// A parent's view of its child's debt in bee's accounting (receipt.go,
+	// debtRoom): the balance last read, when, and what the ledger applied
+	// since; the bound, read once.
+	owed      uint64
+	applied   uint64
+	owedRead  time.Time
+	boundOnce sync.Once
+	bound     uint64
 }
 
 // meter opens the meter of a stream with peer, on the peer's ledger for
@@ -438,6 +461,7 @@ func (l *ledger) flushLocked(all bool) error {
 		return l.err
 	}
 	if l.parent {
+		l.applied = satAdd(l.applied, pr)
 		l.t.debited.Add(pr)
 		l.p.metrics.debited.Add(float64(pr))
 	} else {

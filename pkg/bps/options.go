@@ -430,7 +430,7 @@ func (t Tree) validate() error {
 }
 
 func (p Pricing) validate() error {
-	if err := nonNegative(map[string]int{"Settlement.Frames": p.Settlement.Frames}); err != nil {
+	if err := nonNegative(map[string]int{"Settlement.Frames": p.Settlement.Frames, "Settlement.Receipt": p.Settlement.Receipt}); err != nil {
 		return err
 	}
 	return nonNegative(map[string]time.Duration{"Settlement.Interval": p.Settlement.Interval})

@@ -71,6 +71,18 @@ type Settlement struct {
 	// parent does — for a test of the batches, or an accounting that never
 	// settles by refresh.
 	Margin int64
+	// Debt: at a parent, what a child on a receipted stream may owe in
+	// bee's accounting — its balance, what the ledger holds unapplied and
+	// the deliveries written it has not acknowledged — before the parent
+	// stops writing it deliveries until it pays (receipt.go). Default
+	// (0): the payment threshold this node gave the peer (bee's
+	// PeerAccounting, ThresholdGiven), 80 % of the limit at which bee
+	// disconnects it; none if bee knows none. Negative: no bound.
+	Debt int64
+	// Receipt: a child sends its parent a receipt on a multihop stream once
+	// this many deliveries are untold (and receiptDelay after the first
+	// untold one). Default 16.
+	Receipt int
 }
 
 // BeeRefreshRate is what bee v2.8.1's pseudosettle refreshes a full node

@@ -64,8 +64,10 @@ func (s *Service) Charges() []PeerCharges {
 	return s.pricing.charges()
 }
 
-// Settle applies on bee's accounting, now, all that every peer's ledger
-// holds, a child's kept margin too: after it, Charges and bee's balances
+// Settle sends, on every multihop stream to a parent, a receipt of the
+// deliveries not yet acknowledged (receipt.go) and waits until each is
+// written; then it applies on bee's accounting, now, all that every
+// peer's ledger holds, a child's kept margin too: after it, Charges and bee's balances
 // count every frame whose charge was counted before the call. Ledgers
 // otherwise settle on their own (see Settlement and ledger), and a child's
 // ledger stays behind its parent's by its margin; Settle may put it
@@ -73,6 +75,7 @@ func (s *Service) Charges() []PeerCharges {
 // bee makes just then is accepted short and bee cuts the parent. It is for
 // a node's tests and its measurements.
 func (s *Service) Settle() {
+	s.tellReceipts()
 	if s.pricing == nil {
 		return
 	}
@@ -106,7 +109,7 @@ func (s *Service) PricingMetrics() []prometheus.Collector {
 		return nil
 	}
 	m := &s.pricing.metrics
-	return []prometheus.Collector{m.debited, m.credited, m.unpaid, m.flushes}
+	return []prometheus.Collector{m.debited, m.credited, m.unpaid, m.flushes, m.unacked}
 }
 
 // accountingWait bounds how long a new stream waits for bee to connect its
@@ -162,6 +165,9 @@ func (s *Service) priceChild(ps *peerStream, fr *frameReader, ack []byte) {
 	}
 	s.pricing.await(ps.peer)
 	m := s.pricing.meter(ps.peer, true, stated, ps.kill)
+	if ps.receipted(m) {
+		m.l.debtBound() // read from bee once, here, not under the writer's locks
+	}
 	ps.meter.Store(m)
 	fr.onFrame = func(b []byte) error { return m.read(ps.codec, b) }
 }

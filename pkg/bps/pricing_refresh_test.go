@@ -171,7 +171,8 @@ func TestPricingRefreshAcceptedInFull(t *testing.T) {
 	}
 
 	// Once the streams end, each ledger has moved by exactly the prices,
-	// less what was paid.
+	// less what was paid: every delivery acknowledged before the close.
+	pubNode.svc.TellReceipts()
 	_ = p.Close()
 	_ = s.Close()
 	// The claiming AUTH is a publication too (docs/protocol.md, "Prices":
@@ -494,7 +495,8 @@ func TestPricingManyStreamsToOneParent(t *testing.T) {
 	}
 
 	// Once the streams end, each ledger has moved by exactly the prices,
-	// less what was paid.
+	// less what was paid: every delivery acknowledged before the close.
+	child.svc.TellReceipts()
 	for _, ss := range subs {
 		for _, s := range ss {
 			_ = s.Close()

@@ -216,7 +216,12 @@ func (rc *receiver) take(cs *clientStream, b *pb.Broadcast) error {
 		// Nobody takes it: no signature check, and no move of the node's
 		// feed cursors, which a subscription on this node may need. A
 		// priced stream checks it still: a child pays only for what is
-		// valid.
+		// valid. On a multihop stream it is counted for the receipts
+		// (receipt.go) all the same: the parent waits for them.
+		if cs.codec == codecEnvelope {
+			_, err := cs.rout.took(cs, FrameKey(b))
+			return err
+		}
 		return nil
 	}
 	if b.Kind == pb.Kind_HEARTBEAT && rc.onBeat != nil {
@@ -315,7 +320,15 @@ func (rc *receiver) inOrder(cs *clientStream, d Delivery) error {
 // gave before is none of the eager/lazy overlap — a second parent's copy
 // is on another stream — and counts against the parent as a miss (onRepeat).
 func (rc *receiver) charge(cs *clientStream, m *meter, key [32]byte) error {
-	fresh, err := m.took(key)
+	var (
+		fresh bool
+		err   error
+	)
+	if cs.codec == codecEnvelope {
+		fresh, err = cs.rout.took(cs, key) // charged by the receipts (receipt.go)
+	} else {
+		fresh, err = m.took(key)
+	}
 	if !fresh && rc.onRepeat != nil {
 		rc.onRepeat(cs)
 	}

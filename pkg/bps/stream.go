@@ -66,11 +66,14 @@ type peerStream struct {
 	// writing it and applies it after. Set once, when the stream's reader
 	// starts; a parent stream's on-demand writer may already run.
 	meter atomic.Pointer[meter]
+	// rin: at a parent, the deliveries written and acknowledged by the
+	// child's receipts (receipt.go).
+	rin receiptIn
 }
 
 func newPeerStream(stream p2p.Stream, peer swarm.Address, c codec, o *Options) peerStream {
 	return peerStream{stream: stream, peer: peer, codec: c, queue: frameQueue{max: o.QueueLen},
-		writeTimeout: o.WriteTimeout, endGrace: o.EndGrace, quit: make(chan struct{})}
+		writeTimeout: o.WriteTimeout, endGrace: o.EndGrace, quit: make(chan struct{}), rin: receiptIn{wake: make(chan struct{}, 1)}}
 }
 
 // outFrame is one frame queued to a stream. b is a bare frame, encoded
@@ -87,7 +90,8 @@ type outFrame struct {
 	kind   frameKind
 	end    bool
 	replay bool
-	free   bool // never charged: the root's heartbeat (heartbeat.go)
+	free   bool   // never charged: the root's heartbeat (heartbeat.go)
+	acks   uint32 // a receipt: the deliveries it adds, charged once it is written (receipt.go)
 } // 48 bytes: a queue holds Options.QueueLen of them, and at most replayFrames replayed
 
 // frameQueue is a stream's queue: at most max frames, oldest first, in a
@@ -301,7 +305,15 @@ func (ps *peerStream) gather(bt *batch, first outFrame) {
 	// A priced stream's batch holds at most what its ledger may hold
 	// unapplied (ledger.go, meter.batchFrames): a debtor is cut at the
 	// delivery that passed bee's limit, however the writer batched.
-	most, priced := ps.meter.Load().batchFrames(), 0
+	m := ps.meter.Load()
+	most, priced := m.batchFrames(), 0
+	if ps.receipted(m) {
+		// No more than the window and the child's debt leave room for
+		// (receipt.go), as far as the ledger knows without asking bee:
+		// a debtor gets exactly what its bound allows however the writer
+		// batched.
+		most = max(1, min(most, ps.room(m)))
+	}
 	if pricedOut(&first) {
 		priced++
 	}
@@ -339,16 +351,34 @@ func (ps *peerStream) putBatch(t *watchdog, bt *batch) (last bool, err error) {
 	m := ps.meter.Load()
 	var charge accounting.Action
 	var price uint64
-	if m != nil {
+	switch {
+	case ps.receipted(m):
+		// Deliveries are charged by the child's receipts (receipt.go):
+		// the writer waits for room in the window and the child's debt.
+		if n := pricedIn(m, frames); n > 0 {
+			if err = ps.awaitRoom(m, n); err != nil {
+				return ps.failBatch(frames, err)
+			}
+		}
+	case m != nil:
 		if charge, price, err = m.prepareWrite(pricedIn(m, frames)); err != nil {
 			return ps.failBatch(frames, err)
 		}
+		fallthrough
+	case ps.codec == codecEnvelope:
+		// What a receipt may acknowledge at most: every delivery written.
+		ps.rin.sent.Add(uint64(broadcasts(frames)))
 	}
 	err = ps.writeFrames(t, frames)
 	if charge != nil {
 		if err != nil {
 			charge.Cleanup()
 		} else if err = m.apply(charge, price); err != nil {
+			return ps.failBatch(frames, err)
+		}
+	}
+	if err == nil && m != nil && !m.l.parent {
+		if err = m.receipted(receiptsIn(frames)); err != nil {
 			return ps.failBatch(frames, err)
 		}
 	}
@@ -366,6 +396,24 @@ func (ps *peerStream) putBatch(t *watchdog, bt *batch) (last bool, err error) {
 		return true, nil
 	}
 	return false, nil
+}
+
+// receiptsIn is what the receipts of a batch add (receipt.go).
+func receiptsIn(frames []outFrame) (n uint64) {
+	for i := range frames {
+		n += uint64(frames[i].acks)
+	}
+	return n
+}
+
+// broadcasts counts the deliveries (Broadcasts) of a batch.
+func broadcasts(frames []outFrame) (n int) {
+	for i := range frames {
+		if pricedOut(&frames[i]) {
+			n++
+		}
+	}
+	return n
 }
 
 // pricedIn counts the frames of a batch that m charges for (ledger.go,
@@ -613,6 +661,8 @@ type clientStream struct {
 
 	done chan struct{} // closed when the reader has ended
 	err  error         // why it ended; read after done
+
+	rout receiptOut // on a multihop stream: what this node took, and its receipts (receipt.go)
 }
 
 func newClientStream(s *Service, broker swarm.Address, sp *Spec, stream p2p.Stream, stated uint32) clientStream {
@@ -675,6 +725,7 @@ func (cs *clientStream) run(read func(fr *frameReader) error, fr *frameReader, o
 	ok := s.goOwned(func() {
 		defer close(cs.done)
 		defer func() { cs.meter.Load().done() }()
+		defer cs.rout.stop()
 		// The tree forgets the parent before its loss is handled: onEnd may
 		// end the subscription, whose Close has then returned, and the
 		// node's position must not outlive it.

@@ -68,6 +68,12 @@ func TestStreamPut(t *testing.T) {
 			if !tc.fail && !bytes.Equal(st.Bytes(), tc.cd.out(f)) {
 				t.Fatalf("wrote %x, want %x", st.Bytes(), tc.cd.out(f))
 			}
+			if tc.cd == codecEnvelope && tc.kind == kindBroadcast {
+				// Charged by the child's receipt (receipt.go).
+				if err := ps.receipt(&pb.Receipt{Taken: 1}); err != nil {
+					t.Fatalf("receipt: %v", err)
+				}
+			}
 			ps.meter.Load().done() // applies what the meter held
 			prepared, applied, cleaned := acc.record()
 			if len(prepared) != tc.prepared || len(applied) != len(tc.applied) || (len(applied) > 0 && applied[0] != tc.applied[0]) || cleaned != tc.prepared {

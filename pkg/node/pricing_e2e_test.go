@@ -51,9 +51,10 @@ var e2ePrices = bps.Prices{Delivery: 10 * bps.BeeBasePrice, Publish: 2 * bps.Bee
 // its BPS debt. After n updates, bee's own GET /balances at the broker and at
 // each payer shows exactly n × Delivery for the subscriber and
 // n × Publish × 1 for the publisher (all below bee's early-payment
-// threshold: nothing was settled), the same at both ends; the debtor was
-// cut by the broker's accounting once its debt passed bee's disconnect
-// threshold for a light node, and the payer received every update.
+// threshold: nothing was settled), the same at both ends; the debtor got
+// exactly the deliveries its debt bound (bee's payment threshold for a
+// light node) allows, each charged, and no more; the payer received every
+// update.
 func TestPricingOnBeeAccounting(t *testing.T) {
 	if testing.Short() {
 		t.Skip("starts four bee nodes")
@@ -194,20 +195,25 @@ func TestPricingOnBeeAccounting(t *testing.T) {
 		t.Errorf("the payer's balance moved by %v, want %d", got, -wantSub)
 	}
 
-	// The debtor: bee's light-node disconnect limit is its payment
-	// threshold (13.5M / 10) plus 25 % tolerance, plus at most one second
-	// of light refresh (450k) — cut at the first debit that reaches it.
-	const limit, refresh = 1_687_500, 450_000
+	// The debtor acknowledges what it takes (receipts) and never pays:
+	// the broker writes it no delivery that would take its debt past the
+	// payment threshold bee gave it (a light node's: 13.5M / 10), 80 % of
+	// bee's disconnect limit, and ends its stream unpaid once it has not
+	// paid for five seconds. What it got does not depend on when bee
+	// refreshes (nobody refreshes it): the deliveries the bound allows,
+	// each charged.
+	const threshold = 1_350_000
 	owed := delta("broker/debtor", broker, debtor.Overlay())
 	charged := owed / int64(e2ePrices.Delivery)
-	if owed%int64(e2ePrices.Delivery) != 0 || owed < limit || owed-int64(e2ePrices.Delivery) >= limit+refresh {
-		t.Errorf("the debtor owes the broker %d (%d deliveries), want the first multiple of %d at or past %d (+ up to %d)", owed, charged, e2ePrices.Delivery, limit, refresh)
+	room := (threshold - b0["broker/debtor"].Int64()) / int64(e2ePrices.Delivery)
+	if owed%int64(e2ePrices.Delivery) != 0 || charged != room {
+		t.Errorf("the debtor owes the broker %d (%d deliveries), want the %d deliveries the bound %d allows", owed, charged, room, threshold)
 	}
-	if int64(debtorGot) > charged || int64(debtorGot) < charged-1 {
+	if int64(debtorGot) != charged {
 		t.Errorf("the debtor received %d deliveries, charged %d", debtorGot, charged)
 	}
 	if charged >= n {
-		t.Errorf("the debtor was charged for all %d updates: never cut", n)
+		t.Errorf("the debtor was charged for all %d updates: never stopped", n)
 	}
 }
 
@@ -215,7 +221,8 @@ func TestPricingOnBeeAccounting(t *testing.T) {
 // prices, charges settle in batches of 64 frames (and when a stream ends;
 // the interval is an hour here, so that nothing else moves a balance): the
 // broker's GET /balances for a full-node subscriber does not move for its
-// first 64 deliveries and moves by exactly 64 × the price before the 65th;
+// first 63 deliveries and moves by exactly 64 × the price at the 64th's
+// receipt;
 // the subscriber's own does not move while its stream lives (it keeps its
 // margin), and both move by exactly n × the price once its subscription
 // ended; the light publisher's likewise by n × Publish.
@@ -282,14 +289,18 @@ func TestPricingBatchedOnBeeAccounting(t *testing.T) {
 		if err := pub.PublishUpdate(ctx, uint64(i), []byte(want)); err != nil {
 			t.Fatalf("publish %d: %v", i, err)
 		}
-		// The broker applies what its meter holds before a write that
-		// would take it past a batch: once the payer has read delivery
-		// i+1, the broker has applied every whole batch before it. The
-		// payer, a child, keeps its margin (80,000 units: more than 100
-		// deliveries) until its stream ends: its ledger never says it owes
-		// more than the broker's.
+		// The broker charges the payer's receipts (one every 16
+		// deliveries, receipt.go) and applies once it holds a batch: the
+		// receipt the payer sends at its 64th delivery makes the first
+		// batch, and the 100 make no second. The payer, a child, keeps
+		// its margin (80,000 units: more than 100 deliveries) until its
+		// stream ends: its ledger never says it owes more than the
+		// broker's.
 		receive(ctx, t, "payer", psub.C(), want)
-		wantMoved := int64(i/batch) * batch * int64(prices.Delivery)
+		wantMoved := int64((i+1)/batch) * batch * int64(prices.Delivery)
+		if i+1 == batch {
+			waitBalance(t, broker, payer.Overlay(), new(big.Int).Add(b0["broker/payer"], big.NewInt(wantMoved)))
+		}
 		if got := moved("broker/payer", broker, payer.Overlay()); got != wantMoved {
 			t.Fatalf("after %d deliveries the broker's balance with the payer moved by %d, want %d (batches of %d)", i+1, got, wantMoved, batch)
 		}
@@ -300,6 +311,9 @@ func TestPricingBatchedOnBeeAccounting(t *testing.T) {
 	if err := pub.Close(); err != nil {
 		t.Fatal(err)
 	}
+	// The last deliveries' receipt, written before the close (Settle),
+	// so that the broker charges them all.
+	payer.Plugin().(pricedPlugin).Settle()
 	if err := psub.Close(); err != nil {
 		t.Fatal(err)
 	}

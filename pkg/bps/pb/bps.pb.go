@@ -1431,6 +1431,56 @@ func (x *Route) GetAddr() []byte {
 	return nil
 }
 
+// Child -> parent (issue 24): the child's count of what it took on this
+// stream — the deliveries (Broadcasts down) it read new on the stream within
+// its last 256 and not a violation — cumulative from the stream's start.
+// Sent once 16 are untold, or 100 ms after the first untold one; each must
+// be larger than the last and at most what the parent wrote. The parent
+// charges what a receipt adds, and writes no delivery past 64 untold.
+type Receipt struct {
+	state         protoimpl.MessageState `protogen:"open.v1"`
+	Taken         uint64                 `protobuf:"varint,1,opt,name=taken,proto3" json:"taken,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *Receipt) Reset() {
+	*x = Receipt{}
+	mi := &file_bps_proto_msgTypes[18]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *Receipt) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*Receipt) ProtoMessage() {}
+
+func (x *Receipt) ProtoReflect() protoreflect.Message {
+	mi := &file_bps_proto_msgTypes[18]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use Receipt.ProtoReflect.Descriptor instead.
+func (*Receipt) Descriptor() ([]byte, []int) {
+	return file_bps_proto_rawDescGZIP(), []int{18}
+}
+
+func (x *Receipt) GetTaken() uint64 {
+	if x != nil {
+		return x.Taken
+	}
+	return 0
+}
+
 type Frame struct {
 	state protoimpl.MessageState `protogen:"open.v1"`
 	// Types that are valid to be assigned to Kind:
@@ -1446,6 +1496,7 @@ type Frame struct {
 	//	*Frame_Leased
 	//	*Frame_Release
 	//	*Frame_Route
+	//	*Frame_Receipt
 	Kind          isFrame_Kind `protobuf_oneof:"kind"`
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache
@@ -1453,7 +1504,7 @@ type Frame struct {
 
 func (x *Frame) Reset() {
 	*x = Frame{}
-	mi := &file_bps_proto_msgTypes[18]
+	mi := &file_bps_proto_msgTypes[19]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1465,7 +1516,7 @@ func (x *Frame) String() string {
 func (*Frame) ProtoMessage() {}
 
 func (x *Frame) ProtoReflect() protoreflect.Message {
-	mi := &file_bps_proto_msgTypes[18]
+	mi := &file_bps_proto_msgTypes[19]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1478,7 +1529,7 @@ func (x *Frame) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use Frame.ProtoReflect.Descriptor instead.
 func (*Frame) Descriptor() ([]byte, []int) {
-	return file_bps_proto_rawDescGZIP(), []int{18}
+	return file_bps_proto_rawDescGZIP(), []int{19}
 }
 
 func (x *Frame) GetKind() isFrame_Kind {
@@ -1587,6 +1638,15 @@ func (x *Frame) GetRoute() *Route {
 	return nil
 }
 
+func (x *Frame) GetReceipt() *Receipt {
+	if x != nil {
+		if x, ok := x.Kind.(*Frame_Receipt); ok {
+			return x.Receipt
+		}
+	}
+	return nil
+}
+
 type isFrame_Kind interface {
 	isFrame_Kind()
 }
@@ -1635,6 +1695,10 @@ type Frame_Route struct {
 	Route *Route `protobuf:"bytes,12,opt,name=route,proto3,oneof"` // up
 }
 
+type Frame_Receipt struct {
+	Receipt *Receipt `protobuf:"bytes,13,opt,name=receipt,proto3,oneof"` // up (issue 24)
+}
+
 func (*Frame_Broadcast) isFrame_Kind() {}
 
 func (*Frame_Probe) isFrame_Kind() {}
@@ -1656,6 +1720,8 @@ func (*Frame_Leased) isFrame_Kind() {}
 func (*Frame_Release) isFrame_Kind() {}
 
 func (*Frame_Route) isFrame_Kind() {}
+
+func (*Frame_Receipt) isFrame_Kind() {}
 
 var File_bps_proto protoreflect.FileDescriptor
 
@@ -1744,7 +1810,9 @@ const file_bps_proto_rawDesc = "" +
 	"challenges\"9\n" +
 	"\x05Route\x12\x1c\n" +
 	"\tchallenge\x18\x01 \x01(\fR\tchallenge\x12\x12\n" +
-	"\x04addr\x18\x02 \x01(\fR\x04addr\"\xd8\x03\n" +
+	"\x04addr\x18\x02 \x01(\fR\x04addr\"\x1f\n" +
+	"\aReceipt\x12\x14\n" +
+	"\x05taken\x18\x01 \x01(\x04R\x05taken\"\x82\x04\n" +
 	"\x05Frame\x12.\n" +
 	"\tbroadcast\x18\x01 \x01(\v2\x0e.bps.BroadcastH\x00R\tbroadcast\x12\"\n" +
 	"\x05probe\x18\x03 \x01(\v2\n" +
@@ -1762,7 +1830,8 @@ const file_bps_proto_rawDesc = "" +
 	" \x01(\v2\v.bps.LeasedH\x00R\x06leased\x12(\n" +
 	"\arelease\x18\v \x01(\v2\f.bps.ReleaseH\x00R\arelease\x12\"\n" +
 	"\x05route\x18\f \x01(\v2\n" +
-	".bps.RouteH\x00R\x05routeB\x06\n" +
+	".bps.RouteH\x00R\x05route\x12(\n" +
+	"\areceipt\x18\r \x01(\v2\f.bps.ReceiptH\x00R\areceiptB\x06\n" +
 	"\x04kindJ\x04\b\x02\x10\x03*n\n" +
 	"\fTopicBinding\x12\x1d\n" +
 	"\x19TOPIC_BINDING_UNSPECIFIED\x10\x00\x12\n" +
@@ -1808,7 +1877,7 @@ func file_bps_proto_rawDescGZIP() []byte {
 }
 
 var file_bps_proto_enumTypes = make([]protoimpl.EnumInfo, 5)
-var file_bps_proto_msgTypes = make([]protoimpl.MessageInfo, 19)
+var file_bps_proto_msgTypes = make([]protoimpl.MessageInfo, 20)
 var file_bps_proto_goTypes = []any{
 	(TopicBinding)(0),    // 0: bps.TopicBinding
 	(PublisherRegime)(0), // 1: bps.PublisherRegime
@@ -1833,7 +1902,8 @@ var file_bps_proto_goTypes = []any{
 	(*Leased)(nil),       // 20: bps.Leased
 	(*Release)(nil),      // 21: bps.Release
 	(*Route)(nil),        // 22: bps.Route
-	(*Frame)(nil),        // 23: bps.Frame
+	(*Receipt)(nil),      // 23: bps.Receipt
+	(*Frame)(nil),        // 24: bps.Frame
 }
 var file_bps_proto_depIdxs = []int32{
 	0,  // 0: bps.CohortSpec.binding:type_name -> bps.TopicBinding
@@ -1858,11 +1928,12 @@ var file_bps_proto_depIdxs = []int32{
 	20, // 19: bps.Frame.leased:type_name -> bps.Leased
 	21, // 20: bps.Frame.release:type_name -> bps.Release
 	22, // 21: bps.Frame.route:type_name -> bps.Route
-	22, // [22:22] is the sub-list for method output_type
-	22, // [22:22] is the sub-list for method input_type
-	22, // [22:22] is the sub-list for extension type_name
-	22, // [22:22] is the sub-list for extension extendee
-	0,  // [0:22] is the sub-list for field type_name
+	23, // 22: bps.Frame.receipt:type_name -> bps.Receipt
+	23, // [23:23] is the sub-list for method output_type
+	23, // [23:23] is the sub-list for method input_type
+	23, // [23:23] is the sub-list for extension type_name
+	23, // [23:23] is the sub-list for extension extendee
+	0,  // [0:23] is the sub-list for field type_name
 }
 
 func init() { file_bps_proto_init() }
@@ -1870,7 +1941,7 @@ func file_bps_proto_init() {
 	if File_bps_proto != nil {
 		return
 	}
-	file_bps_proto_msgTypes[18].OneofWrappers = []any{
+	file_bps_proto_msgTypes[19].OneofWrappers = []any{
 		(*Frame_Broadcast)(nil),
 		(*Frame_Probe)(nil),
 		(*Frame_Reparent)(nil),
@@ -1882,6 +1953,7 @@ func file_bps_proto_init() {
 		(*Frame_Leased)(nil),
 		(*Frame_Release)(nil),
 		(*Frame_Route)(nil),
+		(*Frame_Receipt)(nil),
 	}
 	type x struct{}
 	out := protoimpl.TypeBuilder{
@@ -1889,7 +1961,7 @@ func file_bps_proto_init() {
 			GoPackagePath: reflect.TypeOf(x{}).PkgPath(),
 			RawDescriptor: unsafe.Slice(unsafe.StringData(file_bps_proto_rawDesc), len(file_bps_proto_rawDesc)),
 			NumEnums:      5,
-			NumMessages:   19,
+			NumMessages:   20,
 			NumExtensions: 0,
 			NumServices:   0,
 		},

@@ -1,0 +1,158 @@
+// Copyright 2026 The BPS Authors. All rights reserved.
+// Use of this source code is governed by a BSD-style
+// license that can be found in the LICENSE file.
+
+package bps_test
+
+import (
+	"errors"
+	"fmt"
+	"testing"
+	"time"
+
+	"github.com/ethersphere/bps/pkg/bps"
+	"github.com/ethersphere/bps/pkg/bps/pb"
+)
+
+// Receipts (issue 24; receipt.go): a parent charges what its child
+// acknowledged, never more than it wrote, and writes no more than a
+// window past the child's last receipt.
+
+// receiptCohort is a priced broker (its ledger bl), a free publisher that
+// has claimed its stream, and a raw child from a node of its own that
+// joined as a multihop subscriber.
+func receiptCohort(t *testing.T, o bps.Options) (broker *tnode, bl *ledger, p *bps.Publisher, child *tnode, r *raw) {
+	t.Helper()
+	net := newNetwork(t)
+	bl = newLedger()
+	broker = settledNode(t, net, o, bl, testPrices, bps.Settlement{Interval: 50 * time.Millisecond, Debt: -1})
+	pubNode, child := newNode(t, net, bps.Options{}), newNode(t, net, bps.Options{})
+	for _, c := range []*tnode{pubNode, child} {
+		if err := net.Connect(c.Node, broker.Node); err != nil {
+			t.Fatal(err)
+		}
+	}
+	admin := newKey(t)
+	sp := feedSpec(t, "receipts", admin)
+	r = openRaw(t, child, broker)
+	if ack := r.join(&pb.Join{Cohort: sp.PB(), Addr: make([]byte, bps.AddressSize), Multihop: true, Listen: true}); ack.GetStatus() != pb.Status_OK || !ack.GetMultihop() {
+		t.Fatalf("ack %v", ack)
+	}
+	p = publish(t, pubNode, broker, sp, admin, 0)
+	return broker, bl, p, child, r
+}
+
+// deliveries reads frames down r until n deliveries came; what else comes
+// (a probe) is skipped.
+func (r *raw) deliveries(n int) {
+	r.t.Helper()
+	for got := 0; got < n; {
+		f := new(pb.Frame)
+		if err := r.read(f); err != nil {
+			r.t.Fatalf("after %d deliveries: %v", got, err)
+		}
+		if f.GetBroadcast() != nil {
+			got++
+		}
+	}
+}
+
+// TestHostileParentBillsUnacknowledged: a parent charges its child for
+// the deliveries the child acknowledged, not for what it wrote: a child
+// that read 5 and acknowledged 2 before it left owes 2 (with the parent
+// charging at its writes, as before receipts, it owed 5).
+func TestHostileParentBillsUnacknowledged(t *testing.T) {
+	t.Parallel()
+	broker, bl, p, child, r := receiptCohort(t, bps.Options{})
+	for i := range uint64(5) {
+		sendUpdate(t, p, i, fmt.Sprint("update ", i))
+	}
+	r.deliveries(5)
+	r.send(&pb.Frame{Kind: &pb.Frame_Receipt{Receipt: &pb.Receipt{Taken: 2}}})
+	if err := r.s.Close(); err != nil {
+		t.Fatal(err)
+	}
+	leave := broker.rec.wait(t, "the child's stream ended", func(e bps.Event) bool {
+		return e.Kind == bps.EventLeave && e.Peer.Equal(child.Overlay())
+	})
+	t.Logf("the child's stream ended: %v", leave.Err)
+	if got, want := bl.balance(child.Overlay()), 2*int64(testPrices.Delivery); got != want {
+		t.Fatalf("the child owes %d, want %d: the 2 deliveries it acknowledged", got, want)
+	}
+	if n := broker.rec.count(kind(bps.EventViolation)); n != 0 {
+		t.Fatalf("%d violations", n)
+	}
+}
+
+// TestHostileChildOverAcknowledges: a receipt for more deliveries than the
+// parent wrote, or one that does not advance, is a violation: the stream
+// is reset, the child blocklisted, the violation counted.
+func TestHostileChildOverAcknowledges(t *testing.T) {
+	t.Parallel()
+	for _, c := range []struct {
+		name     string
+		receipts []uint64
+	}{{"more than written", []uint64{3}}, {"not advancing", []uint64{2, 2}}} {
+		t.Run(c.name, func(t *testing.T) {
+			t.Parallel()
+			broker, bl, p, child, r := receiptCohort(t, bps.Options{})
+			for i := range uint64(2) {
+				sendUpdate(t, p, i, fmt.Sprint("update ", i))
+			}
+			r.deliveries(2)
+			for _, n := range c.receipts {
+				r.send(&pb.Frame{Kind: &pb.Frame_Receipt{Receipt: &pb.Receipt{Taken: n}}})
+			}
+			expectReset(t, r)
+			broker.rec.wait(t, "the violation", kind(bps.EventViolation))
+			waitBlocklisted(t, broker, child)
+			if got := bl.balance(child.Overlay()); got > 2*int64(testPrices.Delivery) {
+				t.Fatalf("the child owes %d: charged past what was written", got)
+			}
+		})
+	}
+}
+
+// TestHostileChildNeverAcknowledges: a child that reads and never
+// acknowledges gets exactly the window (UnackedMax deliveries), then
+// nothing, and its stream ends, the child blocklisted (no violation); it
+// owes nothing. Without the window it
+// read every update.
+func TestHostileChildNeverAcknowledges(t *testing.T) {
+	t.Parallel()
+	broker, bl, p, child, r := receiptCohort(t, bps.Options{Timing: bps.Timing{WriteTimeout: time.Second}})
+	got := 0
+	for i := range uint64(bps.UnackedMax) {
+		sendUpdate(t, p, i, fmt.Sprint("update ", i))
+		r.deliveries(1)
+		got++
+	}
+	for i := range uint64(20) {
+		sendUpdate(t, p, bps.UnackedMax+i, "past the window")
+	}
+	var err error
+	for {
+		f := new(pb.Frame)
+		if err = r.read(f); err != nil {
+			break
+		}
+		if f.GetBroadcast() != nil {
+			got++
+		}
+	}
+	if errors.Is(err, errNoFrame) || got != bps.UnackedMax {
+		t.Fatalf("the child read %d deliveries, then %v; want %d and the stream's end", got, err, bps.UnackedMax)
+	}
+	broker.rec.wait(t, "the child's stream ended", func(e bps.Event) bool {
+		return e.Kind == bps.EventLeave && e.Peer.Equal(child.Overlay())
+	})
+	if got := bl.balance(child.Overlay()); got != 0 {
+		t.Fatalf("the child owes %d, want 0: it acknowledged nothing", got)
+	}
+	// Blocklisted by bee, no violation: a squatter gets one window per
+	// parent per blocklist period, not one per stream it opens.
+	waitBlocklisted(t, broker, child)
+	if n := broker.rec.count(kind(bps.EventViolation)); n != 0 {
+		t.Fatalf("%d violations", n)
+	}
+}
