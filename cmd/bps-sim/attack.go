@@ -125,9 +125,6 @@ type adversary struct {
 
 	squats   atomic.Uint64 // squat streams opened (-attack squat)
 	squatted atomic.Uint64 // deliveries read on squat streams: charged by their parents, never paid
-	// squatMost is the most squats one attacker held at one node at once:
-	// what the bound on a peer's streams in a cohort at a node leaves it.
-	squatMost atomic.Int64
 
 	rootRead  [2]atomic.Int64  // ns the roots' readers spent between reads of [honest, attacker] streams
 	rootFrame [2]atomic.Uint64 // frames roots read from [honest, attacker]
@@ -493,7 +490,6 @@ type AttackResult struct {
 	Squats          uint64 `json:"squats"`
 	SquatDeliveries uint64 `json:"squat_deliveries"`
 	UnpaidUnits     uint64 `json:"unpaid_units"`
-	SquatsAtOneNode int64  `json:"squats_at_one_node"`
 }
 
 // collect fills res.Attack; the run is over and the slots are still.
@@ -602,7 +598,6 @@ func (a *adversary) collect(res *Result, end time.Time) {
 	ar.Injected = maps(a.injected)
 	ar.Probes, ar.ProbesRationed = probeCounts(a.sim.metrics)
 	ar.Squats, ar.SquatDeliveries = a.squats.Load(), a.squatted.Load()
-	ar.SquatsAtOneNode = a.squatMost.Load()
 	ar.UnpaidUnits = ar.SquatDeliveries * a.sim.sc.DeliveryPrice
 	res.Attack = ar
 }
@@ -1396,6 +1391,6 @@ func writeAttack(row func(k, format string, a ...any), ar *AttackResult) {
 	row("  injected", "%s", mapString(ar.Injected))
 	row("  probes", "%d sent in the network (originated or forwarded), %d Joins answered from the pool by the probe rations", ar.Probes, ar.ProbesRationed)
 	if ar.Squats > 0 {
-		row("  squats", "%d streams squatted (at most %d by one attacker at one node at once); %d deliveries read on them: %d units charged and never paid", ar.Squats, ar.SquatsAtOneNode, ar.SquatDeliveries, ar.UnpaidUnits)
+		row("  squats", "%d streams squatted; %d deliveries read on them: %d units charged and never paid", ar.Squats, ar.SquatDeliveries, ar.UnpaidUnits)
 	}
 }

@@ -61,7 +61,6 @@ type squatState struct {
 	mu    sync.Mutex
 	known []swarm.Address // full nodes to hunt at; the root first
 	held  int             // squat streams open
-	at    map[string]int  // squat streams open, by the node they are at
 	keep  int             // at most (-attack-flood)
 	// rootOnly: every hunting Join goes to the root (squat-root), the
 	// first known; the nodes learnt are not hunted at.
@@ -113,28 +112,20 @@ func (q *squatState) room() bool {
 	return q.held < q.keep
 }
 
-// take reserves a squat at node; false if the attacker holds keep. It
-// returns how many it holds at node now.
-func (q *squatState) take(node swarm.Address) (int, bool) {
+// take reserves a squat; false if the attacker holds keep.
+func (q *squatState) take() bool {
 	q.mu.Lock()
 	defer q.mu.Unlock()
 	if q.held >= q.keep {
-		return 0, false
+		return false
 	}
 	q.held++
-	if q.at == nil {
-		q.at = make(map[string]int)
-	}
-	q.at[node.ByteString()]++
-	return q.at[node.ByteString()], true
+	return true
 }
 
-func (q *squatState) give(node swarm.Address) {
+func (q *squatState) give() {
 	q.mu.Lock()
 	q.held--
-	if q.at[node.ByteString()]--; q.at[node.ByteString()] <= 0 {
-		delete(q.at, node.ByteString())
-	}
 	q.mu.Unlock()
 }
 
@@ -230,29 +221,22 @@ func (a *adversary) squatJoin(q *squatState, nd *bpsnet.Node, peer swarm.Address
 	if err == nil {
 		err = readFrame(st, ack)
 	}
-	if !stop() || err != nil || ack.GetStatus() != pb.Status_OK {
+	if !stop() || err != nil || ack.GetStatus() != pb.Status_OK || !q.take() {
 		_ = st.Reset()
 		return ack.GetCandidates(), false
-	}
-	here, ok := q.take(peer)
-	if !ok {
-		_ = st.Reset()
-		return nil, false
-	}
-	for most := a.squatMost.Load(); int64(here) > most && !a.squatMost.CompareAndSwap(most, int64(here)); most = a.squatMost.Load() {
 	}
 	a.count("squats", 1)
 	a.squats.Add(1)
 	a.wg.Add(1)
-	go a.squat(q, st, peer, ack.GetMultihop())
+	go a.squat(q, st, ack.GetMultihop())
 	return nil, true
 }
 
 // squat reads a squatted stream until it ends, counting the deliveries on
 // it, and gives its place back.
-func (a *adversary) squat(q *squatState, st p2p.Stream, at swarm.Address, env bool) {
+func (a *adversary) squat(q *squatState, st p2p.Stream, env bool) {
 	defer a.wg.Done()
-	defer q.give(at)
+	defer q.give()
 	stop := context.AfterFunc(a.ctx, func() { _ = st.Reset() })
 	defer stop()
 	defer func() { _ = st.Reset() }()

@@ -175,13 +175,13 @@ func TestHostileLateAnswerAfterManyProbes(t *testing.T) {
 	t.Parallel()
 	net := newNetwork(t)
 	sp := feedSpec(t, "probed often", newKey(t))
-	// The 41 rounds pass the node's rations (ration.go): 41 joiners, each
-	// joining once (a repeat joiner shares the strangers' bucket), within
-	// the prefixes' bound.
-	broker := newNode(t, net, bps.Options{Bounds: bps.Bounds{MaxStreamsPerCohort: 1, PrefixProbeRounds: 64}, Tree: bps.Tree{ProbeWait: 100 * time.Millisecond}})
-	kid := newNode(t, net, bps.Options{})
-	if err := net.Connect(kid.Node, broker.Node); err != nil {
-		t.Fatal(err)
+	// The joiner's 41 rounds pass the node's ration (ration.go) by its bound.
+	broker := newNode(t, net, bps.Options{Bounds: bps.Bounds{MaxStreamsPerCohort: 1, PeerProbeRounds: 64, PrefixProbeRounds: 64}, Tree: bps.Tree{ProbeWait: 100 * time.Millisecond}})
+	kid, joiner := newNode(t, net, bps.Options{}), newNode(t, net, bps.Options{})
+	for _, n := range []*tnode{kid, joiner} {
+		if err := net.Connect(n.Node, broker.Node); err != nil {
+			t.Fatal(err)
+		}
 	}
 	child := openRaw(t, kid, broker)
 	if a := child.join(&pb.Join{Cohort: sp.PB(), Addr: bps.ZeroAddress, Multihop: true, Listen: true}); a.Status != pb.Status_OK {
@@ -189,10 +189,8 @@ func TestHostileLateAnswerAfterManyProbes(t *testing.T) {
 	}
 	// join asks the full broker for a place, which probes the child; the
 	// child answers at once if answer, else not at all.
-	joiners := 0
 	join := func(answer bool) *pb.Probe {
-		joiners++
-		j := openRaw(t, strangerAt(t, net, byte(joiners), broker), broker)
+		j := openRaw(t, joiner, broker)
 		acked := make(chan error, 1)
 		go func() {
 			if _, err := j.s.Write(bps.EncodeFrame(&pb.Join{Cohort: sp.PB(), Addr: bps.ZeroAddress, Multihop: true, Listen: true})); err != nil {

@@ -148,7 +148,7 @@ func newMetrics() metrics {
 		ClientDropped:  counter("client_dropped", "Deliveries dropped by this node's subscriptions (stale or invalid)."),
 
 		Probes:        counter("probes", "Subtree probes this node originated or forwarded for a joiner (SWIP-61)."),
-		Rationed:      counter("probes_rationed", "Joins answered from the pool only: their peer, or its overlay's prefix, had started its bound of probe rounds here; or, from a stranger at a relay or a peer past 6 plain Joins in 10 s at the root, the node's bucket of their rounds (one a probe wait) was empty."),
+		Rationed:      counter("probes_rationed", "Joins answered from the pool only: their peer, or its overlay's prefix, had started its bound of probe rounds here."),
 		Reparents:     counter("reparents", "Moves to a new parent on a Reparent (SWIP-61)."),
 		Withheld:      counter("withheld_parents", "Parents dropped for lagging their sister (SWIP-61)."),
 		Faults:        counter("liveness_faults", "Subscriptions that lost both parents (SWIP-61)."),

@@ -342,30 +342,25 @@ func bestCandidates(all []found, exclude swarm.Address) []*pb.Candidate {
 // (the broker) holds a join, under the flash-crowd policy (rootJoin); a
 // relay answers at once (probeSubtree).
 //
-// A join the rations stopped (jr.rationed, ration.go) starts none: a
-// relay answers it from its pool, the root from its pool or, while others'
-// rounds are open or joins held, as a held join once they fed it. A
-// plain join at a relay, or a repeat joiner's at the root (jr.gated),
-// starts one only with a token from the node's bucket (strangerRound),
-// else it is answered as a rationed one.
-func (s *Service) probe(c *cohort, childDepth uint32, exclude swarm.Address, wait time.Duration, jr joinRation) []*pb.Candidate {
+// A join whose peer or prefix had its rounds (rationed, ration.go) starts
+// none: a relay answers it from its pool, the root from its pool or, while
+// others' rounds are open or joins held, as a held join once they fed it.
+func (s *Service) probe(c *cohort, childDepth uint32, exclude swarm.Address, wait time.Duration, rationed bool) []*pb.Candidate {
 	c.mu.Lock()
 	root := c.role.holdsJoins()
 	c.mu.Unlock()
 	if !root {
 		// A relay asked to refer — its child repairing — answers as it
 		// answers a probe: a crowd joins at the root.
-		c.mu.Lock()
-		best := c.pool.take(time.Now(), childDepth, exclude, maxCandidates)
-		c.mu.Unlock()
-		if best != nil || jr.rationed || jr.gated && !s.strangerRound() {
-			return best
+		if rationed {
+			c.mu.Lock()
+			defer c.mu.Unlock()
+			return c.pool.take(time.Now(), childDepth, exclude, maxCandidates)
 		}
-		best, _ = s.probeOnce(c, childDepth, exclude, wait, maxProbeFanout)
-		return best
+		return s.probeSubtree(c, childDepth, exclude, wait)
 	}
 	j := s.newRootJoin(c, childDepth, exclude, wait)
-	j.rationed, j.gated = jr.rationed, jr.gated
+	j.rationed = rationed
 	defer j.unhold()
 	return j.answer()
 }
@@ -393,7 +388,6 @@ type rootJoin struct {
 	woken    bool          // the last hold ended on a round's close
 	busy     bool          // the last round found every child to ask busy
 	rationed bool          // its peer or prefix had its rounds: none of its own (ration.go)
-	gated    bool          // a repeat joiner's: a round of its own takes a token from the strangers' bucket
 }
 
 func (s *Service) newRootJoin(c *cohort, depth uint32, joiner swarm.Address, wait time.Duration) *rootJoin {
@@ -452,9 +446,6 @@ func (j *rootJoin) look() ([]*pb.Candidate, turn, *poolWaiter) {
 	}
 	if c.dead || c.svc.Ended() {
 		return nil, turnAnswered, nil
-	}
-	if !j.rationed && j.gated && len(c.probes) < maxOpenProbes && !j.busy && !j.s.strangerRound() {
-		j.rationed = true // the strangers' bucket is empty: as a rationed join from here on
 	}
 	if j.rationed {
 		if len(c.probes) == 0 && len(c.pool.waiting) <= c.pool.gone {

@@ -4,25 +4,7 @@
 
 package bps
 
-import (
-	"time"
-
-	dto "github.com/prometheus/client_model/go"
-)
-
-// StrangerBurst is how many rounds the strangers' bucket holds (ration.go).
-const StrangerBurst = strangerBurst
-
-// StrangerEvery is how often that bucket gains a round.
-func (s *Service) StrangerEvery() time.Duration { return s.strangerEvery() }
-
-// FreeJoins is how many plain Joins a peer sends a root in a cohort at
-// once before it is a repeat joiner, and FreeJoinsEvery how often it gains
-// one more (ration.go).
-const (
-	FreeJoins      = freeJoins
-	FreeJoinsEvery = freeJoinsEvery
-)
+import dto "github.com/prometheus/client_model/go"
 
 // Rationed is how many Joins the node answered without a probe round of
 // their own (ration.go).
