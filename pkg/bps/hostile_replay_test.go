@@ -54,12 +54,16 @@ func TestHostileReplayBounded(t *testing.T) {
 		sub := subscribe(t, cl[1], broker, sp)
 		p := publish(t, cl[0], broker, sp, admin, 0)
 		const sent, most = 160, 128 // replay.go's replayFrames
-		for i := range uint64(sent) {
-			if err := p.Send(ctxT(t), update(t, admin, sp, p.Challenge(), i, "kept")); err != nil {
-				t.Fatal(err)
+		// In batches of 32, each taken before the next is sent: the
+		// subscriber's stream queues 64 (a burst past it is a queue reset).
+		for from := uint64(0); from < sent; from += 32 {
+			for i := from; i < from+32; i++ {
+				if err := p.Send(ctxT(t), update(t, admin, sp, p.Challenge(), i, "kept")); err != nil {
+					t.Fatal(err)
+				}
 			}
+			expectUpdates(t, sub, from, from+32)
 		}
-		expectUpdates(t, sub, 0, sent)
 
 		got := replayedBefore(t, openRaw(t, cl[2], broker), sp, p, admin, 10_000, sent)
 		if len(got) != most || got[0] != sent-most || got[len(got)-1] != sent-1 {
