@@ -40,6 +40,7 @@ type Room struct {
 	seen    *bps.Window
 	svc     bps.ServiceFeed // the admin's service feed as the node verified it
 	latest  *bps.ServiceMsg // the last service chunk applied
+	endC    chan struct{}   // closed once the admin's EOS is applied
 	store   *shared         // what its sessions' gap recoveries retrieve through (budget.go)
 }
 
@@ -67,7 +68,7 @@ type MemberOptions struct {
 }
 
 func newRoom(x *mux, key string, broker swarm.Address, sp *bps.Spec) *Room {
-	return &Room{x: x, key: key, broker: broker, spec: sp, members: make(map[Session]*roomMember),
+	return &Room{x: x, key: key, broker: broker, spec: sp, members: make(map[Session]*roomMember), endC: make(chan struct{}),
 		pubs: make(map[*PubStream]struct{}), seen: bps.NewWindow(roomWindow)}
 }
 
@@ -244,6 +245,11 @@ func (r *Room) serviceLocked(d bps.Delivery) {
 		r.x.metrics.ServiceGaps.Inc()
 	}
 	if r.svc.Ended() {
+		select {
+		case <-r.endC:
+		default:
+			close(r.endC)
+		}
 		for s, rm := range r.members {
 			var final *bps.ServiceMsg
 			if rm.receive {
@@ -365,3 +371,6 @@ func (e *EchoFilter) Take(k [32]byte) bool {
 	}
 	return false
 }
+
+// EndedC is closed once the room applied the admin's end of stream (EOS).
+func (r *Room) EndedC() <-chan struct{} { return r.endC }

@@ -518,6 +518,12 @@ func (e *PubStream) run() {
 				continue
 			}
 			err := g.p.Err()
+			if err == nil && e.endedSoon() {
+				// The broker closes every stream of a cohort an EOS
+				// ended, after writing it to each: the end of stream,
+				// not a failure of this stream.
+				err = bps.ErrEndOfStream
+			}
 			g.lost.Store(true)
 			if err == nil || errors.Is(err, bps.ErrEndOfStream) || e.x.ctx.Err() != nil || rejoins >= e.x.opts.Rejoins {
 				e.finish(e.x.ended(err, true))
@@ -596,5 +602,26 @@ func (e *PubStream) pokeSessions() {
 	defer e.mu.Unlock()
 	for s := range e.sessions {
 		s.Poke()
+	}
+}
+
+// eosWait bounds how long a publisher stream the broker closed cleanly
+// waits for the room to apply the EOS its sister stream carries.
+const eosWait = 2 * time.Second
+
+// endedSoon reports whether the room applies the admin's end of stream
+// within eosWait: a broker ends a cohort by writing the EOS to every
+// stream and closing them, and the subscriber stream's copy may be read
+// after the publisher stream's close.
+func (e *PubStream) endedSoon() bool {
+	t := time.NewTimer(eosWait)
+	defer t.Stop()
+	select {
+	case <-e.room.EndedC():
+		return true
+	case <-t.C:
+		return false
+	case <-e.x.ctx.Done():
+		return false
 	}
 }
