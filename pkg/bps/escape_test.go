@@ -76,21 +76,34 @@ type captured struct {
 
 func newCaptured(t *testing.T, topic string) *captured {
 	t.Helper()
-	c := &captured{mt: newMTree(t, 1, 2, 2, func(a key) *bps.Spec { return feedSpec(t, topic, a) })}
+	mt := newMTree(t, 1, 2, 2, func(a key) *bps.Spec { return feedSpec(t, topic, a) })
+	return captureIn(t, mt, func(first, later []swarm.Address) *streamtest.Node {
+		return escapeRoot(t, mt.net, first, later)
+	})
+}
+
+// captureIn makes the captured node in mt's cohort: its two withholders,
+// and the root (made by root) that offers them on the joiner's first Join
+// and mt's honest relay on any later one.
+func captureIn(t *testing.T, mt *mtree, root func(first, later []swarm.Address) *streamtest.Node) *captured {
+	t.Helper()
+	c := &captured{mt: mt}
 	c.mt.subscribeAll()
 	c.honest = c.mt.nodes[0]
 	c.downA, c.downB = make(chan *pb.Frame, 256), make(chan *pb.Frame, 256)
 	c.evilA, c.evilB = hostileParent(t, c.mt.net, 1, c.downA), hostileParent(t, c.mt.net, 1, c.downB)
-	root := escapeRoot(t, c.mt.net, []swarm.Address{c.evilA.Overlay(), c.evilB.Overlay()}, []swarm.Address{c.honest.Overlay()})
+	first := []swarm.Address{c.evilA.Overlay(), c.evilB.Overlay()}
+	later := []swarm.Address{c.honest.Overlay()}
+	rt := root(first, later)
 	o := relayOptions(2)
 	o.MaxLag = 3
 	c.joiner = newNode(t, c.mt.net, o)
-	for _, nd := range []*streamtest.Node{c.honest.Node, c.evilA, c.evilB, root, c.mt.broker.Node} {
+	for _, nd := range []*streamtest.Node{c.honest.Node, c.evilA, c.evilB, rt, c.mt.broker.Node} {
 		if err := c.mt.net.Connect(c.joiner.Node, nd); err != nil {
 			t.Fatal(err)
 		}
 	}
-	sub, err := c.joiner.svc.Subscribe(ctxT(t), root.Overlay(), c.mt.sp)
+	sub, err := c.joiner.svc.Subscribe(ctxT(t), rt.Overlay(), c.mt.sp)
 	if err != nil {
 		t.Fatal(err)
 	}

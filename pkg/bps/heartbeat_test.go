@@ -62,56 +62,24 @@ func beatRoot(t *testing.T, net *streamtest.Network, first, later []swarm.Addres
 // its period), with an honest relay of the broker's tree elsewhere that the
 // root (as the joiner sees it) offers on any Join after the first.
 type beatCaptured struct {
-	mt           *mtree
-	honest       *tnode
-	joiner       *tnode
-	sub          *bps.Subscription
-	evilA, evilB *streamtest.Node
-	downA, downB chan *pb.Frame
-	p            *bps.Publisher
-	rootKey      key
-	period       time.Duration
-	seq          uint64
+	*captured
+	rootKey key
+	period  time.Duration
+	seq     uint64
 }
 
 func newBeatCaptured(t *testing.T, topic string, period time.Duration) *beatCaptured {
 	t.Helper()
-	c := &beatCaptured{rootKey: newKey(t), period: period}
+	rootKey := newKey(t)
 	bo := bps.Options{Bounds: bps.Bounds{MaxStreamsPerCohort: 2}}
-	bo.Heartbeat, bo.Signer = period, c.rootKey.signer
-	c.mt = newMTreeWith(t, 1, bo, 2, func(a key) *bps.Spec { return feedSpec(t, topic, a) })
-	c.mt.subscribeAll()
-	c.honest = c.mt.nodes[0]
-	c.downA, c.downB = make(chan *pb.Frame, 256), make(chan *pb.Frame, 256)
-	c.evilA, c.evilB = hostileParent(t, c.mt.net, 1, c.downA), hostileParent(t, c.mt.net, 1, c.downB)
-	root := beatRoot(t, c.mt.net, []swarm.Address{c.evilA.Overlay(), c.evilB.Overlay()}, []swarm.Address{c.honest.Overlay()}, c.rootKey.addr, period)
-	o := relayOptions(2)
-	o.MaxLag = 3
-	c.joiner = newNode(t, c.mt.net, o)
-	for _, nd := range []*streamtest.Node{c.honest.Node, c.evilA, c.evilB, root, c.mt.broker.Node} {
-		if err := c.mt.net.Connect(c.joiner.Node, nd); err != nil {
-			t.Fatal(err)
-		}
-	}
-	sub, err := c.joiner.svc.Subscribe(ctxT(t), root.Overlay(), c.mt.sp)
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { _ = sub.Close() })
-	c.sub = sub
-	if ps := sub.Parents(); len(ps) != 2 || slices.ContainsFunc(ps, c.honest.Overlay().Equal) {
-		t.Fatalf("parents %v, want the two withholders", ps)
-	}
-	c.p = c.mt.adminPublisher()
-	return c
+	bo.Heartbeat, bo.Signer = period, rootKey.signer
+	mt := newMTreeWith(t, 1, bo, 2, func(a key) *bps.Spec { return feedSpec(t, topic, a) })
+	c := captureIn(t, mt, func(first, later []swarm.Address) *streamtest.Node {
+		return beatRoot(t, mt.net, first, later, rootKey.addr, period)
+	})
+	return &beatCaptured{captured: c, rootKey: rootKey, period: period}
 }
 
-func (c *beatCaptured) evil(a swarm.Address) bool {
-	return a.Equal(c.evilA.Overlay()) || a.Equal(c.evilB.Overlay())
-}
-
-// publish publishes update i and waits for the honest relay to have it;
-// the colluders pass it on only if pass says so.
 func (c *beatCaptured) publish(t *testing.T, i uint64, pass bool) {
 	t.Helper()
 	m := update(t, c.mt.admin, c.mt.sp, c.p.Challenge(), i, fmt.Sprintf("m%d", i))
