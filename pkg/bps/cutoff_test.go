@@ -170,25 +170,11 @@ func newMTreeTuned(t *testing.T, n int, brokerOpts bps.Options, relayCap int, tu
 
 func newStampedNode(t *testing.T, net *streamtest.Network, o bps.Options) *tnode {
 	t.Helper()
-	nd := net.NewNode()
-	rec := newRecorder()
-	st := &stamped{next: rec}
-	o.Tracer = st
-	svc, err := bps.New(nd, nd.Overlay(), o)
-	if err != nil {
-		t.Fatal(err)
-	}
-	for _, spec := range svc.Protocols() {
-		if err := nd.AddProtocol(spec); err != nil {
-			t.Fatal(err)
-		}
-	}
-	t.Cleanup(func() {
-		if err := svc.Close(); err != nil {
-			t.Errorf("close service: %v", err)
-		}
+	var st *stamped
+	tn := newTracedNode(t, net, o, func(rec *recorder) bps.Tracer {
+		st = &stamped{next: rec}
+		return st
 	})
-	tn := &tnode{Node: nd, svc: svc, rec: rec}
 	stamps.Store(tn, st)
 	t.Cleanup(func() { stamps.Delete(tn) })
 	return tn

@@ -121,9 +121,19 @@ func newNetwork(t *testing.T, opts ...streamtest.Option) *streamtest.Network {
 
 func newNode(t *testing.T, net *streamtest.Network, o bps.Options) *tnode {
 	t.Helper()
+	return newTracedNode(t, net, o, nil)
+}
+
+// newTracedNode is newNode whose service traces to what tracer makes of
+// the node's recorder (nil: the recorder itself).
+func newTracedNode(t *testing.T, net *streamtest.Network, o bps.Options, tracer func(*recorder) bps.Tracer) *tnode {
+	t.Helper()
 	nd := net.NewNode()
 	rec := newRecorder()
 	o.Tracer = rec
+	if tracer != nil {
+		o.Tracer = tracer(rec)
+	}
 	svc, err := bps.New(nd, nd.Overlay(), o)
 	if err != nil {
 		t.Fatal(err)
