@@ -621,6 +621,8 @@ func (e *PubStream) endedSoon() bool {
 		return true
 	case <-t.C:
 		return false
+	case <-e.stop:
+		return false
 	case <-e.x.ctx.Done():
 		return false
 	}
