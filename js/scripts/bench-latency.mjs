@@ -25,6 +25,8 @@
 // --disable-backgrounding-occluded-windows: a benchmark's page is never
 // throttled as a background tab is) plus --no-sandbox and --disable-gpu
 // (the page draws nothing). The page reports its visibilityState.
+// CHROMIUM_FLAGS adds switches (a diagnostic: --single-process, say, shows
+// what the browser's process hops cost; no dApp user runs with it).
 //
 // --echo needs no cluster: the round trip of one binary WebSocket frame of
 // the publisher's size (124 bytes) to an echo server on loopback (the ws
@@ -175,7 +177,8 @@ async function inChromium(f, cfg) {
     else res.writeHead(200, { 'content-type': 'text/html', ...isolated }).end(html)
   })
   await new Promise((ok) => site.listen(0, '127.0.0.1', ok))
-  const b = await chromium.launch({ executablePath: process.env.CHROMIUM_PATH || '/usr/bin/chromium', headless: true, args: ['--no-sandbox', '--disable-gpu'] })
+  const extra = (process.env.CHROMIUM_FLAGS ?? '').split(/\s+/).filter(Boolean)
+  const b = await chromium.launch({ executablePath: process.env.CHROMIUM_PATH || '/usr/bin/chromium', headless: true, args: ['--no-sandbox', '--disable-gpu', ...extra] })
   try {
     const page = await b.newPage()
     await page.goto(`http://127.0.0.1:${site.address().port}/`)
