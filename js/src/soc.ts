@@ -8,8 +8,8 @@
 // Bee, which holds its chunk functions as methods, is not used: a page's
 // bundle would carry Bee's whole HTTP API with it (75 KiB minified); and
 // bee-js 12's makeSingleOwnerChunk takes no signer of ours (it signs with a
-// bee-js PrivateKey made of what it is handed: 20-100 times this SOC's
-// time, scripts/bench-soc.mjs), nor does its BMT skip the padding (0.8-1.2
+// bee-js PrivateKey made of what it is handed: 20-120 times this SOC's
+// time, scripts/bench-soc.mjs), nor does its BMT skip the padding (0.5-1.2
 // ms more for a short update).
 import { Bytes, EthAddress, FeedIndex, PrivateKey, PublicKey, Signature, Span } from '@ethersphere/bee-js'
 import { weierstrass } from '@noble/curves/abstract/weierstrass'

@@ -142,7 +142,7 @@ test('the curve without the endomorphism signs as @noble/curves\' secp256k1, byt
 // keys, SOC and BMT"): bee-js's makeSingleOwnerChunk takes no signer of
 // ours. It makes a bee-js PrivateKey of whatever it is given — a subclass's
 // sign is never called, a Signer object is refused — and signs with bee-js's
-// JavaScript secp256k1 (scripts/bench-soc.mjs: 20-100 times this client's
+// JavaScript secp256k1 (scripts/bench-soc.mjs: 20-120 times this client's
 // signSOC). When a bee-js release calls a given signer, this test fails:
 // then the client can hand bee-js its signer and drop its own SOC code.
 test('bee-js makeSingleOwnerChunk signs with its own PrivateKey, never a signer handed to it', async () => {
