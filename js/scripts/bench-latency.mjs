@@ -34,7 +34,8 @@
 // at a time at the same rate — what each runtime's WebSocket costs before
 // any BPS code, the browser's floor; split into out (the page's send → the
 // server's message) and in (the server's send → the page's message event)
-// by the server's clock, both clocks the wall clock's (performance.timeOrigin).
+// by the server's clock, both clocks the wall clock's (performance.timeOrigin:
+// the split is as good as the two origins agree; the round trip is exact).
 //
 //   node scripts/bench-latency.mjs [--browser] <info file> [messages=100] [rate=10]
 //   node scripts/bench-latency.mjs --echo [messages=100] [rate=10]
@@ -98,7 +99,6 @@ async function measure(bps, cfg, WS) {
   const base = Number(pub.index) // the first measured update's index
   const called = new Map() // index → send() called
   const written = new Map() // index → frame written (signing done)
-  const handed = new Map() // index → frame handed to WebSocket.send
   const sent = new Map() // index → WebSocket.send returned
   const total = []
   const wire = []
@@ -124,7 +124,6 @@ async function measure(bps, cfg, WS) {
     const t1 = performance.now()
     written.set(i, t1)
     signing.push(t1 - t0)
-    handed.set(i, at.handed)
     sent.set(i, at.sent)
     split.prepare.push(at.handed - t0)
     split.wsSend.push(at.sent - at.handed)
