@@ -6,7 +6,11 @@
 // the segments that hold payload) and the SOC address are made here from
 // bee-js's keccak256; the unit tests compare both with bee-js's own. bee-js's
 // Bee, which holds its chunk functions as methods, is not used: a page's
-// bundle would carry Bee's whole HTTP API with it (75 KiB minified).
+// bundle would carry Bee's whole HTTP API with it (75 KiB minified); and
+// bee-js 12's makeSingleOwnerChunk takes no signer of ours (it signs with a
+// bee-js PrivateKey made of what it is handed: 20-120 times this SOC's
+// time, scripts/bench-soc.mjs), nor does its BMT skip the padding (0.5-1.2
+// ms more for a short update).
 import { Bytes, EthAddress, FeedIndex, PrivateKey, PublicKey, Signature, Span } from '@ethersphere/bee-js'
 import { weierstrass } from '@noble/curves/abstract/weierstrass'
 import { secp256k1 } from '@noble/curves/secp256k1'

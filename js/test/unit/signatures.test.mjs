@@ -137,3 +137,33 @@ test('the curve without the endomorphism signs as @noble/curves\' secp256k1, byt
     assert.equal(hex(curve.getPublicKey(key, false)), hex(secp256k1.getPublicKey(key, false)))
   }
 })
+
+// Why the client signs SOCs itself (issue 25: "bee-js stays the source of
+// keys, SOC and BMT"): bee-js's makeSingleOwnerChunk takes no signer of
+// ours. It makes a bee-js PrivateKey of whatever it is given — a subclass's
+// sign is never called, a Signer object is refused — and signs with bee-js's
+// JavaScript secp256k1 (scripts/bench-soc.mjs: 20-120 times this client's
+// signSOC). When a bee-js release calls a given signer, this test fails:
+// then the client can hand bee-js its signer and drop its own SOC code.
+test('bee-js makeSingleOwnerChunk signs with its own PrivateKey, never a signer handed to it', async () => {
+  const { signSOC } = await import('../../dist/esm/soc.js')
+  const { Bee, PrivateKey } = await import('@ethersphere/bee-js')
+  const bee = new Bee('http://localhost:1633')
+  const v = vectors[0]
+  let calls = 0
+  class Fast extends PrivateKey {
+    sign(data) {
+      calls++
+      return super.sign(data)
+    }
+  }
+  const key = new Fast(unhex(v.key))
+  const id = new Uint8Array(32).fill(3)
+  const payload = new TextEncoder().encode('message 42')
+  const soc = bee.makeContentAddressedChunk(payload).toSingleOwnerChunk(id, key)
+  assert.equal(calls, 0, "bee-js called the signer it was handed: hand it the client's signer (src/soc.ts)")
+  const ours = signSOC(new PrivateKey(unhex(v.key)), id, payload)
+  assert.equal(soc.address.toHex(), hex(ours.address)) // the same SOC
+  const signer = { address: unhex(v.address), sign: () => new Uint8Array(65) }
+  assert.throws(() => bee.makeContentAddressedChunk(payload).toSingleOwnerChunk(id, signer))
+})
