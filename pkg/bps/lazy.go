@@ -302,6 +302,12 @@ type lazyIn struct {
 	// parents: parents is the subscription's, as it is told them.
 	pmu     sync.Mutex
 	parents []*parent
+	// takeover: no parent is eager (the eager one was lost, or is
+	// leaving: takeoverBut) and one that speaks lazy push is to be set
+	// eager by fire, which sees the announcements waiting (takeOver);
+	// under pmu.
+	takeover    bool
+	takeoverBut *parent
 
 	entries map[[32]byte]*lazyEntry
 	order   []*lazyEntry  // oldest first
@@ -427,8 +433,8 @@ func (lz *lazyIn) pushFor() pb.PushMode {
 	}
 	lz.pmu.Lock()
 	defer lz.pmu.Unlock()
-	if lz.hasEagerLocked(nil) {
-		return pb.PushMode_LAZY
+	if lz.hasEagerLocked(nil) || lz.takeover {
+		return pb.PushMode_LAZY // a lazy parent is being set eager (takeOver)
 	}
 	return pb.PushMode_EAGER
 }
@@ -498,21 +504,90 @@ func (lz *lazyIn) setModeFromLocked(p *parent, lazy bool, below uint64) bool {
 	return true
 }
 
-// ensureEagerLocked makes the first parent that speaks lazy push eager
+// ensureEagerLocked has the first parent that speaks lazy push set eager
 // when no parent other than but is: the eager parent was lost, or is
-// leaving. What that parent announced and this node lacks is asked for at
-// once. The caller holds lz.pmu.
+// leaving. fire does it at once (takeOver), where the announcements this
+// node waits for are known: the parent serves, in order, from the oldest
+// of them on. The caller holds lz.pmu.
 func (lz *lazyIn) ensureEagerLocked(but *parent) {
 	if lz.hasEagerLocked(but) {
 		return
 	}
 	for _, p := range lz.parents {
 		if p != but && p.lz != nil {
-			lz.setModeLocked(p, false)
+			lz.takeover, lz.takeoverBut = true, but
 			lz.kick()
 			return
 		}
 	}
+}
+
+// takeOver sets eager the parent ensureEagerLocked chose, if no parent is
+// eager yet (fire's, under dmu). The SetPush names, as the first
+// announcement the parent serves unasked, the oldest one this node still
+// waits for and has not asked for — not the count it read: those it read
+// and waits for would otherwise be asked for behind the SetPush, and the
+// parent would serve the announcements after them first, whole, at the
+// SetPush, and them on the ask: an update behind a later one of its feed,
+// which a session feed (no reorder: judged by its owner's cursor) drops
+// as stale, at this node and every node below that takes it from here
+// (the soak's one update lost at ten nodes). Those it waits for are then
+// promised, served unasked, in order.
+func (lz *lazyIn) takeOver() {
+	lz.pmu.Lock()
+	defer lz.pmu.Unlock()
+	if !lz.takeover {
+		return
+	}
+	but := lz.takeoverBut
+	lz.takeover, lz.takeoverBut = false, nil
+	if lz.hasEagerLocked(but) {
+		return
+	}
+	for _, p := range lz.parents {
+		if p == but || p.lz == nil {
+			continue
+		}
+		read := p.lz.seq
+		waiting, asked, ok := lz.promoteLocked(p)
+		if ok {
+			lz.rc.s.logger.Info("bps: lazy parent takes over", "cohort", lz.rc.spec.String(), "parent", p.cs.peer,
+				"from", p.lz.from, "read", read, "waiting", waiting, "asked", asked)
+		}
+		return
+	}
+}
+
+// promoteLocked sets p, a lazy parent, eager from the oldest announcement
+// of p this node waits for and has not asked for (or the next it reads, if
+// none): what p announced from there on and this node did not ask for, p
+// serves unasked, in order, before anything after (setPush). Those
+// announcements are promised here. It reports how many were, how many of
+// p's are asked for and not yet served, and whether p was set eager.
+// Under dmu and pmu.
+func (lz *lazyIn) promoteLocked(p *parent) (waiting, asked int, ok bool) {
+	below := uint64(math.MaxUint64)
+	for _, e := range lz.order {
+		if e.p == p && !e.done && !e.asked {
+			below = min(below, e.seq)
+		}
+	}
+	if !lz.setModeFromLocked(p, false, below) {
+		return 0, 0, false
+	}
+	now := time.Now()
+	for _, e := range lz.order {
+		switch {
+		case e.p != p || e.done:
+		case !e.asked && e.seq >= p.lz.from:
+			e.asked, e.promised, e.due = true, true, now.Add(p.lz.serveWait())
+			lz.arm(e.due)
+			waiting++
+		case e.asked:
+			asked++
+		}
+	}
+	return waiting, asked, true
 }
 
 // kick runs fire at once, to ask for what a parent set eager
@@ -797,21 +872,8 @@ func (lz *lazyIn) swapTo(p *parent) {
 			return // q's announcements from before it was set eager may still come
 		}
 	}
-	below := uint64(math.MaxUint64)
-	for _, e := range lz.order {
-		if e.p == p && !e.done && !e.asked {
-			below = min(below, e.seq)
-		}
-	}
-	if !lz.setModeFromLocked(p, false, below) {
+	if _, _, ok := lz.promoteLocked(p); !ok {
 		return
-	}
-	now := time.Now()
-	for _, e := range lz.order {
-		if e.p == p && !e.done && !e.asked && e.seq >= below {
-			e.asked, e.promised, e.due = true, true, now.Add(p.lz.serveWait())
-			lz.arm(e.due)
-		}
 	}
 	for _, q := range lz.parents {
 		if q != p {
@@ -831,15 +893,7 @@ func (lz *lazyIn) fire() {
 		return
 	}
 	defer s.done()
-	lz.pmu.Lock()
-	live := make(map[*parent]bool, len(lz.parents))
-	for _, p := range lz.parents {
-		live[p] = true
-	}
-	anyEager := lz.hasEagerLocked(nil)
-	lz.pmu.Unlock()
-
-	blame := lz.due(live, anyEager)
+	blame := lz.due()
 	for _, p := range blame {
 		s.metrics.LazyUnserved.Inc()
 		lz.j.unserved(p)
@@ -848,7 +902,7 @@ func (lz *lazyIn) fire() {
 
 // due is fire's work under dmu: it asks for what is due and
 // returns the parents to blame.
-func (lz *lazyIn) due(live map[*parent]bool, anyEager bool) []*parent {
+func (lz *lazyIn) due() []*parent {
 	lz.rc.dmu.Lock()
 	defer lz.rc.dmu.Unlock()
 	lz.kicked.Store(false)
@@ -856,6 +910,14 @@ func (lz *lazyIn) due(live map[*parent]bool, anyEager bool) []*parent {
 	if lz.stopped || lz.rc.cClosed {
 		return nil
 	}
+	lz.takeOver()
+	lz.pmu.Lock()
+	live := make(map[*parent]bool, len(lz.parents))
+	for _, p := range lz.parents {
+		live[p] = true
+	}
+	anyEager := lz.hasEagerLocked(nil)
+	lz.pmu.Unlock()
 	now := time.Now()
 	var next time.Time
 	asks := make(map[*parent][]uint64)
