@@ -207,8 +207,22 @@ func TestPricingOnBeeAccounting(t *testing.T) {
 		}
 		receive(ctx, t, "payer", psub.C(), want)
 	}
-	for range dsub.C() {
-		debtorGot++
+	// The debtor's subscription ends when the broker ends its stream
+	// unpaid; a broker that never does is a failure, said within the
+	// test's deadline, not a hang.
+	for draining := true; draining; {
+		select {
+		case _, ok := <-dsub.C():
+			if ok {
+				debtorGot++
+			} else {
+				draining = false
+			}
+		case <-ctx.Done():
+			pa, err := brokerAcc.PeerAccounting()
+			t.Fatalf("the debtor's subscription did not end after %d deliveries: the broker owed %v by it, its threshold given %v (%v), its charges %+v",
+				debtorGot, balanceOf(t, broker, debtor.Overlay()), pa[debtor.Overlay().String()].ThresholdGiven, err, svcOf(broker).Charges())
+		}
 	}
 	// The debtor keeps no BPS ledger, so nothing on its side knows why:
 	// bee at the broker reset the stream and closed the connection (its
