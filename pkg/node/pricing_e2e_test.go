@@ -209,14 +209,20 @@ func TestPricingOnBeeAccounting(t *testing.T) {
 	}
 	// The debtor's subscription ends when the broker ends its stream
 	// unpaid; a broker that never does is a failure, said within the
-	// test's deadline, not a hang.
+	// test's deadline, not a hang — and a delivery past what the debtor's
+	// bound allows (the payment threshold bee gives a light node here,
+	// 13.5M / 10) is one at once.
+	const threshold = 1_350_000
+	room := (threshold - b0["broker/debtor"].Int64()) / int64(e2ePrices.Delivery)
 	for draining := true; draining; {
 		select {
 		case _, ok := <-dsub.C():
-			if ok {
-				debtorGot++
-			} else {
+			if !ok {
 				draining = false
+				break
+			}
+			if debtorGot++; int64(debtorGot) > room {
+				t.Fatalf("the debtor received %d deliveries, past the %d its bound %d allows", debtorGot, room, threshold)
 			}
 		case <-ctx.Done():
 			pa, err := brokerAcc.PeerAccounting()
@@ -280,10 +286,8 @@ func TestPricingOnBeeAccounting(t *testing.T) {
 	// paid for five seconds. What it got does not depend on when bee
 	// refreshes (nobody refreshes it): the deliveries the bound allows,
 	// each charged.
-	const threshold = 1_350_000
 	owed := delta("broker/debtor", broker, debtor.Overlay())
 	charged := owed / int64(e2ePrices.Delivery)
-	room := (threshold - b0["broker/debtor"].Int64()) / int64(e2ePrices.Delivery)
 	if owed%int64(e2ePrices.Delivery) != 0 || charged != room {
 		t.Errorf("the debtor owes the broker %d (%d deliveries), want the %d deliveries the bound %d allows", owed, charged, room, threshold)
 	}
