@@ -370,13 +370,22 @@ func (r *raw) recvMessage() *pb.Broadcast {
 }
 
 // expectEnd reads until the stream fails and returns why (io.EOF for a clean
-// end).
+// end), within waitTimeout in all: a stream that a root's heartbeat keeps
+// busy (a frame every period) never goes quiet for readTimeout, so each
+// read's own deadline alone would let a test whose rule was removed read
+// until the binary's timeout. Past it the stream is reset and the error is
+// errNoFrame.
 func (r *raw) expectEnd() error {
 	r.t.Helper()
+	end := time.Now().Add(waitTimeout)
 	for {
 		m := new(pb.Broadcast)
 		if err := r.read(m); err != nil {
 			return err
+		}
+		if time.Now().After(end) {
+			_ = r.s.Reset()
+			return fmt.Errorf("the stream did not end within %s: %w", waitTimeout, errNoFrame)
 		}
 	}
 }

@@ -433,6 +433,14 @@ func cutAtThreshold(t *testing.T, bound bool) {
 	st := bps.Settlement{Frames: 4, Interval: 50 * time.Millisecond, Debt: 3 * price}
 	if !bound {
 		st.Debt = -1
+	} else {
+		// The debtor is cut unpaid debtWaits (5) intervals after the
+		// broker's writer began to wait; its receipts for the deliveries it
+		// took come within receiptDelay (100 ms) of them. At 50 ms a
+		// loaded machine cut it before its last receipts came (got 3,
+		// charged 1, 2 of 20 runs under -race at load 35): 1 s intervals
+		// leave the receipts 5 s.
+		st.Interval = time.Second
 	}
 	broker := settledNode(t, net, bps.Options{}, bl, testPrices, st)
 	debtor, payer := newNode(t, net, bps.Options{}), newNode(t, net, bps.Options{})
