@@ -151,18 +151,31 @@ func replayOf(join *pb.Join) time.Duration {
 // one taking over, may miss what the dead parent had in flight, a hole
 // before its last delivery), and replaySlack; at most replayAge. A node
 // that is not cut off asks for about replaySlack, and drops it.
+//
+// A node that lost a parent before it took anything — attached before the
+// first publication, its parents lost (an attacker's Reparent or reset,
+// a crash) before the first delivery came — asks from that loss: what was
+// published while it rejoined passed its new parent, and nothing before
+// its loss is new to it (it was attached). Without it such a node lost
+// the cohort's first updates, up to a whole repair's worth (issue 24).
 func (sub *Subscription) replayMs() uint32 {
 	last := sub.lastTake.Load()
-	if last == 0 {
-		return 0
-	}
 	sub.mu.Lock()
 	lost := sub.pstate.lost
 	sub.mu.Unlock()
 	now := time.Now()
-	from := time.Unix(0, last)
-	if !lost.IsZero() && lost.Before(from) && now.Sub(lost) < replayAge {
+	lostRecently := !lost.IsZero() && now.Sub(lost) < replayAge
+	var from time.Time
+	switch {
+	case last != 0:
+		from = time.Unix(0, last)
+		if lostRecently && lost.Before(from) {
+			from = lost
+		}
+	case lostRecently:
 		from = lost
+	default:
+		return 0 // its first join, or nothing taken and no loss: no history (SWIP-74)
 	}
 	d := min(now.Sub(from)+replaySlack, replayAge)
 	return uint32(d / time.Millisecond)
