@@ -652,7 +652,10 @@ func frames(buf []byte) (whole [][]byte, rest []byte) {
 		if uint64(len(buf)-k) < n {
 			break
 		}
-		whole = append(whole, buf[:k+int(n)])
+		// Each frame capped at its own end: an attack appends what it
+		// adds to the frame it returns (toChild), which must not write
+		// over the next frame of the same write.
+		whole = append(whole, buf[:k+int(n):k+int(n)])
 		buf = buf[k+int(n):]
 	}
 	return whole, buf

@@ -110,8 +110,11 @@ func (c *beatCaptured) beat(t *testing.T, next uint64) {
 }
 
 // escaped waits for the joiner's escape on the heartbeat's evidence why,
-// checks it left a colluder for the honest relay, and that every update
-// published after it comes.
+// checks it left a colluder for the honest relay, that the updates the
+// colluders withheld (0 to next-1) come once each, in order, by the
+// escape's replay (the joiner took nothing before it: it asks for the time
+// since it first attached, replay.go), and that every update published
+// after it comes.
 func (c *beatCaptured) escaped(t *testing.T, why error, next uint64) {
 	t.Helper()
 	c.joiner.rec.wait(t, "a gap seen through the heartbeat", func(e bps.Event) bool {
@@ -124,6 +127,7 @@ func (c *beatCaptured) escaped(t *testing.T, why error, next uint64) {
 	if ps := c.sub.Parents(); !slices.ContainsFunc(ps, c.honest.Overlay().Equal) {
 		t.Fatalf("parents %v after the escape, want the honest relay among them", ps)
 	}
+	expectUpdates(t, c.sub, 0, next) // withheld, replayed
 	for i := next; i < next+4; i++ {
 		c.publish(t, i, false)
 		expectUpdates(t, c.sub, i, i+1)

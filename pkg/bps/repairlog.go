@@ -24,6 +24,7 @@ type parentState struct {
 	short bool          // since then the node had fewer parents than it wants
 	cut   time.Time     // when it last lost a parent it has not replaced (zero: none)
 	lost  time.Time     // when it last lost a parent (zero: never), for a replay (replay.go)
+	first time.Time     // when it first had a parent (zero: never), for a replay (replay.go)
 	cause error         // why it lost that parent
 	peer  swarm.Address // the parent lost
 }
@@ -55,6 +56,9 @@ func (st *parentState) changedLocked(sub *Subscription, lost *parent, err error)
 		}
 	}
 	st.since, st.n, st.short = now, len(sub.parents), shortOfLocked(sub)
+	if st.first.IsZero() && st.n > 0 {
+		st.first = now
+	}
 	if lost != nil {
 		if sub.closing || sub.fatal != nil || lost.moved.Load() || errors.Is(err, ErrEndOfStream) {
 			return // not a failure: closed, ended, or moved to a parent taken already

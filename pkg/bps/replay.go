@@ -151,19 +151,34 @@ func replayOf(join *pb.Join) time.Duration {
 // one taking over, may miss what the dead parent had in flight, a hole
 // before its last delivery), and replaySlack; at most replayAge. A node
 // that is not cut off asks for about replaySlack, and drops it.
+//
+// A node that has had a parent and took nothing yet asks for the time
+// since it first attached, and replaySlack (at most that much from before
+// it attached: SWIP-74 keeps no history), at most replayAge: its parents were
+// lost before the first delivery came (an attacker's Reparent or reset on
+// the root's first heartbeat, a crash), or withheld everything until the
+// root's heartbeat moved it (escape.go) — what was published meanwhile
+// passed its new parent. Without it such a node lost the cohort's first
+// updates, a whole repair's or escape's worth (issue 24). Its first join
+// asks for none.
 func (sub *Subscription) replayMs() uint32 {
 	last := sub.lastTake.Load()
-	if last == 0 {
-		return 0
-	}
 	sub.mu.Lock()
-	lost := sub.pstate.lost
+	lost, first := sub.pstate.lost, sub.pstate.first
 	sub.mu.Unlock()
 	now := time.Now()
-	from := time.Unix(0, last)
-	if !lost.IsZero() && lost.Before(from) && now.Sub(lost) < replayAge {
-		from = lost
+	var d time.Duration
+	switch {
+	case last != 0:
+		from := time.Unix(0, last)
+		if !lost.IsZero() && lost.Before(from) && now.Sub(lost) < replayAge {
+			from = lost
+		}
+		d = now.Sub(from) + replaySlack
+	case !first.IsZero():
+		d = now.Sub(first) + replaySlack
+	default:
+		return 0 // its first join: no history
 	}
-	d := min(now.Sub(from)+replaySlack, replayAge)
-	return uint32(d / time.Millisecond)
+	return uint32(min(d, replayAge) / time.Millisecond)
 }

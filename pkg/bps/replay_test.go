@@ -57,3 +57,49 @@ func TestCutOffNodeLosesNothing(t *testing.T) {
 		}
 	})
 }
+
+// TestCutOffBeforeTheFirstDelivery is the same cut with nothing published
+// before it (issue 24's regression under the simulator's reparent and
+// probe-flood attacks, once the root's heartbeat gave attackers a frame to
+// act on before the first update): v attached, took nothing, and lost its
+// one parent; what the admin published while v attached again passed the
+// broker, where v attaches. v asks for a replay from its loss although it
+// never took a delivery, and gets every update, once, in order. (Before:
+// a node that had taken nothing asked for no replay, and lost the first 5.)
+func TestCutOffBeforeTheFirstDelivery(t *testing.T) {
+	t.Parallel()
+	synctest.Test(t, func(t *testing.T) {
+		// broker (1 stream) → a (1 child) → v.
+		mt := newMTreeWith(t, 2, bps.Options{Bounds: bps.Bounds{MaxStreamsPerCohort: 1}, Timing: bps.Timing{Inactivity: time.Hour}}, 1,
+			func(a key) *bps.Spec { return feedSpec(t, "cut-off-first-replay", a) })
+		mt.subscribeAll()
+		a, v := mt.nodes[0], mt.nodes[1]
+		sub := mt.subs[1]
+		if ps := sub.Parents(); len(ps) != 1 || !ps[0].Equal(a.Overlay()) {
+			t.Fatalf("v's parents %v, want a alone", ps)
+		}
+		if err := mt.net.SetLink(v.Node, mt.broker.Node, streamtest.LinkConfig{Latency: 200 * time.Millisecond}); err != nil {
+			t.Fatal(err)
+		}
+		p := mt.adminPublisher()
+		synctest.Wait()
+		if n := sub.Received(); n != 0 {
+			t.Fatalf("v took %d updates before the cut, want none", n)
+		}
+
+		before := v.rec.count(parentOK)
+		mt.net.Remove(a.Node)
+		mt.publishN(p, 0, 5) // v has no parent, and never took anything
+		synctest.Wait()
+		v.rec.waitN(t, before+1, "v attached again", parentOK)
+		mt.publishN(p, 5, 10)
+		expectUpdates(t, sub, 0, 10)
+		if ps := sub.Parents(); len(ps) != 1 || !ps[0].Equal(mt.broker.Overlay()) {
+			t.Fatalf("v's parents %v, want the broker, whose slot a left", ps)
+		}
+		synctest.Wait()
+		if got := sub.Received(); got != 10 {
+			t.Fatalf("v received %d updates, want 10", got)
+		}
+	})
+}
