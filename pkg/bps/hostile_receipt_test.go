@@ -67,7 +67,10 @@ func TestHostileParentBillsUnacknowledged(t *testing.T) {
 	for i := range uint64(5) {
 		sendUpdate(t, p, i, fmt.Sprint("update ", i))
 	}
-	r.deliveries(5)
+	// The slow start: 2 before a receipt, 2 more for the one acknowledged.
+	r.deliveries(2)
+	r.send(&pb.Frame{Kind: &pb.Frame_Receipt{Receipt: &pb.Receipt{Taken: 1}}})
+	r.deliveries(3)
 	r.send(&pb.Frame{Kind: &pb.Frame_Receipt{Receipt: &pb.Receipt{Taken: 2}}})
 	if err := r.s.Close(); err != nil {
 		t.Fatal(err)
@@ -114,34 +117,20 @@ func TestHostileChildOverAcknowledges(t *testing.T) {
 }
 
 // TestHostileChildNeverAcknowledges: a child that reads and never
-// acknowledges gets exactly the window (UnackedMax deliveries), then
-// nothing, and its stream ends, the child blocklisted (no violation); it
-// owes nothing. Without the window it
-// read every update.
+// acknowledges gets exactly the slow start's first window (UnackedStart
+// deliveries), then nothing, and its stream ends, the child blocklisted
+// (no violation); it owes nothing. Without the slow start it read the
+// whole window (20 here, UnackedMax at most); without the window, every
+// update.
 func TestHostileChildNeverAcknowledges(t *testing.T) {
 	t.Parallel()
 	broker, bl, p, child, r := receiptCohort(t, bps.Options{Timing: bps.Timing{WriteTimeout: time.Second}})
-	got := 0
-	for i := range uint64(bps.UnackedMax) {
-		sendUpdate(t, p, i, fmt.Sprint("update ", i))
-		r.deliveries(1)
-		got++
-	}
 	for i := range uint64(20) {
-		sendUpdate(t, p, bps.UnackedMax+i, "past the window")
+		sendUpdate(t, p, i, fmt.Sprint("update ", i))
 	}
-	var err error
-	for {
-		f := new(pb.Frame)
-		if err = r.read(f); err != nil {
-			break
-		}
-		if f.GetBroadcast() != nil {
-			got++
-		}
-	}
-	if errors.Is(err, errNoFrame) || got != bps.UnackedMax {
-		t.Fatalf("the child read %d deliveries, then %v; want %d and the stream's end", got, err, bps.UnackedMax)
+	got, err := r.deliveriesUntilEnd()
+	if errors.Is(err, errNoFrame) || got != bps.UnackedStart {
+		t.Fatalf("the child read %d deliveries, then %v; want %d and the stream's end", got, err, bps.UnackedStart)
 	}
 	broker.rec.wait(t, "the child's stream ended", func(e bps.Event) bool {
 		return e.Kind == bps.EventLeave && e.Peer.Equal(child.Overlay())
@@ -149,10 +138,53 @@ func TestHostileChildNeverAcknowledges(t *testing.T) {
 	if got := bl.balance(child.Overlay()); got != 0 {
 		t.Fatalf("the child owes %d, want 0: it acknowledged nothing", got)
 	}
-	// Blocklisted by bee, no violation: a squatter gets one window per
-	// parent per blocklist period, not one per stream it opens.
+	// Blocklisted by bee, no violation: a squatter gets one first window
+	// per parent per blocklist period, not one per stream it opens.
 	waitBlocklisted(t, broker, child)
 	if n := broker.rec.count(kind(bps.EventViolation)); n != 0 {
 		t.Fatalf("%d violations", n)
+	}
+}
+
+// TestHostileChildAcknowledgesOnce: the window grows with what the
+// receipts acknowledge, not with receipts or time: a child that
+// acknowledges its first delivery and then nothing gets UnackedStart +
+// UnackedGrow deliveries past it (5 of 20), then its stream ends. With a
+// window that opens whole at the first receipt it read all 20; with no
+// growth, 3.
+func TestHostileChildAcknowledgesOnce(t *testing.T) {
+	t.Parallel()
+	broker, bl, p, child, r := receiptCohort(t, bps.Options{Timing: bps.Timing{WriteTimeout: time.Second}})
+	for i := range uint64(20) {
+		sendUpdate(t, p, i, fmt.Sprint("update ", i))
+	}
+	r.deliveries(1)
+	r.send(&pb.Frame{Kind: &pb.Frame_Receipt{Receipt: &pb.Receipt{Taken: 1}}})
+	got, err := r.deliveriesUntilEnd()
+	want := bps.UnackedStart + bps.UnackedGrow // past the one acknowledged
+	if errors.Is(err, errNoFrame) || got != want {
+		t.Fatalf("the child read %d more deliveries, then %v; want %d and the stream's end", got, err, want)
+	}
+	broker.rec.wait(t, "the child's stream ended", func(e bps.Event) bool {
+		return e.Kind == bps.EventLeave && e.Peer.Equal(child.Overlay())
+	})
+	if got, want := bl.balance(child.Overlay()), int64(testPrices.Delivery); got != want {
+		t.Fatalf("the child owes %d, want %d: the one delivery it acknowledged", got, want)
+	}
+	waitBlocklisted(t, broker, child)
+}
+
+// deliveriesUntilEnd reads r until the stream ends (the error its read
+// ends with) and counts the deliveries it read; other frames (a probe)
+// are skipped.
+func (r *raw) deliveriesUntilEnd() (got int, err error) {
+	for {
+		f := new(pb.Frame)
+		if err = r.read(f); err != nil {
+			return got, err
+		}
+		if f.GetBroadcast() != nil {
+			got++
+		}
 	}
 }
