@@ -67,11 +67,13 @@ func TestHostileParentBillsUnacknowledged(t *testing.T) {
 	for i := range uint64(5) {
 		sendUpdate(t, p, i, fmt.Sprint("update ", i))
 	}
-	// The slow start: 2 before a receipt, 2 more for the one acknowledged.
-	r.deliveries(2)
+	// The slow start: 1 before a receipt, 2 more for the one acknowledged,
+	// 4 more for the next two.
+	r.deliveries(bps.UnackedStart)
 	r.send(&pb.Frame{Kind: &pb.Frame_Receipt{Receipt: &pb.Receipt{Taken: 1}}})
-	r.deliveries(3)
+	r.deliveries(2)
 	r.send(&pb.Frame{Kind: &pb.Frame_Receipt{Receipt: &pb.Receipt{Taken: 2}}})
+	r.deliveries(2)
 	if err := r.s.Close(); err != nil {
 		t.Fatal(err)
 	}
@@ -95,21 +97,21 @@ func TestHostileChildOverAcknowledges(t *testing.T) {
 	for _, c := range []struct {
 		name     string
 		receipts []uint64
-	}{{"more than written", []uint64{3}}, {"not advancing", []uint64{2, 2}}} {
+	}{{"more than written", []uint64{2}}, {"not advancing", []uint64{1, 1}}} {
 		t.Run(c.name, func(t *testing.T) {
 			t.Parallel()
 			broker, bl, p, child, r := receiptCohort(t, bps.Options{})
 			for i := range uint64(2) {
 				sendUpdate(t, p, i, fmt.Sprint("update ", i))
 			}
-			r.deliveries(2)
+			r.deliveries(bps.UnackedStart) // the slow start's first window
 			for _, n := range c.receipts {
 				r.send(&pb.Frame{Kind: &pb.Frame_Receipt{Receipt: &pb.Receipt{Taken: n}}})
 			}
 			expectReset(t, r)
 			broker.rec.wait(t, "the violation", kind(bps.EventViolation))
 			waitBlocklisted(t, broker, child)
-			if got := bl.balance(child.Overlay()); got > 2*int64(testPrices.Delivery) {
+			if got := bl.balance(child.Overlay()); got > int64(testPrices.Delivery) {
 				t.Fatalf("the child owes %d: charged past what was written", got)
 			}
 		})
@@ -149,9 +151,9 @@ func TestHostileChildNeverAcknowledges(t *testing.T) {
 // TestHostileChildAcknowledgesOnce: the window grows with what the
 // receipts acknowledge, not with receipts or time: a child that
 // acknowledges its first delivery and then nothing gets UnackedStart +
-// UnackedGrow deliveries past it (5 of 20), then its stream ends. With a
+// UnackedGrow deliveries past it (4 of 20), then its stream ends. With a
 // window that opens whole at the first receipt it read all 20; with no
-// growth, 3.
+// growth, 2.
 func TestHostileChildAcknowledgesOnce(t *testing.T) {
 	t.Parallel()
 	broker, bl, p, child, r := receiptCohort(t, bps.Options{Timing: bps.Timing{WriteTimeout: time.Second}})

@@ -59,10 +59,11 @@ const (
 	// delivery a receipt acknowledges, up to unackedMax (unackedWindow).
 	// A child that never acknowledges — a squatter — gets unackedStart
 	// deliveries on a stream, not the whole window; an honest child
-	// acknowledges its first delivery at once (receiptOut.took), so its
-	// window doubles with each receipt and reaches unackedMax after about
-	// five round trips.
-	unackedStart = 2
+	// acknowledges its first delivery at once and then at half its window
+	// (receiptDue), so its window doubles with each receipt (1, 3, 7, 15,
+	// 31, 63, 64) and its parent's writer waits on it only for a burst at
+	// the stream's start (a join's replay): a round trip per doubling.
+	unackedStart = 1
 	unackedGrow  = 2
 	// unackedWait is how long a parent's writer waits for a receipt that
 	// lets it write, before it ends the stream (errUnacknowledged).
