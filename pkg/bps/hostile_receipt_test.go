@@ -8,6 +8,7 @@ import (
 	"errors"
 	"fmt"
 	"testing"
+	"testing/synctest"
 	"time"
 
 	"github.com/ethersphere/bps/pkg/bps"
@@ -189,4 +190,50 @@ func (r *raw) deliveriesUntilEnd() (got int, err error) {
 			got++
 		}
 	}
+}
+
+// TestSlowStartKeepsUpWithAnHonestChild: the slow start costs an honest
+// child nothing. In virtual time (links of no latency), a burst of 48
+// updates written at a new stream's start reaches a priced parent's
+// honest child without the clock moving by a receipt's delay: the child
+// acknowledges its first delivery at once and then at half its parent's
+// window (receiptDue), so the parent's writer never waits out a timer;
+// and the child owes exactly what it took. With the child acknowledging
+// every 16 deliveries or 100 ms, as before the slow start, the burst
+// waits out the 100 ms timer at each of the window's first doublings.
+func TestSlowStartKeepsUpWithAnHonestChild(t *testing.T) {
+	t.Parallel()
+	synctest.Test(t, func(t *testing.T) {
+		net := newNetwork(t)
+		bl, sl := newLedger(), newLedger()
+		st := bps.Settlement{Frames: 1, Interval: time.Hour, Debt: -1}
+		broker := settledNode(t, net, bps.Options{}, bl, testPrices, st)
+		sub := settledNode(t, net, bps.Options{}, sl, testPrices, st)
+		pubNode := newNode(t, net, bps.Options{})
+		for _, c := range []*tnode{sub, pubNode} {
+			if err := net.Connect(c.Node, broker.Node); err != nil {
+				t.Fatal(err)
+			}
+		}
+		admin := newKey(t)
+		sp := feedSpec(t, "slow start", admin)
+		s := subscribe(t, sub, broker, sp)
+		p := publish(t, pubNode, broker, sp, admin, 0)
+		const n = 48 // within the stream's queue (64): a burst, not a flood
+		start := time.Now()
+		for i := range uint64(n) {
+			if err := p.Send(ctxT(t), update(t, admin, sp, p.Challenge(), i, "burst")); err != nil {
+				t.Fatal(err)
+			}
+		}
+		expectUpdates(t, s, 0, n)
+		if took := time.Since(start); took >= 100*time.Millisecond {
+			t.Fatalf("the burst of %d took %s of virtual time: the parent waited on its child's receipts", n, took)
+		}
+		sub.svc.TellReceipts()
+		synctest.Wait()
+		if got, want := bl.balance(sub.Overlay()), n*int64(testPrices.Delivery); got != want {
+			t.Fatalf("the child owes %d, want %d: the %d deliveries it took", got, want, n)
+		}
+	})
 }
