@@ -178,18 +178,23 @@ func TestHostileChildAcknowledgesOnce(t *testing.T) {
 }
 
 // deliveriesUntilEnd reads r until the stream ends (the error its read
-// ends with) and counts the deliveries it read; other frames (a probe)
-// are skipped.
+// ends with) and counts the deliveries it read; other frames (a probe,
+// the root's heartbeat: free, never a delivery) are skipped. A stream that
+// has not ended within readTimeout — a parent that goes on writing
+// heartbeats — is reset, and errNoFrame returned.
 func (r *raw) deliveriesUntilEnd() (got int, err error) {
-	for {
+	deadline := time.Now().Add(readTimeout)
+	for time.Now().Before(deadline) {
 		f := new(pb.Frame)
 		if err = r.read(f); err != nil {
 			return got, err
 		}
-		if f.GetBroadcast() != nil {
+		if b := f.GetBroadcast(); b != nil && b.GetKind() != pb.Kind_HEARTBEAT {
 			got++
 		}
 	}
+	_ = r.s.Reset()
+	return got, fmt.Errorf("the stream did not end: %w", errNoFrame)
 }
 
 // TestSlowStartKeepsUpWithAnHonestChild: the slow start costs an honest
