@@ -128,10 +128,14 @@ func TestHostileChildOverAcknowledges(t *testing.T) {
 func TestHostileChildNeverAcknowledges(t *testing.T) {
 	t.Parallel()
 	broker, bl, p, child, r := receiptCohort(t, bps.Options{Timing: bps.Timing{WriteTimeout: time.Second}})
+	// Read as the parent writes: the stream ends a second (WriteTimeout)
+	// after the window closed, and what was not read by then is gone.
+	end := r.countUntilEnd()
 	for i := range uint64(20) {
 		sendUpdate(t, p, i, fmt.Sprint("update ", i))
 	}
-	got, err := r.deliveriesUntilEnd()
+	res := <-end
+	got, err := res.got, res.err
 	if errors.Is(err, errNoFrame) || got != bps.UnackedStart {
 		t.Fatalf("the child read %d deliveries, then %v; want %d and the stream's end", got, err, bps.UnackedStart)
 	}
@@ -158,12 +162,15 @@ func TestHostileChildNeverAcknowledges(t *testing.T) {
 func TestHostileChildAcknowledgesOnce(t *testing.T) {
 	t.Parallel()
 	broker, bl, p, child, r := receiptCohort(t, bps.Options{Timing: bps.Timing{WriteTimeout: time.Second}})
-	for i := range uint64(20) {
-		sendUpdate(t, p, i, fmt.Sprint("update ", i))
-	}
+	sendUpdate(t, p, 0, "update 0")
 	r.deliveries(1)
 	r.send(&pb.Frame{Kind: &pb.Frame_Receipt{Receipt: &pb.Receipt{Taken: 1}}})
-	got, err := r.deliveriesUntilEnd()
+	end := r.countUntilEnd() // read as the parent writes (above)
+	for i := range uint64(19) {
+		sendUpdate(t, p, 1+i, fmt.Sprint("update ", 1+i))
+	}
+	res := <-end
+	got, err := res.got, res.err
 	want := bps.UnackedStart + bps.UnackedGrow // past the one acknowledged
 	if errors.Is(err, errNoFrame) || got != want {
 		t.Fatalf("the child read %d more deliveries, then %v; want %d and the stream's end", got, err, want)
@@ -175,6 +182,23 @@ func TestHostileChildAcknowledgesOnce(t *testing.T) {
 		t.Fatalf("the child owes %d, want %d: the one delivery it acknowledged", got, want)
 	}
 	waitBlocklisted(t, broker, child)
+}
+
+// counted is what deliveriesUntilEnd returned.
+type counted struct {
+	got int
+	err error
+}
+
+// countUntilEnd runs deliveriesUntilEnd on a goroutine of its own, which
+// ends within readTimeout; its result comes on the channel.
+func (r *raw) countUntilEnd() <-chan counted {
+	c := make(chan counted, 1)
+	go func() {
+		got, err := r.deliveriesUntilEnd()
+		c <- counted{got, err}
+	}()
+	return c
 }
 
 // deliveriesUntilEnd reads r until the stream ends (the error its read
