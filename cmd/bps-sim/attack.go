@@ -123,8 +123,9 @@ type adversary struct {
 	rootDrops map[string]uint64
 	injected  map[string]uint64 // frames attackers sent, by kind
 
-	squats   atomic.Uint64 // squat streams opened (-attack squat)
-	squatted atomic.Uint64 // deliveries read on squat streams: charged by their parents, never paid
+	squats    atomic.Uint64 // squat streams opened (-attack squat)
+	squatted  atomic.Uint64 // deliveries read on squat streams: charged by their parents, never paid
+	squatBeat atomic.Uint64 // the root's heartbeats read on squat streams: free, never charged
 
 	rootRead  [2]atomic.Int64  // ns the roots' readers spent between reads of [honest, attacker] streams
 	rootFrame [2]atomic.Uint64 // frames roots read from [honest, attacker]
@@ -484,11 +485,13 @@ type AttackResult struct {
 	// end of the run) and the Joins the probe rations answered from the
 	// pool; the streams attackers squatted (-attack squat) and the
 	// deliveries they read on them, each charged by its parent at the
-	// delivery price and never paid (UnpaidUnits).
+	// delivery price and never paid (UnpaidUnits), and the root's
+	// heartbeats they read beside (free: nobody charges one).
 	Probes          uint64 `json:"probes"`
 	ProbesRationed  uint64 `json:"probes_rationed"`
 	Squats          uint64 `json:"squats"`
 	SquatDeliveries uint64 `json:"squat_deliveries"`
+	SquatHeartbeats uint64 `json:"squat_heartbeats"`
 	UnpaidUnits     uint64 `json:"unpaid_units"`
 }
 
@@ -597,7 +600,7 @@ func (a *adversary) collect(res *Result, end time.Time) {
 	ar.RootDrops = maps(a.rootDrops)
 	ar.Injected = maps(a.injected)
 	ar.Probes, ar.ProbesRationed = probeCounts(a.sim.metrics)
-	ar.Squats, ar.SquatDeliveries = a.squats.Load(), a.squatted.Load()
+	ar.Squats, ar.SquatDeliveries, ar.SquatHeartbeats = a.squats.Load(), a.squatted.Load(), a.squatBeat.Load()
 	ar.UnpaidUnits = ar.SquatDeliveries * a.sim.sc.DeliveryPrice
 	res.Attack = ar
 }
@@ -1394,6 +1397,6 @@ func writeAttack(row func(k, format string, a ...any), ar *AttackResult) {
 	row("  injected", "%s", mapString(ar.Injected))
 	row("  probes", "%d sent in the network (originated or forwarded), %d Joins answered from the pool by the probe rations", ar.Probes, ar.ProbesRationed)
 	if ar.Squats > 0 {
-		row("  squats", "%d streams squatted; %d deliveries read on them: %d units charged and never paid", ar.Squats, ar.SquatDeliveries, ar.UnpaidUnits)
+		row("  squats", "%d streams squatted; %d deliveries read on them: %d units charged and never paid; %d heartbeats beside (free)", ar.Squats, ar.SquatDeliveries, ar.UnpaidUnits, ar.SquatHeartbeats)
 	}
 }

@@ -40,7 +40,7 @@ import (
 //     receipt, issue 24) and never pays — its node's accounting never hears
 //     of the stream — and holds the slot until the parent ends the stream
 //     or the run ends. A priced parent writes it at most the receipts'
-//     window (64 deliveries) and ends the stream when no receipt comes. At most -attack-flood such streams at
+//     window's slow start (one delivery before a receipt) and ends the stream when no receipt comes. At most -attack-flood such streams at
 //     once per attacker; it keeps hunting past that, to replace the ones it
 //     loses and to keep full nodes probing.
 //
@@ -250,6 +250,10 @@ func (a *adversary) squat(q *squatState, st p2p.Stream, env bool) {
 		}
 		if f, ok := m.(*pb.Frame); ok && f.GetBroadcast() == nil {
 			continue // a probe, a lazy announcement: unanswered
+		}
+		if b, ok := m.(*pb.Frame); ok && b.GetBroadcast().GetKind() == pb.Kind_HEARTBEAT {
+			a.squatBeat.Add(1) // the root's: free (heartbeat.go), no delivery
+			continue
 		}
 		a.squatted.Add(1)
 	}

@@ -12,10 +12,12 @@ package bps
 // as it sends one, the parent as it reads one, each what the receipt
 // adds, so that a delivery the connection lost is charged by neither and
 // the two ledgers count the same deliveries at any moment a receipt
-// settles. The parent writes no delivery past unackedMax untold ones (a
-// child that reads and never acknowledges gets at most that many, then its
-// stream ends after unackedWait and bee blocklists it for the service's
-// BlocklistDuration: one window per parent per period), and none that would take the child's
+// settles. The parent writes no delivery past its window of untold ones,
+// which starts at unackedStart and grows with the receipts up to
+// unackedMax (a slow start: a child that reads and never acknowledges gets
+// unackedStart deliveries, then its stream ends after unackedWait and bee
+// blocklists it for the service's BlocklistDuration: unackedStart
+// deliveries per parent per period), and none that would take the child's
 // debt in bee's accounting past its bound (Settlement.Debt) until the
 // child has paid (debtWaits, then its stream ends unpaid). A receipt that
 // does not advance, or acknowledges more than the parent wrote, is a
@@ -51,6 +53,18 @@ const (
 	// receiptEvery or receiptDelay, hold its parent's writer only when its
 	// reader lags by that much — when its queue would fill anyway.
 	unackedMax = 64
+	// unackedStart and unackedGrow are the slow start of a stream's
+	// window: a parent writes a child at most unackedStart deliveries past
+	// its last receipt before the first, and unackedGrow more for each
+	// delivery a receipt acknowledges, up to unackedMax (unackedWindow).
+	// A child that never acknowledges — a squatter — gets unackedStart
+	// deliveries on a stream, not the whole window; an honest child
+	// acknowledges its first delivery at once and then at half its window
+	// (receiptDue), so its window doubles with each receipt (1, 3, 7, 15,
+	// 31, 63, 64) and its parent's writer waits on it only for a burst at
+	// the stream's start (a join's replay): a round trip per doubling.
+	unackedStart = 1
+	unackedGrow  = 2
 	// unackedWait is how long a parent's writer waits for a receipt that
 	// lets it write, before it ends the stream (errUnacknowledged).
 	unackedWait = 5 * time.Second
@@ -96,7 +110,7 @@ func (r *receiptOut) took(cs *clientStream, key [32]byte) (fresh bool, err error
 		return false, nil
 	}
 	r.taken++
-	if r.taken-r.told >= uint64(cs.s.opts.Settlement.receiptEvery()) {
+	if r.taken-r.told >= receiptDue(r.told, cs.s.opts.Settlement.receiptEvery()) {
 		r.sendLocked(cs)
 		return true, nil
 	}
@@ -173,6 +187,25 @@ func (s *Service) tellReceipts() {
 	}
 }
 
+// unackedWindow is how many deliveries a parent writes past a child's
+// last receipt when that receipt acknowledged acked: the slow start
+// (unackedStart, unackedGrow), then unackedMax.
+func unackedWindow(acked uint64) uint64 {
+	if acked >= unackedMax {
+		return unackedMax
+	}
+	return min(unackedMax, unackedStart+unackedGrow*acked)
+}
+
+// receiptDue is how many untold deliveries make a child that last told
+// told send a receipt at once: every (Settlement.Receipt), or half its
+// parent's window while the window is smaller (the slow start), so that
+// the parent's writer never waits on a child that keeps up — the first
+// delivery at once.
+func receiptDue(told uint64, every int) uint64 {
+	return max(1, min(uint64(every), unackedWindow(told)/2))
+}
+
 // receiptEvery is Receipt or its default.
 func (st Settlement) receiptEvery() int {
 	if st.Receipt > 0 {
@@ -247,8 +280,9 @@ func (ps *peerStream) awaitRoom(m *meter, n int) error {
 		}
 	}()
 	for {
-		unacked := ps.rin.sent.Load() - ps.rin.acked.Load()
-		acked := unacked+uint64(n) <= unackedMax
+		done := ps.rin.acked.Load()
+		unacked := ps.rin.sent.Load() - done
+		acked := unacked+uint64(n) <= unackedWindow(done)
 		paid, debt := true, uint64(0)
 		if acked {
 			paid, debt = m.l.debtRoom(price(m.down, int(unacked)+n))
@@ -297,11 +331,12 @@ func (ps *peerStream) awaitRoom(m *meter, n int) error {
 // write by the window and by the ledger's estimate of the child's debt
 // (debtRoom's, without asking bee).
 func (ps *peerStream) room(m *meter) int {
-	unacked := ps.rin.sent.Load() - ps.rin.acked.Load()
-	if unacked >= unackedMax {
+	done := ps.rin.acked.Load()
+	unacked, window := ps.rin.sent.Load()-done, unackedWindow(done)
+	if unacked >= window {
 		return 0
 	}
-	n := unackedMax - unacked
+	n := window - unacked
 	if bound := m.l.debtBound(); bound > 0 {
 		l := m.l
 		l.mu.Lock()

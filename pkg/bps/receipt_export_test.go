@@ -11,3 +11,11 @@ func (s *Service) TellReceipts() { s.tellReceipts() }
 // UnackedMax is how many deliveries a parent writes past a child's last
 // receipt.
 const UnackedMax = unackedMax
+
+// UnackedStart and UnackedGrow are the window's slow start: a parent
+// writes UnackedStart deliveries past no receipt, and UnackedGrow more
+// for each delivery a receipt acknowledges.
+const (
+	UnackedStart = unackedStart
+	UnackedGrow  = unackedGrow
+)
