@@ -7,13 +7,19 @@
 package bps_test
 
 import (
+	"context"
+	"io"
 	"slices"
 	"testing"
+	"testing/synctest"
 	"time"
 
+	"github.com/ethersphere/bee/v2/pkg/p2p"
+	"github.com/ethersphere/bee/v2/pkg/swarm"
 	"github.com/ethersphere/bps/pkg/bps"
 	"github.com/ethersphere/bps/pkg/bps/pb"
 	"github.com/ethersphere/bps/pkg/bps/streamtest"
+	"google.golang.org/protobuf/encoding/protodelim"
 )
 
 // TestHostileCandidateOutsideTree: a child answers a probe with a node that
@@ -270,4 +276,109 @@ func TestHostileReparentNotRootward(t *testing.T) {
 			t.Fatalf("x took %s, sideways, as a parent", colluder.Overlay())
 		}
 	}
+}
+
+// listingRoot is a node that answers every Join FULL with cands, in that
+// order: a root at capacity whose probe keeps offering the same slots.
+func listingRoot(t *testing.T, net *streamtest.Network, cands ...*pb.Candidate) *streamtest.Node {
+	t.Helper()
+	nd := net.NewNode()
+	if err := nd.AddProtocol(p2p.ProtocolSpec{Name: bps.ProtocolName, Version: bps.ProtocolVersion,
+		StreamSpecs: []p2p.StreamSpec{{Name: bps.StreamName, Handler: func(_ context.Context, _ p2p.Peer, s p2p.Stream) error {
+			if err := protodelim.UnmarshalFrom(newByteReader(s), new(pb.Join)); err != nil {
+				return err
+			}
+			if _, err := s.Write(bps.EncodeFrame(&pb.Ack{Status: pb.Status_FULL, Multihop: true, Candidates: cands})); err != nil {
+				return err
+			}
+			return s.FullClose()
+		}}}}); err != nil {
+		t.Fatal(err)
+	}
+	return nd
+}
+
+// reparentingParent is a node that admits every Join at depth, sends the
+// child a Reparent to to at once, and holds the stream until the child
+// leaves: a parent that sends each child it takes where it cannot go, and
+// so always has a free slot.
+func reparentingParent(t *testing.T, net *streamtest.Network, depth uint32, to swarm.Address) *streamtest.Node {
+	t.Helper()
+	nd := net.NewNode()
+	if err := nd.AddProtocol(p2p.ProtocolSpec{Name: bps.ProtocolName, Version: bps.ProtocolVersion,
+		StreamSpecs: []p2p.StreamSpec{{Name: bps.StreamName, Handler: func(_ context.Context, _ p2p.Peer, s p2p.Stream) error {
+			r := newByteReader(s)
+			if err := protodelim.UnmarshalFrom(r, new(pb.Join)); err != nil {
+				return err
+			}
+			if _, err := s.Write(bps.EncodeFrame(&pb.Ack{Status: pb.Status_OK, Multihop: true, Depth: depth})); err != nil {
+				return err
+			}
+			if _, err := s.Write(bps.EncodeFrame(&pb.Frame{Kind: &pb.Frame_Reparent{Reparent: &pb.Reparent{To: to.Bytes()}}})); err != nil {
+				return err
+			}
+			if _, err := io.Copy(io.Discard, r); err != nil {
+				return s.Reset()
+			}
+			return s.Close()
+		}}}}); err != nil {
+		t.Fatal(err)
+	}
+	return nd
+}
+
+// TestHostileReparentShunned: a parent sends every child it takes a
+// Reparent the child refuses (a target that is not rootward), and the root
+// at capacity keeps offering that parent first (it always has a free slot:
+// every child leaves it at once). The node shuns, for a while, a parent
+// whose Reparent it refused or could not follow: its repair skips that
+// candidate and takes the next, and it ends attached to the honest parent.
+// (bps-sim -attack reparent: honest nodes referred to one attacker after
+// another, each left at once, for up to 14 s without a parent.) Failed
+// before: the node took the same parent again on every repair and never
+// reached the honest one.
+func TestHostileReparentShunned(t *testing.T) {
+	t.Parallel()
+	synctest.Test(t, func(t *testing.T) {
+		net := newNetwork(t)
+		sp := feedSpec(t, "reparent shunned", newKey(t))
+		var evil, colluder *streamtest.Node
+		for {
+			colluder = hostileParent(t, net, 1, nil)
+			evil = reparentingParent(t, net, 1, colluder.Overlay())
+			if colluder.Overlay().Compare(evil.Overlay()) > 0 {
+				break // the colluder's key, (1, overlay), is above evil's: not rootward
+			}
+		}
+		good := hostileParent(t, net, 1, nil) // admits, holds, sends nothing
+		root := listingRoot(t, net, &pb.Candidate{Overlay: evil.Overlay().Bytes(), Depth: 1}, &pb.Candidate{Overlay: good.Overlay().Bytes(), Depth: 1})
+		x := newNode(t, net, bps.Options{Tree: bps.Tree{SingleParent: true}})
+		for _, peer := range []*streamtest.Node{evil, colluder, good, root} {
+			if err := net.Connect(x.Node, peer); err != nil {
+				t.Fatal(err)
+			}
+		}
+		subscribe(t, x, &tnode{Node: root}, sp)
+		isParent := func(peer swarm.Address) func(bps.Event) bool {
+			return func(e bps.Event) bool {
+				return e.Kind == bps.EventParent && e.Status == pb.Status_OK.String() && e.Peer.Equal(peer)
+			}
+		}
+		x.rec.wait(t, "x attached to the first candidate", isParent(evil.Overlay()))
+		if ev := x.rec.wait(t, "the reparent handled", kind(bps.EventReparent)); ev.Err == nil {
+			t.Fatal("the node moved to a target that is not above the parent that named it")
+		}
+		x.rec.wait(t, "x attached to the honest candidate", isParent(good.Overlay()))
+		synctest.Wait()
+		var parents []swarm.Address
+		for _, p := range x.svc.Tree() {
+			parents = append(parents, p.Parents...)
+		}
+		if len(parents) != 1 || !parents[0].Equal(good.Overlay()) {
+			t.Fatalf("x's parents %v, want only the honest %s (evil %s)", parents, good.Overlay(), evil.Overlay())
+		}
+		if n := x.rec.count(isParent(evil.Overlay())); n != 1 {
+			t.Fatalf("x attached to the parent whose reparent it refused %d times, want once", n)
+		}
+	})
 }

@@ -8,6 +8,7 @@ import (
 	"slices"
 	"sync"
 	"sync/atomic"
+	"time"
 
 	"github.com/ethersphere/bee/v2/pkg/swarm"
 	"github.com/ethersphere/bps/pkg/bps/pb"
@@ -56,12 +57,29 @@ type judge struct {
 	hb      beatState       // the root's heartbeat (heartbeat.go)
 	stopped bool            // the subscription is closing or over
 	shunned []swarm.Address // parents dropped for withholding, most recent last; never taken again
+	refused []refusedParent // parents whose Reparent the node refused or could not follow, oldest first
 
 	withheld atomic.Uint64 // parents dropped for withholding (Position.Withheld)
 }
 
-// maxShunned bounds the withholding parents a judge remembers.
+// maxShunned bounds the withholding parents a judge remembers, and
+// (apart) the parents it shuns for a Reparent it did not follow.
 const maxShunned = 16
+
+// refusedShun is how long a node shuns a parent whose Reparent it refused
+// (a cycle, a target that is not rootward) or could not follow: a parent
+// that keeps sending its children where they cannot go keeps free slots
+// (every child leaves it at once), so the root's probe offers it again and
+// again; shunned, it is skipped as a candidate and the node takes another
+// or asks again. An honest relay sends a Reparent only as it leaves (to its
+// own parent, rootward, followed): shunning it for a while costs nothing.
+const refusedShun = time.Minute
+
+// refusedParent is a parent shunned until a time for a Reparent not followed.
+type refusedParent struct {
+	peer  swarm.Address
+	until time.Time
+}
 
 // judged is what the judge holds of one parent.
 type judged struct {
@@ -180,11 +198,30 @@ func (j *judge) withhold(drop []*parent) {
 	}
 }
 
-// shuns reports whether peer was dropped as a parent for withholding.
+// refusedReparent shuns peer, a parent whose Reparent the node refused or
+// could not follow, for refusedShun; at most maxShunned are remembered,
+// the oldest forgotten first.
+func (j *judge) refusedReparent(peer swarm.Address) {
+	j.mu.Lock()
+	defer j.mu.Unlock()
+	now := time.Now()
+	j.refused = slices.DeleteFunc(j.refused, func(r refusedParent) bool { return !now.Before(r.until) || r.peer.Equal(peer) })
+	j.refused = append(j.refused, refusedParent{peer: peer, until: now.Add(refusedShun)})
+	if len(j.refused) > maxShunned {
+		j.refused = j.refused[1:]
+	}
+}
+
+// shuns reports whether peer was dropped as a parent for withholding, or
+// sent a Reparent the node did not follow within refusedShun.
 func (j *judge) shuns(peer swarm.Address) bool {
 	j.mu.Lock()
 	defer j.mu.Unlock()
-	return slices.ContainsFunc(j.shunned, peer.Equal)
+	if slices.ContainsFunc(j.shunned, peer.Equal) {
+		return true
+	}
+	now := time.Now()
+	return slices.ContainsFunc(j.refused, func(r refusedParent) bool { return r.peer.Equal(peer) && now.Before(r.until) })
 }
 
 // lags is, by parent overlay, how many deliveries each parent missed this

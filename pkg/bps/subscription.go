@@ -968,7 +968,7 @@ func (sub *Subscription) control(p *parent) func(cs *clientStream, f *pb.Frame) 
 // Reasons a node refuses a parent it was pointed at.
 var (
 	errOwnChild     = errors.New("the target is this node's own child")
-	errShunned      = errors.New("the target was dropped for withholding")
+	errShunned      = errors.New("the target was dropped for withholding, or sent a reparent this node did not follow")
 	errTooDeep      = errors.New("the parent states a depth past the bound")
 	errNotAbove     = errors.New("the parent is not above this node, which has children: it may be a descendant")
 	errFalseRoot    = errors.New("the parent states depth 0 but is not the cohort's root")
@@ -1059,6 +1059,9 @@ func (sub *Subscription) reparent(p *parent, rp *pb.Reparent) {
 			p.cs.closeOnce()
 			return
 		}
+		// Refused or not followed: shunned for a while, so that a
+		// repair the root refers to it again takes another candidate.
+		sub.judge.refusedReparent(p.cs.peer)
 		p.cs.kill(reason)
 	}) {
 		p.moving.Store(false)
