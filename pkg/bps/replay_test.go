@@ -23,18 +23,7 @@ import (
 func TestCutOffNodeLosesNothing(t *testing.T) {
 	t.Parallel()
 	synctest.Test(t, func(t *testing.T) {
-		// broker (1 stream) → a (1 child) → v.
-		mt := newMTreeWith(t, 2, bps.Options{Bounds: bps.Bounds{MaxStreamsPerCohort: 1}, Timing: bps.Timing{Inactivity: time.Hour}}, 1,
-			func(a key) *bps.Spec { return feedSpec(t, "cut-off-replay", a) })
-		mt.subscribeAll()
-		a, v := mt.nodes[0], mt.nodes[1]
-		sub := mt.subs[1]
-		if ps := sub.Parents(); len(ps) != 1 || !ps[0].Equal(a.Overlay()) {
-			t.Fatalf("v's parents %v, want a alone", ps)
-		}
-		if err := mt.net.SetLink(v.Node, mt.broker.Node, streamtest.LinkConfig{Latency: 200 * time.Millisecond}); err != nil {
-			t.Fatal(err)
-		}
+		mt, a, v, sub := cutOffTree(t, "cut-off-replay")
 		p := mt.adminPublisher()
 		mt.publishN(p, 0, 5)
 		expectUpdates(t, sub, 0, 5)
@@ -69,18 +58,7 @@ func TestCutOffNodeLosesNothing(t *testing.T) {
 func TestCutOffBeforeTheFirstDelivery(t *testing.T) {
 	t.Parallel()
 	synctest.Test(t, func(t *testing.T) {
-		// broker (1 stream) → a (1 child) → v.
-		mt := newMTreeWith(t, 2, bps.Options{Bounds: bps.Bounds{MaxStreamsPerCohort: 1}, Timing: bps.Timing{Inactivity: time.Hour}}, 1,
-			func(a key) *bps.Spec { return feedSpec(t, "cut-off-first-replay", a) })
-		mt.subscribeAll()
-		a, v := mt.nodes[0], mt.nodes[1]
-		sub := mt.subs[1]
-		if ps := sub.Parents(); len(ps) != 1 || !ps[0].Equal(a.Overlay()) {
-			t.Fatalf("v's parents %v, want a alone", ps)
-		}
-		if err := mt.net.SetLink(v.Node, mt.broker.Node, streamtest.LinkConfig{Latency: 200 * time.Millisecond}); err != nil {
-			t.Fatal(err)
-		}
+		mt, a, v, sub := cutOffTree(t, "cut-off-first-replay")
 		p := mt.adminPublisher()
 		synctest.Wait()
 		if n := sub.Received(); n != 0 {
@@ -102,4 +80,23 @@ func TestCutOffBeforeTheFirstDelivery(t *testing.T) {
 			t.Fatalf("v received %d updates, want 10", got)
 		}
 	})
+}
+
+// cutOffTree is the cut-off tests' tree: broker (1 stream) → a (1 child)
+// → v, every subscriber attached, v's link to the broker slow (200 ms), so
+// that what is published after a dies is in before v's Join there.
+func cutOffTree(t *testing.T, topic string) (mt *mtree, a, v *tnode, sub *bps.Subscription) {
+	t.Helper()
+	mt = newMTreeWith(t, 2, bps.Options{Bounds: bps.Bounds{MaxStreamsPerCohort: 1}, Timing: bps.Timing{Inactivity: time.Hour}}, 1,
+		func(a key) *bps.Spec { return feedSpec(t, topic, a) })
+	mt.subscribeAll()
+	a, v = mt.nodes[0], mt.nodes[1]
+	sub = mt.subs[1]
+	if ps := sub.Parents(); len(ps) != 1 || !ps[0].Equal(a.Overlay()) {
+		t.Fatalf("v's parents %v, want a alone", ps)
+	}
+	if err := mt.net.SetLink(v.Node, mt.broker.Node, streamtest.LinkConfig{Latency: 200 * time.Millisecond}); err != nil {
+		t.Fatal(err)
+	}
+	return mt, a, v, sub
 }
