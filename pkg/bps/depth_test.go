@@ -6,7 +6,6 @@ package bps_test
 
 import (
 	"context"
-	"io"
 	"slices"
 	"testing"
 
@@ -77,24 +76,7 @@ func referringRoot(t *testing.T, net *streamtest.Network, to swarm.Address, dept
 // holds the stream until the joiner closes it.
 func statingParent(t *testing.T, net *streamtest.Network, depth uint32) *streamtest.Node {
 	t.Helper()
-	nd := net.NewNode()
-	if err := nd.AddProtocol(p2p.ProtocolSpec{Name: bps.ProtocolName, Version: bps.ProtocolVersion,
-		StreamSpecs: []p2p.StreamSpec{{Name: bps.StreamName, Handler: func(_ context.Context, _ p2p.Peer, s p2p.Stream) error {
-			r := newByteReader(s)
-			if err := protodelim.UnmarshalFrom(r, new(pb.Join)); err != nil {
-				return err
-			}
-			if _, err := s.Write(bps.EncodeFrame(&pb.Ack{Status: pb.Status_OK, Depth: depth})); err != nil {
-				return err
-			}
-			if _, err := io.Copy(io.Discard, r); err != nil {
-				return s.Reset()
-			}
-			return s.FullClose()
-		}}}}); err != nil {
-		t.Fatal(err)
-	}
-	return nd
+	return ackingParent(t, net, &pb.Ack{Status: pb.Status_OK, Depth: depth})
 }
 
 // TestAckDepthStated: a node's depth is one below its shallowest parent's

@@ -597,6 +597,37 @@ func hostileParent(t *testing.T, net *streamtest.Network, depth uint32, down <-c
 	return evil
 }
 
+// ackingParent is a raw node that answers every Join with ack, writes
+// first after it, then reads and drops what it is sent until the joiner
+// ends the stream: the fixed parent the depth, publisher and reparent tests
+// put a node under.
+func ackingParent(t *testing.T, net *streamtest.Network, ack *pb.Ack, first ...*pb.Frame) *streamtest.Node {
+	t.Helper()
+	nd := net.NewNode()
+	if err := nd.AddProtocol(p2p.ProtocolSpec{Name: bps.ProtocolName, Version: bps.ProtocolVersion,
+		StreamSpecs: []p2p.StreamSpec{{Name: bps.StreamName, Handler: func(_ context.Context, _ p2p.Peer, s p2p.Stream) error {
+			r := newByteReader(s)
+			if err := protodelim.UnmarshalFrom(r, new(pb.Join)); err != nil {
+				return err
+			}
+			if _, err := s.Write(bps.EncodeFrame(ack)); err != nil {
+				return err
+			}
+			for _, f := range first {
+				if _, err := s.Write(bps.EncodeFrame(f)); err != nil {
+					return err
+				}
+			}
+			if _, err := io.Copy(io.Discard, r); err != nil {
+				return s.Reset()
+			}
+			return s.FullClose()
+		}}}}); err != nil {
+		t.Fatal(err)
+	}
+	return nd
+}
+
 var testPrices = bps.Prices{Delivery: 7, Publish: 100}
 
 // specOf is the Spec of c, which the test expects to be served.

@@ -5,17 +5,13 @@
 package bps_test
 
 import (
-	"context"
-	"io"
 	"strings"
 	"testing"
 	"time"
 
-	"github.com/ethersphere/bee/v2/pkg/p2p"
 	"github.com/ethersphere/bps/pkg/bps"
 	"github.com/ethersphere/bps/pkg/bps/pb"
 	"github.com/ethersphere/bps/pkg/bps/streamtest"
-	"google.golang.org/protobuf/encoding/protodelim"
 )
 
 // challengingParent is a node that answers every Join OK stating depth,
@@ -23,25 +19,7 @@ import (
 // it is sent until the joiner ends the stream.
 func challengingParent(t *testing.T, net *streamtest.Network, depth uint32) *streamtest.Node {
 	t.Helper()
-	nd := net.NewNode()
-	if err := nd.AddProtocol(p2p.ProtocolSpec{Name: bps.ProtocolName, Version: bps.ProtocolVersion,
-		StreamSpecs: []p2p.StreamSpec{{Name: bps.StreamName, Handler: func(_ context.Context, _ p2p.Peer, s p2p.Stream) error {
-			r := newByteReader(s)
-			if err := protodelim.UnmarshalFrom(r, new(pb.Join)); err != nil {
-				return err
-			}
-			ack := &pb.Ack{Status: pb.Status_OK, Multihop: true, Depth: depth, Challenge: make([]byte, 32)}
-			if _, err := s.Write(bps.EncodeFrame(ack)); err != nil {
-				return err
-			}
-			if _, err := io.Copy(io.Discard, r); err != nil {
-				return s.Reset()
-			}
-			return s.FullClose()
-		}}}}); err != nil {
-		t.Fatal(err)
-	}
-	return nd
+	return ackingParent(t, net, &pb.Ack{Status: pb.Status_OK, Multihop: true, Depth: depth, Challenge: make([]byte, 32)})
 }
 
 // publishBelow publishes as k from c at relay, a node at depth 1 (a child

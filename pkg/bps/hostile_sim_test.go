@@ -8,7 +8,6 @@ package bps_test
 
 import (
 	"context"
-	"io"
 	"slices"
 	"testing"
 	"testing/synctest"
@@ -304,27 +303,8 @@ func listingRoot(t *testing.T, net *streamtest.Network, cands ...*pb.Candidate) 
 // so always has a free slot.
 func reparentingParent(t *testing.T, net *streamtest.Network, depth uint32, to swarm.Address) *streamtest.Node {
 	t.Helper()
-	nd := net.NewNode()
-	if err := nd.AddProtocol(p2p.ProtocolSpec{Name: bps.ProtocolName, Version: bps.ProtocolVersion,
-		StreamSpecs: []p2p.StreamSpec{{Name: bps.StreamName, Handler: func(_ context.Context, _ p2p.Peer, s p2p.Stream) error {
-			r := newByteReader(s)
-			if err := protodelim.UnmarshalFrom(r, new(pb.Join)); err != nil {
-				return err
-			}
-			if _, err := s.Write(bps.EncodeFrame(&pb.Ack{Status: pb.Status_OK, Multihop: true, Depth: depth})); err != nil {
-				return err
-			}
-			if _, err := s.Write(bps.EncodeFrame(&pb.Frame{Kind: &pb.Frame_Reparent{Reparent: &pb.Reparent{To: to.Bytes()}}})); err != nil {
-				return err
-			}
-			if _, err := io.Copy(io.Discard, r); err != nil {
-				return s.Reset()
-			}
-			return s.Close()
-		}}}}); err != nil {
-		t.Fatal(err)
-	}
-	return nd
+	return ackingParent(t, net, &pb.Ack{Status: pb.Status_OK, Multihop: true, Depth: depth},
+		&pb.Frame{Kind: &pb.Frame_Reparent{Reparent: &pb.Reparent{To: to.Bytes()}}})
 }
 
 // TestHostileReparentShunned: a parent sends every child it takes a
