@@ -176,10 +176,7 @@ func (h *Hub) run() {
 				h.endAll(h.x.ended(h.sub.Err(), false))
 				return
 			}
-			if d.Service == nil {
-				h.delivered.Add(1)
-			}
-			h.room.Deliver(d)
+			h.deliver(d)
 		case <-h.x.ctx.Done():
 			h.x.hubs.drop(h.room.key, h)
 			_ = h.sub.Close()
@@ -187,9 +184,22 @@ func (h *Hub) run() {
 			return
 		case <-h.stop:
 			_ = h.sub.Close()
+			// What the subscription took before it closed: the node's
+			// other streams of the cohort drop their copies of it.
+			for d := range h.sub.C() {
+				h.deliver(d)
+			}
 			return
 		}
 	}
+}
+
+// deliver hands d to the room.
+func (h *Hub) deliver(d bps.Delivery) {
+	if d.Service == nil {
+		h.delivered.Add(1)
+	}
+	h.room.Deliver(d)
 }
 
 // PubStream is the one publisher stream that every session publishing as
@@ -554,7 +564,7 @@ func (e *PubStream) run() {
 			e.end(ErrMuxClosed)
 			return
 		case <-e.stop:
-			_ = g.p.Close()
+			e.close(g)
 			e.setGen(nil)
 			return
 		}
@@ -594,7 +604,17 @@ func (e *PubStream) finish(err error) {
 func (e *PubStream) end(err error) {
 	g, _, _ := e.current()
 	e.finish(err)
+	e.close(g)
+}
+
+// close closes g's stream and hands the room what it took before it
+// closed: the node's other streams of the cohort drop their copies of it
+// (a feed update's cursor is the node's).
+func (e *PubStream) close(g *generation) {
 	_ = g.p.Close()
+	for d := range g.p.C() {
+		e.room.Deliver(d)
+	}
 }
 
 func (e *PubStream) pokeSessions() {
