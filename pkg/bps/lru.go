@@ -106,15 +106,3 @@ func (c *cursorCache) advance(key string, n uint64) bool {
 		return n + 1, true
 	})
 }
-
-// retreat gives back index n for key — the cursor returns to n — if
-// advance(key, n) was the last move of it; a later move stands.
-func (c *cursorCache) retreat(key string, n uint64) {
-	c.mu.Lock()
-	defer c.mu.Unlock()
-	if e, ok := c.items[key]; ok {
-		if it := e.Value.(*lruItem[uint64]); it.val == n+1 {
-			it.val = n
-		}
-	}
-}

@@ -31,8 +31,6 @@ type Delivery struct {
 	// Recovered marks a feed update retrieved from storage after a gap
 	// (SWIP-65), verified as a live delivery is.
 	Recovered bool
-
-	feed bool // a DATA update judged by its owner's cursor, which taking it moved
 }
 
 // ID is the SOC's id.
@@ -249,14 +247,14 @@ func (rc *receiver) take(cs *clientStream, b *pb.Broadcast) error {
 	if err := rc.charge(cs, m, key); err != nil {
 		return err
 	}
-	d := Delivery{Kind: b.Kind, Index: pub.index, Challenge: b.Challenge, Address: swarm.NewAddress(pub.address), Owner: pub.owner, Data: b.Soc, Service: pub.service, feed: pub.feed}
+	d := Delivery{Kind: b.Kind, Index: pub.index, Challenge: b.Challenge, Address: swarm.NewAddress(pub.address), Owner: pub.owner, Data: b.Soc, Service: pub.service}
 	rc.dmu.Lock()
 	defer rc.dmu.Unlock()
-	if rc.closedLocked() {
-		// The owner is ending: nothing is taken now. Taking moves the
+	if rc.cClosed {
+		// The owner has ended: nothing is taken now. Taking moves the
 		// node's cursor of the update's feed, which every stream of this
-		// node shares — a delivery its owner no longer hands on would
-		// make the node's other streams drop their copy as a retransmit.
+		// node shares — a delivery handed to nobody would make the node's
+		// other streams drop their copy as a retransmit.
 		return ErrClosed
 	}
 	if v == accepted {
@@ -391,16 +389,11 @@ func (rc *receiver) deliver(from swarm.Address, d Delivery) error {
 	s.trace(Event{Kind: EventDeliver, Cohort: rc.spec.String(), Peer: from, Index: d.Index, Service: d.Service != nil})
 	if rc.keep {
 		select {
-		case rc.c <- d: // room on c: handed on, even if the owner is ending
+		case rc.c <- d: // room on c: handed on even if the owner is ending, who drains c
 		default:
 			select {
 			case rc.c <- d:
 			case <-rc.closing:
-				// Not handed on: the node's cursor is given back, so that
-				// another stream of the node may take the update.
-				if d.feed {
-					s.cursors.retreat(rc.spec.feedKey(d.Owner), d.Index)
-				}
 				return ErrClosed
 			}
 		}
@@ -409,20 +402,6 @@ func (rc *receiver) deliver(from swarm.Address, d Delivery) error {
 		return ErrEndOfStream
 	}
 	return nil
-}
-
-// closedLocked reports whether the owner is ending (or has ended) the
-// receiver; under dmu.
-func (rc *receiver) closedLocked() bool {
-	if rc.cClosed {
-		return true
-	}
-	select {
-	case <-rc.closing:
-		return true
-	default:
-		return false
-	}
 }
 
 // flushHeld delivers, in index order, the updates held waiting for the
