@@ -690,27 +690,8 @@ func TestPricingChildLeaves(t *testing.T) {
 	})
 	t.Run("while the parent writes", func(t *testing.T) {
 		t.Parallel()
-		st := bps.Settlement{Frames: 1000, Interval: time.Hour, Margin: -1, Receipt: 1}
-		net := newNetwork(t)
-		bl, sl := newLedger(), newLedger()
-		broker := settledNode(t, net, bps.Options{}, bl, testPrices, st)
-		sub := settledNode(t, net, bps.Options{}, sl, testPrices, st)
-		pubNode := newNode(t, net, bps.Options{})
-		for _, c := range []*tnode{sub, pubNode} {
-			if err := net.Connect(c.Node, broker.Node); err != nil {
-				t.Fatal(err)
-			}
-		}
-		admin := newKey(t)
-		sp := feedSpec(t, "leaving", admin)
-		s := subscribe(t, sub, broker, sp)
-		p := publish(t, pubNode, broker, sp, admin, 0)
-		for i := range uint64(5) {
-			if err := p.PublishUpdate(ctxT(t), i, []byte("x")); err != nil {
-				t.Fatal(err)
-			}
-			recv(t, s)
-		}
+		c := newPricedFeed(t, bps.Settlement{Frames: 1000, Interval: time.Hour, Margin: -1, Receipt: 1}, 5)
+		broker, sub, bl, sl, s, p := c.broker, c.sub, c.bl, c.sl, c.s, c.p
 		// The publisher goes on as the subscriber leaves: the broker
 		// writes to a child that is closing its side.
 		var wg sync.WaitGroup
@@ -731,6 +712,70 @@ func TestPricingChildLeaves(t *testing.T) {
 			t.Fatalf("the broker charged %d, the subscriber %d: want the same, at least %d", owed, owes, 5*d)
 		}
 	})
+}
+
+// TestPricingEndOfStream: a child whose parent ends the stream
+// (END_OF_STREAM) writes a receipt of everything it took, the end
+// included, before it closes: both ledgers charge every delivery.
+func TestPricingEndOfStream(t *testing.T) {
+	t.Parallel()
+	d := int64(testPrices.Delivery)
+	// Receipts every 1,000 deliveries: the 5 are untold (unless the
+	// 100 ms timer's receipt came) when the end comes.
+	c := newPricedFeed(t, bps.Settlement{Frames: 1000, Interval: time.Hour, Margin: -1, Receipt: 1000}, 5)
+	if err := c.p.Send(ctxT(t), endMsg(t, c.admin, c.sp, c.p.Challenge())); err != nil {
+		t.Fatal(err)
+	}
+	if got := recv(t, c.s); got.Kind != pb.Kind_EOS {
+		t.Fatalf("the subscriber got %v, want the end", got.Kind)
+	}
+	<-c.s.Done()
+	if !errors.Is(c.s.Err(), bps.ErrEndOfStream) {
+		t.Fatalf("the subscription ended with %v, want the end", c.s.Err())
+	}
+	c.broker.rec.wait(t, "the subscriber's stream ended", func(e bps.Event) bool {
+		return e.Kind == bps.EventLeave && e.Peer.Equal(c.sub.Overlay())
+	})
+	if got := c.bl.balance(c.sub.Overlay()); got != 6*d {
+		t.Fatalf("the broker charged %d, want %d: 5 deliveries and the end", got, 6*d)
+	}
+	c.sl.waitBalance(t, "subscriber", c.broker.Overlay(), -6*d)
+}
+
+// pricedFeed is settledCohort's cohort, with its publisher (the admin)
+// and spec.
+type pricedFeed struct {
+	broker, sub *tnode
+	bl, sl      *ledger
+	s           *bps.Subscription
+	p           *bps.Publisher
+	admin       key
+	sp          *bps.Spec
+}
+
+// newPricedFeed is settledCohort, returning the publisher too.
+func newPricedFeed(t *testing.T, st bps.Settlement, n int) *pricedFeed {
+	t.Helper()
+	net := newNetwork(t)
+	c := &pricedFeed{bl: newLedger(), sl: newLedger(), admin: newKey(t)}
+	c.broker = settledNode(t, net, bps.Options{}, c.bl, testPrices, st)
+	c.sub = settledNode(t, net, bps.Options{}, c.sl, testPrices, st)
+	pubNode := newNode(t, net, bps.Options{})
+	for _, nd := range []*tnode{c.sub, pubNode} {
+		if err := net.Connect(nd.Node, c.broker.Node); err != nil {
+			t.Fatal(err)
+		}
+	}
+	c.sp = feedSpec(t, "priced feed", c.admin)
+	c.s = subscribe(t, c.sub, c.broker, c.sp)
+	c.p = publish(t, pubNode, c.broker, c.sp, c.admin, 0)
+	for i := range uint64(n) {
+		if err := c.p.PublishUpdate(ctxT(t), i, []byte("x")); err != nil {
+			t.Fatal(err)
+		}
+		recv(t, c.s)
+	}
+	return c
 }
 
 // TestPricingDisconnectMidBatch: a subscriber that leaves while its
