@@ -195,7 +195,7 @@ func (r *receiptOut) stop() {
 // final ends the receipts as this node ends the stream gracefully: the
 // frame the writer writes last, a receipt of what is untold if any, with
 // end set, so that the writer closes our side after it (stream.go,
-// clientStream.leave).
+// clientStream.closeOnce).
 func (r *receiptOut) final() outFrame {
 	r.mu.Lock()
 	defer r.mu.Unlock()
@@ -204,7 +204,7 @@ func (r *receiptOut) final() outFrame {
 		r.timer.Stop()
 		r.timer = nil
 	}
-	f := outFrame{end: true, done: make(chan error, 1)}
+	f := outFrame{end: true}
 	if n := r.taken - r.told; n > 0 {
 		r.told = r.taken
 		f.b, f.kind, f.acks = encodeFrame(&pb.Receipt{Taken: r.taken}), kindReceipt, uint32(min(n, math.MaxUint32))
