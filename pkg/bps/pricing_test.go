@@ -612,7 +612,7 @@ func TestPricingSettlement(t *testing.T) {
 		// it kept after the broker has applied the rest: at no time does
 		// the subscriber's ledger say it owes more than the broker's.
 		// The broker charges by the receipts (one a delivery here); the
-		// last may be lost with the close, uncharged at both ends.
+		// last is read before the subscriber's close (closeOnce).
 		broker, sub, bl, sl, s := settledCohort(t, bps.Settlement{Frames: 3, Interval: time.Hour, Receipt: 1}, 7)
 		bl.waitBalance(t, "broker", sub.Overlay(), 6*d)
 		if got := sl.balance(broker.Overlay()); got != 0 {
@@ -627,11 +627,11 @@ func TestPricingSettlement(t *testing.T) {
 			if owes > owed {
 				t.Fatalf("the subscriber's ledger says it owes %d, the broker's %d", owes, owed)
 			}
-			if owes == owed && (owed == 7*d || owed == 6*d) {
+			if owes == owed && owed == 7*d {
 				break
 			}
 			if time.Now().After(deadline) {
-				t.Fatalf("the subscriber owes %d, the broker is owed %d; want both %d or %d", owes, owed, 6*d, 7*d)
+				t.Fatalf("the subscriber owes %d, the broker is owed %d; want both %d", owes, owed, 7*d)
 			}
 			time.Sleep(time.Millisecond)
 		}
@@ -654,6 +654,128 @@ func TestPricingSettlement(t *testing.T) {
 			t.Fatalf("the subscriber's balance after its stream ended is %d, want %d", got, -5*d)
 		}
 	})
+}
+
+// TestPricingChildLeaves: a child that leaves its parent gracefully —
+// its subscription closed, with deliveries untold — writes a receipt of
+// everything it took before it closes its side, and reads on until its
+// parent, which reads that receipt before the child's EOF, ends the
+// stream: both ledgers charge every delivery taken, and agree exactly
+// even while the parent writes more as the child leaves
+// (docs/protocol.md, "Prices", the end of a stream).
+func TestPricingChildLeaves(t *testing.T) {
+	t.Parallel()
+	d := int64(testPrices.Delivery)
+	left := func(t *testing.T, broker, sub *tnode, s *bps.Subscription) {
+		t.Helper()
+		if err := s.Close(); err != nil {
+			t.Fatalf("close: %v", err)
+		}
+		broker.rec.wait(t, "the subscriber's stream ended", func(e bps.Event) bool {
+			return e.Kind == bps.EventLeave && e.Peer.Equal(sub.Overlay())
+		})
+	}
+	t.Run("untold", func(t *testing.T) {
+		t.Parallel()
+		// Receipts every 1,000 deliveries: the 5 are untold (unless the
+		// 100 ms timer's receipt came) when the subscription closes.
+		broker, sub, bl, sl, s := settledCohort(t, bps.Settlement{Frames: 1000, Interval: time.Hour, Margin: -1, Receipt: 1000}, 5)
+		left(t, broker, sub, s)
+		if got := bl.balance(sub.Overlay()); got != 5*d {
+			t.Fatalf("the broker charged %d, want %d: every delivery taken", got, 5*d)
+		}
+		if got := -sl.balance(broker.Overlay()); got != 5*d {
+			t.Fatalf("the subscriber was charged %d, want %d: every delivery taken", got, 5*d)
+		}
+	})
+	t.Run("while the parent writes", func(t *testing.T) {
+		t.Parallel()
+		c := newPricedFeed(t, bps.Settlement{Frames: 1000, Interval: time.Hour, Margin: -1, Receipt: 1}, 5)
+		broker, sub, bl, sl, s, p := c.broker, c.sub, c.bl, c.sl, c.s, c.p
+		// The publisher goes on as the subscriber leaves: the broker
+		// writes to a child that is closing its side.
+		var wg sync.WaitGroup
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			for i := uint64(5); i < 40; i++ {
+				if err := p.PublishUpdate(ctxT(t), i, []byte("x")); err != nil {
+					t.Errorf("publish %d: %v", i, err)
+					return
+				}
+			}
+		}()
+		left(t, broker, sub, s)
+		wg.Wait()
+		owed, owes := bl.balance(sub.Overlay()), -sl.balance(broker.Overlay())
+		if owed != owes || owed < 5*d {
+			t.Fatalf("the broker charged %d, the subscriber %d: want the same, at least %d", owed, owes, 5*d)
+		}
+	})
+}
+
+// TestPricingEndOfStream: a child whose parent ends the stream
+// (END_OF_STREAM) writes a receipt of everything it took, the end
+// included, before it closes: both ledgers charge every delivery.
+func TestPricingEndOfStream(t *testing.T) {
+	t.Parallel()
+	d := int64(testPrices.Delivery)
+	// Receipts every 1,000 deliveries: the 5 are untold (unless the
+	// 100 ms timer's receipt came) when the end comes.
+	c := newPricedFeed(t, bps.Settlement{Frames: 1000, Interval: time.Hour, Margin: -1, Receipt: 1000}, 5)
+	if err := c.p.Send(ctxT(t), endMsg(t, c.admin, c.sp, c.p.Challenge())); err != nil {
+		t.Fatal(err)
+	}
+	if got := recv(t, c.s); got.Kind != pb.Kind_EOS {
+		t.Fatalf("the subscriber got %v, want the end", got.Kind)
+	}
+	<-c.s.Done()
+	if !errors.Is(c.s.Err(), bps.ErrEndOfStream) {
+		t.Fatalf("the subscription ended with %v, want the end", c.s.Err())
+	}
+	c.broker.rec.wait(t, "the subscriber's stream ended", func(e bps.Event) bool {
+		return e.Kind == bps.EventLeave && e.Peer.Equal(c.sub.Overlay())
+	})
+	if got := c.bl.balance(c.sub.Overlay()); got != 6*d {
+		t.Fatalf("the broker charged %d, want %d: 5 deliveries and the end", got, 6*d)
+	}
+	c.sl.waitBalance(t, "subscriber", c.broker.Overlay(), -6*d)
+}
+
+// pricedFeed is settledCohort's cohort, with its publisher (the admin)
+// and spec.
+type pricedFeed struct {
+	broker, sub *tnode
+	bl, sl      *ledger
+	s           *bps.Subscription
+	p           *bps.Publisher
+	admin       key
+	sp          *bps.Spec
+}
+
+// newPricedFeed is settledCohort, returning the publisher too.
+func newPricedFeed(t *testing.T, st bps.Settlement, n int) *pricedFeed {
+	t.Helper()
+	net := newNetwork(t)
+	c := &pricedFeed{bl: newLedger(), sl: newLedger(), admin: newKey(t)}
+	c.broker = settledNode(t, net, bps.Options{}, c.bl, testPrices, st)
+	c.sub = settledNode(t, net, bps.Options{}, c.sl, testPrices, st)
+	pubNode := newNode(t, net, bps.Options{})
+	for _, nd := range []*tnode{c.sub, pubNode} {
+		if err := net.Connect(nd.Node, c.broker.Node); err != nil {
+			t.Fatal(err)
+		}
+	}
+	c.sp = feedSpec(t, "priced feed", c.admin)
+	c.s = subscribe(t, c.sub, c.broker, c.sp)
+	c.p = publish(t, pubNode, c.broker, c.sp, c.admin, 0)
+	for i := range uint64(n) {
+		if err := c.p.PublishUpdate(ctxT(t), i, []byte("x")); err != nil {
+			t.Fatal(err)
+		}
+		recv(t, c.s)
+	}
+	return c
 }
 
 // TestPricingDisconnectMidBatch: a subscriber that leaves while its

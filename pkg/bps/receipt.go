@@ -110,7 +110,7 @@ func (r *receiptOut) took(cs *clientStream, key [32]byte) (fresh bool, err error
 		return false, nil
 	}
 	r.taken++
-	if r.taken-r.told >= receiptDue(r.told, cs.s.opts.Settlement.receiptEvery()) {
+	if r.taken-r.told >= receiptDue(r.told, cs.s.opts.Settlement.receiptEvery()) && !r.ended {
 		r.sendLocked(cs)
 		return true, nil
 	}
@@ -223,6 +223,26 @@ func (r *receiptOut) stop() {
 		r.timer.Stop()
 		r.timer = nil
 	}
+}
+
+// final ends the receipts as this node ends the stream gracefully: the
+// frame the writer writes last, a receipt of what is untold if any, with
+// end set, so that the writer closes our side after it (stream.go,
+// clientStream.closeOnce).
+func (r *receiptOut) final() outFrame {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	r.ended = true
+	if r.timer != nil {
+		r.timer.Stop()
+		r.timer = nil
+	}
+	f := outFrame{end: true}
+	if n := r.taken - r.told; n > 0 {
+		r.told = r.taken
+		f.b, f.kind, f.acks = encodeFrame(&pb.Receipt{Taken: r.taken}), kindReceipt, uint32(min(n, math.MaxUint32))
+	}
+	return f
 }
 
 // receiptIn is a parent's count of the deliveries it wrote to a child on a

@@ -663,6 +663,9 @@ type clientStream struct {
 	err  error         // why it ended; read after done
 
 	rout receiptOut // on a multihop stream: what this node took, and its receipts (receipt.go)
+
+	leaving atomic.Bool                // this node ended the stream gracefully (closeOnce): the reader drops what it reads
+	leaveT  atomic.Pointer[time.Timer] // resets a stream whose parent has not ended it leaveWait after closeOnce
 }
 
 func newClientStream(s *Service, broker swarm.Address, sp *Spec, stream p2p.Stream, stated uint32) clientStream {
@@ -674,6 +677,66 @@ func newClientStream(s *Service, broker swarm.Address, sp *Spec, stream p2p.Stre
 }
 
 func (cs *clientStream) abort() { cs.kill(nil) }
+
+// leaveWait bounds a graceful end at the node that ends it (closeOnce):
+// how long the parent has to read the final receipt and end its side
+// before the stream is reset.
+const leaveWait = 2 * time.Second
+
+// closeOnce ends the stream gracefully from this side — the node leaves
+// its parent: a subscription's Close or move, a publisher's Close — unless
+// it was already ended (docs/protocol.md, "Prices", the end of a stream).
+// The writer writes what is queued, then a receipt of every delivery taken
+// and untold, then closes our side; the reader reads on, and drops what
+// the parent still sends, until the parent, which reads every receipt
+// before our EOF, ends its own side. Reading on is what keeps the parent's
+// writes from failing, and the parent from resetting the stream, with the
+// last receipt unread. At most leaveWait, then the stream is reset. It
+// never blocks: a subscription calls it under its lock.
+func (cs *clientStream) closeOnce() {
+	cs.once.Do(func() {
+		cs.leaving.Store(true)
+		close(cs.quit)
+		cs.leaveT.Store(time.AfterFunc(leaveWait, func() { _ = cs.stream.Reset() }))
+		if !cs.push(cs.s, cs.rout.final()) { // the queue is full, or the service closing
+			_ = cs.stream.Close()
+		}
+	})
+}
+
+// kill ends the stream as peerStream.kill does, and resets a stream this
+// node is leaving (closeOnce), which is already over for it.
+func (cs *clientStream) kill(reason error) bool {
+	if cs.peerStream.kill(reason) {
+		return true
+	}
+	if cs.leaving.Load() {
+		_ = cs.stream.Reset()
+	}
+	return false
+}
+
+// endReceipt writes, on a stream whose parent ended it (END_OF_STREAM), a
+// receipt of every delivery taken and untold, END_OF_STREAM included, and
+// waits until it is written, at most leaveWait, before the reader closes
+// the stream: the parent reads it before our EOF.
+func (cs *clientStream) endReceipt() {
+	f := cs.rout.final()
+	if f.b == nil {
+		return
+	}
+	f.end, f.done = false, make(chan error, 1)
+	if !cs.push(cs.s, f) {
+		return
+	}
+	t := time.NewTimer(leaveWait)
+	defer t.Stop()
+	select {
+	case <-f.done:
+	case <-cs.quit:
+	case <-t.C:
+	}
+}
 
 // closeWait bounds how long a clean close waits for the broker's side.
 const closeWait = 5 * time.Second
@@ -726,6 +789,11 @@ func (cs *clientStream) run(read func(fr *frameReader) error, fr *frameReader, o
 		defer close(cs.done)
 		defer func() { cs.meter.Load().done() }()
 		defer cs.rout.stop()
+		defer func() {
+			if t := cs.leaveT.Load(); t != nil {
+				t.Stop()
+			}
+		}()
 		// The tree forgets the parent before its loss is handled: onEnd may
 		// end the subscription, whose Close has then returned, and the
 		// node's position must not outlive it.
@@ -733,12 +801,22 @@ func (cs *clientStream) run(read func(fr *frameReader) error, fr *frameReader, o
 		defer s.reg.removeParent(cs)
 		var err error
 		for err == nil {
-			err = read(fr)
+			if cs.leaving.Load() {
+				_, err = fr.readRaw() // we ended it: dropped until the parent's end
+				continue
+			}
+			if err = read(fr); err != nil && cs.leaving.Load() {
+				// A frame read as we left failed (the subscription
+				// closed): read on all the same; a stream's failure is
+				// read again.
+				err = nil
+			}
 		}
 		select {
 		case <-cs.quit:
 			if cs.reason == nil {
 				cs.err = nil // we ended it
+				_ = cs.stream.Close()
 				break
 			}
 			cs.err = err // a write failed, or a send's context ended
@@ -749,6 +827,7 @@ func (cs *clientStream) run(read func(fr *frameReader) error, fr *frameReader, o
 		default:
 			if errors.Is(err, ErrEndOfStream) {
 				cs.err = err
+				cs.endReceipt()
 				_ = cs.stream.Close()
 				return
 			}
