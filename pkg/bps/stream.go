@@ -659,8 +659,9 @@ type clientStream struct {
 	stated  uint32 // the parent's depth, as its Ack stated it; never written after creation
 	attests bool   // the parent takes forwarded claims (attest.go); never written after creation
 
-	done chan struct{} // closed when the reader has ended
-	err  error         // why it ended; read after done
+	done  chan struct{} // closed when the reader has ended
+	ended chan struct{} // closed once err is final: before onEnd, so that what onEnd closes (C) tells Err is valid
+	err   error         // why it ended; read after ended
 
 	rout receiptOut // on a multihop stream: what this node took, and its receipts (receipt.go)
 
@@ -673,7 +674,7 @@ func newClientStream(s *Service, broker swarm.Address, sp *Spec, stream p2p.Stre
 		s.pricing.await(broker) // before the stream is anyone's: pricing.go
 	}
 	return clientStream{peerStream: newPeerStream(stream, broker, codecBare, &s.opts),
-		s: s, spec: sp, started: time.Now(), stated: stated, done: make(chan struct{})}
+		s: s, spec: sp, started: time.Now(), stated: stated, done: make(chan struct{}), ended: make(chan struct{})}
 }
 
 func (cs *clientStream) abort() { cs.kill(nil) }
@@ -762,10 +763,10 @@ func (cs *clientStream) closeClean() error {
 func (cs *clientStream) Done() <-chan struct{} { return cs.done }
 
 // Err is why the stream ended: nil if it was closed by us or ended cleanly by
-// the broker. Valid after Done is closed.
+// the broker. Valid once C is closed, and after Done is closed.
 func (cs *clientStream) Err() error {
 	select {
-	case <-cs.done:
+	case <-cs.ended:
 		return cs.err
 	default:
 		return nil
@@ -798,6 +799,7 @@ func (cs *clientStream) run(read func(fr *frameReader) error, fr *frameReader, o
 		// end the subscription, whose Close has then returned, and the
 		// node's position must not outlive it.
 		defer onEnd()
+		defer close(cs.ended)
 		defer s.reg.removeParent(cs)
 		var err error
 		for err == nil {
@@ -845,6 +847,7 @@ func (cs *clientStream) run(read func(fr *frameReader) error, fr *frameReader, o
 		cs.meter.Load().done()
 		s.reg.removeParent(cs)
 		_ = cs.stream.Reset()
+		close(cs.ended)
 		close(cs.done)
 		return ErrClosed
 	}

@@ -922,14 +922,14 @@ func waitUntil(done <-chan struct{}, deadline time.Time) bool {
 func (sub *Subscription) Done() <-chan struct{} { return sub.done }
 
 // Err is why the subscription ended: nil if it was closed by us. Valid
-// after Done is closed.
+// once C is closed (C closes just before Done), and after Done is closed.
 func (sub *Subscription) Err() error {
-	select {
-	case <-sub.done:
-		return sub.err
-	default:
+	sub.mu.Lock()
+	defer sub.mu.Unlock()
+	if sub.finished == running {
 		return nil
 	}
+	return sub.err
 }
 
 // Broker is the overlay of the cohort's broker, where the subscription
