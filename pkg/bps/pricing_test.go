@@ -10,6 +10,7 @@ import (
 	"errors"
 	"fmt"
 	"math/big"
+	"slices"
 	"sync"
 	"testing"
 	"time"
@@ -38,14 +39,15 @@ type ledger struct {
 	mu       sync.Mutex
 	balances map[string]int64
 	settled  map[string]bool
-	gone     map[string]bool // bee's accounting disconnected the peer: a charge fails
-	notify   chan struct{}   // closed and replaced on every change
+	gone     map[string]bool    // bee's accounting disconnected the peer: a charge fails
+	deltas   map[string][]int64 // every change applied, by peer, in order
+	notify   chan struct{}      // closed and replaced on every change
 }
 
 var _ accounting.Interface = (*ledger)(nil)
 
 func newLedger() *ledger {
-	return &ledger{balances: make(map[string]int64), settled: make(map[string]bool), gone: make(map[string]bool), notify: make(chan struct{})}
+	return &ledger{balances: make(map[string]int64), settled: make(map[string]bool), gone: make(map[string]bool), deltas: make(map[string][]int64), notify: make(chan struct{})}
 }
 
 type ledgerAction struct {
@@ -61,6 +63,7 @@ func (a *ledgerAction) Apply() error {
 	k := a.peer.ByteString()
 	b := l.balances[k] + a.delta
 	l.balances[k] = b
+	l.deltas[k] = append(l.deltas[k], a.delta)
 	close(l.notify)
 	l.notify = make(chan struct{})
 	if a.delta > 0 && l.settled[k] {
@@ -115,6 +118,33 @@ func (l *ledger) settle(peer swarm.Address) {
 	l.mu.Lock()
 	defer l.mu.Unlock()
 	l.settled[peer.ByteString()] = true
+}
+
+// applied is every change applied with peer, in order.
+func (l *ledger) applied(peer swarm.Address) []int64 {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	return slices.Clone(l.deltas[peer.ByteString()])
+}
+
+// waitOwes waits until this node owes peer at least want.
+func (l *ledger) waitOwes(t *testing.T, who string, peer swarm.Address, want int64) {
+	t.Helper()
+	deadline := time.NewTimer(waitTimeout)
+	defer deadline.Stop()
+	for {
+		l.mu.Lock()
+		got, notify := -l.balances[peer.ByteString()], l.notify
+		l.mu.Unlock()
+		if got >= want {
+			return
+		}
+		select {
+		case <-notify:
+		case <-deadline.C:
+			t.Fatalf("%s: owes %s %d, want at least %d", who, peer, got, want)
+		}
+	}
 }
 
 // waitBalance waits until peer's balance is want.
@@ -582,11 +612,19 @@ func TestPricingSettlement(t *testing.T) {
 	t.Run("frames", func(t *testing.T) {
 		t.Parallel()
 		// A subscriber holds a delivery once it has read it, before it is
-		// handed on: after 7, it has applied two batches of 3 and holds one.
-		// It charges a delivery as its receipt is written (one receipt a
-		// delivery here): Settle sends the last and applies what is held.
+		// handed on, and applies what it holds once that is at least 3:
+		// after 7 it holds fewer than 3. It charges a delivery as its
+		// receipt is written (one receipt a delivery here; two receipts
+		// written in one batch are one count of 2, so the batches are 3
+		// or more, not exactly 3): Settle sends the last and applies what
+		// is held.
 		broker, sub, bl, sl, s := settledCohort(t, bps.Settlement{Frames: 3, Interval: time.Hour, Margin: -1, Receipt: 1}, 7)
-		sl.waitBalance(t, "subscriber", broker.Overlay(), -6*d)
+		sl.waitOwes(t, "subscriber", broker.Overlay(), 5*d)
+		for _, delta := range sl.applied(broker.Overlay()) {
+			if delta > -3*d {
+				t.Fatalf("the subscriber applied %v before Settle: a charge of fewer than 3 deliveries", sl.applied(broker.Overlay()))
+			}
+		}
 		sub.svc.Settle()
 		if got := sl.balance(broker.Overlay()); got != -7*d {
 			t.Fatalf("the subscriber's balance after Settle is %d, want %d", got, -7*d)

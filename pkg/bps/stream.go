@@ -788,6 +788,11 @@ func (cs *clientStream) run(read func(fr *frameReader) error, fr *frameReader, o
 	s.reg.addParent(cs)
 	ok := s.goOwned(func() {
 		defer close(cs.done)
+		// The tree forgets the parent before its loss is handled: onEnd may
+		// end the subscription, whose Close has then returned, and the
+		// node's position must not outlive it — nor a charge it held:
+		// the meter applies what it holds before onEnd.
+		defer onEnd()
 		defer func() { cs.meter.Load().done() }()
 		defer cs.rout.stop()
 		defer func() {
@@ -795,10 +800,6 @@ func (cs *clientStream) run(read func(fr *frameReader) error, fr *frameReader, o
 				t.Stop()
 			}
 		}()
-		// The tree forgets the parent before its loss is handled: onEnd may
-		// end the subscription, whose Close has then returned, and the
-		// node's position must not outlive it.
-		defer onEnd()
 		defer close(cs.ended)
 		defer s.reg.removeParent(cs)
 		var err error
