@@ -245,11 +245,6 @@ func (r *Room) serviceLocked(d bps.Delivery) {
 		r.x.metrics.ServiceGaps.Inc()
 	}
 	if r.svc.Ended() {
-		select {
-		case <-r.endC:
-		default:
-			close(r.endC)
-		}
 		for s, rm := range r.members {
 			var final *bps.ServiceMsg
 			if rm.receive {
@@ -259,6 +254,14 @@ func (r *Room) serviceLocked(d bps.Delivery) {
 		}
 		for s := range r.members {
 			r.dropLocked(s)
+		}
+		// Closed once every member was told: a stream the broker closed
+		// after the EOS waits for it (PubStream.endedSoon) and then ends
+		// its sessions, which must have had their EndOfCohort first.
+		select {
+		case <-r.endC:
+		default:
+			close(r.endC)
 		}
 		return
 	}

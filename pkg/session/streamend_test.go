@@ -7,8 +7,10 @@ package session_test
 import (
 	"fmt"
 	"slices"
+	"sync"
 	"testing"
 	"testing/synctest"
+	"time"
 
 	"github.com/ethersphere/bee/v2/pkg/crypto"
 	"github.com/ethersphere/bee/v2/pkg/soc"
@@ -91,6 +93,100 @@ func TestReleasedStreamHandsOnWhatItTook(t *testing.T) {
 			if got := audience.got(); !slices.Equal(got, want) {
 				t.Fatalf("round %d: the audience got %q, want %q", i, got, want)
 			}
+		}
+	})
+}
+
+// orderSession records, in order, how the room and its stream end it; its
+// EndOfCohort tells entered and then waits for hold, as a session's own
+// work would take time; its End closes ended.
+type orderSession struct {
+	fakeSession
+	entered, ended chan struct{}
+	hold           <-chan struct{}
+	mu             sync.Mutex
+	seen           []string
+}
+
+func (o *orderSession) EndOfCohort(*bps.ServiceMsg, bool) {
+	close(o.entered)
+	<-o.hold
+	o.mu.Lock()
+	defer o.mu.Unlock()
+	o.seen = append(o.seen, "end of cohort")
+}
+
+func (o *orderSession) End(error) {
+	o.mu.Lock()
+	defer o.mu.Unlock()
+	o.seen = append(o.seen, "stream ended")
+	close(o.ended)
+}
+
+// TestEndOfCohortBeforeTheStreamsEnd: after the admin's EOS the broker
+// closes every stream of the cohort; a publisher stream it closed without
+// the EOS on it (another stream of the node brought it) waits for the room
+// to apply it, then ends its sessions. A session is told the end of the
+// cohort (its service frame) before its stream's end (an error frame):
+// the room marks the cohort ended only once it told every member. (It
+// marked it first, and a stream's end raced the room's telling: a dApp got
+// "end of stream" as an error, TestSWIP60GroupChat 1–2 runs in 150.)
+func TestEndOfCohortBeforeTheStreamsEnd(t *testing.T) {
+	t.Parallel()
+	synctest.Test(t, func(t *testing.T) {
+		svc := mock.New()
+		x := session.NewMux(svc, session.MuxOptions{})
+		defer func() {
+			if err := x.Close(); err != nil {
+				t.Error(err)
+			}
+		}()
+		admin := newKey(t)
+		sp := feedSpec(t, "the end first", admin)
+		r, err := x.Room(swarm.NewAddress(make([]byte, swarm.HashSize)), sp)
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer r.Release()
+		carol := newKey(t)
+		e, err := x.Publish(t.Context(), r, session.StreamOptions{Addr: carol.addr, Receive: true})
+		if err != nil {
+			t.Fatal(err)
+		}
+		<-e.Ready()
+		if e.Err() != nil {
+			t.Fatal(e.Err())
+		}
+		defer e.Release()
+		hold := make(chan struct{})
+		s := &orderSession{entered: make(chan struct{}), ended: make(chan struct{}), hold: hold}
+		r.Add(s, session.MemberOptions{}, true)
+		if err := e.Add(s); err != nil {
+			t.Fatal(err)
+		}
+		opened := svc.Opened()
+		opened[len(opened)-1].End(nil) // closed by the broker, no EOS on it
+		synctest.Wait()                // the stream waits for the room's EOS
+
+		em, eos := service(t, admin, sp, pb.Kind_EOS, 0)
+		done := make(chan struct{})
+		go func() {
+			defer close(done)
+			r.Deliver(delivery(em, admin.addr, 0, eos)) // another stream's EOS
+		}()
+		<-s.entered // the room is telling s the end of the cohort
+		select {
+		case <-s.ended:
+			t.Error("the stream ended its session while the room was telling it the end of the cohort")
+		case <-time.After(time.Second): // virtual time: everything else waits
+		}
+		close(hold)
+		<-done
+		<-s.ended
+		s.mu.Lock()
+		defer s.mu.Unlock()
+		if want := []string{"end of cohort", "stream ended"}; !slices.Equal(s.seen, want) {
+			t.Fatalf("the session saw %q, want %q", s.seen, want)
 		}
 	})
 }
