@@ -97,3 +97,96 @@ func (s *Service) ration(now time.Time, peer swarm.Address) bool {
 	r.peers[key] = p
 	return true
 }
+
+// Repeat joiners at the root (docs/protocol.md, "Threat model", slot
+// hunting): a per-peer or per-prefix bucket cannot bound the rounds many
+// peers' Joins start, and a node-wide bucket rationed honest orphans'
+// rejoins (reverted). So the root sorts a plain multihop Join by how
+// often its peer Joined the cohort here within repeatWindow:
+//
+//   - its first (a joiner, a flash crowd's): a round of its own, as ever;
+//   - a repeat, up to maxRepeatJoins (a node asking for a second parent,
+//     an orphan rejoining): it shares the root's one repeat round —
+//     coalesced: while one is open, or less than shareGap after the last
+//     began, it is held and answered from what that round pooled; else it
+//     starts the next. It is never told FULL for the bound: at worst it
+//     waits shareGap for a round, within its probe wait;
+//   - past that (a hunter: an honest node Joins a root a few times a
+//     minute, a hunter several a second): from the pool only, at once,
+//     held for nobody's round, counted as rationed.
+//
+// A child's refer-Join (one at a time, mayRefer) is not sorted.
+const (
+	// repeatWindow is how long the root counts a peer's Joins in a
+	// cohort from its first: bee's blocklist period.
+	repeatWindow = time.Minute
+	// maxRepeatJoins bounds the plain Joins one peer has held and served
+	// by rounds in a cohort at the root within repeatWindow: a join, a
+	// node's requests for a second parent (backing off from 1 s, 6 a
+	// minute) and an orphan's maxRejoins come to 12.
+	maxRepeatJoins = 16
+	// maxJoinsCounted bounds the peers a root counts Joins for, per
+	// cohort; past it, and none of them out of its window, a Join is
+	// counted as a repeat (shared rounds: nobody is refused for it).
+	maxJoinsCounted = 16384
+)
+
+// joinClass is how the root serves a plain multihop Join (above).
+type joinClass uint8
+
+const (
+	joinFirst  joinClass = iota // a round of its own
+	joinRepeat                  // the shared round, paced
+	joinHunter                  // the pool only, at once
+)
+
+// joinCount is what the root counts of one peer's Joins in a cohort.
+type joinCount struct {
+	since time.Time // the first Join of the window
+	n     int
+}
+
+// repeats is what a cohort's root keeps to sort Joins and pace the
+// repeat round; under the cohort's mu.
+type repeats struct {
+	peers map[string]*joinCount
+	// open: a repeat round is open; began: when the last one began.
+	open  bool
+	began time.Time
+}
+
+// sort counts a plain Join from peer at now and returns its class.
+func (r *repeats) sort(now time.Time, peer swarm.Address) joinClass {
+	k := peer.ByteString()
+	jc := r.peers[k]
+	if jc != nil && now.Sub(jc.since) >= repeatWindow {
+		jc = nil // its window is over: a joiner again
+	}
+	if jc == nil {
+		if len(r.peers) >= maxJoinsCounted {
+			for q, c := range r.peers {
+				if now.Sub(c.since) >= repeatWindow {
+					delete(r.peers, q)
+				}
+			}
+			if len(r.peers) >= maxJoinsCounted {
+				return joinRepeat
+			}
+		}
+		if r.peers == nil {
+			r.peers = make(map[string]*joinCount)
+		}
+		r.peers[k] = &joinCount{since: now, n: 1}
+		return joinFirst
+	}
+	jc.n++
+	if jc.n > maxRepeatJoins {
+		return joinHunter
+	}
+	return joinRepeat
+}
+
+// shareGap is the least time between two repeat rounds' starts at the
+// root: a quarter of the probe wait (the pool's TTL), so that a repeat
+// joiner held for the next round gets one, or several, within its wait.
+func (s *Service) shareGap() time.Duration { return s.opts.ProbeWait / 4 }
