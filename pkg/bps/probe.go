@@ -285,11 +285,11 @@ func (o *offers) holding(now time.Time) bool {
 // probeWait is one open probe at a node: the children asked, the depth
 // they were told, and the candidates they answered with.
 type probeWait struct {
-	asked map[*member]bool // answered?
-	depth uint32           // the probed children's depth: no candidate lies above it
-	left  int
-	found []found
-	ready chan struct{} // closed when every child asked has answered
+	asked  map[*member]bool // answered?
+	depth  uint32           // the probed children's depth: no candidate lies above it
+	left   int
+	found  []found
+	ready  chan struct{} // closed when every child asked has answered
 	shared bool          // the root's repeat round (ration.go)
 }
 
@@ -370,8 +370,8 @@ func (s *Service) probe(c *cohort, childDepth uint32, exclude swarm.Address, wai
 		}
 		return s.probeSubtree(c, childDepth, exclude, wait)
 	}
-	if class == joinHunter {
-		s.metrics.Rationed.Inc()
+	if class == joinHunter && !rationed {
+		s.metrics.Rationed.Inc() // mayProbe counted it if rationed
 	}
 	j := s.newRootJoin(c, childDepth, exclude, wait)
 	j.rationed, j.class = rationed, class
