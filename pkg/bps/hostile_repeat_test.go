@@ -79,7 +79,8 @@ func plainJoin(t *testing.T, n, root *tnode, sp *bps.Spec) *pb.Ack {
 }
 
 // TestHostileRepeatJoinersShareOneRound: strangers that Joined a full root
-// once come back, all at once (a hunt spread over many peers, which no
+// as a joiner does (bps.FirstJoins: one Subscribe's rounds) come back, all
+// at once (a hunt spread over many peers, which no
 // per-peer or per-prefix bucket binds: here they are out of reach). Their
 // repeat Joins share the root's one repeat round — held while it is open,
 // answered from what it pooled — and the next begins no sooner than a
@@ -95,14 +96,16 @@ func TestHostileRepeatJoinersShareOneRound(t *testing.T) {
 		wait := 4 * time.Second // the gap between repeat rounds: 1 s
 		broker, ss, sp := huntedRoot(t, wait, 2, 2, strangers)
 		for _, s := range ss {
-			if a := plainJoin(t, s, broker, sp); a.Status != pb.Status_FULL || len(a.Candidates) == 0 {
-				t.Fatalf("a first join: %v, want FULL with candidates", a)
+			for range bps.FirstJoins {
+				if a := plainJoin(t, s, broker, sp); a.Status != pb.Status_FULL || len(a.Candidates) == 0 {
+					t.Fatalf("a first join: %v, want FULL with candidates", a)
+				}
 			}
 		}
 		synctest.Wait()
 		before := broker.rec.count(kind(bps.EventProbe))
-		if before != strangers {
-			t.Fatalf("%d first joins made %d rounds, want one each", strangers, before)
+		if before != strangers*bps.FirstJoins {
+			t.Fatalf("%d first joins made %d rounds, want one each", strangers*bps.FirstJoins, before)
 		}
 		began := time.Now()
 		acks := make([]*pb.Ack, strangers)

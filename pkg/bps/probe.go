@@ -455,6 +455,9 @@ func (j *rootJoin) look() ([]*pb.Candidate, turn, *poolWaiter) {
 	c := j.c
 	c.mu.Lock()
 	defer c.mu.Unlock()
+	if j.class == joinHunter && len(c.pool.waiting) > c.pool.gone {
+		return nil, turnAnswered, nil // the joins held for the pool come first
+	}
 	if best := c.pool.take(time.Now(), j.depth, j.joiner, j.need); best != nil {
 		return best, turnAnswered, nil
 	}

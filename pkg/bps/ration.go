@@ -120,6 +120,11 @@ const (
 	// repeatWindow is how long the root counts a peer's Joins in a
 	// cohort from its first: bee's blocklist period.
 	repeatWindow = time.Minute
+	// firstJoins are a peer's Joins in a window served as a joiner's:
+	// one Subscribe's or repair's (maxJoinRounds: a joiner whose
+	// candidates were taken comes back at once), so that no joiner's
+	// first placement waits for the repeat round.
+	firstJoins = maxJoinRounds
 	// maxRepeatJoins bounds the plain Joins one peer has held and served
 	// by rounds in a cohort at the root within repeatWindow: a join, a
 	// node's requests for a second parent (backing off from 1 s, 6 a
@@ -180,7 +185,10 @@ func (r *repeats) sort(now time.Time, peer swarm.Address) joinClass {
 		return joinFirst
 	}
 	jc.n++
-	if jc.n > maxRepeatJoins {
+	switch {
+	case jc.n <= firstJoins:
+		return joinFirst
+	case jc.n > maxRepeatJoins:
 		return joinHunter
 	}
 	return joinRepeat

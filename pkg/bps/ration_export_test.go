@@ -19,3 +19,7 @@ func (s *Service) Rationed() int {
 // MaxRepeatJoins is how many plain Joins a peer has served by rounds at a
 // root within a minute (ration.go).
 const MaxRepeatJoins = maxRepeatJoins
+
+// FirstJoins is how many plain Joins a peer has served as a joiner's at a
+// root within a minute (ration.go).
+const FirstJoins = firstJoins
