@@ -104,7 +104,8 @@ func (s *Service) ration(now time.Time, peer swarm.Address) bool {
 // rejoins (reverted). So the root sorts a plain multihop Join by how
 // often its peer Joined the cohort here within repeatWindow:
 //
-//   - its first (a joiner, a flash crowd's): a round of its own, as ever;
+//   - its first firstJoins (a joiner's, a flash crowd's): a round each,
+//     as ever;
 //   - a repeat, up to maxRepeatJoins (a node asking for a second parent,
 //     an orphan rejoining): it shares the root's one repeat round —
 //     coalesced: while one is open, or less than shareGap after the last
@@ -112,8 +113,10 @@ func (s *Service) ration(now time.Time, peer swarm.Address) bool {
 //     starts the next. It is never told FULL for the bound: at worst it
 //     waits shareGap for a round, within its probe wait;
 //   - past that (a hunter: an honest node Joins a root a few times a
-//     minute, a hunter several a second): from the pool only, at once,
-//     held for nobody's round, counted as rationed.
+//     minute, a hunter several a second): from the pool only — and only
+//     when no join is held for it — at once, held for nobody's round,
+//     counted as rationed. A hunter's own subscription counts with its
+//     hunt: it cannot rejoin at the root for the rest of its window.
 //
 // A child's refer-Join (one at a time, mayRefer) is not sorted.
 const (
@@ -125,10 +128,11 @@ const (
 	// candidates were taken comes back at once), so that no joiner's
 	// first placement waits for the repeat round.
 	firstJoins = maxJoinRounds
-	// maxRepeatJoins bounds the plain Joins one peer has held and served
-	// by rounds in a cohort at the root within repeatWindow: a join, a
-	// node's requests for a second parent (backing off from 1 s, 6 a
-	// minute) and an orphan's maxRejoins come to 12.
+	// maxRepeatJoins bounds the plain Joins one peer has served by
+	// rounds (its own or the repeat round) in a cohort at the root within
+	// repeatWindow: a Subscribe's 3, a node's requests for a second
+	// parent (backing off from 1 s, 6 a minute) and an orphan's
+	// maxRejoins come to 14.
 	maxRepeatJoins = 16
 	// maxJoinsCounted bounds the peers a root counts Joins for, per
 	// cohort; past it, and none of them out of its window, a Join is
