@@ -130,10 +130,13 @@ const (
 	firstJoins = maxJoinRounds
 	// maxRepeatJoins bounds the plain Joins one peer has served by
 	// rounds (its own or the repeat round) in a cohort at the root within
-	// repeatWindow: a Subscribe's 3, a node's requests for a second
-	// parent (backing off from 1 s, 6 a minute) and an orphan's
-	// maxRejoins come to 14.
-	maxRepeatJoins = 16
+	// repeatWindow, twice what an honest node sends in a bad minute: a
+	// Subscribe's 3, an orphan's maxRejoins (up to maxJoinRounds each
+	// when its candidates are taken meanwhile, 15) and a node's requests
+	// for a second parent (backing off from 1 s, about 6 a minute). The
+	// repeat round's pace, not this, bounds the rounds: past it a peer
+	// only stops being held and served first.
+	maxRepeatJoins = 32
 	// maxJoinsCounted bounds the peers a root counts Joins for, per
 	// cohort; past it, and none of them out of its window, a Join is
 	// counted as a repeat (shared rounds: nobody is refused for it).
