@@ -116,7 +116,7 @@ type probePool struct {
 	// long are the joiners whose join is held past the probe wait: at
 	// most maxLongHeld, one join each.
 	long map[string]struct{}
-	// rep sorts the root's plain Joins and paces its repeat round
+	// rep sorts the root's plain Joins and holds its one repeat round
 	// (ration.go).
 	rep repeats
 }
@@ -350,7 +350,7 @@ func bestCandidates(all []found, exclude swarm.Address) []*pb.Candidate {
 // none: a relay answers it from its pool, the root from its pool or, while
 // others' rounds are open or joins held, as a held join once they fed it.
 // At the root a plain Join (not refer) is sorted by how often its peer
-// Joined (repeats, ration.go): a repeat shares the root's paced repeat
+// Joined (repeats, ration.go): a repeat shares the root's one repeat
 // round, a hunter is answered from the pool only.
 func (s *Service) probe(c *cohort, childDepth uint32, exclude swarm.Address, wait time.Duration, rationed, refer bool) []*pb.Candidate {
 	c.mu.Lock()
@@ -404,7 +404,7 @@ type rootJoin struct {
 	rationed bool          // its peer or prefix had its rounds: none of its own (ration.go)
 	class    joinClass     // how often its peer Joined here (repeats, ration.go)
 	sharing  bool          // the round it is to send is the repeat round
-	paced    time.Duration // held for the repeat round's gap: it looks again after this
+	paced    time.Duration // held for the repeat round: it looks again after this
 }
 
 func (s *Service) newRootJoin(c *cohort, depth uint32, joiner swarm.Address, wait time.Duration) *rootJoin {
@@ -480,17 +480,15 @@ func (j *rootJoin) look() ([]*pb.Candidate, turn, *poolWaiter) {
 		return nil, turnHold, c.pool.wait()
 	}
 	if j.class == joinRepeat {
-		// Coalesced and paced: held while the repeat round is open (its
-		// close wakes the join) or until shareGap after it began.
-		j.paced = 0
+		// Coalesced: held while the repeat round is open, looking again
+		// now and then (its close wakes only as many as it can serve);
+		// the first to look once it closed sends the next.
 		if !c.pool.rep.open {
-			now := time.Now()
-			if j.paced = c.pool.rep.began.Add(j.s.shareGap()).Sub(now); j.paced <= 0 {
-				j.paced = 0
-				c.pool.rep.open, c.pool.rep.began, j.sharing = true, now, true
-				return nil, turnRound, nil
-			}
+			j.paced = 0
+			c.pool.rep.open, j.sharing = true, true
+			return nil, turnRound, nil
 		}
+		j.paced = j.s.repeatLook()
 		return nil, turnHold, c.pool.wait()
 	}
 	return nil, turnRound, nil

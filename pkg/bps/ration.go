@@ -107,11 +107,15 @@ func (s *Service) ration(now time.Time, peer swarm.Address) bool {
 //   - its first firstJoins (a joiner's, a flash crowd's): a round each,
 //     as ever;
 //   - a repeat, up to maxRepeatJoins (a node asking for a second parent,
-//     an orphan rejoining): it shares the root's one repeat round —
-//     coalesced: while one is open, or less than shareGap after the last
-//     began, it is held and answered from what that round pooled; else it
+//     an orphan rejoining, an escape, a Reparent followed to the root):
+//     it shares the root's one repeat round — coalesced: while one is
+//     open it is held and answered from what that round pooled; else it
 //     starts the next. It is never told FULL for the bound: at worst it
-//     waits shareGap for a round, within its probe wait;
+//     waits for the open round, within its probe wait. (A pace between
+//     repeat rounds was tried: it held a leaving relay's children past
+//     the relay's closeWait, TestStressLeaveReparentEscapeClose, and
+//     changed nothing measurable in bps-sim -attack squat-root, where
+//     the rounds are one at a time already);
 //   - past that (a hunter: an honest node Joins a root a few times a
 //     minute, a hunter several a second): from the pool only — and only
 //     when no join is held for it — at once, held for nobody's round,
@@ -133,9 +137,7 @@ const (
 	// repeatWindow, twice what an honest node sends in a bad minute: a
 	// Subscribe's 3, an orphan's maxRejoins (up to maxJoinRounds each
 	// when its candidates are taken meanwhile, 15) and a node's requests
-	// for a second parent (backing off from 1 s, about 6 a minute). The
-	// repeat round's pace, not this, bounds the rounds: past it a peer
-	// only stops being held and served first.
+	// for a second parent (backing off from 1 s, about 6 a minute).
 	maxRepeatJoins = 32
 	// maxJoinsCounted bounds the peers a root counts Joins for, per
 	// cohort; past it, and none of them out of its window, a Join is
@@ -148,7 +150,7 @@ type joinClass uint8
 
 const (
 	joinFirst  joinClass = iota // a round of its own
-	joinRepeat                  // the shared round, paced
+	joinRepeat                  // the repeat round, one at a time
 	joinHunter                  // the pool only, at once
 )
 
@@ -158,13 +160,11 @@ type joinCount struct {
 	n     int
 }
 
-// repeats is what a cohort's root keeps to sort Joins and pace the
-// repeat round; under the cohort's mu.
+// repeats is what a cohort's root keeps to sort Joins and to hold its
+// one repeat round; under the cohort's mu.
 type repeats struct {
 	peers map[string]*joinCount
-	// open: a repeat round is open; began: when the last one began.
-	open  bool
-	began time.Time
+	open  bool // the repeat round is open
 }
 
 // sort counts a plain Join from peer at now and returns its class.
@@ -201,7 +201,7 @@ func (r *repeats) sort(now time.Time, peer swarm.Address) joinClass {
 	return joinRepeat
 }
 
-// shareGap is the least time between two repeat rounds' starts at the
-// root: a quarter of the probe wait (the pool's TTL), so that a repeat
-// joiner held for the next round gets one, or several, within its wait.
-func (s *Service) shareGap() time.Duration { return s.opts.ProbeWait / 4 }
+// repeatLook is how often a repeat join held while the repeat round is
+// open looks again, beside the round's close waking it: a close wakes
+// only as many as it can serve.
+func (s *Service) repeatLook() time.Duration { return max(s.opts.ProbeWait/16, time.Millisecond) }
