@@ -237,7 +237,7 @@ const endDrainLimit = 4 * MaxFrameSize
 func (s *Service) refer(ctx context.Context, peer p2p.Peer, stream p2p.Stream, sp *Spec, join *pb.Join) error {
 	var cands []*pb.Candidate
 	if c := s.reg.live(sp); c != nil && (!join.Refer || s.reg.mayRefer(peer.Address, sp)) {
-		cands = s.probe(c, c.nodeDepth()+1, peer.Address, s.opts.ProbeWait, !s.mayProbe(peer.Address))
+		cands = s.probe(c, c.nodeDepth()+1, peer.Address, s.opts.ProbeWait, !s.mayProbe(peer.Address), join.Refer)
 		if join.Refer {
 			s.reg.referred(peer.Address, sp)
 		}

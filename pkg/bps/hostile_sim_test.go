@@ -180,10 +180,12 @@ func TestHostileLateAnswerAfterManyProbes(t *testing.T) {
 	t.Parallel()
 	net := newNetwork(t)
 	sp := feedSpec(t, "probed often", newKey(t))
-	// The joiner's 41 rounds pass the node's ration (ration.go) by its bound.
+	// The joiners' 41 rounds pass the node's ration (ration.go) by its
+	// bound, and no joiner Joins more than a repeat joiner may (14 each).
 	broker := newNode(t, net, bps.Options{Bounds: bps.Bounds{MaxStreamsPerCohort: 1, PeerProbeRounds: 64, PrefixProbeRounds: 64}, Tree: bps.Tree{ProbeWait: 100 * time.Millisecond}})
-	kid, joiner := newNode(t, net, bps.Options{}), newNode(t, net, bps.Options{})
-	for _, n := range []*tnode{kid, joiner} {
+	kid := newNode(t, net, bps.Options{})
+	joiners := []*tnode{newNode(t, net, bps.Options{}), newNode(t, net, bps.Options{}), newNode(t, net, bps.Options{})}
+	for _, n := range append([]*tnode{kid}, joiners...) {
 		if err := net.Connect(n.Node, broker.Node); err != nil {
 			t.Fatal(err)
 		}
@@ -194,8 +196,10 @@ func TestHostileLateAnswerAfterManyProbes(t *testing.T) {
 	}
 	// join asks the full broker for a place, which probes the child; the
 	// child answers at once if answer, else not at all.
+	joins := 0
 	join := func(answer bool) *pb.Probe {
-		j := openRaw(t, joiner, broker)
+		j := openRaw(t, joiners[joins%len(joiners)], broker)
+		joins++
 		acked := make(chan error, 1)
 		go func() {
 			if _, err := j.s.Write(bps.EncodeFrame(&pb.Join{Cohort: sp.PB(), Addr: bps.ZeroAddress, Multihop: true, Listen: true})); err != nil {

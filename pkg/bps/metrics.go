@@ -148,7 +148,7 @@ func newMetrics() metrics {
 		ClientDropped:  counter("client_dropped", "Deliveries dropped by this node's subscriptions (stale or invalid)."),
 
 		Probes:        counter("probes", "Subtree probes this node originated or forwarded for a joiner (SWIP-61)."),
-		Rationed:      counter("probes_rationed", "Joins answered from the pool only: their peer, or its overlay's prefix, had started its bound of probe rounds here."),
+		Rationed:      counter("probes_rationed", "Joins answered from the pool only: their peer, or its overlay's prefix, had started its bound of probe rounds here, or the peer had Joined the root past its bound within a minute (a hunter)."),
 		Reparents:     counter("reparents", "Moves to a new parent on a Reparent (SWIP-61)."),
 		Withheld:      counter("withheld_parents", "Parents dropped for lagging their sister (SWIP-61)."),
 		Faults:        counter("liveness_faults", "Subscriptions that lost both parents (SWIP-61)."),

@@ -116,6 +116,9 @@ type probePool struct {
 	// long are the joiners whose join is held past the probe wait: at
 	// most maxLongHeld, one join each.
 	long map[string]struct{}
+	// rep sorts the root's plain Joins and holds its one repeat round
+	// (ration.go).
+	rep repeats
 }
 
 // holdLonger reports whether joiner's join, past its probe wait, may be
@@ -282,11 +285,12 @@ func (o *offers) holding(now time.Time) bool {
 // probeWait is one open probe at a node: the children asked, the depth
 // they were told, and the candidates they answered with.
 type probeWait struct {
-	asked map[*member]bool // answered?
-	depth uint32           // the probed children's depth: no candidate lies above it
-	left  int
-	found []found
-	ready chan struct{} // closed when every child asked has answered
+	asked  map[*member]bool // answered?
+	depth  uint32           // the probed children's depth: no candidate lies above it
+	left   int
+	found  []found
+	ready  chan struct{} // closed when every child asked has answered
+	shared bool          // the root's repeat round (ration.go)
 }
 
 // found is a candidate and the child whose subtree it came from.
@@ -345,9 +349,16 @@ func bestCandidates(all []found, exclude swarm.Address) []*pb.Candidate {
 // A join whose peer or prefix had its rounds (rationed, ration.go) starts
 // none: a relay answers it from its pool, the root from its pool or, while
 // others' rounds are open or joins held, as a held join once they fed it.
-func (s *Service) probe(c *cohort, childDepth uint32, exclude swarm.Address, wait time.Duration, rationed bool) []*pb.Candidate {
+// At the root a plain Join (not refer) is sorted by how often its peer
+// Joined (repeats, ration.go): a repeat shares the root's one repeat
+// round, a hunter is answered from the pool only.
+func (s *Service) probe(c *cohort, childDepth uint32, exclude swarm.Address, wait time.Duration, rationed, refer bool) []*pb.Candidate {
 	c.mu.Lock()
 	root := c.role.holdsJoins()
+	class := joinFirst
+	if root && !refer {
+		class = c.pool.rep.sort(time.Now(), exclude)
+	}
 	c.mu.Unlock()
 	if !root {
 		// A relay asked to refer — its child repairing — answers as it
@@ -359,8 +370,11 @@ func (s *Service) probe(c *cohort, childDepth uint32, exclude swarm.Address, wai
 		}
 		return s.probeSubtree(c, childDepth, exclude, wait)
 	}
+	if class == joinHunter && !rationed {
+		s.metrics.Rationed.Inc() // mayProbe counted it if rationed
+	}
 	j := s.newRootJoin(c, childDepth, exclude, wait)
-	j.rationed = rationed
+	j.rationed, j.class = rationed, class
 	defer j.unhold()
 	return j.answer()
 }
@@ -388,6 +402,9 @@ type rootJoin struct {
 	woken    bool          // the last hold ended on a round's close
 	busy     bool          // the last round found every child to ask busy
 	rationed bool          // its peer or prefix had its rounds: none of its own (ration.go)
+	class    joinClass     // how often its peer Joined here (repeats, ration.go)
+	sharing  bool          // the round it is to send is the repeat round
+	paced    time.Duration // held for the repeat round: it looks again after this
 }
 
 func (s *Service) newRootJoin(c *cohort, depth uint32, joiner swarm.Address, wait time.Duration) *rootJoin {
@@ -438,6 +455,9 @@ func (j *rootJoin) look() ([]*pb.Candidate, turn, *poolWaiter) {
 	c := j.c
 	c.mu.Lock()
 	defer c.mu.Unlock()
+	if j.class == joinHunter && len(c.pool.waiting) > c.pool.gone {
+		return nil, turnAnswered, nil // the joins held for the pool come first
+	}
 	if best := c.pool.take(time.Now(), j.depth, j.joiner, j.need); best != nil {
 		return best, turnAnswered, nil
 	}
@@ -447,16 +467,31 @@ func (j *rootJoin) look() ([]*pb.Candidate, turn, *poolWaiter) {
 	if c.dead || c.svc.Ended() {
 		return nil, turnAnswered, nil
 	}
+	if j.class == joinHunter {
+		return nil, turnAnswered, nil // the pool only, held for nobody's round
+	}
 	if j.rationed {
 		if len(c.probes) == 0 && len(c.pool.waiting) <= c.pool.gone {
 			return nil, turnAnswered, nil // nobody's rounds to wait for
 		}
 		return nil, turnHold, c.pool.wait()
 	}
-	if len(c.probes) < maxOpenProbes && !j.busy {
-		return nil, turnRound, nil
+	if len(c.probes) >= maxOpenProbes || j.busy {
+		return nil, turnHold, c.pool.wait()
 	}
-	return nil, turnHold, c.pool.wait()
+	if j.class == joinRepeat {
+		// Coalesced: held while the repeat round is open, looking again
+		// now and then (its close wakes only as many as it can serve);
+		// the first to look once it closed sends the next.
+		if !c.pool.rep.open {
+			j.paced = 0
+			c.pool.rep.open, j.sharing = true, true
+			return nil, turnRound, nil
+		}
+		j.paced = j.s.repeatLook()
+		return nil, turnHold, c.pool.wait()
+	}
+	return nil, turnRound, nil
 }
 
 // round sends a probe round of the join's own, waiting its own probe wait
@@ -468,7 +503,14 @@ func (j *rootJoin) look() ([]*pb.Candidate, turn, *poolWaiter) {
 // if every child was busy, when a round closes.
 func (j *rootJoin) round() ([]*pb.Candidate, bool) {
 	began := time.Now()
-	best, asked := j.s.probeOnce(j.c, j.depth, j.joiner, j.wait, maxOriginFanout)
+	best, asked := j.s.probeOnce(j.c, j.depth, j.joiner, j.wait, maxOriginFanout, j.sharing)
+	if j.sharing {
+		// Closed (closeRound), or none opened: the next may begin.
+		j.sharing = false
+		j.c.mu.Lock()
+		j.c.pool.rep.open = false
+		j.c.mu.Unlock()
+	}
 	if len(best) > 0 || asked == 0 {
 		return best, true // found, or nobody to ask
 	}
@@ -532,6 +574,9 @@ func (j *rootJoin) hold(held *poolWaiter, left time.Duration) {
 	if j.pause > 0 {
 		wait = min(j.pause, left)
 	}
+	if j.paced > 0 {
+		wait = min(j.paced, wait)
+	}
 	t := time.NewTimer(wait) // made for its time: a timer moved while pending costs the runtime a pass over its heap
 	select {
 	case <-held.woken:
@@ -576,7 +621,7 @@ func (s *Service) probeSubtree(c *cohort, childDepth uint32, exclude swarm.Addre
 	best := c.pool.take(time.Now(), childDepth, exclude, maxCandidates)
 	c.mu.Unlock()
 	if best == nil {
-		best, _ = s.probeOnce(c, childDepth, exclude, wait, maxProbeFanout)
+		best, _ = s.probeOnce(c, childDepth, exclude, wait, maxProbeFanout, false)
 	}
 	return best
 }
@@ -586,8 +631,9 @@ func (s *Service) probeSubtree(c *cohort, childDepth uint32, exclude swarm.Addre
 // candidates among their answers, collected until every child answered or
 // wait passed, and how many children it asked (-1: none, each child to ask
 // having half its queue taken); it pools the other candidates
-// (closeRound).
-func (s *Service) probeOnce(c *cohort, childDepth uint32, exclude swarm.Address, wait time.Duration, fanout int) ([]*pb.Candidate, int) {
+// (closeRound). A shared round is the root's repeat round: its close lets
+// the next begin before it wakes the joins held for it.
+func (s *Service) probeOnce(c *cohort, childDepth uint32, exclude swarm.Address, wait time.Duration, fanout int, shared bool) ([]*pb.Candidate, int) {
 	began := time.Now()
 	var nb [8]byte
 	_, _ = rand.Read(nb[:])
@@ -596,7 +642,7 @@ func (s *Service) probeOnce(c *cohort, childDepth uint32, exclude swarm.Address,
 	if !exclude.IsZero() {
 		pr.Joiner = exclude.Bytes()
 	}
-	pw, asked := c.openRound(nonce, encodeFrame(pr), childDepth, exclude, fanout)
+	pw, asked := c.openRound(nonce, encodeFrame(pr), childDepth, exclude, fanout, shared)
 	if pw == nil {
 		return nil, asked
 	}
@@ -620,13 +666,13 @@ func (s *Service) probeOnce(c *cohort, childDepth uint32, exclude swarm.Address,
 // returns what probeOnce reports: 0, nobody to ask; -1, every child to
 // ask busy (look again when a round closes); 1, raced with the cohort's
 // end or the bound on open probes (look again).
-func (c *cohort) openRound(nonce uint64, frame []byte, depth uint32, exclude swarm.Address, fanout int) (*probeWait, int) {
+func (c *cohort) openRound(nonce uint64, frame []byte, depth uint32, exclude swarm.Address, fanout int, shared bool) (*probeWait, int) {
 	c.mu.Lock()
 	defer c.mu.Unlock()
 	if c.dead || c.svc.Ended() || len(c.probes) >= maxOpenProbes {
 		return nil, 1 // raced: look again
 	}
-	pw := &probeWait{asked: make(map[*member]bool), depth: depth, ready: make(chan struct{})}
+	pw := &probeWait{asked: make(map[*member]bool), depth: depth, ready: make(chan struct{}), shared: shared}
 	busy := c.askChildren(pw, frame, exclude, fanout)
 	pw.left = len(pw.asked)
 	if pw.left == 0 {
@@ -693,6 +739,9 @@ func (c *cohort) closeRound(nonce uint64, pw *probeWait, exclude swarm.Address, 
 	best := bestCandidates(pw.found, exclude)
 	if len(pw.found) > 0 {
 		c.pool.progress = time.Now()
+	}
+	if pw.shared {
+		c.pool.rep.open = false
 	}
 	c.pool.add(slices.DeleteFunc(pw.found, func(f found) bool {
 		return slices.ContainsFunc(best, func(b *pb.Candidate) bool { return slices.Equal(b.Overlay, f.c.Overlay) })

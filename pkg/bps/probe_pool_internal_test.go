@@ -139,3 +139,28 @@ func TestProbeHoldBoundedWhileTheCrowdProgresses(t *testing.T) {
 		}
 	}
 }
+
+// TestProbePoolHeldJoinsBeforeAHunter: a hunter's Join (past
+// maxRepeatJoins, ration.go) takes nothing from the pool while a join is
+// held for it — the held join, an honest joiner's or an orphan's, comes
+// first — and takes from it once nobody is held. Failed with the rule
+// removed: the hunter took the candidate the held join waited for.
+func TestProbePoolHeldJoinsBeforeAHunter(t *testing.T) {
+	t.Parallel()
+	s := &Service{opts: Options{Tree: Tree{ProbeWait: 2 * time.Second}}}
+	c := &cohort{}
+	c.pool.add([]found{{from: &member{}, c: &pb.Candidate{Overlay: bytes.Repeat([]byte{1}, 32), Depth: 2}}}, time.Now().Add(time.Minute))
+	held := c.pool.wait()
+	hunter := s.newRootJoin(c, 1, swarm.NewAddress(bytes.Repeat([]byte{9}, swarm.HashSize)), time.Second)
+	hunter.class, hunter.need = joinHunter, 1 // the one pooled candidate answers it
+	if best, next, _ := hunter.look(); best != nil || next != turnAnswered {
+		t.Fatalf("a hunter with a join held: %v, turn %d; want nothing, answered", best, next)
+	}
+	if len(c.pool.found) != 1 {
+		t.Fatalf("%d pooled after the hunter looked, want the held join's 1", len(c.pool.found))
+	}
+	c.pool.leave(held)
+	if best, next, _ := hunter.look(); len(best) != 1 || next != turnAnswered {
+		t.Fatalf("a hunter with nobody held: %v, turn %d; want the pooled candidate", best, next)
+	}
+}

@@ -15,3 +15,11 @@ func (s *Service) Rationed() int {
 	}
 	return int(m.GetCounter().GetValue())
 }
+
+// MaxRepeatJoins is how many plain Joins a peer has served by rounds at a
+// root within a minute (ration.go).
+const MaxRepeatJoins = maxRepeatJoins
+
+// FirstJoins is how many plain Joins a peer has served as a joiner's at a
+// root within a minute (ration.go).
+const FirstJoins = firstJoins
