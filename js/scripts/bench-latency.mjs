@@ -134,7 +134,7 @@ async function measure(bps, cfg, WS) {
   while (total.length < cfg.n && Date.now() < deadline) await sleep(50)
   await pub.close()
   await sub.close()
-  return { received: total.length, total, wire, signing, split, visibility: globalThis.document?.visibilityState, isolated: globalThis.crossOriginIsolated }
+  return { backend: bps.signerBackend ?? 'js', received: total.length, total, wire, signing, split, visibility: globalThis.document?.visibilityState, isolated: globalThis.crossOriginIsolated }
 }
 
 // The echo floor, run as it is in Node (the ws package) or in the page.
@@ -227,7 +227,7 @@ if (mode === 'echo') {
   const cfg = { pubApi: A.api, subApi: B.api, broker: broker.overlay, n: Number(messages), rate: Number(rate), warmup: WARMUP }
   const r = mode === 'browser' ? await inChromium(measure, cfg) : await measure(await import('../dist/esm/index.js'), cfg, (await import('ws')).WebSocket)
   console.log(
-    `js client (${mode === 'browser' ? `Chromium, page ${r.visibility}, cross-origin isolated ${r.isolated}` : 'Node'}): ${r.received}/${cfg.n} received; send()→receive p50 ${fmt(q(r.total, 0.5))} p99 ${fmt(q(r.total, 0.99))}; ` +
+    `js client (${mode === 'browser' ? `Chromium, page ${r.visibility}, cross-origin isolated ${r.isolated}` : 'Node'}; signer ${r.backend}): ${r.received}/${cfg.n} received; send()→receive p50 ${fmt(q(r.total, 0.5))} p99 ${fmt(q(r.total, 0.99))}; ` +
       `written→receive p50 ${fmt(q(r.wire, 0.5))} p99 ${fmt(q(r.wire, 0.99))}; send() (signing) p50 ${fmt(q(r.signing, 0.5))} p99 ${fmt(q(r.signing, 0.99))}`,
   )
   const s = r.split
