@@ -15,20 +15,22 @@ for (const [dir, type] of [['dist/esm', 'module'], ['dist/cjs', 'commonjs']]) {
   writeFileSync(`${dir}/package.json`, JSON.stringify({ type }) + '\n')
 }
 
-// The browser bundle (dist/browser/bps.js): one ES module a page loads from
-// a script tag or an import map, without a bundler — the client and what
-// it uses of bee-js (keys, SOC, BMT), the browser platform module in place
-// of Node's (package.json "browser"), minified. bee-js's HTTP stack (axios,
-// debug), which the client never calls, is left out (scripts/browser-stubs).
+// The browser bundles: each one ES module a page loads from a script tag
+// or an import map, without a bundler — the client and what it uses of
+// bee-js (keys, SOC, BMT), the browser platform module in place of Node's
+// (package.json "browser"), minified. bee-js's HTTP stack (axios, debug),
+// which the client never calls, is left out (scripts/browser-stubs).
 //
-// It signs with tiny-secp256k1's WebAssembly (src/wasmsign.ts), carried
-// inline: scripts/browser-wasm replaces the client's browser stand-in for
-// it (package.json "browser", for other bundlers: no WebAssembly) and
-// tiny-secp256k1's loader (which imports the .wasm file as a module, what
-// only some bundlers do). Nothing is fetched when the page loads it.
-// dist/browser/bps.lite.js is the same client without it (@noble/curves
-// signs, the same bytes in about three times the time): 1.6 MiB less for a
-// page that only subscribes, or publishes rarely.
+// dist/browser/bps.js (the ./browser export, the default, ~200 KiB) signs
+// with @noble/curves: package.json "browser" puts the client's stand-in
+// for the WebAssembly signer in its place, as for any other bundler.
+// dist/browser/bps.wasm.js (./browser-wasm, opt-in, ~1.8 MiB) signs with
+// tiny-secp256k1's WebAssembly (src/wasmsign.ts), carried inline: the same
+// bytes in about a third of the time, for a page that publishes at high
+// rates or wants the lowest latency. scripts/browser-wasm replaces the
+// stand-in and tiny-secp256k1's loader (which imports the .wasm file as a
+// module, what only some bundlers do). Nothing is fetched when a page
+// loads either.
 const esbuild = await import('esbuild')
 const inlineWasm = {
   name: 'inline-wasm',
@@ -39,8 +41,8 @@ const inlineWasm = {
   },
 }
 for (const [outfile, plugins] of [
-  ['dist/browser/bps.js', [inlineWasm]],
-  ['dist/browser/bps.lite.js', []],
+  ['dist/browser/bps.js', []],
+  ['dist/browser/bps.wasm.js', [inlineWasm]],
 ]) {
   const result = await esbuild.build({
     entryPoints: ['dist/esm/index.js'],

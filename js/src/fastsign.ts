@@ -2,10 +2,11 @@
 // bitcoinjs project's build of libsecp256k1, whose ECDSA nonce is RFC
 // 6979's as @noble/curves' and bee's Go signer's), 2.5-3 times faster than
 // @noble/curves in JavaScript (docs/benchmarks.md). Where it is loaded
-// (Node, and the browser bundle dist/browser/bps.js, which carries the
-// WebAssembly module inline) the client signs with it; where it is not (an
-// ESM build bundled by another bundler, a page whose Content Security Policy
-// forbids WebAssembly) the client signs with @noble/curves, the same bytes.
+// (Node, and the opt-in browser bundle dist/browser/bps.wasm.js, which
+// carries the WebAssembly module inline) the client signs with it; where it
+// is not (the default browser bundle dist/browser/bps.js, an ESM build
+// bundled by another bundler, a page whose Content Security Policy forbids
+// WebAssembly) the client signs with @noble/curves, the same bytes.
 import { toBytes } from './bytes.js'
 
 const hexBytes = (h: string): Uint8Array => toBytes(h, undefined, 'self-test')

@@ -1,10 +1,11 @@
-// The browser bundle's signer in Debian's Chromium (headless, playwright-core):
-// the bundle signs with tiny-secp256k1's WebAssembly, carried inline (no
-// request but the bundle's own), and makes bee's Go signer's bytes (the 32
-// vectors of test/unit/signatures.json); on a page whose Content Security
-// Policy forbids compiling WebAssembly it signs with @noble/curves, the same
-// bytes; so does the lite bundle (dist/browser/bps.lite.js), which carries
-// no WebAssembly. Needs no cluster.
+// The browser bundles' signers in Debian's Chromium (headless,
+// playwright-core): the default bundle (dist/browser/bps.js) signs with
+// @noble/curves and the opt-in one (dist/browser/bps.wasm.js) with
+// tiny-secp256k1's WebAssembly, carried inline (no request but the bundle's
+// own); both make bee's Go signer's bytes (the 32 vectors of
+// test/unit/signatures.json). On a page whose Content Security Policy
+// forbids compiling WebAssembly the wasm bundle signs with @noble/curves,
+// the same bytes. Needs no cluster.
 import assert from 'node:assert/strict'
 import { existsSync, readFileSync } from 'node:fs'
 import { createServer } from 'node:http'
@@ -25,13 +26,13 @@ let site, browser, requests
 before(async () => {
   if (skip) return
   const bundle = readFileSync(join(root, 'dist/browser/bps.js'))
-  const lite = readFileSync(join(root, 'dist/browser/bps.lite.js'))
+  const wasm = readFileSync(join(root, 'dist/browser/bps.wasm.js'))
   requests = []
   site = createServer((req, res) => {
     requests.push(req.url)
     // /strict/: no 'wasm-unsafe-eval', so the page cannot compile WebAssembly
     const csp = req.url.startsWith('/strict/') ? { 'content-security-policy': "script-src 'self' 'unsafe-inline'" } : {}
-    if (req.url.endsWith('/bps.js')) res.writeHead(200, { 'content-type': 'text/javascript', ...csp }).end(req.url.startsWith('/lite/') ? lite : bundle)
+    if (req.url.endsWith('/bps.js')) res.writeHead(200, { 'content-type': 'text/javascript', ...csp }).end(req.url.startsWith('/wasm/') || req.url.startsWith('/strict/') ? wasm : bundle)
     else res.writeHead(200, { 'content-type': 'text/html', ...csp }).end(html)
   })
   await new Promise((ok) => site.listen(0, '127.0.0.1', ok))
@@ -61,25 +62,32 @@ async function signIn(path) {
   }
 }
 
-test('the bundle signs with its inline WebAssembly, as bee\'s Go signer does (32 vectors), fetching nothing more', { skip }, async () => {
+test('the default bundle signs with @noble/curves, as bee\'s Go signer does (32 vectors), fetching nothing more', { skip }, async () => {
   requests.length = 0
   const r = await signIn('/')
-  assert.equal(r.backend, 'wasm')
+  assert.equal(r.backend, 'js')
   assert.deepEqual(r.signatures, vectors.map((v) => v.signature))
   assert.deepEqual(r.addresses, vectors.map((v) => v.address))
   assert.deepEqual(requests.filter((u) => u !== '/favicon.ico'), ['/', '/bps.js'], 'the page and the bundle, nothing else')
 })
 
-test('a page that forbids WebAssembly (CSP without wasm-unsafe-eval) signs with @noble/curves, the same bytes', { skip }, async () => {
+test('the wasm bundle signs with its inline WebAssembly, the same bytes, fetching nothing more', { skip }, async () => {
+  requests.length = 0
+  const r = await signIn('/wasm/')
+  assert.equal(r.backend, 'wasm')
+  assert.deepEqual(r.signatures, vectors.map((v) => v.signature))
+  assert.deepEqual(r.addresses, vectors.map((v) => v.address))
+  assert.deepEqual(requests.filter((u) => u !== '/favicon.ico'), ['/wasm/', '/wasm/bps.js'], 'the page and the bundle, nothing else')
+})
+
+test('the wasm bundle on a page that forbids WebAssembly (CSP without wasm-unsafe-eval) signs with @noble/curves, the same bytes', { skip }, async () => {
   const r = await signIn('/strict/')
   assert.equal(r.backend, 'js')
   assert.deepEqual(r.signatures, vectors.map((v) => v.signature))
 })
 
-test('the lite bundle signs with @noble/curves, the same bytes, and is 1.5 MiB smaller', { skip }, async () => {
-  const r = await signIn('/lite/')
-  assert.equal(r.backend, 'js')
-  assert.deepEqual(r.signatures, vectors.map((v) => v.signature))
+test('the default bundle stays small: under 256 KiB, 1.5 MiB less than the wasm one', () => {
   const size = (f) => readFileSync(join(root, 'dist/browser', f)).length
-  assert.ok(size('bps.js') - size('bps.lite.js') > 1.5 * 1024 * 1024, `bps.js ${size('bps.js')} bytes, bps.lite.js ${size('bps.lite.js')}`)
+  assert.ok(size('bps.js') < 256 * 1024, `bps.js ${size('bps.js')} bytes`)
+  assert.ok(size('bps.wasm.js') - size('bps.js') > 1.5 * 1024 * 1024, `bps.wasm.js ${size('bps.wasm.js')} bytes, bps.js ${size('bps.js')}`)
 })

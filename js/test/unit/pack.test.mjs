@@ -19,7 +19,7 @@ test('npm pack ships every build and every exported path', () => {
   // Nothing but the builds, the README and package.json.
   for (const f of files) assert.match(f, /^(dist\/|README\.md$|package\.json$)/, `${f} should not be shipped`)
   // The browser bundles are self-contained modules: no bare imports left, no .wasm to fetch.
-  for (const f of ['dist/browser/bps.js', 'dist/browser/bps.lite.js']) {
+  for (const f of ['dist/browser/bps.js', 'dist/browser/bps.wasm.js']) {
     const bundle = readFileSync(f, 'utf8')
     assert.doesNotMatch(bundle, /\bfrom\s*["'](?!\.)[^"']+["']|\bimport\(["'](?!\.)/, `a bare import in ${f}`)
     assert.doesNotMatch(bundle, /axios\.create|AxiosHeaders/, `axios in ${f}`)
