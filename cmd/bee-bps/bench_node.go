@@ -78,7 +78,10 @@ subscribing sessions on the nodes after it (round robin), the first node the
 broker. For each subscriber count of --subscribers, in --rounds interleaved
 rounds, it publishes --messages messages of --size bytes at --rate a second
 and prints the round trip from the publisher's frame written to each
-subscriber's frame read (p50, p99) and the broker's CPU per publication: the
+subscriber's frame read (p50, p99; the frame signed before this clock
+starts), the same from before the frame is built and signed (signed p50,
+signed p99: the clock of an application's publish, as the JavaScript
+client's send() measures it) and the broker's CPU per publication: the
 growth of process_cpu_seconds_total on the broker's /metrics, less its idle
 rate measured for --idle before the runs. The difference between the largest
 and the smallest subscriber count gives the CPU per extra delivery.
@@ -325,7 +328,9 @@ type benchRun struct {
 	round, subs    int
 	expected       int
 	delivered      int
-	p50, p99       time.Duration
+	p50, p99       time.Duration // frame written → read (signed before the clock)
+	signedP50      time.Duration // frame built and signed → read: the publish's own clock
+	signedP99      time.Duration
 	wall           time.Duration
 	brokerCPU      time.Duration // the broker process's CPU over the window
 	brokerIdle     float64       // its idle CPU rate, in cores
@@ -401,8 +406,8 @@ func (f *benchNodeFlags) run(ctx context.Context, w io.Writer) error {
 		fmt.Fprintln(w)
 	}
 	var runs []benchRun
-	fmt.Fprintln(w, "| system | round | subscribers | delivered | p50 | p99 | broker CPU/publication | less idle | publishing node CPU/publication |")
-	fmt.Fprintln(w, "|---|---:|---:|---:|---:|---:|---:|---:|---:|")
+	fmt.Fprintln(w, "| system | round | subscribers | delivered | p50 | p99 | broker CPU/publication | less idle | publishing node CPU/publication | signed p50 | signed p99 |")
+	fmt.Fprintln(w, "|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|")
 	for round := range f.rounds {
 		for _, s := range f.counts {
 			for _, sys := range systems {
@@ -416,8 +421,8 @@ func (f *benchNodeFlags) run(ctx context.Context, w io.Writer) error {
 				if sys.pubOwn {
 					pubCPU = usec(r.perPub(r.publisherCPU))
 				}
-				fmt.Fprintf(w, "| %s | %d | %d | %d/%d | %s | %s | %s | %s | %s |\n", r.system, r.round, r.subs, r.delivered, r.expected,
-					msec(r.p50), msec(r.p99), usec(r.perPub(r.brokerCPU)), usec(r.brokerPerPub()), pubCPU)
+				fmt.Fprintf(w, "| %s | %d | %d | %d/%d | %s | %s | %s | %s | %s | %s | %s |\n", r.system, r.round, r.subs, r.delivered, r.expected,
+					msec(r.p50), msec(r.p99), usec(r.perPub(r.brokerCPU)), usec(r.brokerPerPub()), pubCPU, msec(r.signedP50), msec(r.signedP99))
 			}
 		}
 	}
@@ -502,16 +507,17 @@ func printBenchNodeSummary(w io.Writer, system string, counts []int, runs []benc
 	fmt.Fprintln(w)
 	fmt.Fprintf(w, "%s, medians over the rounds:\n", system)
 	fmt.Fprintln(w)
-	fmt.Fprintln(w, "| subscribers | p50 | p99 | broker CPU/publication (less idle) | publishing node CPU/publication |")
-	fmt.Fprintln(w, "|---:|---:|---:|---:|---:|")
+	fmt.Fprintln(w, "| subscribers | p50 | p99 | broker CPU/publication (less idle) | publishing node CPU/publication | signed p50 | signed p99 |")
+	fmt.Fprintln(w, "|---:|---:|---:|---:|---:|---:|---:|")
 	cpuAt := map[int]time.Duration{}
 	uniq := slices.Compact(slices.Sorted(slices.Values(counts)))
 	for _, s := range uniq {
-		var p50, p99, cpu, pub []time.Duration
+		var p50, p99, sp50, sp99, cpu, pub []time.Duration
 		own := false
 		for _, r := range runs {
 			if r.system == system && r.subs == s {
 				p50, p99, cpu = append(p50, r.p50), append(p99, r.p99), append(cpu, r.brokerPerPub())
+				sp50, sp99 = append(sp50, r.signedP50), append(sp99, r.signedP99)
 				pub, own = append(pub, r.perPub(r.publisherCPU)), r.publisherOwn
 			}
 		}
@@ -520,7 +526,7 @@ func printBenchNodeSummary(w io.Writer, system string, counts []int, runs []benc
 		if own {
 			pubCPU = usec(median(pub))
 		}
-		fmt.Fprintf(w, "| %d | %s | %s | %s | %s |\n", s, msec(median(p50)), msec(median(p99)), usec(cpuAt[s]), pubCPU)
+		fmt.Fprintf(w, "| %d | %s | %s | %s | %s | %s | %s |\n", s, msec(median(p50)), msec(median(p99)), usec(cpuAt[s]), pubCPU, msec(median(sp50)), msec(median(sp99)))
 	}
 	if len(uniq) > 1 {
 		lo, hi := uniq[0], uniq[len(uniq)-1]
@@ -647,11 +653,16 @@ func (f *benchNodeFlags) runOnce(ctx context.Context, sys *benchSystem, signer c
 		return wsclient.Options{API: api, Peer: sys.peer, Mode: wsclient.GSOC, Topic: topic}
 	}
 
-	sent := make([]atomic.Int64, f.messages) // unix nanos of each measured send
+	// Two clocks per measured message, unix nanos: built, before its frame
+	// is built and signed (an application's publish); sent, once it is
+	// signed, as the frame is written.
+	built := make([]atomic.Int64, f.messages)
+	sent := make([]atomic.Int64, f.messages)
 	var (
 		wg       sync.WaitGroup // the readers
-		lmu      sync.Mutex     // guards lat
+		lmu      sync.Mutex     // guards lat and signed
 		lat      []time.Duration
+		signed   []time.Duration
 		got      atomic.Int64 // measured first deliveries
 		allIn    = make(chan struct{})
 		allOnce  sync.Once
@@ -675,10 +686,11 @@ func (f *benchNodeFlags) runOnce(ctx context.Context, sys *benchSystem, signer c
 		go func() {
 			defer wg.Done()
 			seen := make([]bool, f.messages)
-			var own []time.Duration
+			var own, ownSigned []time.Duration
 			defer func() {
 				lmu.Lock()
 				lat = append(lat, own...)
+				signed = append(signed, ownSigned...)
 				lmu.Unlock()
 			}()
 			for {
@@ -698,7 +710,9 @@ func (f *benchNodeFlags) runOnce(ctx context.Context, sys *benchSystem, signer c
 					continue
 				}
 				seen[seq] = true
-				own = append(own, time.Duration(time.Now().UnixNano()-sent[seq].Load()))
+				now := time.Now().UnixNano()
+				own = append(own, time.Duration(now-sent[seq].Load()))
+				ownSigned = append(ownSigned, time.Duration(now-built[seq].Load()))
 				if got.Add(1) == int64(r.expected) {
 					allOnce.Do(func() { close(allIn) })
 				}
@@ -781,7 +795,10 @@ func (f *benchNodeFlags) runOnce(ctx context.Context, sys *benchSystem, signer c
 				return r, ctx.Err()
 			}
 		}
-		// Signed before the clock starts: the round trip is the nodes'.
+		// Signed before the first clock (sent) starts: its round trip is
+		// the nodes'. The second (built) starts before the payload, the
+		// frame and its signature: an application's publish → receive.
+		built[seq].Store(time.Now().UnixNano())
 		frame, err := wsclient.GSOCFrame(signer, id, payload(uint64(seq)))
 		if err != nil {
 			return r, err
@@ -818,7 +835,9 @@ func (f *benchNodeFlags) runOnce(ctx context.Context, sys *benchSystem, signer c
 	sessions = nil
 	wg.Wait()
 	slices.Sort(lat)
+	slices.Sort(signed)
 	r.p50, r.p99 = quantile(lat, 0.50), quantile(lat, 0.99)
+	r.signedP50, r.signedP99 = quantile(signed, 0.50), quantile(signed, 0.99)
 	return r, nil
 }
 

@@ -8,6 +8,8 @@ import (
 	"context"
 	"os"
 	"path/filepath"
+	"regexp"
+	"strconv"
 	"strings"
 	"testing"
 	"time"
@@ -166,9 +168,25 @@ func TestBenchNodeDevCluster(t *testing.T) {
 	if err := b.root.ExecuteContext(t.Context()); err != nil {
 		t.Fatalf("bench-node: %v\n%s", err, res)
 	}
-	for _, want := range []string{"| BPS | 1 | 1 | 10/10 |", "shares its process with node-1, node-2", "BPS, medians over the rounds"} {
+	for _, want := range []string{"| BPS | 1 | 1 | 10/10 |", "shares its process with node-1, node-2", "BPS, medians over the rounds", "| signed p50 | signed p99 |"} {
 		if !strings.Contains(res.String(), want) {
 			t.Fatalf("output lacks %q:\n%s", want, res)
 		}
+	}
+	// The signed clock starts before the frame is built and signed, the
+	// other once it is: message by message the signed latency is the longer,
+	// so is each of its quantiles.
+	row := regexp.MustCompile(`\| BPS \| 1 \| 1 \| 10/10 \| ([0-9.]+) ms \| ([0-9.]+) ms \|.*\| ([0-9.]+) ms \| ([0-9.]+) ms \|\n`).FindStringSubmatch(res.String())
+	if row == nil {
+		t.Fatalf("no run's row with both clocks:\n%s", res)
+	}
+	ms := make([]float64, 4)
+	for i := range ms {
+		if ms[i], err = strconv.ParseFloat(row[i+1], 64); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if ms[2] < ms[0] || ms[3] < ms[1] || ms[2] == 0 {
+		t.Errorf("signed p50 %.2f ms, p99 %.2f ms; written p50 %.2f ms, p99 %.2f ms: the signed clock, started earlier, must read no less (and more than 0)", ms[2], ms[3], ms[0], ms[1])
 	}
 }

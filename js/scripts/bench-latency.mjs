@@ -8,7 +8,9 @@
 // dApp sees) and from the frame written (signed before the clock starts,
 // as bench-node does). In Node, or with --browser in a page of Debian's
 // headless Chromium (CHROMIUM_PATH, default /usr/bin/chromium) that loads
-// the browser bundle (dist/browser/bps.js) from its own origin.
+// the default browser bundle (dist/browser/bps.js, @noble/curves signs)
+// from its own origin, or with --browser-wasm the WebAssembly one
+// (dist/browser/bps.wasm.js).
 //
 // It also splits the path at the runtime's WebSocket (a wrapper on its
 // send and on its message events, installed before the client opens its
@@ -37,7 +39,7 @@
 // by the server's clock, both clocks the wall clock's (performance.timeOrigin:
 // the split is as good as the two origins agree; the round trip is exact).
 //
-//   node scripts/bench-latency.mjs [--browser] <info file> [messages=100] [rate=10]
+//   node scripts/bench-latency.mjs [--browser|--browser-wasm] <info file> [messages=100] [rate=10]
 //   node scripts/bench-latency.mjs --echo [messages=100] [rate=10]
 import { readFileSync } from 'node:fs'
 import { createServer } from 'node:http'
@@ -46,7 +48,8 @@ import { fileURLToPath } from 'node:url'
 
 const WARMUP = 5
 const args = process.argv.slice(2)
-const mode = args[0] === '--browser' ? 'browser' : args[0] === '--echo' ? 'echo' : 'node'
+const mode = args[0] === '--browser' || args[0] === '--browser-wasm' ? 'browser' : args[0] === '--echo' ? 'echo' : 'node'
+const bundleFile = args[0] === '--browser-wasm' ? 'bps.wasm.js' : 'bps.js'
 const rest = mode === 'node' ? args : args.slice(1)
 
 // The measurement, run as it is in Node or in the page (bps: the client's module).
@@ -134,7 +137,7 @@ async function measure(bps, cfg, WS) {
   while (total.length < cfg.n && Date.now() < deadline) await sleep(50)
   await pub.close()
   await sub.close()
-  return { received: total.length, total, wire, signing, split, visibility: globalThis.document?.visibilityState, isolated: globalThis.crossOriginIsolated }
+  return { backend: bps.signerBackend ?? 'js', received: total.length, total, wire, signing, split, visibility: globalThis.document?.visibilityState, isolated: globalThis.crossOriginIsolated }
 }
 
 // The echo floor, run as it is in Node (the ws package) or in the page.
@@ -166,7 +169,7 @@ async function echo(WS, cfg) {
 // Runs f(the page's module bps, cfg) in a page of headless Chromium that loads the bundle from its own origin.
 async function inChromium(f, cfg) {
   const { chromium } = await import('playwright-core')
-  const bundle = readFileSync(join(dirname(fileURLToPath(import.meta.url)), '../dist/browser/bps.js'))
+  const bundle = readFileSync(join(dirname(fileURLToPath(import.meta.url)), `../dist/browser/${bundleFile}`))
   const html = `<!doctype html><script type="importmap">{"imports":{"@ethersphere/bps":"/bps.js"}}</script>
 <script type="module">import * as bps from '@ethersphere/bps'; window.bps = bps; document.title = 'ready'</script>`
   // Cross-origin isolated: the page's performance.now() then has 5 µs steps (100 µs otherwise).
@@ -221,13 +224,13 @@ if (mode === 'echo') {
   }
 } else {
   const [info, messages = '100', rate = '10'] = rest
-  if (!info) throw new Error('usage: bench-latency.mjs [--browser] <info file> [messages] [rate] | --echo [messages] [rate]')
+  if (!info) throw new Error('usage: bench-latency.mjs [--browser|--browser-wasm] <info file> [messages] [rate] | --echo [messages] [rate]')
   const cl = JSON.parse(readFileSync(info, 'utf8'))
   const [broker, A, B] = cl.nodes
   const cfg = { pubApi: A.api, subApi: B.api, broker: broker.overlay, n: Number(messages), rate: Number(rate), warmup: WARMUP }
   const r = mode === 'browser' ? await inChromium(measure, cfg) : await measure(await import('../dist/esm/index.js'), cfg, (await import('ws')).WebSocket)
   console.log(
-    `js client (${mode === 'browser' ? `Chromium, page ${r.visibility}, cross-origin isolated ${r.isolated}` : 'Node'}): ${r.received}/${cfg.n} received; send()→receive p50 ${fmt(q(r.total, 0.5))} p99 ${fmt(q(r.total, 0.99))}; ` +
+    `js client (${mode === 'browser' ? `Chromium, ${bundleFile}, page ${r.visibility}, cross-origin isolated ${r.isolated}` : 'Node'}; signer ${r.backend}): ${r.received}/${cfg.n} received; send()→receive p50 ${fmt(q(r.total, 0.5))} p99 ${fmt(q(r.total, 0.99))}; ` +
       `written→receive p50 ${fmt(q(r.wire, 0.5))} p99 ${fmt(q(r.wire, 0.99))}; send() (signing) p50 ${fmt(q(r.signing, 0.5))} p99 ${fmt(q(r.signing, 0.99))}`,
   )
   const s = r.split

@@ -18,6 +18,7 @@ import { sha256 } from '@noble/hashes/sha2'
 import { BytesLike, concat, toBytes, utf8 } from './bytes.js'
 import { ValidationError } from './errors.js'
 import { randomBytes } from './platform.js'
+import { fastSecp256k1 } from './wasmsign.js'
 
 /**
  * What signs for a session: any object that signs as signWithKey (bee's
@@ -76,13 +77,33 @@ const eip191 = utf8('\x19Ethereum Signed Message:\n32')
 /**
  * Signs data as bee's signer (and bee-js's PrivateKey.sign) does: ECDSA on
  * secp256k1 over keccak256(EIP-191 prefix ‖ keccak256(data)), 65 bytes
- * r ‖ s ‖ v with s low and v = 27 + the recovery id. The nonce is RFC 6979's
- * (@noble/curves), as bee's Go signer's (btcec): the same bytes as the node
- * signs for the same key and data. bee-js's own signer derives its nonce
+ * r ‖ s ‖ v with s low and v = 27 + the recovery id. The nonce is RFC 6979's,
+ * as bee's Go signer's (btcec): the same bytes as the node signs for the
+ * same key and data. With tiny-secp256k1's WebAssembly libsecp256k1 where
+ * it is loaded (src/wasmsign.ts: Node and the browser bundle), else with
+ * @noble/curves (signerBackend says which). bee-js's own signer derives its nonce
  * otherwise (another valid signature of the same digest, which recovers to
  * the same owner) and is 20-40 times slower.
  */
 export function signWithKey(secret: Uint8Array, data: Uint8Array): Uint8Array {
+  if (!fastSecp256k1) return signWithCurve(secret, data)
+  const sig = fastSecp256k1.sign(keccak(eip191, keccak(data)), secret)
+  const out = new Uint8Array(65)
+  out.set(sig.signature)
+  out[64] = 27 + sig.recoveryId
+  return out
+}
+
+/**
+ * Which secp256k1 signWithKey signs with here: 'wasm' (tiny-secp256k1's
+ * libsecp256k1: Node, the browser bundle) or 'js' (@noble/curves: another
+ * bundler's build, a page that forbids WebAssembly). Both make the same
+ * bytes (RFC 6979); 'wasm' in a third of the time.
+ */
+export const signerBackend: 'wasm' | 'js' = fastSecp256k1 ? 'wasm' : 'js'
+
+/** signWithKey with @noble/curves, whichever is loaded: what the tests compare the WebAssembly's signatures with. */
+export function signWithCurve(secret: Uint8Array, data: Uint8Array): Uint8Array {
   const sig = curve.sign(keccak(eip191, keccak(data)), secret, { lowS: true })
   const out = new Uint8Array(65)
   out.set(sig.toCompactRawBytes())
@@ -130,7 +151,9 @@ const owners = new WeakMap<PrivateKey, Uint8Array>()
 export function ownerOf(key: PrivateKey): Uint8Array {
   let a = owners.get(key)
   if (!a) {
-    a = keccak(curve.getPublicKey(key.toUint8Array(), false).subarray(1)).slice(12)
+    const secret = key.toUint8Array()
+    const pub = fastSecp256k1 ? fastSecp256k1.publicKey(secret) : curve.getPublicKey(secret, false)
+    a = keccak(pub.subarray(1)).slice(12)
     owners.set(key, a)
   }
   return a

@@ -13,13 +13,16 @@ test('npm pack ships every build and every exported path', () => {
   const paths = []
   const walk = (v) => (typeof v === 'string' ? paths.push(v.replace(/^\.\//, '')) : Object.values(v).forEach(walk))
   walk(pkg.exports)
-  for (const p of [...paths, pkg.main.replace(/^\.\//, ''), pkg.types.replace(/^\.\//, ''), 'README.md', 'dist/esm/platform.browser.js', 'dist/cjs/platform.browser.js']) {
+  for (const p of [...paths, pkg.main.replace(/^\.\//, ''), pkg.types.replace(/^\.\//, ''), 'README.md', 'dist/esm/platform.browser.js', 'dist/cjs/platform.browser.js', 'dist/esm/wasmsign.browser.js', 'dist/cjs/wasmsign.browser.js']) {
     assert.ok(files.has(p), `${p} is not in the package`)
   }
   // Nothing but the builds, the README and package.json.
   for (const f of files) assert.match(f, /^(dist\/|README\.md$|package\.json$)/, `${f} should not be shipped`)
-  // The browser bundle is a self-contained module: no bare imports left.
-  const bundle = readFileSync('dist/browser/bps.js', 'utf8')
-  assert.doesNotMatch(bundle, /\bfrom\s*["'](?!\.)[^"']+["']|\bimport\(["'](?!\.)/, 'a bare import in the browser bundle')
-  assert.doesNotMatch(bundle, /axios\.create|AxiosHeaders/, 'axios in the browser bundle')
+  // The browser bundles are self-contained modules: no bare imports left, no .wasm to fetch.
+  for (const f of ['dist/browser/bps.js', 'dist/browser/bps.wasm.js']) {
+    const bundle = readFileSync(f, 'utf8')
+    assert.doesNotMatch(bundle, /\bfrom\s*["'](?!\.)[^"']+["']|\bimport\(["'](?!\.)/, `a bare import in ${f}`)
+    assert.doesNotMatch(bundle, /axios\.create|AxiosHeaders/, `axios in ${f}`)
+    assert.doesNotMatch(bundle, /\.wasm["']/, `a .wasm file named in ${f}`)
+  }
 })

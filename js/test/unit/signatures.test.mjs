@@ -1,5 +1,6 @@
 // The client's signatures are bee's signer's, byte for byte: signWithKey
-// (@noble/curves, RFC 6979) against vectors made by bee's Go signer
+// (RFC 6979: tiny-secp256k1's WebAssembly in Node, @noble/curves where it is
+// not loaded) against vectors made by bee's Go signer
 // (signatures.json, kept honest by pkg/wsclient's TestJSSignatureVectors),
 // and against bee-js, which recovers the same owner from them.
 import assert from 'node:assert/strict'
@@ -166,4 +167,34 @@ test('bee-js makeSingleOwnerChunk signs with its own PrivateKey, never a signer 
   assert.equal(soc.address.toHex(), hex(ours.address)) // the same SOC
   const signer = { address: unhex(v.address), sign: () => new Uint8Array(65) }
   assert.throws(() => bee.makeContentAddressedChunk(payload).toSingleOwnerChunk(id, signer))
+})
+
+test('Node signs with the WebAssembly secp256k1, the same bytes as @noble/curves (500 random keys and messages)', async () => {
+  const { signWithCurve, signerBackend, ownerOf } = await import('../../dist/esm/soc.js')
+  const { randomBytes } = await import('node:crypto')
+  const { secp256k1 } = await import('@noble/curves/secp256k1')
+  assert.equal(signerBackend, 'wasm')
+  const ids = new Set()
+  for (let i = 0; i < 500; i++) {
+    let key = new Uint8Array(randomBytes(32))
+    if (i === 0) key = unhex('00'.repeat(31) + '01') // the smallest key
+    if (i === 1) key = unhex((secp256k1.CURVE.n - 1n).toString(16).padStart(64, '0')) // the largest
+    const data = new Uint8Array(randomBytes(1 + (i % 97)))
+    const sig = signWithKey(key, data)
+    assert.equal(hex(sig), hex(signWithCurve(key, data)), `key ${hex(key)}`)
+    ids.add(sig[64])
+    assert.equal(hex(ownerOf(new PrivateKey(key))), addressOf(new PrivateKey(key)).toHex())
+  }
+  assert.deepEqual([...ids].sort(), [27, 28])
+})
+
+test('the WebAssembly secp256k1 is used only if it signs as @noble/curves does (the self-test)', async () => {
+  const { checked } = await import('../../dist/esm/fastsign.js')
+  const tiny = await import('tiny-secp256k1')
+  assert.ok(checked(tiny), 'tiny-secp256k1 passes')
+  assert.equal(checked(undefined), undefined)
+  const broken = { signRecoverable: () => { throw new Error('no WebAssembly') }, pointFromScalar: tiny.pointFromScalar }
+  assert.equal(checked(broken), undefined, 'a library that throws')
+  const otherNonce = { signRecoverable: (h, d) => tiny.signRecoverable(h, d, new Uint8Array(32).fill(1)), pointFromScalar: tiny.pointFromScalar }
+  assert.equal(checked(otherNonce), undefined, 'a library that signs with another nonce')
 })
