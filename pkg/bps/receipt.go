@@ -181,6 +181,17 @@ func (r *receiptOut) tell(cs *clientStream) {
 	}
 }
 
+// lastSent hands over the channel told the outcome of the last receipt
+// queued (nil if none, or if it was handed over already): a caller that
+// must not close the stream before it is written waits on it.
+func (r *receiptOut) lastSent() chan error {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	done := r.last
+	r.last = nil
+	return done
+}
+
 // tellReceipts sends every multihop parent stream's untold receipt and
 // waits until each is written (Settle).
 func (s *Service) tellReceipts() {

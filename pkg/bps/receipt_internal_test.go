@@ -6,6 +6,7 @@ package bps
 
 import (
 	"testing"
+	"testing/synctest"
 
 	"github.com/ethersphere/bps/pkg/bps/pb"
 	"google.golang.org/protobuf/encoding/protowire"
@@ -58,4 +59,47 @@ func TestReceiptQueueFullKeepsUntold(t *testing.T) {
 	if r.Taken != 2 || f.acks != 2 {
 		t.Fatalf("the receipt tells %d taken and adds %d to the child's charge: want 2 and 2", r.Taken, f.acks)
 	}
+}
+
+// TestEndReceiptWaitsForTheLastReceipt: a child whose parent ended the
+// stream (END_OF_STREAM) and whose last delivery made a receipt due —
+// queued as the reader took it, nothing left untold for the final one —
+// closes the stream only once that receipt is written. Closed at once, the
+// close raced the writer and lost the receipt: the parent charged 3 of 6
+// deliveries (TestPricingEndOfStream, about 1 run in 100 under -race).
+func TestEndReceiptWaitsForTheLastReceipt(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		cs := &clientStream{s: &Service{}}
+		cs.queue.max = 8
+		cs.writing = true // a writer runs: push only queues
+		defer cs.rout.stop()
+		if _, err := cs.rout.took(cs, [32]byte{1}); err != nil { // due at once
+			t.Fatal(err)
+		}
+		returned := make(chan struct{})
+		go func() {
+			cs.endReceipt()
+			close(returned)
+		}()
+		synctest.Wait()
+		select {
+		case <-returned:
+			t.Fatal("endReceipt returned with the last receipt queued, unwritten")
+		default:
+		}
+		f, ok := cs.queue.pop()
+		if !ok || f.kind != kindReceipt || f.done == nil {
+			t.Fatalf("no receipt queued (%v, kind %d)", ok, f.kind)
+		}
+		if _, ok := cs.queue.pop(); ok {
+			t.Fatal("a final receipt with nothing untold was queued")
+		}
+		f.done <- nil // the writer wrote it
+		synctest.Wait()
+		select {
+		case <-returned:
+		default:
+			t.Fatal("endReceipt did not return once the receipt was written")
+		}
+	})
 }
