@@ -132,18 +132,30 @@ func (r *receiptOut) flush(cs *clientStream) {
 }
 
 // sendLocked queues a receipt of r.taken, which the writer charges once
-// it is written (putBatch); under r.mu.
+// it is written (putBatch); under r.mu. A receipt the stream's queue has
+// no room for (a queue of Options.QueueLen frames, publications up and
+// receipts alike) leaves what it would have told untold: the next receipt
+// tells it, sent by the next delivery or, if none comes, by the timer
+// armed here. Counted told and never queued, it was charged by neither
+// end until a later receipt told it — at the parent (which charges what
+// a receipt's cumulative count adds) but not at the child (which charges
+// what each receipt adds to the last one queued): the two ledgers
+// disagreed, or, with no later receipt, the parent waited for one that
+// never came.
 func (r *receiptOut) sendLocked(cs *clientStream) {
 	if r.timer != nil {
 		r.timer.Stop()
 		r.timer = nil
 	}
 	n := r.taken - r.told
-	r.told = r.taken
-	r.last = make(chan error, 1)
-	if !cs.push(cs.s, outFrame{b: encodeFrame(&pb.Receipt{Taken: r.taken}), kind: kindReceipt, acks: uint32(min(n, math.MaxUint32)), done: r.last}) {
-		r.last = nil
+	last := make(chan error, 1)
+	if !cs.push(cs.s, outFrame{b: encodeFrame(&pb.Receipt{Taken: r.taken}), kind: kindReceipt, acks: uint32(min(n, math.MaxUint32)), done: last}) {
+		if !r.ended {
+			r.timer = time.AfterFunc(receiptDelay, func() { r.flush(cs) })
+		}
+		return
 	}
+	r.told, r.last = r.taken, last
 }
 
 // tell sends, on a multihop stream, a receipt of what is untold and waits
@@ -167,6 +179,17 @@ func (r *receiptOut) tell(cs *clientStream) {
 	case <-cs.quit:
 	case <-t.C:
 	}
+}
+
+// lastSent hands over the channel told the outcome of the last receipt
+// queued (nil if none, or if it was handed over already): a caller that
+// must not close the stream before it is written waits on it.
+func (r *receiptOut) lastSent() chan error {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	done := r.last
+	r.last = nil
+	return done
 }
 
 // tellReceipts sends every multihop parent stream's untold receipt and
