@@ -130,19 +130,27 @@ func (l *ledger) applied(peer swarm.Address) []int64 {
 // waitOwes waits until this node owes peer at least want.
 func (l *ledger) waitOwes(t *testing.T, who string, peer swarm.Address, want int64) {
 	t.Helper()
+	if got, ok := l.waitFor(peer, func(b int64) bool { return -b >= want }); !ok {
+		t.Fatalf("%s: owes %s %d, want at least %d", who, peer, -got, want)
+	}
+}
+
+// waitFor waits until peer's balance satisfies ok and returns it; past
+// waitTimeout, the last balance and false.
+func (l *ledger) waitFor(peer swarm.Address, ok func(balance int64) bool) (int64, bool) {
 	deadline := time.NewTimer(waitTimeout)
 	defer deadline.Stop()
 	for {
 		l.mu.Lock()
-		got, notify := -l.balances[peer.ByteString()], l.notify
+		got, notify := l.balances[peer.ByteString()], l.notify
 		l.mu.Unlock()
-		if got >= want {
-			return
+		if ok(got) {
+			return got, true
 		}
 		select {
 		case <-notify:
 		case <-deadline.C:
-			t.Fatalf("%s: owes %s %d, want at least %d", who, peer, got, want)
+			return got, false
 		}
 	}
 }
@@ -150,20 +158,8 @@ func (l *ledger) waitOwes(t *testing.T, who string, peer swarm.Address, want int
 // waitBalance waits until peer's balance is want.
 func (l *ledger) waitBalance(t *testing.T, who string, peer swarm.Address, want int64) {
 	t.Helper()
-	deadline := time.NewTimer(waitTimeout)
-	defer deadline.Stop()
-	for {
-		l.mu.Lock()
-		got, notify := l.balances[peer.ByteString()], l.notify
-		l.mu.Unlock()
-		if got == want {
-			return
-		}
-		select {
-		case <-notify:
-		case <-deadline.C:
-			t.Fatalf("%s: balance of %s is %d, want %d", who, peer, got, want)
-		}
+	if got, ok := l.waitFor(peer, func(b int64) bool { return b == want }); !ok {
+		t.Fatalf("%s: balance of %s is %d, want %d", who, peer, got, want)
 	}
 }
 
@@ -309,20 +305,8 @@ func fakeParent(t *testing.T, nd *streamtest.Node, stated uint32, deliveries []*
 // waitBalanceAtLeast waits until peer owes at least want.
 func (l *ledger) waitBalanceAtLeast(t *testing.T, who string, peer swarm.Address, want int64) {
 	t.Helper()
-	deadline := time.NewTimer(waitTimeout)
-	defer deadline.Stop()
-	for {
-		l.mu.Lock()
-		got, notify := l.balances[peer.ByteString()], l.notify
-		l.mu.Unlock()
-		if got >= want {
-			return
-		}
-		select {
-		case <-notify:
-		case <-deadline.C:
-			t.Fatalf("%s: balance of %s is %d, want at least %d", who, peer, got, want)
-		}
+	if got, ok := l.waitFor(peer, func(b int64) bool { return b >= want }); !ok {
+		t.Fatalf("%s: balance of %s is %d, want at least %d", who, peer, got, want)
 	}
 }
 

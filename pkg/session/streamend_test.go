@@ -12,8 +12,6 @@ import (
 	"testing/synctest"
 	"time"
 
-	"github.com/ethersphere/bee/v2/pkg/crypto"
-	"github.com/ethersphere/bee/v2/pkg/soc"
 	"github.com/ethersphere/bee/v2/pkg/swarm"
 	"github.com/ethersphere/bps/pkg/bps"
 	"github.com/ethersphere/bps/pkg/bps/pb"
@@ -33,58 +31,15 @@ import (
 func TestReleasedStreamHandsOnWhatItTook(t *testing.T) {
 	t.Parallel()
 	synctest.Test(t, func(t *testing.T) {
-		svc := mock.New()
-		x := session.NewMux(svc, session.MuxOptions{})
-		defer func() {
-			if err := x.Close(); err != nil {
-				t.Error(err)
-			}
-		}()
-		pk, err := crypto.GenerateSecp256k1Key()
-		if err != nil {
-			t.Fatal(err)
-		}
-		signer := crypto.NewDefaultSigner(pk)
-		owner, err := signer.EthereumAddress()
-		if err != nil {
-			t.Fatal(err)
-		}
-		topic, _ := crypto.LegacyKeccak256([]byte("released"))
-		sp, err := bps.NewFeedSpec(topic, owner.Bytes())
-		if err != nil {
-			t.Fatal(err)
-		}
-		r, err := x.Room(swarm.NewAddress(make([]byte, swarm.HashSize)), sp)
-		if err != nil {
-			t.Fatal(err)
-		}
-		defer r.Release()
+		mr := newMockRoom(t, "released")
 		audience := &fakeSession{}
-		r.Add(audience, session.MemberOptions{}, true)
-		carol := make([]byte, 20)
-		carol[0] = 0xca
+		mr.r.Add(audience, session.MemberOptions{}, true)
+		carol := newKey(t)
 		var want []string
 		for i := range uint64(16) {
-			e, err := x.Publish(t.Context(), r, session.StreamOptions{Addr: carol, Receive: true})
-			if err != nil {
-				t.Fatal(err)
-			}
-			<-e.Ready()
-			if e.Err() != nil {
-				t.Fatal(e.Err())
-			}
-			opened := svc.Opened()
-			stream := opened[len(opened)-1]
+			e, stream := mr.publish(t, carol)
 			payload := fmt.Sprintf("update %d", i)
-			b, err := sp.Chunk(signer, owner.Bytes(), pb.Kind_DATA, stream.Challenge(), i, []byte(payload))
-			if err != nil {
-				t.Fatal(err)
-			}
-			addr, err := soc.CreateAddress(b.Soc[:swarm.HashSize], owner.Bytes())
-			if err != nil {
-				t.Fatal(err)
-			}
-			if !stream.Deliver(bps.Delivery{Kind: b.Kind, Index: i, Challenge: b.Challenge, Address: addr, Owner: owner.Bytes(), Data: b.Soc}) {
+			if !stream.Deliver(delivery(update(t, mr.admin, mr.sp, i, payload), mr.admin.addr, i, nil)) {
 				t.Fatal("the stream took no delivery")
 			}
 			e.Release()
@@ -95,6 +50,51 @@ func TestReleasedStreamHandsOnWhatItTook(t *testing.T) {
 			}
 		}
 	})
+}
+
+// mockRoom is a mux over pkg/session/mock and the room of a cohort under
+// admin there; closed and released when the test ends.
+type mockRoom struct {
+	svc   *mock.Service
+	x     session.Mux
+	r     *session.Room
+	admin key
+	sp    *bps.Spec
+}
+
+func newMockRoom(t *testing.T, topic string) *mockRoom {
+	t.Helper()
+	mr := &mockRoom{svc: mock.New(), admin: newKey(t)}
+	mr.x = session.NewMux(mr.svc, session.MuxOptions{})
+	t.Cleanup(func() {
+		if err := mr.x.Close(); err != nil {
+			t.Error(err)
+		}
+	})
+	mr.sp = feedSpec(t, topic, mr.admin)
+	r, err := mr.x.Room(swarm.NewAddress(make([]byte, swarm.HashSize)), mr.sp)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(r.Release)
+	mr.r = r
+	return mr
+}
+
+// publish opens the room's receiving publisher stream of k, and the mock
+// stream under it.
+func (mr *mockRoom) publish(t *testing.T, k key) (*session.PubStream, *mock.Stream) {
+	t.Helper()
+	e, err := mr.x.Publish(t.Context(), mr.r, session.StreamOptions{Addr: k.addr, Receive: true})
+	if err != nil {
+		t.Fatal(err)
+	}
+	<-e.Ready()
+	if e.Err() != nil {
+		t.Fatal(e.Err())
+	}
+	opened := mr.svc.Opened()
+	return e, opened[len(opened)-1]
 }
 
 // orderSession records, in order, how the room and its stream end it; its
@@ -134,29 +134,9 @@ func (o *orderSession) End(error) {
 func TestEndOfCohortBeforeTheStreamsEnd(t *testing.T) {
 	t.Parallel()
 	synctest.Test(t, func(t *testing.T) {
-		svc := mock.New()
-		x := session.NewMux(svc, session.MuxOptions{})
-		defer func() {
-			if err := x.Close(); err != nil {
-				t.Error(err)
-			}
-		}()
-		admin := newKey(t)
-		sp := feedSpec(t, "the end first", admin)
-		r, err := x.Room(swarm.NewAddress(make([]byte, swarm.HashSize)), sp)
-		if err != nil {
-			t.Fatal(err)
-		}
-		defer r.Release()
-		carol := newKey(t)
-		e, err := x.Publish(t.Context(), r, session.StreamOptions{Addr: carol.addr, Receive: true})
-		if err != nil {
-			t.Fatal(err)
-		}
-		<-e.Ready()
-		if e.Err() != nil {
-			t.Fatal(e.Err())
-		}
+		mr := newMockRoom(t, "the end first")
+		r, admin, sp := mr.r, mr.admin, mr.sp
+		e, stream := mr.publish(t, newKey(t))
 		defer e.Release()
 		hold := make(chan struct{})
 		s := &orderSession{entered: make(chan struct{}), ended: make(chan struct{}), hold: hold}
@@ -164,9 +144,8 @@ func TestEndOfCohortBeforeTheStreamsEnd(t *testing.T) {
 		if err := e.Add(s); err != nil {
 			t.Fatal(err)
 		}
-		opened := svc.Opened()
-		opened[len(opened)-1].End(nil) // closed by the broker, no EOS on it
-		synctest.Wait()                // the stream waits for the room's EOS
+		stream.End(nil) // closed by the broker, no EOS on it
+		synctest.Wait() // the stream waits for the room's EOS
 
 		em, eos := service(t, admin, sp, pb.Kind_EOS, 0)
 		done := make(chan struct{})
