@@ -143,10 +143,7 @@ func (r *receiptOut) flush(cs *clientStream) {
 // disagreed, or, with no later receipt, the parent waited for one that
 // never came.
 func (r *receiptOut) sendLocked(cs *clientStream) {
-	if r.timer != nil {
-		r.timer.Stop()
-		r.timer = nil
-	}
+	r.stopTimerLocked()
 	n := r.taken - r.told
 	last := make(chan error, 1)
 	if !cs.push(cs.s, outFrame{b: encodeFrame(&pb.Receipt{Taken: r.taken}), kind: kindReceipt, acks: uint32(min(n, math.MaxUint32)), done: last}) {
@@ -242,6 +239,12 @@ func (r *receiptOut) stop() {
 	r.mu.Lock()
 	defer r.mu.Unlock()
 	r.ended = true
+	r.stopTimerLocked()
+}
+
+// stopTimerLocked stops the timer of an untold receipt, if one is armed;
+// under r.mu.
+func (r *receiptOut) stopTimerLocked() {
 	if r.timer != nil {
 		r.timer.Stop()
 		r.timer = nil
@@ -256,10 +259,7 @@ func (r *receiptOut) final() outFrame {
 	r.mu.Lock()
 	defer r.mu.Unlock()
 	r.ended = true
-	if r.timer != nil {
-		r.timer.Stop()
-		r.timer = nil
-	}
+	r.stopTimerLocked()
 	f := outFrame{end: true}
 	if n := r.taken - r.told; n > 0 {
 		r.told = r.taken
