@@ -5,32 +5,16 @@
 package bps_test
 
 import (
-	"context"
 	"slices"
 	"testing"
 	"testing/synctest"
 	"time"
 
-	"github.com/ethersphere/bee/v2/pkg/p2p"
 	"github.com/ethersphere/bee/v2/pkg/swarm"
 	"github.com/ethersphere/bps/pkg/bps"
 	"github.com/ethersphere/bps/pkg/bps/pb"
 	"github.com/ethersphere/bps/pkg/bps/streamtest"
-	"google.golang.org/protobuf/encoding/protodelim"
 )
-
-// sessionSpec is the soak's cohort: a mnemonic topic whose publishers are
-// everyone (the admin among them) — session feeds judged by their owner's
-// cursor, with no reorder: an update that comes after a later one of its
-// feed is stale, dropped.
-func sessionSpec(t testing.TB, topic string, admin key) *bps.Spec {
-	t.Helper()
-	sp, err := bps.NewSpec(&pb.CohortSpec{Topic: topicOf(topic), Binding: pb.TopicBinding_MNEMONIC, Admin: admin.addr, Publishers: pb.PublisherRegime_ALL})
-	if err != nil {
-		t.Fatal(err)
-	}
-	return sp
-}
 
 // TestLazyTakeoverKeepsTheOrder: v hangs on E (eager) and L (lazy), w
 // below it on v (eager) and L (lazy); LazyWait is an hour, so only the
@@ -48,7 +32,7 @@ func TestLazyTakeoverKeepsTheOrder(t *testing.T) {
 	t.Parallel()
 	synctest.Test(t, func(t *testing.T) {
 		hour := func(_ int, o *bps.Options) { o.LazyWait = time.Hour }
-		mt := newLazyTree(t, 2, 2, func(a key) *bps.Spec { return sessionSpec(t, "lazy-takeover-order", a) }, hour)
+		mt := newLazyTree(t, 2, 2, func(a key) *bps.Spec { return mnemonicAll(t, "lazy-takeover-order", a) }, hour)
 		mt.subscribeAll()
 		e, l := mt.nodes[0], mt.nodes[1]
 		o := relayOptions(2)
@@ -116,19 +100,7 @@ func joinReferred(mt *mtree, o bps.Options, to []*tnode, depths []uint32) (*tnod
 	for i, nd := range to {
 		cands = append(cands, &pb.Candidate{Overlay: nd.Overlay().Bytes(), Depth: depths[i]})
 	}
-	origin := mt.net.NewNode()
-	if err := origin.AddProtocol(p2p.ProtocolSpec{Name: bps.ProtocolName, Version: bps.ProtocolVersion,
-		StreamSpecs: []p2p.StreamSpec{{Name: bps.StreamName, Handler: func(_ context.Context, _ p2p.Peer, s p2p.Stream) error {
-			if err := protodelim.UnmarshalFrom(newByteReader(s), new(pb.Join)); err != nil {
-				return err
-			}
-			if _, err := s.Write(bps.EncodeFrame(&pb.Ack{Status: pb.Status_FULL, Multihop: true, Candidates: cands})); err != nil {
-				return err
-			}
-			return s.FullClose()
-		}}}}); err != nil {
-		t.Fatal(err)
-	}
+	origin := listingRoot(t, mt.net, cands...)
 	joiner := newNode(t, mt.net, o)
 	for _, nd := range append([]*streamtest.Node{origin, mt.broker.Node}, to[0].Node, to[1].Node) {
 		if err := mt.net.Connect(joiner.Node, nd); err != nil {
