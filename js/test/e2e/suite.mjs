@@ -323,10 +323,7 @@ export function configurations({ fullNode }) {
     // How long the first persistent updates may take: the dev cluster says
     // it runs once every node can upload and store, light ones included.
     // A light node's uploads go out through bee's pusher behind what the
-    // suite's earlier tests persisted (1.2–2.4 s an update, docs/api.md):
-    // whole-suite runs on light nodes saw an update not stored within 30 s
-    // (a 404) three times over three rounds ("history" twice, "persistence"
-    // once), never when the test ran alone; 60 s there. Not traced to bee.
+    // suite's earlier tests persisted (1.2–2.4 s an update, docs/api.md).
     const persistWait = fullNode ? 30_000 : 60_000
     test('persistence and recovery: a subscriber cut off resumes at its cursor; what it missed is recovered from storage', { timeout: 120_000 }, async () => {
       await usableStamp(A)
@@ -355,7 +352,7 @@ export function configurations({ fullNode }) {
         const d = await dropped
         assert.ok(d.retry, `retries after ${d.error}`)
         for (let i = 3; i < 6; i++) pub.send(`persistent ${i}`)
-        await stored(B, alice, cohort, 5n)
+        await stored(cl.broker, alice, cohort, 5n)
         assert.equal(sub.cursor, 3n)
         const recovered = sub.waitFor('recovered', undefined, 30_000)
         proxy.resume()
@@ -391,7 +388,7 @@ export function configurations({ fullNode }) {
       const pub = track(client(A).publish(cohort, alice, { postageBatch: A.batch }))
       await pub.ready(T)
       for (let i = 0; i < 3; i++) pub.send(`history ${i}`)
-      await stored(B, alice, cohort, 2n, persistWait)
+      await stored(cl.broker, alice, cohort, 2n, persistWait)
       const late = track(client(B).subscribe(cohort))
       await late.ready(T)
       const heard = collect(late, pub)
@@ -419,7 +416,14 @@ export function configurations({ fullNode }) {
   })
 }
 
-/** Resolves once node serves update index of owner's feed (GET /soc). */
+/**
+ * Resolves once node serves update index of owner's feed (GET /soc). Ask a
+ * full node (the broker), never a light reader: bee's retrieval skips, for a
+ * minute, each peer that failed to deliver a chunk, so a light node asked
+ * while the upload is still being pushed answers 404 at once for a minute —
+ * to this wait, and to the recovery that follows it. A full node answers from
+ * its own store once the push or its neighbour's sync reaches it.
+ */
 async function stored(node, key, cohort, index, timeoutMs = 30_000) {
   const id = Buffer.from(feedId(topicBytes(cohort.topic), index)).toString('hex')
   const deadline = Date.now() + timeoutMs
