@@ -200,11 +200,17 @@ func TestPersistUploadsEachUpdate(t *testing.T) {
 func TestPersistSubscriberResumes(t *testing.T) {
 	t.Parallel()
 	st := newFakeStorage()
-	c := newCluster(t, 2, api.Options{Storage: st})
-	a, b := c.clients[0], c.clients[1]
+	c := newCluster(t, 3, api.Options{Storage: st})
+	a, b, w := c.clients[0], c.clients[1], c.clients[2]
 	alice := newKey(t)
 	topic := keccak([]byte("resume"))
 	q := spec(c.broker.addr, "feed", &alice)
+	// A watcher on a node of its own: once it has an update, the broker
+	// sent it on, so the subscriber below joins after 0…2 went by (an
+	// upload says only that the publisher's node sent it to the broker:
+	// joined before the broker sent 2, the subscriber would get 2 live).
+	watch := dial(t, w, "resume", q, nil)
+	watch.control("ready")
 
 	pub := dial(t, a, "resume", as(q, alice), http.Header{"Swarm-Postage-Batch-Id": {hex.EncodeToString(goodBatch)}})
 	claim(t, pub, alice.signer, c.broker.Overlay(), 0)
@@ -213,6 +219,7 @@ func TestPersistSubscriberResumes(t *testing.T) {
 		pub.persist(i, fmt.Sprint("update ", i))
 		want, _ := soc.CreateAddress(bps.FeedID(topic, i), alice.addr)
 		st.awaitUpload(t, want)
+		watch.payload(fmt.Sprint("update ", i))
 	}
 
 	rq := spec(c.broker.addr, "feed", &alice)
