@@ -503,14 +503,12 @@ func (j *rootJoin) look() ([]*pb.Candidate, turn, *poolWaiter) {
 // if every child was busy, when a round closes.
 func (j *rootJoin) round() ([]*pb.Candidate, bool) {
 	began := time.Now()
+	// The repeat round ends where it opens or closes, under the cohort's
+	// mu (openRound, closeRound): cleared here, after the close woke the
+	// joins held for it, it would end the next one, which one of them may
+	// have opened meanwhile.
 	best, asked := j.s.probeOnce(j.c, j.depth, j.joiner, j.wait, maxOriginFanout, j.sharing)
-	if j.sharing {
-		// Closed (closeRound), or none opened: the next may begin.
-		j.sharing = false
-		j.c.mu.Lock()
-		j.c.pool.rep.open = false
-		j.c.mu.Unlock()
-	}
+	j.sharing = false
 	if len(best) > 0 || asked == 0 {
 		return best, true // found, or nobody to ask
 	}
@@ -666,13 +664,20 @@ func (s *Service) probeOnce(c *cohort, childDepth uint32, exclude swarm.Address,
 // returns what probeOnce reports: 0, nobody to ask; -1, every child to
 // ask busy (look again when a round closes); 1, raced with the cohort's
 // end or the bound on open probes (look again).
-func (c *cohort) openRound(nonce uint64, frame []byte, depth uint32, exclude swarm.Address, fanout int, shared bool) (*probeWait, int) {
+func (c *cohort) openRound(nonce uint64, frame []byte, depth uint32, exclude swarm.Address, fanout int, shared bool) (pw *probeWait, asked int) {
 	c.mu.Lock()
 	defer c.mu.Unlock()
+	if shared {
+		defer func() {
+			if pw == nil {
+				c.pool.rep.open = false // the repeat round opened nothing: the next may begin
+			}
+		}()
+	}
 	if c.dead || c.svc.Ended() || len(c.probes) >= maxOpenProbes {
 		return nil, 1 // raced: look again
 	}
-	pw := &probeWait{asked: make(map[*member]bool), depth: depth, ready: make(chan struct{}), shared: shared}
+	pw = &probeWait{asked: make(map[*member]bool), depth: depth, ready: make(chan struct{}), shared: shared}
 	busy := c.askChildren(pw, frame, exclude, fanout)
 	pw.left = len(pw.asked)
 	if pw.left == 0 {

@@ -164,3 +164,42 @@ func TestProbePoolHeldJoinsBeforeAHunter(t *testing.T) {
 		t.Fatalf("a hunter with nobody held: %v, turn %d; want the pooled candidate", best, next)
 	}
 }
+
+// TestRepeatRoundFreedWhenItOpensNothing: a repeat join that takes the
+// root's repeat round and finds no child to ask leaves the round free — the
+// next repeat join sends the next one — and a repeat round another join
+// holds is not ended by a join whose own round ends. Fails with openRound
+// not freeing it. (The round is freed only under the cohort's mu, where it
+// opens nothing or closes: freed by the join that sent it after the close
+// had woken the joins held for it, it ended the next repeat round one of
+// them had opened meanwhile.)
+func TestRepeatRoundFreedWhenItOpensNothing(t *testing.T) {
+	t.Parallel()
+	s := &Service{opts: Options{Tree: Tree{ProbeWait: 2 * time.Second}}}
+	c := &cohort{}
+	joiner := swarm.NewAddress(bytes.Repeat([]byte{9}, swarm.HashSize))
+	first := s.newRootJoin(c, 1, joiner, time.Second)
+	first.class = joinRepeat
+	if _, next, _ := first.look(); next != turnRound || !c.pool.rep.open {
+		t.Fatalf("the first repeat join: turn %d, repeat round open %v; want a round, open", next, c.pool.rep.open)
+	}
+	if best, answered := first.round(); best != nil || !answered {
+		t.Fatalf("a round with nobody to ask: %v, answered %v", best, answered)
+	}
+	if c.pool.rep.open {
+		t.Fatal("the repeat round is still taken after it opened nothing")
+	}
+
+	// Another join holds the repeat round; a first join's round (not the
+	// repeat round) ends: the repeat round stays taken.
+	c.pool.rep.open = true
+	own := s.newRootJoin(c, 1, joiner, time.Second)
+	own.class = joinFirst
+	if _, next, _ := own.look(); next != turnRound {
+		t.Fatalf("a first join: turn %d, want a round of its own", next)
+	}
+	own.round()
+	if !c.pool.rep.open {
+		t.Fatal("a join's own round ended the repeat round another join holds")
+	}
+}
