@@ -80,7 +80,7 @@ const eip191 = utf8('\x19Ethereum Signed Message:\n32')
  * r ‖ s ‖ v with s low and v = 27 + the recovery id. The nonce is RFC 6979's,
  * as bee's Go signer's (btcec): the same bytes as the node signs for the
  * same key and data. With tiny-secp256k1's WebAssembly libsecp256k1 where
- * it is loaded (src/wasmsign.ts: Node and the browser bundle), else with
+ * it is loaded (src/wasmsign.ts: Node and the opt-in browser bundle), else with
  * @noble/curves (signerBackend says which). bee-js's own signer derives its nonce
  * otherwise (another valid signature of the same digest, which recovers to
  * the same owner) and is 20-40 times slower.
@@ -88,26 +88,29 @@ const eip191 = utf8('\x19Ethereum Signed Message:\n32')
 export function signWithKey(secret: Uint8Array, data: Uint8Array): Uint8Array {
   if (!fastSecp256k1) return signWithCurve(secret, data)
   const sig = fastSecp256k1.sign(keccak(eip191, keccak(data)), secret)
-  const out = new Uint8Array(65)
-  out.set(sig.signature)
-  out[64] = 27 + sig.recoveryId
-  return out
+  return rsv(sig.signature, sig.recoveryId)
 }
 
 /**
  * Which secp256k1 signWithKey signs with here: 'wasm' (tiny-secp256k1's
- * libsecp256k1: Node, the browser bundle) or 'js' (@noble/curves: another
- * bundler's build, a page that forbids WebAssembly). Both make the same
- * bytes (RFC 6979); 'wasm' in a third of the time.
+ * libsecp256k1: Node, the opt-in browser bundle bps.wasm.js) or 'js'
+ * (@noble/curves: the default browser bundle, another bundler's build, a
+ * page that forbids WebAssembly). Both make the same bytes (RFC 6979);
+ * 'wasm' in a third of the time.
  */
 export const signerBackend: 'wasm' | 'js' = fastSecp256k1 ? 'wasm' : 'js'
 
 /** signWithKey with @noble/curves, whichever is loaded: what the tests compare the WebAssembly's signatures with. */
 export function signWithCurve(secret: Uint8Array, data: Uint8Array): Uint8Array {
   const sig = curve.sign(keccak(eip191, keccak(data)), secret, { lowS: true })
+  return rsv(sig.toCompactRawBytes(), sig.recovery)
+}
+
+/** bee's 65-byte signature: r ‖ s (64 bytes) ‖ v = 27 + the recovery id. */
+function rsv(rs: Uint8Array, recovery: number): Uint8Array {
   const out = new Uint8Array(65)
-  out.set(sig.toCompactRawBytes())
-  out[64] = 27 + sig.recovery
+  out.set(rs)
+  out[64] = 27 + recovery
   return out
 }
 
