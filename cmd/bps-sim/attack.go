@@ -20,6 +20,7 @@ import (
 
 	"github.com/ethersphere/bee/v2/pkg/p2p"
 	"github.com/ethersphere/bee/v2/pkg/swarm"
+	"github.com/ethersphere/bps/internal/delay"
 	"github.com/ethersphere/bps/pkg/bps"
 	"github.com/ethersphere/bps/pkg/bps/pb"
 	"github.com/ethersphere/bps/pkg/bps/streamtest/bpsnet"
@@ -1119,7 +1120,7 @@ func (s *attackStream) hold(f []byte) {
 // the run ends.
 func (s *attackStream) release(held chan heldFrame) {
 	defer s.a.wg.Done()
-	t := time.NewTimer(0)
+	t := time.NewTimer(delay.Positive(0))
 	defer t.Stop()
 	<-t.C
 	for {
@@ -1131,7 +1132,7 @@ func (s *attackStream) release(held chan heldFrame) {
 		case <-s.a.ctx.Done():
 			return
 		}
-		t.Reset(time.Until(h.at))
+		t.Reset(delay.Positive(time.Until(h.at)))
 		select {
 		case <-t.C:
 		case <-s.done:

@@ -17,6 +17,7 @@ import (
 	"time"
 
 	"github.com/ethersphere/bee/v2/pkg/p2p"
+	"github.com/ethersphere/bps/internal/delay"
 	"github.com/ethersphere/bps/pkg/bps"
 	"github.com/ethersphere/bps/pkg/bps/streamtest"
 	"github.com/ethersphere/bps/pkg/bps/streamtest/bpsnet"
@@ -399,7 +400,7 @@ func Run(ctx context.Context, sc Scenario) (*Result, error) {
 	}
 	for k, sl := range s.slots {
 		if pace > 0 && k > 0 {
-			t := time.NewTimer(time.Until(start.Add(time.Duration(k) * pace)))
+			t := time.NewTimer(delay.Positive(time.Until(start.Add(time.Duration(k) * pace))))
 			select {
 			case <-t.C:
 			case <-ctx.Done():
@@ -713,7 +714,7 @@ func (p *publisher) run(duration, period, phase time.Duration) {
 	defer p.sim.wg.Done()
 	defer close(p.done)
 	end := time.Now().Add(duration)
-	t := time.NewTimer(phase)
+	t := time.NewTimer(delay.Positive(phase))
 	defer t.Stop()
 	payload := make([]byte, p.sim.sc.Payload)
 	for {
@@ -925,7 +926,7 @@ func (s *sim) killBrokers(d time.Duration) {
 
 // sleep waits d, or returns false if the run ends first.
 func (s *sim) sleep(d time.Duration) bool {
-	t := time.NewTimer(d)
+	t := time.NewTimer(delay.Positive(d))
 	defer t.Stop()
 	select {
 	case <-t.C:

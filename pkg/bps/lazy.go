@@ -12,6 +12,7 @@ import (
 	"sync/atomic"
 	"time"
 
+	"github.com/ethersphere/bps/internal/delay"
 	"github.com/ethersphere/bps/pkg/bps/pb"
 	"google.golang.org/protobuf/encoding/protowire"
 )
@@ -594,7 +595,7 @@ func (lz *lazyIn) promoteLocked(p *parent) (waiting, asked int, ok bool) {
 // announced; any goroutine, any lock.
 func (lz *lazyIn) kick() {
 	if lz.kicked.CompareAndSwap(false, true) {
-		lz.timer.Reset(0)
+		lz.timer.Reset(delay.Positive(0))
 	}
 }
 
@@ -666,7 +667,7 @@ func (lz *lazyIn) announced(p *parent, a *pb.Announce) error {
 func (lz *lazyIn) arm(due time.Time) {
 	if !lz.kicked.Load() && (lz.armed.IsZero() || due.Before(lz.armed)) {
 		lz.armed = due
-		lz.timer.Reset(max(time.Until(due), 0))
+		lz.timer.Reset(delay.Positive(time.Until(due)))
 	}
 }
 

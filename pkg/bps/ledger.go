@@ -20,6 +20,7 @@ import (
 	"github.com/ethersphere/bee/v2/pkg/accounting"
 	beemetrics "github.com/ethersphere/bee/v2/pkg/metrics"
 	"github.com/ethersphere/bee/v2/pkg/swarm"
+	"github.com/ethersphere/bps/internal/delay"
 	"github.com/ethersphere/bps/pkg/bps/pb"
 	"github.com/prometheus/client_golang/prometheus"
 	"google.golang.org/protobuf/encoding/protowire"
@@ -563,7 +564,7 @@ func (p *pricing) startFlusher() bool {
 // margin due at once and stops for good.
 func (p *pricing) flushLoop() {
 	next := time.Now().Add(p.settle.Interval)
-	t := time.NewTimer(0) // the first pass finds when the first late ledger is due
+	t := time.NewTimer(delay.Positive(0)) // the first pass finds when the first late ledger is due
 	defer t.Stop()
 	for {
 		select {
@@ -590,7 +591,7 @@ func (p *pricing) flushLoop() {
 			}
 			l.flushLate(false)
 		}
-		t.Reset(time.Until(wake))
+		t.Reset(delay.Positive(time.Until(wake)))
 	}
 }
 

@@ -13,6 +13,7 @@ import (
 	"time"
 
 	"github.com/ethersphere/bee/v2/pkg/swarm"
+	"github.com/ethersphere/bps/internal/delay"
 	"github.com/ethersphere/bps/pkg/bps/pb"
 )
 
@@ -646,7 +647,7 @@ func (s *Service) probeOnce(c *cohort, childDepth uint32, exclude swarm.Address,
 	}
 	s.metrics.Probes.Inc()
 
-	t := time.NewTimer(wait)
+	t := time.NewTimer(delay.Positive(wait))
 	select {
 	case <-pw.ready:
 	case <-t.C:

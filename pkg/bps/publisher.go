@@ -15,6 +15,7 @@ import (
 	"time"
 
 	"github.com/ethersphere/bee/v2/pkg/swarm"
+	"github.com/ethersphere/bps/internal/delay"
 	"github.com/ethersphere/bps/pkg/bps/pb"
 )
 
@@ -214,7 +215,9 @@ func (p *Publisher) Send(ctx context.Context, b *pb.Broadcast) error {
 // its AUTH is sent again (docs/protocol.md, "AUTH"): a third of the
 // broker's inactivity deadline, so that an idle publisher keeps its cohort
 // at any broker (upstream's form B takes it as its heartbeat).
-func (p *Publisher) heartbeatEvery() time.Duration { return p.clientStream.s.opts.Inactivity / 3 }
+func (p *Publisher) heartbeatEvery() time.Duration {
+	return delay.Positive(p.clientStream.s.opts.Inactivity / 3)
+}
 
 // armBeat (re)starts the heartbeat after a frame was sent; the caller holds
 // writeMu.

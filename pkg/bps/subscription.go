@@ -16,6 +16,7 @@ import (
 
 	"github.com/ethersphere/bee/v2/pkg/p2p"
 	"github.com/ethersphere/bee/v2/pkg/swarm"
+	"github.com/ethersphere/bps/internal/delay"
 	"github.com/ethersphere/bps/pkg/bps/pb"
 )
 
@@ -908,7 +909,7 @@ func (sub *Subscription) Close() error {
 
 // waitUntil waits for done until deadline and reports whether it came.
 func waitUntil(done <-chan struct{}, deadline time.Time) bool {
-	t := time.NewTimer(time.Until(deadline))
+	t := time.NewTimer(delay.Positive(time.Until(deadline)))
 	defer t.Stop()
 	select {
 	case <-done:
