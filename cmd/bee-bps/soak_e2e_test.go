@@ -685,10 +685,21 @@ func soakReport(t *testing.T, c soakConfig, ns []*soakNode, sentAt []time.Time, 
 			dups += len(n.got[k]) - 1
 		}
 		// A gap that holds the update sent when the node was killed, or
-		// ends while it was down, is its own downtime.
+		// ends while it was down, is its own downtime; so is one sent
+		// whole between the kill and the moment its subscription was
+		// answered again. The second kind is what a restarted node's
+		// replay leaves: its second parent's join asks for up to a second
+		// from before its first attach (docs/protocol.md, "Replay on
+		// join"), the replay's oldest frames arrive before the first
+		// parent's first live delivery and are taken, the rest after it,
+		// older than the node's cursor, and are dropped — all of them
+		// published before the node attached.
 		own := func(g soakGap) bool {
 			for _, d := range n.kills {
 				if g.from <= d.atUpdate && d.atUpdate <= g.to+1 {
+					return true
+				}
+				if g.from >= d.atUpdate && (d.subscribed.IsZero() || sentAt[g.to].Before(d.subscribed)) {
 					return true
 				}
 			}
