@@ -173,14 +173,24 @@ func (sub *Subscription) acquire(ctx context.Context, at swarm.Address, underlay
 			return err
 		}
 		last = err
-		added, err := sub.attachCandidates(ctx, full.Candidates, true)
+		added, tried, err := sub.attachCandidates(ctx, full.Candidates, true)
 		if added > 0 {
 			return nil
 		}
 		if err != nil {
 			last = err
 		}
-		if ctx.Err() != nil {
+		if tried == 0 && sub.need() == 0 {
+			return nil // parents came meanwhile, by another way
+		}
+		if ctx.Err() != nil || tried == 0 {
+			// Asked again, the origin names the same places: none was
+			// lost to a race, each is one this node cannot take (itself,
+			// a parent it has, a child, a rank below its own). Each ask
+			// would count at the root as a Join of this peer's (ration.go),
+			// and a node that asks for a second parent now and then in a
+			// narrow tree would be a hunter there within a minute, its
+			// rejoin after a crash answered from the pool only.
 			break
 		}
 	}
@@ -191,14 +201,14 @@ func (sub *Subscription) acquire(ctx context.Context, at swarm.Address, underlay
 }
 
 // attachCandidates attaches to the candidates a FULL answer named, as many
-// as the subscription lacks parents, and returns how many it took and the
-// last refusal. A candidate whose slot was taken since it was offered (a
+// as the subscription lacks parents, and returns how many it took, how
+// many it tried (those it cannot take are not tried) and the last refusal. A candidate whose slot was taken since it was offered (a
 // lost race: it answers FULL with candidates of its own subtree, which is
 // where the probe that found it looked) is followed into its own
 // candidates once, when below is set, before the joiner asks the origin
 // again: under a crowd, or links slower than an offer is held, the slot
 // an offer named is often gone and the next free one is just below it.
-func (sub *Subscription) attachCandidates(ctx context.Context, cands []*pb.Candidate, below bool) (added int, last error) {
+func (sub *Subscription) attachCandidates(ctx context.Context, cands []*pb.Candidate, below bool) (added, tried int, last error) {
 	s := sub.s
 	for _, c := range cands {
 		if sub.need() == 0 {
@@ -211,6 +221,7 @@ func (sub *Subscription) attachCandidates(ctx context.Context, cands []*pb.Candi
 		if peer.Equal(s.overlay) || sub.hasParent(peer) || sub.judge.shuns(peer) || sub.isChild(peer) || !fit {
 			continue
 		}
+		tried++
 		err := sub.attachAt(ctx, peer, c.Underlays, false, c)
 		if err == nil {
 			added++
@@ -219,14 +230,14 @@ func (sub *Subscription) attachCandidates(ctx context.Context, cands []*pb.Candi
 		last = err
 		var full *FullError
 		if below && errors.As(err, &full) && len(full.Candidates) > 0 {
-			n, err := sub.attachCandidates(ctx, full.Candidates, false)
+			n, _, err := sub.attachCandidates(ctx, full.Candidates, false)
 			added += n
 			if err != nil {
 				last = err
 			}
 		}
 	}
-	return added, last
+	return added, tried, last
 }
 
 // dial connects this node to peer at underlays — a probe's candidate, a
