@@ -49,22 +49,9 @@ func TestUnusableCandidatesAskedOnce(t *testing.T) {
 		if a := child.join(&pb.Join{Cohort: sp.PB(), Addr: bps.ZeroAddress, Multihop: true, Listen: true}); a.Status != pb.Status_OK {
 			t.Fatalf("raw child: %v", a.Status)
 		}
-		go func() {
-			for {
-				f := new(pb.Frame)
-				if child.read(f) != nil {
-					return // the test is over: its cleanup reset the stream
-				}
-				pr := f.GetProbe()
-				if pr == nil {
-					continue
-				}
-				cs := []*pb.Candidate{{Overlay: relay.Overlay().Bytes(), Depth: pr.Depth}}
-				if _, err := child.s.Write(bps.EncodeFrame(&pb.Frame{Kind: &pb.Frame_Candidates{Candidates: &pb.Candidates{Nonce: pr.Nonce, Candidates: cs}}})); err != nil {
-					return
-				}
-			}
-		}()
+		go child.answerProbes(func(pr *pb.Probe) []*pb.Candidate {
+			return []*pb.Candidate{{Overlay: relay.Overlay().Bytes(), Depth: pr.Depth}}
+		})
 		subscribe(t, relay, broker, sp)
 		sub := subscribe(t, joiner, broker, sp)
 		if ps := sub.Parents(); len(ps) != 1 || !ps[0].Equal(relay.Overlay()) {

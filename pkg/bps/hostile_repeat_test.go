@@ -43,29 +43,36 @@ func huntedRoot(t *testing.T, wait time.Duration, kids, candidates, strangers in
 		if a := child.join(&pb.Join{Cohort: sp.PB(), Addr: bps.ZeroAddress, Multihop: true, Listen: true}); a.Status != pb.Status_OK {
 			t.Fatalf("kid %d: %v", i, a.Status)
 		}
-		go func() {
-			for {
-				f := new(pb.Frame)
-				if child.read(f) != nil {
-					return // the test is over: its cleanup reset the stream
-				}
-				pr := f.GetProbe()
-				if pr == nil {
-					continue // a heartbeat
-				}
-				var cs []*pb.Candidate
-				for range candidates {
-					ov := make([]byte, swarm.HashSize)
-					_, _ = rand.Read(ov)
-					cs = append(cs, &pb.Candidate{Overlay: ov, Depth: pr.Depth})
-				}
-				if _, err := child.s.Write(bps.EncodeFrame(&pb.Frame{Kind: &pb.Frame_Candidates{Candidates: &pb.Candidates{Nonce: pr.Nonce, Candidates: cs}}})); err != nil {
-					return
-				}
+		go child.answerProbes(func(pr *pb.Probe) []*pb.Candidate {
+			var cs []*pb.Candidate
+			for range candidates {
+				ov := make([]byte, swarm.HashSize)
+				_, _ = rand.Read(ov)
+				cs = append(cs, &pb.Candidate{Overlay: ov, Depth: pr.Depth})
 			}
-		}()
+			return cs
+		})
 	}
 	return broker, ss, sp
+}
+
+// answerProbes answers every probe r reads with what name makes of it,
+// until the stream ends (the test is over: its cleanup reset it); other
+// frames (heartbeats) it skips.
+func (r *raw) answerProbes(name func(*pb.Probe) []*pb.Candidate) {
+	for {
+		f := new(pb.Frame)
+		if r.read(f) != nil {
+			return
+		}
+		pr := f.GetProbe()
+		if pr == nil {
+			continue
+		}
+		if _, err := r.s.Write(bps.EncodeFrame(&pb.Frame{Kind: &pb.Frame_Candidates{Candidates: &pb.Candidates{Nonce: pr.Nonce, Candidates: name(pr)}}})); err != nil {
+			return
+		}
+	}
 }
 
 // plainJoin sends a plain multihop Join from n to the root and returns its
