@@ -180,17 +180,21 @@ func (sub *Subscription) acquire(ctx context.Context, at swarm.Address, underlay
 		if err != nil {
 			last = err
 		}
-		if tried == 0 && sub.need() == 0 {
-			return nil // parents came meanwhile, by another way
-		}
-		if ctx.Err() != nil || tried == 0 {
+		if tried == 0 {
+			if sub.need() == 0 {
+				return nil // parents came meanwhile, by another way
+			}
 			// Asked again, the origin names the same places: none was
 			// lost to a race, each is one this node cannot take (itself,
-			// a parent it has, a child, a rank below its own). Each ask
-			// would count at the root as a Join of this peer's (ration.go),
-			// and a node that asks for a second parent now and then in a
-			// narrow tree would be a hunter there within a minute, its
-			// rejoin after a crash answered from the pool only.
+			// a parent it has, a child, one it shuns, a rank below its
+			// own). Each ask would count at the root as a Join of this
+			// peer's (ration.go), and a node that asks for a second parent
+			// now and then in a narrow tree would be a hunter there within
+			// a minute, its rejoin after a crash answered from the pool
+			// only.
+			break
+		}
+		if ctx.Err() != nil {
 			break
 		}
 	}
@@ -202,7 +206,8 @@ func (sub *Subscription) acquire(ctx context.Context, at swarm.Address, underlay
 
 // attachCandidates attaches to the candidates a FULL answer named, as many
 // as the subscription lacks parents, and returns how many it took, how
-// many it tried (those it cannot take are not tried) and the last refusal. A candidate whose slot was taken since it was offered (a
+// many it tried (those it cannot take are not tried) and the last refusal.
+// A candidate whose slot was taken since it was offered (a
 // lost race: it answers FULL with candidates of its own subtree, which is
 // where the probe that found it looked) is followed into its own
 // candidates once, when below is set, before the joiner asks the origin
